@@ -38,8 +38,8 @@ wire_table_build(void)
                 abort(); /* a build-time constant was outgrown */
             }
             wm = &wire_table[wire_table_len++];
-            snprintf(wm->full_name, sizeof(wm->full_name), "/%s/%s",
-                     svc->name, svc->methods[m].name);
+            snprintf(wm->full_name, sizeof(wm->full_name), "/%s/%s", svc->name,
+                     svc->methods[m].name);
             wm->service = svc;
             wm->method = &svc->methods[m];
         }

@@ -1,0 +1,369 @@
+/*
+ * executor.c — decode, check, deduplicate, execute, stage, hand over.
+ *
+ * The order of checks for one request (SPEC §2): envelope → method →
+ * deadline → rpc id present → payload → method's own validation → lease →
+ * completion record (replay or conflict) → execute. Everything that fails
+ * before "execute" writes nothing and is not recorded. An executed call's
+ * outcome is recorded with its effect in one transaction; a non-OK outcome
+ * keeps no effect, only its record.
+ */
+#include "executor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/supplemental/util/platform.h>
+
+#include "dispatch.h"
+#include "lease.h"
+#include "log.h"
+#include "once.pb-c.h"
+#include "records.h"
+
+struct executor {
+    server *srv;
+    pthread_t thread;
+    pthread_mutex_t mtx; /* protects head, tail, stopping */
+    pthread_cond_t cv;
+    listener_req *head;
+    listener_req *tail;
+    bool stopping;
+};
+
+/* A reply waiting for its transaction to become durable. */
+typedef struct exec_reply {
+    listener_req *req;
+    uint8_t *buf;
+    size_t len;
+} exec_reply;
+
+static void
+exec_reply_send(void *arg)
+{
+    exec_reply *r = arg;
+
+    listener_reply(r->req, r->buf, r->len);
+    free(r->buf);
+    free(r);
+}
+
+/* A method name as received, made safe to print. */
+static void
+exec_printable(const char *in, char *out, size_t outlen)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] != '\0' && j + 4 < outlen; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+    }
+    if (in[0] != '\0' && j + 4 >= outlen) {
+        memcpy(out + j, "...", 3);
+        j += 3;
+    }
+    out[j] = '\0';
+}
+
+/* Starts over with an empty transaction: drops whatever was staged. */
+static void
+exec_reset_txn(server_call *c)
+{
+    store *st = c->srv->st;
+    store_txn_abort(c->txn);
+    if ((c->txn = store_txn_begin(st)) == NULL) {
+        log_error("out of memory starting a transaction");
+        abort();
+    }
+}
+
+/* Looks up the completion record of the call's rpc id. Returns true when
+ * the call is answered from it (replay or conflict). */
+static bool
+exec_dedup(server_call *c, const Once__V1__Request *req,
+           const uint8_t digest[RECORD_DIGEST_LEN], bool *replayed)
+{
+    record *rec = NULL;
+    int rv = records_get(c->txn, c->client_id, c->seq, &rec);
+
+    if (rv == ENOENT) {
+        return false;
+    }
+    if (rv != 0) {
+        call_store_error(c, rv);
+        return true;
+    }
+    if (strcmp(rec->method, req->method) != 0 ||
+        rec->digest.len != RECORD_DIGEST_LEN ||
+        memcmp(rec->digest.data, digest, RECORD_DIGEST_LEN) != 0) {
+        STATS_INC(&c->srv->stats, conflicts);
+        call_fail(c, ONCE__V1__CODE__ALREADY_EXISTS, "RPC_ID_CONFLICT",
+                  "rpc id %llu:%llu was already used for a different request "
+                  "(%s); a new request needs a new seq",
+                  (unsigned long long)c->client_id, (unsigned long long)c->seq,
+                  rec->method);
+        records_free(rec);
+        return true;
+    }
+    STATS_INC(&c->srv->stats, replays);
+    c->code = rec->code;
+    snprintf(c->reason, sizeof(c->reason), "%s", rec->reason);
+    snprintf(c->message, sizeof(c->message), "%s", rec->message);
+    if (rec->payload.len > 0 && (c->resp = malloc(rec->payload.len)) != NULL) {
+        memcpy(c->resp, rec->payload.data, rec->payload.len);
+        c->resp_len = rec->payload.len;
+    }
+    *replayed = true;
+    records_free(rec);
+    return true;
+}
+
+/* Executes a mutating call whose rpc id has no record yet, and stages its
+ * record in the same transaction. */
+static void
+exec_mutating(server_call *c, const dispatch_entry *de,
+              const Once__V1__Request *req,
+              const uint8_t digest[RECORD_DIGEST_LEN])
+{
+    record rec = ONCE__STORE__V1__COMPLETION_RECORD__INIT;
+    int rv;
+
+    de->execute(c);
+    if (c->transient) {
+        exec_reset_txn(c);
+        return;
+    }
+    if (c->code != ONCE__V1__CODE__OK) {
+        exec_reset_txn(c); /* a non-OK outcome keeps no effect */
+    }
+    rec.method = req->method;
+    rec.digest.data = (uint8_t *)digest;
+    rec.digest.len = RECORD_DIGEST_LEN;
+    rec.code = c->code;
+    rec.reason = c->reason;
+    rec.message = c->message;
+    rec.payload.data = c->resp;
+    rec.payload.len = c->resp_len;
+    rec.completed_unix_ms = c->now_ms;
+    if ((rv = records_put(c->txn, c->client_id, c->seq, &rec)) != 0) {
+        exec_reset_txn(c);
+        call_store_error(c, rv);
+        return;
+    }
+    STATS_INC(&c->srv->stats, records_stored);
+}
+
+/* Checks the lease of the call's client id; false when the call must not
+ * run (the outcome is set). */
+static bool
+exec_lease_ok(server_call *c)
+{
+    int rv = lease_check_live(c->txn, c->client_id);
+
+    if (rv == 0) {
+        return true;
+    }
+    if (rv == ENOENT || rv == ESTALE) {
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
+                  "client id %llu has no live lease (%s); open a new lease "
+                  "and send new calls under its client id",
+                  (unsigned long long)c->client_id,
+                  rv == ENOENT ? "never issued" : "ended");
+    } else {
+        call_store_error(c, rv);
+    }
+    return false;
+}
+
+/* Runs every check and the handler; leaves the outcome in c. */
+static void
+exec_call(server_call *c, const listener_req *lr, bool *replayed)
+{
+    const void *body = nng_msg_body(lr->msg);
+    size_t len = nng_msg_len(lr->msg);
+    Once__V1__Request *req;
+    ProtobufCMessage *payload = NULL;
+    const dispatch_entry *de;
+    uint8_t digest[RECORD_DIGEST_LEN];
+    char name[96];
+    bool mutating;
+
+    if ((req = once__v1__request__unpack(NULL, len, body)) == NULL) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+                  "the %zu bytes received are not a once.v1.Request", len);
+        return;
+    }
+    if ((de = dispatch_find(req->method, strlen(req->method), &c->wm)) ==
+        NULL) {
+        exec_printable(req->method, name, sizeof(name));
+        call_fail(c, ONCE__V1__CODE__UNIMPLEMENTED, "UNKNOWN_METHOD",
+                  "no method \"%s\" (names look like "
+                  "/once.v1.Counter/Increment)",
+                  name);
+        goto out;
+    }
+    if (req->timeout_ms != 0 &&
+        (uint64_t)nng_clock() > lr->recv_ms + req->timeout_ms) {
+        call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED",
+                  "the deadline passed before the call could run");
+        goto out;
+    }
+    mutating = (de->flags & DISPATCH_MUTATING) != 0;
+    if (mutating && (req->client_id == 0 || req->seq == 0)) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MISSING_RPC_ID",
+                  "%s changes state and needs an rpc id: non-zero client_id "
+                  "(from OpenLease) and seq",
+                  c->wm->full_name);
+        goto out;
+    }
+    if ((payload = protobuf_c_message_unpack(c->wm->method->input, NULL,
+                                             req->payload.len,
+                                             req->payload.data)) == NULL) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_PAYLOAD",
+                  "the payload is not a valid %s", c->wm->method->input->name);
+        goto out;
+    }
+    c->req = payload;
+    if (de->validate != NULL) {
+        de->validate(c);
+        if (c->code != ONCE__V1__CODE__OK) {
+            goto out;
+        }
+    }
+    if (!mutating) {
+        de->execute(c);
+        if (c->code != ONCE__V1__CODE__OK) {
+            exec_reset_txn(c); /* a failed read or lease op keeps nothing */
+        }
+        goto out;
+    }
+    c->client_id = req->client_id;
+    c->seq = req->seq;
+    if (!exec_lease_ok(c)) {
+        goto out;
+    }
+    records_digest(req->method, strlen(req->method), req->payload.data,
+                   req->payload.len, digest);
+    if (!exec_dedup(c, req, digest, replayed)) {
+        exec_mutating(c, de, req, digest);
+    }
+out:
+    if (payload != NULL) {
+        protobuf_c_message_free_unpacked(payload, NULL);
+    }
+    once__v1__request__free_unpacked(req, NULL);
+}
+
+static void
+exec_one(executor *ex, listener_req *lr)
+{
+    server *srv = ex->srv;
+    server_call c;
+    exec_reply *r;
+    bool replayed = false;
+
+    memset(&c, 0, sizeof(c));
+    c.srv = srv;
+    c.now_ms = srv->now_ms();
+    if ((c.txn = store_txn_begin(srv->st)) == NULL ||
+        (r = calloc(1, sizeof(*r))) == NULL) {
+        log_error("out of memory executing a call");
+        abort();
+    }
+    STATS_INC(&srv->stats, requests);
+    exec_call(&c, lr, &replayed);
+    nng_msg_free(lr->msg);
+    lr->msg = NULL;
+    if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
+        STATS_INC(&srv->stats, rejected);
+    }
+    r->req = lr;
+    if (wire_response_pack(c.code, c.reason, c.message,
+                           c.code == ONCE__V1__CODE__OK ? c.resp : NULL,
+                           c.resp_len, replayed, &r->buf, &r->len) != 0) {
+        log_error("out of memory packing a reply");
+        abort();
+    }
+    free(c.resp);
+    store_txn_commit(c.txn, exec_reply_send, r);
+}
+
+static void *
+exec_main(void *arg)
+{
+    executor *ex = arg;
+
+    for (;;) {
+        listener_req *lr;
+
+        pthread_mutex_lock(&ex->mtx);
+        while (ex->head == NULL && !ex->stopping) {
+            pthread_cond_wait(&ex->cv, &ex->mtx);
+        }
+        if ((lr = ex->head) == NULL) {
+            pthread_mutex_unlock(&ex->mtx);
+            return NULL;
+        }
+        if ((ex->head = lr->next) == NULL) {
+            ex->tail = NULL;
+        }
+        pthread_mutex_unlock(&ex->mtx);
+        exec_one(ex, lr);
+    }
+}
+
+void
+executor_submit(void *arg, listener_req *r)
+{
+    executor *ex = arg;
+
+    r->next = NULL;
+    pthread_mutex_lock(&ex->mtx);
+    if (ex->tail != NULL) {
+        ex->tail->next = r;
+    } else {
+        ex->head = r;
+    }
+    ex->tail = r;
+    pthread_cond_signal(&ex->cv);
+    pthread_mutex_unlock(&ex->mtx);
+}
+
+int
+executor_open(executor **ep, server *srv)
+{
+    executor *ex = calloc(1, sizeof(*ex));
+    int rv;
+
+    if (ex == NULL) {
+        return ENOMEM;
+    }
+    ex->srv = srv;
+    pthread_mutex_init(&ex->mtx, NULL);
+    pthread_cond_init(&ex->cv, NULL);
+    if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
+        free(ex);
+        return rv;
+    }
+    *ep = ex;
+    return 0;
+}
+
+void
+executor_close(executor *ex)
+{
+    if (ex == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&ex->mtx);
+    ex->stopping = true;
+    pthread_cond_signal(&ex->cv);
+    pthread_mutex_unlock(&ex->mtx);
+    pthread_join(ex->thread, NULL);
+    pthread_mutex_destroy(&ex->mtx);
+    pthread_cond_destroy(&ex->cv);
+    free(ex);
+}

@@ -1,0 +1,168 @@
+/*
+ * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern.
+ */
+#include "listener.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/protocol/reqrep0/rep.h>
+
+#include "log.h"
+
+typedef enum { LCTX_RECV, LCTX_WAIT, LCTX_SEND } lctx_state;
+
+typedef struct lctx {
+    listener_req req; /* first: listener_reply recovers the lctx from it */
+    struct listener *l;
+    nng_ctx ctx;
+    nng_aio *aio;
+    lctx_state state; /* touched by the aio callback and listener_reply,
+                         never at the same time: one request at a time */
+} lctx;
+
+struct listener {
+    nng_socket sock;
+    lctx *ctxs;
+    size_t nctx;
+    listener_submit_fn submit;
+    void *arg;
+    pthread_mutex_t mtx; /* protects closed */
+    bool closed;
+};
+
+static void
+lctx_cb(void *arg)
+{
+    lctx *c = arg;
+    int rv = nng_aio_result(c->aio);
+
+    switch (c->state) {
+    case LCTX_RECV:
+        if (rv != 0) {
+            if (rv == NNG_ECLOSED) {
+                return;
+            }
+            nng_ctx_recv(c->ctx, c->aio);
+            return;
+        }
+        c->req.msg = nng_aio_get_msg(c->aio);
+        c->req.recv_ms = (uint64_t)nng_clock();
+        c->req.next = NULL;
+        c->state = LCTX_WAIT;
+        c->l->submit(c->l->arg, &c->req);
+        return;
+    case LCTX_SEND:
+        if (rv != 0) {
+            nng_msg_free(nng_aio_get_msg(c->aio));
+            if (rv == NNG_ECLOSED) {
+                return;
+            }
+        }
+        c->state = LCTX_RECV;
+        nng_ctx_recv(c->ctx, c->aio);
+        return;
+    case LCTX_WAIT:
+        return;
+    }
+}
+
+void
+listener_reply(listener_req *r, const void *buf, size_t len)
+{
+    lctx *c = (lctx *)r; /* req is the first member */
+    listener *l = c->l;
+    nng_msg *m;
+
+    pthread_mutex_lock(&l->mtx);
+    if (l->closed || nng_msg_alloc(&m, 0) != 0 ||
+        nng_msg_append(m, buf, len) != 0) {
+        /* Dropped: the client times out and retries the same id. */
+        pthread_mutex_unlock(&l->mtx);
+        return;
+    }
+    c->state = LCTX_SEND;
+    nng_aio_set_msg(c->aio, m);
+    nng_ctx_send(c->ctx, c->aio);
+    pthread_mutex_unlock(&l->mtx);
+}
+
+int
+listener_open(listener **lp, const server_config *cfg,
+              listener_submit_fn submit, void *arg)
+{
+    listener *l;
+    int rv;
+
+    if ((l = calloc(1, sizeof(*l))) == NULL) {
+        return NNG_ENOMEM;
+    }
+    pthread_mutex_init(&l->mtx, NULL);
+    l->submit = submit;
+    l->arg = arg;
+    if ((rv = nng_rep0_open(&l->sock)) != 0) {
+        log_error("cannot open the nng REP socket: %s", nng_strerror(rv));
+        free(l);
+        return rv;
+    }
+    nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, cfg->recv_max);
+    if ((l->ctxs = calloc(cfg->contexts, sizeof(*l->ctxs))) == NULL) {
+        rv = NNG_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->contexts; i++) {
+        lctx *c = &l->ctxs[i];
+        c->l = l;
+        if ((rv = nng_aio_alloc(&c->aio, lctx_cb, c)) != 0 ||
+            (rv = nng_ctx_open(&c->ctx, l->sock)) != 0) {
+            log_error("cannot open nng context %zu: %s", i, nng_strerror(rv));
+            nng_aio_free(c->aio);
+            goto fail;
+        }
+        l->nctx++;
+    }
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        if ((rv = nng_listen(l->sock, cfg->listen[i], NULL, 0)) != 0) {
+            log_error("cannot listen on %s: %s (is another onced running "
+                      "there? pick another address with --listen)",
+                      cfg->listen[i], nng_strerror(rv));
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < l->nctx; i++) {
+        l->ctxs[i].state = LCTX_RECV;
+        nng_ctx_recv(l->ctxs[i].ctx, l->ctxs[i].aio);
+    }
+    *lp = l;
+    return 0;
+fail:
+    listener_shutdown(l);
+    listener_free(l);
+    return rv;
+}
+
+void
+listener_shutdown(listener *l)
+{
+    pthread_mutex_lock(&l->mtx);
+    l->closed = true;
+    pthread_mutex_unlock(&l->mtx);
+    nng_close(l->sock);
+}
+
+void
+listener_free(listener *l)
+{
+    if (l == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < l->nctx; i++) {
+        nng_aio_free(l->ctxs[i].aio); /* waits for a running callback */
+    }
+    free(l->ctxs);
+    pthread_mutex_destroy(&l->mtx);
+    free(l);
+}

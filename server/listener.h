@@ -1,0 +1,50 @@
+/*
+ * listener.h — the nng REP socket and its contexts.
+ *
+ * Owns the socket, its listeners and a fixed pool of contexts, each with
+ * one aio driving a receive → (executor) → send → receive cycle. A context
+ * holds at most one request at a time, so the pool size bounds the calls in
+ * flight and gives back-pressure for free.
+ * Never: blocks, touches LevelDB or executes anything inside an aio
+ * callback; a received request is handed to the submit function, which must
+ * not block either.
+ */
+#ifndef SERVER_LISTENER_H
+#define SERVER_LISTENER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "server.h"
+
+/* One received request waiting for its reply. Owned by its context; lent
+ * to the executor from submit until listener_reply. */
+typedef struct listener_req {
+    nng_msg *msg;              /* the request; the executor frees it */
+    uint64_t recv_ms;          /* nng_clock() at receipt */
+    struct listener_req *next; /* executor queue link */
+} listener_req;
+
+typedef void (*listener_submit_fn)(void *arg, listener_req *r);
+
+/* Opens the socket, starts listening on every cfg->listen URL and starts
+ * receiving. Returns 0 or an nng error (logged). */
+int listener_open(listener **lp, const server_config *cfg,
+                  listener_submit_fn submit, void *arg);
+
+/* Sends buf as the reply to r (copied; the caller keeps buf). After
+ * listener_shutdown the reply is dropped. Never blocks. */
+void listener_reply(listener_req *r, const void *buf, size_t len);
+
+/* Closes the socket: no more requests, replies not yet sent are dropped
+ * (clients retry and get the stored result). */
+void listener_shutdown(listener *l);
+
+/* Frees the contexts; call after listener_shutdown and once no reply can
+ * be pending any more. NULL is ok. */
+void listener_free(listener *l);
+
+#endif /* SERVER_LISTENER_H */

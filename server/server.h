@@ -1,0 +1,49 @@
+/*
+ * server.h — the pieces of one running onced and how they are wired.
+ *
+ * Owns: the configuration and the handles of the store, the executor and
+ * the listener, created by server_open and torn down by server_close in
+ * the one order that keeps every handed-over commit.
+ */
+#ifndef SERVER_SERVER_H
+#define SERVER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+#include "store.h"
+
+#define SERVER_LISTEN_MAX 8
+
+typedef struct server_config {
+    const char *data_dir;
+    const char *listen[SERVER_LISTEN_MAX];
+    size_t nlisten;
+    size_t contexts;       /* nng contexts = requests in flight */
+    size_t recv_max;       /* NNG_OPT_RECVMAXSZ */
+    uint64_t lease_ttl_ms; /* default TTL of OpenLease */
+} server_config;
+
+typedef struct server server;
+typedef struct executor executor;
+typedef struct listener listener;
+
+struct server {
+    server_config cfg;
+    store *st;
+    executor *ex;
+    listener *ls;
+    server_stats stats;
+    uint64_t (*now_ms)(void); /* wall clock, unix ms; injectable */
+};
+
+/* Opens the store, starts the executor and listens. On failure returns an
+ * errno-style code after logging why. */
+int server_open(server **sp, const server_config *cfg);
+
+/* Stops listening, lets queued calls execute and every commit finish, then
+ * closes the store. NULL is ok. */
+void server_close(server *s);
+
+#endif /* SERVER_SERVER_H */

@@ -1,0 +1,23 @@
+/*
+ * stats.h — the server's counters, read by Admin.Stats.
+ *
+ * Plain atomics: written by the executor, read by anyone.
+ */
+#ifndef SERVER_STATS_H
+#define SERVER_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct server_stats {
+    _Atomic uint64_t requests;       /* envelopes received */
+    _Atomic uint64_t replays;        /* stored results returned to retries */
+    _Atomic uint64_t conflicts;      /* same rpc id, other payload */
+    _Atomic uint64_t rejected;       /* answered before execution, not OK */
+    _Atomic uint64_t records_stored; /* completion records in the store */
+    _Atomic uint64_t leases_opened;
+} server_stats;
+
+#define STATS_INC(s, field) atomic_fetch_add(&(s)->field, 1)
+
+#endif /* SERVER_STATS_H */

@@ -1,0 +1,96 @@
+/*
+ * store.h — onced's durable state: one LevelDB, transactions that stage
+ * their writes in a batch, and a group committer that makes them durable.
+ *
+ * The model: ONE thread (the server's executor) runs transactions one after
+ * another. A transaction reads through (its own writes → the overlay of
+ * executed-but-not-yet-synced writes → LevelDB), stages writes in a LevelDB
+ * write batch, and is handed to the committer with store_txn_commit(). From
+ * that moment later transactions see its writes; its done callback runs on
+ * the committer thread once its batch has been written with sync=true.
+ * Many transactions' batches are merged into one synced write (group
+ * commit): one fsync for all of them.
+ *
+ * Invariant: a done callback with err == 0 runs only after the transaction's
+ * batch — and every batch handed over before it — is durable. Nothing is
+ * ever acknowledged before it is on disk.
+ * Failure: a failed synced write is fatal (the process aborts): the
+ * executed-but-unsynced writes other transactions already read cannot be
+ * taken back, and a restart from the log is the safe recovery. Nothing was
+ * acknowledged, so nothing acknowledged is lost.
+ * Never: called from an nng aio callback (reads hit the disk).
+ */
+#ifndef STORE_STORE_H
+#define STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+typedef struct store_txn store_txn;
+
+/* Runs on the committer thread when the transaction is durable. */
+typedef void (*store_done_fn)(void *arg);
+
+typedef struct store_counters {
+    uint64_t commits;   /* transactions with writes made durable */
+    uint64_t fsyncs;    /* synced LevelDB writes */
+    uint64_t groups;    /* committer wake-ups that handled >= 1 transaction */
+    uint64_t max_group; /* most transactions in one synced write */
+} store_counters;
+
+/*
+ * Opens (creating if missing) the LevelDB in dir and starts the committer
+ * thread. On failure returns an errno-style code and, when errmsg is not
+ * NULL, a malloc'd message (free with free()).
+ */
+int store_open(store **sp, const char *dir, char **errmsg);
+
+/* Waits for every handed-over transaction to become durable (their done
+ * callbacks run), stops the committer and closes LevelDB. NULL is ok. */
+void store_close(store *s);
+
+void store_counters_get(store *s, store_counters *out);
+
+/* Starts a transaction. Returns NULL only when out of memory. */
+store_txn *store_txn_begin(store *s);
+
+/*
+ * Reads key as this transaction sees it. Returns 0 and a malloc'd *val (free
+ * with free()) of *vlen bytes, ENOENT when absent, or EIO/ENOMEM.
+ */
+int store_txn_get(store_txn *t, const void *key, size_t klen, char **val,
+                  size_t *vlen);
+
+/* Stages a write / a delete. Return 0 or ENOMEM. */
+int store_txn_put(store_txn *t, const void *key, size_t klen, const void *val,
+                  size_t vlen);
+int store_txn_del(store_txn *t, const void *key, size_t klen);
+
+/* Whether the transaction staged any write. */
+bool store_txn_dirty(const store_txn *t);
+
+/*
+ * Hands the transaction to the committer and gives up ownership of it. done
+ * (may be NULL) runs on the committer thread after the transaction — and
+ * all handed over before it — is durable. A transaction without writes
+ * costs no fsync but still waits for the ones before it: that is how a read
+ * or a replay answers only with durable state.
+ */
+void store_txn_commit(store_txn *t, store_done_fn done, void *arg);
+
+/* Drops a transaction without writing anything. NULL is ok. */
+void store_txn_abort(store_txn *t);
+
+/*
+ * Calls fn for every durable key starting with prefix, in key order, until
+ * fn returns non-zero (that value is returned). Reads LevelDB only — not the
+ * overlay — so it is meant for start-up and background passes.
+ */
+typedef int (*store_scan_fn)(void *arg, const char *key, size_t klen,
+                             const char *val, size_t vlen);
+int store_scan(store *s, const void *prefix, size_t plen, store_scan_fn fn,
+               void *arg);
+
+#endif /* STORE_STORE_H */

@@ -1,0 +1,66 @@
+/*
+ * store_impl.h — the structures store.c, txn.c and commit.c share. Not for
+ * use outside store/.
+ */
+#ifndef STORE_STORE_IMPL_H
+#define STORE_STORE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <leveldb/c.h>
+
+#include "overlay.h"
+#include "store.h"
+
+typedef struct txn_write {
+    char *key;
+    size_t klen;
+    char *val; /* NULL for a delete */
+    size_t vlen;
+} txn_write;
+
+struct store_txn {
+    store *s;
+    leveldb_writebatch_t *batch;
+    txn_write *writes; /* in staging order; newest last */
+    size_t nwrites;
+    size_t cap;
+    uint64_t ticket; /* set when handed to the committer */
+    store_done_fn done;
+    void *arg;
+    struct store_txn *next; /* commit queue link */
+};
+
+struct store {
+    leveldb_t *db;
+    leveldb_options_t *opts;
+    leveldb_filterpolicy_t *filter;
+    leveldb_cache_t *cache;
+    leveldb_readoptions_t *ropts;
+    leveldb_writeoptions_t *wsync;
+    overlay *ov;
+
+    pthread_mutex_t mtx; /* protects the queue, next_ticket, stopping */
+    pthread_cond_t cv;
+    store_txn *head;
+    store_txn *tail;
+    uint64_t next_ticket;
+    bool stopping;
+    bool running;
+    pthread_t committer;
+
+    _Atomic uint64_t commits;
+    _Atomic uint64_t fsyncs;
+    _Atomic uint64_t groups;
+    _Atomic uint64_t max_group;
+};
+
+/* commit.c */
+int commit_start(store *s);
+void commit_stop(store *s);
+
+/* txn.c */
+void txn_free(store_txn *t);
+
+#endif /* STORE_STORE_IMPL_H */
