@@ -1,0 +1,49 @@
+# Makefile — the front door: make run, make test.
+#
+# Owns: the developer and CI entry points (deps, build, run, test, asan,
+# bench, format, clean). Builds happen in CMake; this file only sequences.
+# Invariant: `make test` is exactly what CI runs first; `make asan` uses its
+# own build directory (build-asan) and never touches build/.
+# Never: installs anything except through scripts/deps.sh.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= 2
+DATA       ?= ./data
+BENCH_ARGS ?=
+
+.PHONY: all deps build run test asan bench format clean
+
+all: build
+
+deps:
+	scripts/deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: deps build
+	exec $(BUILD)/server/onced --data $(DATA)
+
+test: deps build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+bench: deps build
+	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)
+
+format:
+	find . \( -path ./$(BUILD) -o -path ./$(ASAN_BUILD) -o -path './build*' \
+	    -o -path ./.git -o -path ./data \) -prune -o \
+	    \( -name '*.c' -o -name '*.h' \) -type f -print | xargs -r clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

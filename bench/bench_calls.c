@@ -1,0 +1,851 @@
+/*
+ * bench_calls.c — throughput and latency of durable exactly-once calls,
+ * side by side with what a user would otherwise build (SPEC §8).
+ *
+ * Owns: the bench_calls program. It starts its own onced in a temp dir on an
+ * ipc path (or uses --server URL), runs N concurrent callers (1, 16, 64 by
+ * default) doing distinct Increment calls for S seconds per level, and in
+ * the same run measures two baselines served by a REP thread inside this
+ * process on another ipc path: a bare nng REQ/REP echo, and an echo whose
+ * server appends to a file and fdatasyncs it once per request (the minimum
+ * cost of any durable reply). It prints calls/s and p50/p99 latency per
+ * level, writes a CSV with --csv, and reports progress on stderr.
+ * Invariant: every loop is bounded in count and in time; at the end of each
+ * level the counters are read back and must sum to the calls that returned
+ * OK (the "exactly-once" in the figure is checked, not assumed).
+ * Never: counts a call that did not return OK, or leaves its onced running.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include <once/client.h>
+
+#ifndef ONCED_PATH
+#define ONCED_PATH "onced"
+#endif
+
+#define MAX_LEVELS             16
+#define MAX_CALLERS            1024
+#define MAX_CALLS_PER_CALLER   50000000L /* the time limit ends runs first */
+#define MAX_SAMPLES_PER_CALLER (4L << 20)
+#define READY_MS               10000
+#define STOP_MS                10000
+#define ECHO_RECORD            64 /* bytes appended per request by the fsync echo */
+
+/* ---- options ------------------------------------------------------------- */
+
+static struct {
+    int levels[MAX_LEVELS];
+    int nlevels;
+    int seconds;
+    const char *server; /* NULL: start our own onced */
+    const char *csv;
+    const char *onced;
+    bool shared;      /* all callers share one once_client */
+    bool baselines;   /* run the echo baselines */
+    bool one_counter; /* all callers increment one counter */
+} opt = {
+    .levels = {1, 16, 64},
+    .nlevels = 3,
+    .seconds = 5,
+    .onced = ONCED_PATH,
+    .shared = false,
+    .baselines = true,
+};
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_calls [options]\n"
+            "\n"
+            "Durable exactly-once calls/s and p50/p99 latency of onced at\n"
+            "several concurrency levels, plus two baselines measured in the\n"
+            "same run at 1 caller: a bare nng REQ/REP echo, and an echo whose\n"
+            "server appends %d bytes to a file and fdatasyncs per request.\n"
+            "\n"
+            "  --callers LIST   concurrency levels, comma-separated "
+            "(default 1,16,64)\n"
+            "  --seconds S      seconds per level (default 5)\n"
+            "  --server URL     use a running onced instead of starting one\n"
+            "  --onced PATH     the onced binary to start (default %s)\n"
+            "  --csv FILE       also write the results as CSV\n"
+            "  --clients MODE   'each' (default): one once_client (one\n"
+            "                   connection, one lease) per caller;\n"
+            "                   'shared': all callers share one once_client\n"
+            "  --one-counter    all callers increment one counter (default:\n"
+            "                   one counter per caller)\n"
+            "  --no-baselines   skip the echo baselines\n"
+            "  --help           this text\n",
+            ECHO_RECORD, ONCED_PATH);
+}
+
+static int
+parse_levels(const char *s)
+{
+    char *copy = strdup(s), *save = NULL, *tok;
+    int n = 0;
+
+    if (copy == NULL) {
+        return -1;
+    }
+    for (tok = strtok_r(copy, ",", &save); tok != NULL && n < MAX_LEVELS;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end != '\0' || v < 1 || v > MAX_CALLERS) {
+            free(copy);
+            return -1;
+        }
+        opt.levels[n++] = (int)v;
+    }
+    free(copy);
+    if (n == 0) {
+        return -1;
+    }
+    opt.nlevels = n;
+    return 0;
+}
+
+static int
+parse_args(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"callers", required_argument, NULL, 'c'},
+        {"seconds", required_argument, NULL, 's'},
+        {"server", required_argument, NULL, 'S'},
+        {"onced", required_argument, NULL, 'o'},
+        {"csv", required_argument, NULL, 'C'},
+        {"clients", required_argument, NULL, 'm'},
+        {"one-counter", no_argument, NULL, '1'},
+        {"no-baselines", no_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (parse_levels(optarg) != 0) {
+                fprintf(stderr, "bench_calls: bad --callers '%s' (1..%d)\n",
+                        optarg, MAX_CALLERS);
+                return -1;
+            }
+            break;
+        case 's':
+            opt.seconds = atoi(optarg);
+            if (opt.seconds < 1 || opt.seconds > 3600) {
+                fprintf(stderr, "bench_calls: bad --seconds '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'S':
+            opt.server = optarg;
+            break;
+        case 'o':
+            opt.onced = optarg;
+            break;
+        case 'C':
+            opt.csv = optarg;
+            break;
+        case 'm':
+            if (strcmp(optarg, "shared") == 0) {
+                opt.shared = true;
+            } else if (strcmp(optarg, "each") == 0) {
+                opt.shared = false;
+            } else {
+                fprintf(stderr, "bench_calls: --clients each|shared\n");
+                return -1;
+            }
+            break;
+        case '1':
+            opt.one_counter = true;
+            break;
+        case 'B':
+            opt.baselines = false;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---- the onced we start -------------------------------------------------- */
+
+static struct {
+    char dir[256];
+    char data[300];
+    char log[300];
+    char ipc[128];
+    char url[160];
+    char echo_ipc[128];
+    char echo_url[160];
+    pid_t pid;
+} env;
+
+/* Removes path and everything below it (at most 8 levels: the temp dir holds
+ * data/ with LevelDB's flat files, a log and the echo file). */
+static void
+rm_tree(const char *path, int depth)
+{
+    struct stat sb;
+    DIR *d;
+    struct dirent *e;
+
+    if (lstat(path, &sb) != 0) {
+        return;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        unlink(path);
+        return;
+    }
+    if (depth < 8 && (d = opendir(path)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            char child[1024];
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+            rm_tree(child, depth + 1);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static int
+wait_ready(const char *url)
+{
+    int64_t deadline = now_ns() + (int64_t)READY_MS * 1000000;
+
+    for (int i = 0; i < 1000 && now_ns() < deadline; i++) {
+        once_options o;
+        once_client *c = NULL;
+        once_stats s;
+        once_status st;
+        int status;
+
+        if (env.pid != 0 && waitpid(env.pid, &status, WNOHANG) == env.pid) {
+            fprintf(stderr, "bench_calls: onced exited (status 0x%x); see %s\n",
+                    status, env.log);
+            env.pid = 0;
+            return -1;
+        }
+        once_options_init(&o);
+        o.url = url;
+        o.no_lease = true;
+        o.deadline_ms = 300;
+        o.attempt_timeout_ms = 250;
+        if (once_client_open(&c, &o, &st) == ONCE_OK &&
+            once_admin_stats(c, &s, &st) == ONCE_OK) {
+            once_client_close(c);
+            return 0;
+        }
+        once_client_close(c);
+        sleep_ms(50);
+    }
+    fprintf(stderr, "bench_calls: onced did not answer on %s\n", url);
+    return -1;
+}
+
+static int
+start_onced(void)
+{
+    char *argv[] = {(char *)opt.onced, "--data", env.data,
+                    "--listen",        env.url,  NULL};
+    int fd;
+    pid_t pid;
+
+    if ((fd = open(env.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
+        0) {
+        perror("bench_calls: log");
+        return -1;
+    }
+    if ((pid = fork()) < 0) {
+        perror("bench_calls: fork");
+        close(fd);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(opt.onced, argv);
+        _exit(127);
+    }
+    close(fd);
+    env.pid = pid;
+    return wait_ready(env.url);
+}
+
+static void
+stop_onced(void)
+{
+    int status = 0;
+    int64_t deadline = now_ns() + (int64_t)STOP_MS * 1000000;
+
+    if (env.pid == 0) {
+        return;
+    }
+    kill(env.pid, SIGTERM);
+    for (int i = 0; i < 100000; i++) {
+        if (waitpid(env.pid, &status, WNOHANG) == env.pid) {
+            env.pid = 0;
+            return;
+        }
+        if (now_ns() > deadline) {
+            break;
+        }
+        sleep_ms(10);
+    }
+    fprintf(stderr, "bench_calls: onced ignored SIGTERM; killing it\n");
+    kill(env.pid, SIGKILL);
+    waitpid(env.pid, &status, 0);
+    env.pid = 0;
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+typedef struct result {
+    const char *kind; /* "once", "echo", "echo+fsync" */
+    int callers;
+    int64_t calls;
+    int64_t errors;
+    double seconds;
+    double per_s;
+    double p50_us;
+    double p99_us;
+    uint64_t commits;
+    uint64_t fsyncs;
+    bool verified; /* counters read back equal the OK calls */
+} result;
+
+static result results[MAX_LEVELS + 2];
+static int nresults;
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double
+pct_us(const int64_t *sorted, size_t n, double p)
+{
+    size_t i;
+
+    if (n == 0) {
+        return 0;
+    }
+    i = (size_t)(p * (double)(n - 1) + 0.5);
+    return (double)sorted[i] / 1000.0;
+}
+
+/* ---- callers ------------------------------------------------------------- */
+
+typedef struct caller {
+    int index;
+    once_client *c; /* once mode */
+    char counter[64];
+    nng_socket s; /* echo mode */
+    int64_t *lat; /* ns, up to MAX_SAMPLES_PER_CALLER */
+    int64_t nlat;
+    int64_t cap;
+    int64_t ok;
+    int64_t errors;
+    int first_error;
+    char first_reason[64];
+    pthread_t th;
+} caller;
+
+static atomic_bool stop_flag;
+static atomic_long progress;
+static pthread_barrier_t go;
+
+static void
+record(caller *k, int64_t ns)
+{
+    if (k->nlat == k->cap && k->cap < MAX_SAMPLES_PER_CALLER) {
+        int64_t ncap = k->cap == 0 ? 4096 : k->cap * 2;
+        int64_t *p = realloc(k->lat, (size_t)ncap * sizeof(*p));
+        if (p != NULL) {
+            k->lat = p;
+            k->cap = ncap;
+        }
+    }
+    if (k->nlat < k->cap) {
+        k->lat[k->nlat++] = ns;
+    }
+}
+
+static void *
+once_caller(void *p)
+{
+    caller *k = p;
+
+    pthread_barrier_wait(&go);
+    for (long i = 0; i < MAX_CALLS_PER_CALLER && !atomic_load(&stop_flag);
+         i++) {
+        once_rpc_id id = {0, 0};
+        once_status st;
+        int64_t v, t0 = now_ns();
+        int rv = once_counter_incr(k->c, k->counter, 1, &id, &v, &st);
+        int64_t t1 = now_ns();
+
+        if (rv == ONCE_OK) {
+            k->ok++;
+            record(k, t1 - t0);
+        } else if (k->errors++ == 0) {
+            k->first_error = rv;
+            snprintf(k->first_reason, sizeof(k->first_reason), "%s", st.reason);
+        }
+        atomic_fetch_add(&progress, 1);
+    }
+    return NULL;
+}
+
+static void *
+echo_caller(void *p)
+{
+    caller *k = p;
+    char buf[ECHO_RECORD];
+
+    memset(buf, 'e', sizeof(buf));
+    pthread_barrier_wait(&go);
+    for (long i = 0; i < MAX_CALLS_PER_CALLER && !atomic_load(&stop_flag);
+         i++) {
+        nng_msg *m = NULL;
+        int64_t t0 = now_ns();
+        int rv = nng_send(k->s, buf, sizeof(buf), 0);
+        if (rv == 0) {
+            rv = nng_recvmsg(k->s, &m, 0);
+        }
+        int64_t t1 = now_ns();
+        if (rv == 0) {
+            nng_msg_free(m);
+            k->ok++;
+            record(k, t1 - t0);
+        } else if (k->errors++ == 0) {
+            k->first_error = rv;
+            snprintf(k->first_reason, sizeof(k->first_reason), "%s",
+                     nng_strerror(rv));
+        }
+        atomic_fetch_add(&progress, 1);
+    }
+    return NULL;
+}
+
+/* Runs n callers for opt.seconds and fills r from their samples. */
+static void
+run_level(const char *label, caller *ks, int n, void *(*fn)(void *), result *r)
+{
+    int64_t t0, t1, total = 0;
+    size_t nsamples = 0;
+    int64_t *all;
+
+    atomic_store(&stop_flag, false);
+    atomic_store(&progress, 0);
+    pthread_barrier_init(&go, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        pthread_create(&ks[i].th, NULL, fn, &ks[i]);
+    }
+    pthread_barrier_wait(&go);
+    t0 = now_ns();
+    for (int s = 1; s <= opt.seconds; s++) {
+        sleep_ms(1000);
+        fprintf(stderr, "  [%s, %d caller%s] %d/%d s, %ld calls\n", label, n,
+                n == 1 ? "" : "s", s, opt.seconds, atomic_load(&progress));
+    }
+    atomic_store(&stop_flag, true);
+    for (int i = 0; i < n; i++) {
+        pthread_join(ks[i].th, NULL);
+    }
+    t1 = now_ns();
+    pthread_barrier_destroy(&go);
+
+    r->callers = n;
+    r->seconds = (double)(t1 - t0) / 1e9;
+    for (int i = 0; i < n; i++) {
+        r->calls += ks[i].ok;
+        r->errors += ks[i].errors;
+        nsamples += (size_t)ks[i].nlat;
+        if (ks[i].errors > 0) {
+            fprintf(stderr, "  caller %d: %" PRId64 " errors, first %d %s\n", i,
+                    ks[i].errors, ks[i].first_error, ks[i].first_reason);
+        }
+    }
+    r->per_s = (double)r->calls / r->seconds;
+    all = malloc((nsamples > 0 ? nsamples : 1) * sizeof(*all));
+    if (all != NULL) {
+        for (int i = 0; i < n; i++) {
+            memcpy(all + total, ks[i].lat, (size_t)ks[i].nlat * sizeof(*all));
+            total += ks[i].nlat;
+        }
+        qsort(all, nsamples, sizeof(*all), cmp_i64);
+        r->p50_us = pct_us(all, nsamples, 0.50);
+        r->p99_us = pct_us(all, nsamples, 0.99);
+        free(all);
+    }
+    for (int i = 0; i < n; i++) {
+        free(ks[i].lat);
+        ks[i].lat = NULL;
+        ks[i].nlat = ks[i].cap = 0;
+    }
+}
+
+static int
+open_client(once_client **cp, bool lease)
+{
+    once_options o;
+    once_status st;
+    int rv;
+
+    once_options_init(&o);
+    o.url = opt.server != NULL ? opt.server : env.url;
+    o.no_lease = !lease;
+    if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
+        fprintf(stderr, "bench_calls: once_client_open: %s %s %s\n",
+                once_strerror(rv), st.reason, st.message);
+    }
+    return rv;
+}
+
+static int
+bench_once(int n, int level_index, result *r)
+{
+    caller *ks = calloc((size_t)n, sizeof(*ks));
+    once_client *shared = NULL, *admin = NULL;
+    once_stats s0, s1;
+    once_status st;
+    int64_t sum = 0;
+    int rv = -1;
+
+    r->kind = "once";
+    if (ks == NULL || open_client(&admin, false) != ONCE_OK) {
+        goto out;
+    }
+    if (opt.shared && open_client(&shared, true) != ONCE_OK) {
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        once_rpc_id id = {0, 0};
+
+        ks[i].index = i;
+        ks[i].c = shared;
+        if (!opt.shared && open_client(&ks[i].c, true) != ONCE_OK) {
+            goto out;
+        }
+        /* Distinct per run, so a --server run never reuses a counter. */
+        snprintf(ks[i].counter, sizeof(ks[i].counter), "bench/%d/%d/%d/%d",
+                 (int)getpid(), level_index, n, opt.one_counter ? 0 : i);
+        /* A warm-up call per caller, not timed: connection and lease. */
+        if (once_counter_incr(ks[i].c, ks[i].counter, 1, &id, &v, &st) !=
+            ONCE_OK) {
+            fprintf(stderr, "bench_calls: warm-up call failed: %s %s\n",
+                    once_strerror(st.code), st.reason);
+            goto out;
+        }
+    }
+    if (once_admin_stats(admin, &s0, &st) != ONCE_OK) {
+        goto out;
+    }
+    run_level("once", ks, n, once_caller, r);
+    if (once_admin_stats(admin, &s1, &st) != ONCE_OK) {
+        goto out;
+    }
+    r->commits = s1.commits - s0.commits;
+    r->fsyncs = s1.fsyncs - s0.fsyncs;
+
+    /* Exactly once, checked: the counters hold warm-up + OK calls. */
+    for (int i = 0; i < n; i++) {
+        int64_t v = 0;
+        if (opt.one_counter && i > 0) {
+            break;
+        }
+        if (once_counter_get(admin, ks[i].counter, &v, &st) != ONCE_OK) {
+            goto out;
+        }
+        sum += v;
+    }
+    r->verified = sum == r->calls + n;
+    if (!r->verified) {
+        fprintf(stderr,
+                "bench_calls: counters hold %" PRId64 ", expected %" PRId64
+                " (%" PRId64 " OK calls + %d warm-up)\n",
+                sum, r->calls + n, r->calls, n);
+    }
+    rv = 0;
+out:
+    for (int i = 0; ks != NULL && i < n; i++) {
+        if (ks[i].c != shared) {
+            once_client_close(ks[i].c);
+        }
+    }
+    once_client_close(shared);
+    once_client_close(admin);
+    free(ks);
+    return rv;
+}
+
+/* ---- the echo baselines -------------------------------------------------- */
+
+typedef struct echo_server {
+    nng_socket s;
+    int fd; /* -1: bare echo */
+    atomic_bool stop;
+    pthread_t th;
+    int64_t served;
+} echo_server;
+
+static void *
+echo_serve(void *p)
+{
+    echo_server *e = p;
+
+    for (long i = 0; i < MAX_CALLS_PER_CALLER * 4 && !atomic_load(&e->stop);
+         i++) {
+        nng_msg *m;
+        int rv = nng_recvmsg(e->s, &m, 0);
+        if (rv == NNG_ETIMEDOUT) {
+            continue;
+        }
+        if (rv != 0) {
+            break;
+        }
+        if (e->fd >= 0) {
+            if (write(e->fd, nng_msg_body(m), nng_msg_len(m)) < 0 ||
+                fdatasync(e->fd) != 0) {
+                perror("bench_calls: echo write/fdatasync");
+            }
+        }
+        if (nng_sendmsg(e->s, m, 0) != 0) {
+            nng_msg_free(m);
+        }
+        e->served++;
+    }
+    return NULL;
+}
+
+static int
+bench_echo(bool fsync_each, result *r)
+{
+    echo_server e = {.fd = -1};
+    caller k = {0};
+    char path[320];
+    int rv;
+
+    r->kind = fsync_each ? "echo+fsync" : "echo";
+    if (fsync_each) {
+        snprintf(path, sizeof(path), "%s/echo.log", env.dir);
+        if ((e.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)) <
+            0) {
+            perror("bench_calls: echo file");
+            return -1;
+        }
+    }
+    if ((rv = nng_rep0_open(&e.s)) != 0 ||
+        (rv = nng_socket_set_ms(e.s, NNG_OPT_RECVTIMEO, 100)) != 0 ||
+        (rv = nng_listen(e.s, env.echo_url, NULL, 0)) != 0) {
+        fprintf(stderr, "bench_calls: echo server: %s\n", nng_strerror(rv));
+        goto out;
+    }
+    pthread_create(&e.th, NULL, echo_serve, &e);
+    if ((rv = nng_req0_open(&k.s)) != 0 ||
+        (rv = nng_socket_set_ms(k.s, NNG_OPT_RECVTIMEO, 5000)) != 0 ||
+        (rv = nng_dial(k.s, env.echo_url, NULL, 0)) != 0) {
+        fprintf(stderr, "bench_calls: echo client: %s\n", nng_strerror(rv));
+    } else {
+        run_level(r->kind, &k, 1, echo_caller, r);
+        r->verified = r->errors == 0;
+    }
+    nng_close(k.s);
+    atomic_store(&e.stop, true);
+    pthread_join(e.th, NULL);
+out:
+    nng_close(e.s);
+    if (e.fd >= 0) {
+        close(e.fd);
+        unlink(path);
+    }
+    return rv == 0 ? 0 : -1;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static void
+print_result(const result *r)
+{
+    printf("%-11s %7d %10" PRId64 " %7" PRId64 " %11.0f %9.1f %9.1f", r->kind,
+           r->callers, r->calls, r->errors, r->per_s, r->p50_us, r->p99_us);
+    if (strcmp(r->kind, "once") == 0) {
+        printf(" %8.2f %s", r->fsyncs > 0 ? (double)r->commits / r->fsyncs : 0,
+               r->verified ? "yes" : "NO");
+    } else {
+        printf(" %8s %s", "-", r->verified ? "yes" : "NO");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static int
+write_csv(void)
+{
+    FILE *f = fopen(opt.csv, "w");
+
+    if (f == NULL) {
+        perror(opt.csv);
+        return -1;
+    }
+    fprintf(f, "kind,callers,calls,errors,seconds,calls_per_s,p50_us,p99_us,"
+               "commits,fsyncs,exactly_once_verified\n");
+    for (int i = 0; i < nresults; i++) {
+        const result *r = &results[i];
+        fprintf(f,
+                "%s,%d,%" PRId64 ",%" PRId64 ",%.3f,%.1f,%.1f,%.1f,%" PRIu64
+                ",%" PRIu64 ",%d\n",
+                r->kind, r->callers, r->calls, r->errors, r->seconds, r->per_s,
+                r->p50_us, r->p99_us, r->commits, r->fsyncs, r->verified);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int
+main(int argc, char **argv)
+{
+    const result *once1 = NULL, *echo = NULL, *echofs = NULL;
+    int rv = 0;
+
+    if (parse_args(argc, argv) != 0) {
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    snprintf(env.dir, sizeof(env.dir), "/tmp/once-bench-XXXXXX");
+    if (mkdtemp(env.dir) == NULL) {
+        perror("bench_calls: mkdtemp");
+        return 1;
+    }
+    snprintf(env.data, sizeof(env.data), "%s/data", env.dir);
+    snprintf(env.log, sizeof(env.log), "%s/onced.log", env.dir);
+    snprintf(env.ipc, sizeof(env.ipc), "/tmp/once-bench-%ld.ipc",
+             (long)getpid());
+    snprintf(env.url, sizeof(env.url), "ipc://%s", env.ipc);
+    snprintf(env.echo_ipc, sizeof(env.echo_ipc), "/tmp/once-bench-%ld-echo.ipc",
+             (long)getpid());
+    snprintf(env.echo_url, sizeof(env.echo_url), "ipc://%s", env.echo_ipc);
+
+    if (opt.server == NULL) {
+        mkdir(env.data, 0700);
+        fprintf(stderr, "bench_calls: starting %s on %s (data %s)\n", opt.onced,
+                env.url, env.data);
+        if (start_onced() != 0) {
+            rv = 1;
+            goto out;
+        }
+    } else if (wait_ready(opt.server) != 0) {
+        rv = 1;
+        goto out;
+    }
+
+    if (opt.baselines) {
+        fprintf(stderr, "bench_calls: baselines on %s, %d s each\n",
+                env.echo_url, opt.seconds);
+        if (bench_echo(false, &results[nresults]) == 0) {
+            echo = &results[nresults++];
+        }
+        if (bench_echo(true, &results[nresults]) == 0) {
+            echofs = &results[nresults++];
+        }
+    }
+    for (int i = 0; i < opt.nlevels; i++) {
+        fprintf(stderr, "bench_calls: once, %d caller%s, %d s (%s clients)\n",
+                opt.levels[i], opt.levels[i] == 1 ? "" : "s", opt.seconds,
+                opt.shared ? "one shared" : "per-caller");
+        if (bench_once(opt.levels[i], i, &results[nresults]) != 0) {
+            fprintf(stderr, "bench_calls: level %d failed\n", opt.levels[i]);
+            rv = 1;
+            break;
+        }
+        if (opt.levels[i] == 1 && once1 == NULL) {
+            once1 = &results[nresults];
+        }
+        if (!results[nresults].verified) {
+            rv = 1;
+        }
+        nresults++;
+    }
+
+    printf("\n%-11s %7s %10s %7s %11s %9s %9s %8s %s\n", "kind", "callers",
+           "calls", "errors", "calls/s", "p50_us", "p99_us", "grouping",
+           "exactly-once");
+    for (int i = 0; i < nresults; i++) {
+        print_result(&results[i]);
+    }
+    if (once1 != NULL && echofs != NULL && echofs->p50_us > 0) {
+        printf("\np50 at 1 caller: once %.1f us = %.2fx echo+fsync (%.1f us)",
+               once1->p50_us, once1->p50_us / echofs->p50_us, echofs->p50_us);
+        if (echo != NULL && echo->p50_us > 0) {
+            printf(", %.1fx bare echo (%.1f us)", once1->p50_us / echo->p50_us,
+                   echo->p50_us);
+        }
+        printf("\n");
+    }
+    if (opt.csv != NULL && write_csv() != 0) {
+        rv = 1;
+    }
+out:
+    stop_onced();
+    unlink(env.echo_ipc);
+    if (opt.server == NULL) {
+        unlink(env.ipc);
+    }
+    rm_tree(env.dir, 0);
+    return rv;
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+#
+# deps.sh — installs the Debian 12 packages that build and test once.
+#
+# Owns: the list of system packages the build needs.
+# Invariant: idempotent; when every package is present it prints nothing and
+# touches nothing (no apt-get update, no network).
+# Never: upgrades or removes packages, or runs apt-get update when nothing is
+# missing.
+set -euo pipefail
+
+PACKAGES=(
+    build-essential
+    cmake
+    pkg-config
+    libprotobuf-c-dev
+    protobuf-c-compiler
+    libnng-dev
+    libleveldb-dev
+    libsnappy-dev
+    libsodium-dev
+    libcmocka-dev
+    clang-format
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [ "$status" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "deps.sh: missing ${missing[*]}; not root and no sudo" >&2
+        exit 1
+    fi
+    SUDO=(sudo)
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,461 @@
+/*
+ * harness.c — a real onced child process for each test fixture.
+ *
+ * Owns: the onced child (fork/exec), its temp dir and ipc file, and the raw
+ * REQ sockets used to probe it.
+ * Invariant: every loop here is bounded both in iterations and in wall time;
+ * the child is always reaped before a harness is freed, so no test leaves an
+ * onced behind.
+ * Never: calls anything but async-signal-safe functions between fork and
+ * exec; never removes anything outside the harness's own temp dir and ipc
+ * file.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#ifndef ONCED_PATH
+#error "ONCED_PATH must name the onced binary (set by tests/CMakeLists.txt)"
+#endif
+
+#define HARNESS_STOP_MS  10000
+#define HARNESS_RM_DEPTH 8
+
+static atomic_int harness_seq;
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Removes path and everything below it, at most HARNESS_RM_DEPTH deep. */
+static void
+rm_tree(const char *path, int depth)
+{
+    struct stat sb;
+    DIR *d;
+    struct dirent *e;
+
+    if (lstat(path, &sb) != 0) {
+        return;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        unlink(path);
+        return;
+    }
+    if (depth < HARNESS_RM_DEPTH && (d = opendir(path)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            char child[1024];
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+            rm_tree(child, depth + 1);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+void
+harness_dump_log(const harness *h)
+{
+    FILE *f;
+    char line[512];
+    int n = 0;
+
+    if (h == NULL || (f = fopen(h->log, "r")) == NULL) {
+        return;
+    }
+    fprintf(stderr, "---- onced log (%s) ----\n", h->log);
+    while (n++ < 400 && fgets(line, sizeof(line), f) != NULL) {
+        fputs(line, stderr);
+    }
+    fprintf(stderr, "---- end of onced log ----\n");
+    fclose(f);
+}
+
+/* fork/exec onced; stdout and stderr append to h->log. */
+static int
+spawn(harness *h)
+{
+    char *argv[] = {(char *)ONCED_PATH, "--data", h->data,
+                    "--listen",         h->url,   NULL};
+    pid_t pid;
+    int fd;
+
+    if ((fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
+        0) {
+        perror("harness: open log");
+        return -1;
+    }
+    if ((pid = fork()) < 0) {
+        perror("harness: fork");
+        close(fd);
+        return -1;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0) {
+            dup2(null, 0);
+        }
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(ONCED_PATH, argv);
+        _exit(127);
+    }
+    close(fd);
+    h->pid = pid;
+    h->starts++;
+    return 0;
+}
+
+/* One Stats probe: does onced answer with an OK Response? */
+static bool
+probe(const harness *h)
+{
+    uint8_t *req = NULL;
+    size_t len;
+    Once__V1__Response *r = NULL;
+    bool ok = false;
+
+    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
+        0) {
+        return false;
+    }
+    if (harness_raw_rpc(h->url, req, len, &r, 250) == 0) {
+        ok = r->status != NULL && r->status->code == ONCE__V1__CODE__OK;
+        once__v1__response__free_unpacked(r, NULL);
+    }
+    free(req);
+    return ok;
+}
+
+static int
+wait_ready(harness *h)
+{
+    int64_t deadline = now_ms() + HARNESS_READY_MS;
+
+    for (int i = 0; i < 1000 && now_ms() < deadline; i++) {
+        int status;
+        pid_t w = waitpid(h->pid, &status, WNOHANG);
+        if (w == h->pid) {
+            fprintf(stderr,
+                    "harness: onced exited before it was ready "
+                    "(status 0x%x)\n",
+                    status);
+            h->pid = 0;
+            harness_dump_log(h);
+            return -1;
+        }
+        if (probe(h)) {
+            return 0;
+        }
+        sleep_ms(20);
+    }
+    fprintf(stderr, "harness: onced did not answer on %s within %d ms\n",
+            h->url, HARNESS_READY_MS);
+    harness_dump_log(h);
+    return -1;
+}
+
+int
+harness_start(harness **hp)
+{
+    harness *h;
+    int n = atomic_fetch_add(&harness_seq, 1);
+
+    if ((h = calloc(1, sizeof(*h))) == NULL) {
+        return -1;
+    }
+    snprintf(h->dir, sizeof(h->dir), "/tmp/once-test-XXXXXX");
+    if (mkdtemp(h->dir) == NULL) {
+        perror("harness: mkdtemp");
+        free(h);
+        return -1;
+    }
+    snprintf(h->data, sizeof(h->data), "%s/data", h->dir);
+    snprintf(h->log, sizeof(h->log), "%s/onced.log", h->dir);
+    snprintf(h->path, sizeof(h->path), "/tmp/once-test-%ld-%d.ipc",
+             (long)getpid(), n);
+    snprintf(h->url, sizeof(h->url), "ipc://%s", h->path);
+    unlink(h->path); /* a leftover of an earlier process with our pid */
+    if (mkdir(h->data, 0700) != 0) {
+        perror("harness: mkdir data");
+        harness_free(h);
+        return -1;
+    }
+    if (spawn(h) != 0 || wait_ready(h) != 0) {
+        harness_free(h);
+        return -1;
+    }
+    *hp = h;
+    return 0;
+}
+
+int
+harness_restart(harness *h)
+{
+    if (h->pid != 0) {
+        fprintf(stderr, "harness: restart while onced %ld still runs\n",
+                (long)h->pid);
+        return -1;
+    }
+    if (spawn(h) != 0) {
+        return -1;
+    }
+    return wait_ready(h);
+}
+
+/* Waits up to ms for the child; returns 1 and fills *status when reaped. */
+static int
+reap(harness *h, int ms, int *status)
+{
+    int64_t deadline = now_ms() + ms;
+
+    for (int i = 0; i < 100000; i++) {
+        pid_t w = waitpid(h->pid, status, WNOHANG);
+        if (w == h->pid || (w < 0 && errno == ECHILD)) {
+            h->pid = 0;
+            return 1;
+        }
+        if (now_ms() >= deadline) {
+            break;
+        }
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int
+harness_kill(harness *h, int sig)
+{
+    int status = 0;
+
+    if (h == NULL || h->pid == 0) {
+        return -1;
+    }
+    kill(h->pid, sig);
+    if (!reap(h, HARNESS_STOP_MS, &status)) {
+        fprintf(stderr, "harness: onced ignored signal %d for %d ms\n", sig,
+                HARNESS_STOP_MS);
+        kill(h->pid, SIGKILL);
+        reap(h, HARNESS_STOP_MS, &status);
+        return -1;
+    }
+    return status;
+}
+
+int
+harness_stop(harness *h)
+{
+    int status = harness_kill(h, SIGTERM);
+
+    if (status == -1) {
+        harness_dump_log(h);
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        return 0;
+    }
+    if (WIFEXITED(status)) {
+        fprintf(stderr, "harness: onced exited with status %d on SIGTERM\n",
+                WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status)) {
+        fprintf(stderr, "harness: onced died of signal %d on SIGTERM\n",
+                WTERMSIG(status));
+    }
+    harness_dump_log(h);
+    return -1;
+}
+
+void
+harness_free(harness *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    if (h->pid != 0) {
+        harness_kill(h, SIGKILL);
+    }
+    if (getenv("ONCE_TEST_KEEP") == NULL) {
+        rm_tree(h->dir, 0);
+    } else {
+        fprintf(stderr, "harness: keeping %s\n", h->dir);
+    }
+    unlink(h->path);
+    free(h);
+}
+
+int
+harness_client(const harness *h, bool no_lease, once_client **cp)
+{
+    once_options o;
+    once_status st;
+    int rv;
+
+    once_options_init(&o);
+    o.url = h->url;
+    o.no_lease = no_lease;
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 20000;
+    if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
+        fprintf(stderr, "harness: once_client_open(%s): %s %s %s\n", h->url,
+                once_strerror(rv), st.reason, st.message);
+    }
+    return rv;
+}
+
+int
+harness_setup(void **state)
+{
+    harness *h;
+
+    if (harness_start(&h) != 0) {
+        return -1;
+    }
+    *state = h;
+    return 0;
+}
+
+int
+harness_teardown(void **state)
+{
+    harness *h = *state;
+    int rv = 0;
+
+    if (h != NULL && h->pid != 0) {
+        rv = harness_stop(h);
+    }
+    harness_free(h);
+    *state = NULL;
+    return rv;
+}
+
+/* ---- raw envelopes ------------------------------------------------------- */
+
+int
+harness_raw_call(const char *url, const void *req, size_t len, uint8_t **resp,
+                 size_t *resp_len, int timeout_ms)
+{
+    nng_socket s;
+    nng_msg *m = NULL;
+    int rv;
+
+    *resp = NULL;
+    *resp_len = 0;
+    if ((rv = nng_req0_open(&s)) != 0) {
+        return rv;
+    }
+    nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, timeout_ms);
+    nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, timeout_ms);
+    /* The REQ socket must not resend on its own within one call. */
+    nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, 3600 * 1000);
+    nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, 16 << 20);
+    if ((rv = nng_dial(s, url, NULL, 0)) != 0) {
+        goto out;
+    }
+    if ((rv = nng_msg_alloc(&m, 0)) != 0 ||
+        (rv = nng_msg_append(m, req, len)) != 0) {
+        goto out;
+    }
+    if ((rv = nng_sendmsg(s, m, 0)) != 0) {
+        goto out;
+    }
+    m = NULL; /* the socket owns it now */
+    if ((rv = nng_recvmsg(s, &m, 0)) != 0) {
+        goto out;
+    }
+    *resp_len = nng_msg_len(m);
+    if ((*resp = malloc(*resp_len > 0 ? *resp_len : 1)) == NULL) {
+        rv = NNG_ENOMEM;
+        goto out;
+    }
+    memcpy(*resp, nng_msg_body(m), *resp_len);
+out:
+    nng_msg_free(m);
+    nng_close(s);
+    return rv;
+}
+
+int
+harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
+                 const void *payload, size_t payload_len, uint8_t **out,
+                 size_t *out_len)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    size_t len;
+
+    r.method = (char *)method;
+    r.client_id = client_id;
+    r.seq = seq;
+    r.attempt = 1;
+    r.principal = "anonymous";
+    r.payload.data = (uint8_t *)payload;
+    r.payload.len = payload != NULL ? payload_len : 0;
+    len = once__v1__request__get_packed_size(&r);
+    if ((*out = malloc(len > 0 ? len : 1)) == NULL) {
+        return -1;
+    }
+    *out_len = once__v1__request__pack(&r, *out);
+    return 0;
+}
+
+int
+harness_incr_payload(const char *name, int64_t by, uint8_t **out,
+                     size_t *out_len)
+{
+    Once__V1__IncrementRequest r = ONCE__V1__INCREMENT_REQUEST__INIT;
+    size_t len;
+
+    r.name = (char *)name;
+    r.by = by;
+    len = once__v1__increment_request__get_packed_size(&r);
+    if ((*out = malloc(len > 0 ? len : 1)) == NULL) {
+        return -1;
+    }
+    *out_len = once__v1__increment_request__pack(&r, *out);
+    return 0;
+}
+
+int
+harness_raw_rpc(const char *url, const void *req, size_t len,
+                Once__V1__Response **rp, int timeout_ms)
+{
+    uint8_t *buf;
+    size_t blen;
+    int rv;
+
+    *rp = NULL;
+    if ((rv = harness_raw_call(url, req, len, &buf, &blen, timeout_ms)) != 0) {
+        return rv;
+    }
+    *rp = once__v1__response__unpack(NULL, blen, buf);
+    free(buf);
+    return *rp != NULL ? 0 : -1;
+}

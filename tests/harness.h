@@ -1,0 +1,108 @@
+/*
+ * harness.h — test fixtures: a real onced child process per test.
+ *
+ * Owns: one onced process (fork/exec of ONCED_PATH) on a fresh temp data dir
+ * (mkdtemp under /tmp) and a unique ipc:///tmp/once-test-<pid>-<n>.ipc
+ * address; killing, restarting and stopping it; removing its files; and the
+ * raw nng REQ helpers the hostile-input tests use to speak the envelope
+ * protocol without libonce.
+ * Invariant: every wait is bounded in count and time; a harness never shares
+ * a directory or address with another harness, in this process or another,
+ * so test programs may run in parallel.
+ * Never: mocks server behaviour, edits the data dir behind onced's back, or
+ * calls cmocka assertions from a thread other than the test's own.
+ */
+#ifndef TESTS_HARNESS_H
+#define TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <once/client.h>
+
+#include "once.pb-c.h"
+
+/* How long harness_start/harness_restart wait for onced to answer. */
+#define HARNESS_READY_MS 10000
+
+typedef struct harness {
+    char dir[256];  /* the mkdtemp directory, removed at harness_free */
+    char data[300]; /* dir/data: onced's --data */
+    char log[300];  /* dir/onced.log: onced's stdout and stderr */
+    char url[160];  /* ipc:///tmp/once-test-<pid>-<n>.ipc */
+    char path[128]; /* the ipc socket's file, unlinked at harness_free */
+    pid_t pid;      /* the running onced, or 0 */
+    int starts;     /* how many times onced was started */
+} harness;
+
+/*
+ * Creates the temp dir, starts onced and waits until it answers
+ * /once.v1.Admin/Stats (at most HARNESS_READY_MS). On success *hp is the
+ * harness (free with harness_free) and 0 is returned; otherwise -1, after
+ * printing onced's log to stderr.
+ */
+int harness_start(harness **hp);
+
+/* Starts onced again on the same data dir and address (the previous process
+ * must have been killed or stopped) and waits until it answers. 0 or -1. */
+int harness_restart(harness *h);
+
+/* Sends sig to onced and reaps it (bounded: SIGKILL after 10 s). Returns the
+ * wait status, or -1 when nothing was running. */
+int harness_kill(harness *h, int sig);
+
+/* SIGTERM, then waitpid (bounded). Returns 0 only when onced exited on its
+ * own with status 0; otherwise prints what happened and returns -1. */
+int harness_stop(harness *h);
+
+/* Kills onced if it still runs, removes the temp dir and the ipc file, and
+ * frees h. NULL is accepted. */
+void harness_free(harness *h);
+
+/* Prints onced's log to stderr (for failure diagnosis). */
+void harness_dump_log(const harness *h);
+
+/* Opens a libonce client on h->url. no_lease as in once_options. Returns the
+ * once_open code (ONCE_OK is 0). */
+int harness_client(const harness *h, bool no_lease, once_client **cp);
+
+/* cmocka fixtures: setup starts a harness into *state; teardown stops onced
+ * with SIGTERM (failing the test unless it exits 0) and frees the harness. */
+int harness_setup(void **state);
+int harness_teardown(void **state);
+
+/* ---- raw envelopes (no libonce) ---------------------------------------- */
+
+/*
+ * Sends len bytes as one message on a fresh REQ socket dialed to url and
+ * waits up to timeout_ms for the reply. On success returns 0 and *resp is a
+ * malloc'd copy of the reply (the caller frees it with free()); otherwise an
+ * nng error (NNG_ETIMEDOUT when no reply came) and *resp is NULL.
+ */
+int harness_raw_call(const char *url, const void *req, size_t len,
+                     uint8_t **resp, size_t *resp_len, int timeout_ms);
+
+/*
+ * Packs a Request envelope. payload may be NULL. *out is malloc'd (free()).
+ * Returns 0 or -1.
+ */
+int harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
+                     const void *payload, size_t payload_len, uint8_t **out,
+                     size_t *out_len);
+
+/* Packs an IncrementRequest. *out is malloc'd (free()). 0 or -1. */
+int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
+                         size_t *out_len);
+
+/*
+ * Sends a raw request and decodes the Response envelope. On success returns
+ * 0 and *rp is the unpacked Response (free with
+ * once__v1__response__free_unpacked(*rp, NULL)); returns the nng error when
+ * no reply came, or -1 when the reply was not a Response.
+ */
+int harness_raw_rpc(const char *url, const void *req, size_t len,
+                    Once__V1__Response **rp, int timeout_ms);
+
+#endif /* TESTS_HARNESS_H */

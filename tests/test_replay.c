@@ -1,0 +1,272 @@
+/*
+ * test_replay.c — one rpc id sent twice is executed once (SPEC §3, §7).
+ *
+ * Owns: the replay checks against a real onced: a resend of a completed id
+ * returns the stored value with replayed=true and commits nothing; the same
+ * holds when onced is SIGKILLed and restarted between the two sends, and
+ * when it is SIGKILLed while the first send may still be in flight.
+ * Invariant: every check is on an effect that reveals duplicates (a counter
+ * incremented by a distinctive amount), so a server that executed twice
+ * fails the test.
+ * Never: resends an id from the client that received its reply (that client
+ * has acknowledged the seq, so the server may rightly answer STALE_RPC);
+ * resends go through a second, lease-less client with the explicit id.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "harness.h"
+
+#define BY 5 /* a distinctive increment: a double execution shows as 10 */
+
+static void
+stats(once_client *c, once_stats *s)
+{
+    once_status st;
+    int rv = once_admin_stats(c, s, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_stats: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+static int64_t
+get(once_client *c, const char *name)
+{
+    once_status st;
+    int64_t v = -1;
+    int rv = once_counter_get(c, name, &v, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return v;
+}
+
+/* Sends Increment(name, by) under exactly *id; returns the code. */
+static int
+incr(once_client *c, const char *name, int64_t by, once_rpc_id *id,
+     int64_t *value, once_status *st)
+{
+    int rv;
+
+    *value = -1;
+    memset(st, 0, sizeof(*st));
+    rv = once_counter_incr(c, name, by, id, value, st);
+    if (rv != ONCE_OK) {
+        print_error("once_counter_incr(%s, id %llu/%llu): %s %s %s\n", name,
+                    (unsigned long long)id->client_id,
+                    (unsigned long long)id->seq, once_strerror(rv), st->reason,
+                    st->message);
+    }
+    return rv;
+}
+
+static void
+test_resend_same_id(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_rpc_id id = {0, 0}, fresh = {0, 0};
+    once_status st;
+    once_stats s0, s1;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_not_equal(once_client_id(a), 0);
+
+    /* First send: the library assigns the seq and writes it back. */
+    assert_int_equal(incr(a, "jobs", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_false(st.replayed);
+    assert_int_equal(id.client_id, once_client_id(a));
+    assert_int_not_equal(id.seq, 0);
+
+    stats(b, &s0);
+
+    /* Resend of exactly that id: stored value, replayed, nothing executed. */
+    once_rpc_id again = id;
+    assert_int_equal(incr(b, "jobs", BY, &again, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_true(st.replayed);
+    assert_memory_equal(&again, &id, sizeof(id));
+    assert_int_equal(get(b, "jobs"), BY);
+
+    stats(b, &s1);
+    assert_int_equal(s1.commits, s0.commits);
+    assert_int_equal(s1.records_stored, s0.records_stored);
+    assert_true(s1.replays >= s0.replays + 1);
+
+    /* A third send of the same id still replays. */
+    again = id;
+    assert_int_equal(incr(b, "jobs", BY, &again, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_true(st.replayed);
+    assert_int_equal(get(b, "jobs"), BY);
+
+    /* A new id is a new call: deduplication is by id, not by content. */
+    assert_int_equal(incr(a, "jobs", BY, &fresh, &v, &st), ONCE_OK);
+    assert_int_equal(v, 2 * BY);
+    assert_false(st.replayed);
+    assert_true(fresh.seq > id.seq);
+    assert_int_equal(get(b, "jobs"), 2 * BY);
+
+    once_client_close(b);
+    once_client_close(a);
+}
+
+static void
+test_resend_after_sigkill(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    assert_int_equal(incr(a, "crash", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_false(st.replayed);
+    once_client_close(a);
+
+    /* The reply was delivered, so the batch was synced: it must survive. */
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(get(b, "crash"), BY);
+
+    once_rpc_id again = id;
+    assert_int_equal(incr(b, "crash", BY, &again, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_true(st.replayed);
+    assert_int_equal(get(b, "crash"), BY);
+
+    /* And once more across a second crash. */
+    once_client_close(b);
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    again = id;
+    assert_int_equal(incr(b, "crash", BY, &again, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_true(st.replayed);
+    assert_int_equal(get(b, "crash"), BY);
+    once_client_close(b);
+}
+
+/* Sends one raw Increment and returns without waiting for the reply. */
+static int
+send_no_wait(const char *url, nng_socket *s, uint64_t cid, uint64_t seq,
+             const char *name, int64_t by)
+{
+    uint8_t *payload = NULL, *env = NULL;
+    size_t plen, elen;
+    int rv;
+
+    if ((rv = nng_req0_open(s)) != 0) {
+        return rv;
+    }
+    nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 2000);
+    nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, 3600 * 1000);
+    if ((rv = nng_dial(*s, url, NULL, 0)) != 0) {
+        return rv;
+    }
+    if (harness_incr_payload(name, by, &payload, &plen) != 0 ||
+        harness_envelope("/once.v1.Counter/Increment", cid, seq, payload, plen,
+                         &env, &elen) != 0) {
+        free(payload);
+        return NNG_ENOMEM;
+    }
+    rv = nng_send(*s, env, elen, 0);
+    free(payload);
+    free(env);
+    return rv;
+}
+
+/*
+ * onced is SIGKILLed at several points after a request left the client —
+ * before it arrived, while it executed, after the commit, after the reply.
+ * Whatever the point, the retry after restart must leave exactly one effect
+ * and report the value that single execution produced.
+ */
+static void
+test_sigkill_in_flight(void **state)
+{
+    static const int delay_us[] = {0, 100, 500, 2000, 10000, 50000};
+    const int n = (int)(sizeof(delay_us) / sizeof(delay_us[0]));
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_status st;
+    uint64_t cid = 0, ttl = 0;
+    int replays = 0;
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(once_lease_open(a, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    assert_int_not_equal(cid, 0);
+    once_client_close(a);
+
+    for (int i = 0; i < n; i++) {
+        nng_socket s = NNG_SOCKET_INITIALIZER;
+        once_rpc_id id = {cid, (uint64_t)i + 1};
+        int64_t v;
+
+        assert_int_equal(send_no_wait(h->url, &s, cid, id.seq, "inflight", BY),
+                         0);
+        if (delay_us[i] > 0) {
+            usleep((useconds_t)delay_us[i]);
+        }
+        assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+        nng_close(s);
+        assert_int_equal(harness_restart(h), 0);
+
+        assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+        assert_int_equal(incr(b, "inflight", BY, &id, &v, &st), ONCE_OK);
+        assert_int_equal(v, (int64_t)(i + 1) * BY);
+        replays += st.replayed ? 1 : 0;
+        assert_int_equal(get(b, "inflight"), (int64_t)(i + 1) * BY);
+
+        /* A further resend is a replay now, whatever happened before. */
+        id = (once_rpc_id){cid, (uint64_t)i + 1};
+        assert_int_equal(incr(b, "inflight", BY, &id, &v, &st), ONCE_OK);
+        assert_int_equal(v, (int64_t)(i + 1) * BY);
+        assert_true(st.replayed);
+        once_client_close(b);
+        b = NULL;
+    }
+    print_message("sigkill in flight: %d of %d first executions had "
+                  "committed before the kill\n",
+                  replays, n);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_resend_same_id, harness_setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_resend_after_sigkill,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_in_flight, harness_setup,
+                                        harness_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
