@@ -1,0 +1,406 @@
+/*
+ * call.c — once_call: one rpc, its envelope and its retries.
+ *
+ * Owns: the Request envelope of every attempt (method, rpc id,
+ * first_incomplete, attempt number, time left, principal, payload), the
+ * per-call nng context and aio, and the decision after each attempt: final
+ * reply, or retry the *same* rpc id after a jittered backoff.
+ * Invariant: a mutating call that nng accepted for sending at least once is
+ * never reported as a plain failure — it ends with the server's final reply
+ * or ONCE_UNKNOWN/OUTCOME_UNKNOWN with its rpc id; its seq stays incomplete
+ * in the window until a final reply is delivered (or the caller releases
+ * it). Retryable: timeouts, transport errors, undecodable envelopes, and
+ * replies with code UNAVAILABLE. Every other reply code is final.
+ * Never: assigns a new seq to a retry; never waits past the call deadline;
+ * never holds the handle's lock across network I/O.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client_impl.h"
+#include "status.h"
+#include "wire.h"
+
+/* What one call is about; filled once, read by every attempt. */
+typedef struct call_spec {
+    const char *method;
+    bool mutating;
+    uint64_t client_id; /* 0 on non-mutating calls */
+    uint64_t seq;       /* 0 on non-mutating calls */
+    const void *req;
+    size_t req_len;
+} call_spec;
+
+/* The state of one call across attempts. */
+typedef struct call_state {
+    uint32_t sent;           /* attempts nng accepted for sending */
+    char last_err[160];      /* why the last attempt did not finish */
+    bool last_unavailable;   /* the last attempt got an UNAVAILABLE reply */
+    once_status unavailable; /* that reply's status */
+} call_state;
+
+/* Packs the envelope of one attempt into a fresh nng message (*mp, owned
+ * by the caller until a successful send). */
+static int
+call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
+          uint64_t timeout_ms, nng_msg **mp)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    nng_msg *m;
+    size_t len;
+    int rv;
+
+    r.method = (char *)cs->method;
+    r.client_id = cs->client_id;
+    r.seq = cs->seq;
+    r.first_incomplete = cs->mutating ? client_ack(c, cs->client_id) : 0;
+    r.attempt = attempt;
+    r.timeout_ms = timeout_ms;
+    r.principal = c->principal;
+    r.payload.data = (uint8_t *)cs->req;
+    r.payload.len = cs->req != NULL ? cs->req_len : 0;
+
+    len = once__v1__request__get_packed_size(&r);
+    if ((rv = nng_msg_alloc(&m, len)) != 0) {
+        return rv;
+    }
+    once__v1__request__pack(&r, nng_msg_body(m));
+    *mp = m;
+    return 0;
+}
+
+/* Milliseconds until `until` (a retry_now_ms value), at least 1 so nng
+ * never treats it as "no wait" (NNG_DURATION_ZERO is still a timeout). */
+static nng_duration
+call_wait(uint64_t until)
+{
+    uint64_t left = retry_remaining_ms(until);
+
+    if (left == 0) {
+        return NNG_DURATION_ZERO;
+    }
+    return left > INT32_MAX ? INT32_MAX : (nng_duration)left;
+}
+
+/*
+ * One attempt: send the envelope (waiting for a connection until
+ * attempt_end) and wait up to the attempt timeout for the reply, never past
+ * the deadline.
+ * Returns 0 with *rp set (the unpacked Response, freed by the caller with
+ * once__v1__response__free_unpacked), or an nng error / EPROTO with
+ * cst->last_err describing it.
+ */
+static int
+call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
+             uint32_t attempt, uint64_t deadline, uint64_t attempt_end,
+             call_state *cst, Once__V1__Response **rp)
+{
+    nng_msg *m = NULL;
+    Once__V1__Response *r;
+    int rv;
+
+    if ((rv = call_pack(c, cs, attempt, retry_remaining_ms(deadline), &m)) !=
+        0) {
+        snprintf(cst->last_err, sizeof(cst->last_err), "pack: %s",
+                 nng_strerror(rv));
+        return rv;
+    }
+    nng_aio_set_msg(aio, m);
+    nng_aio_set_timeout(aio, call_wait(attempt_end));
+    nng_ctx_send(ctx, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0) {
+        /* The message is still ours after a failed send. */
+        nng_msg_free(nng_aio_get_msg(aio));
+        nng_aio_set_msg(aio, NULL);
+        snprintf(cst->last_err, sizeof(cst->last_err), "send: %s",
+                 nng_strerror(rv));
+        return rv;
+    }
+    cst->sent++;
+
+    /* The reply gets a full attempt timeout from the moment it was sent
+     * (a send may have waited for a connection), within the deadline. */
+    attempt_end = retry_now_ms() + c->attempt_timeout_ms;
+    if (attempt_end > deadline) {
+        attempt_end = deadline;
+    }
+    nng_aio_set_timeout(aio, call_wait(attempt_end));
+    nng_ctx_recv(ctx, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0) {
+        if (rv == NNG_ETIMEDOUT) {
+            snprintf(cst->last_err, sizeof(cst->last_err),
+                     "no reply within the attempt timeout");
+        } else {
+            snprintf(cst->last_err, sizeof(cst->last_err), "receive: %s",
+                     nng_strerror(rv));
+        }
+        return rv;
+    }
+    m = nng_aio_get_msg(aio);
+    nng_aio_set_msg(aio, NULL);
+    r = once__v1__response__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+    nng_msg_free(m);
+    if (r == NULL) {
+        snprintf(cst->last_err, sizeof(cst->last_err),
+                 "undecodable reply envelope");
+        return EPROTO;
+    }
+    *rp = r;
+    return 0;
+}
+
+/* The reply's code, mapped into enum once_code (unknown numbers become
+ * ONCE_UNKNOWN); a missing status is proto3's default, OK. */
+static int
+call_code(const Once__V1__Response *r)
+{
+    int code = r->status != NULL ? (int)r->status->code : ONCE_OK;
+
+    return (code < ONCE_OK || code > ONCE_UNAUTHENTICATED) ? ONCE_UNKNOWN
+                                                           : code;
+}
+
+static void
+call_status_from(once_status *st, const Once__V1__Response *r)
+{
+    const char *reason = r->status != NULL ? r->status->reason : NULL;
+    const char *msg = r->status != NULL ? r->status->message : NULL;
+
+    status_set(st, call_code(r), reason, "%s", msg != NULL ? msg : "");
+    st->replayed = r->replayed;
+}
+
+/* Gives up: the code and status that say so, per once/client.h. */
+static int
+call_give_up(const call_spec *cs, const call_state *cst, uint32_t tries,
+             bool deadline_passed, once_status *st)
+{
+    if (cst->sent == 0) {
+        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+                          "could not send to the server in %" PRIu32
+                          " attempt(s) (%s); nothing was sent",
+                          tries, cst->last_err);
+    }
+    if (cs->mutating) {
+        return status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+                          "no reply after %" PRIu32
+                          " attempt(s) (%s); the call may or may not have "
+                          "taken effect: retry rpc id %" PRIu64 ":%" PRIu64
+                          " to find out",
+                          tries, cst->last_err, cs->client_id, cs->seq);
+    }
+    if (cst->last_unavailable) {
+        *st = cst->unavailable;
+        return st->code;
+    }
+    if (deadline_passed) {
+        return status_set(st, ONCE_DEADLINE_EXCEEDED, "NO_REPLY",
+                          "no reply before the deadline after %" PRIu32
+                          " attempt(s) (%s)",
+                          tries, cst->last_err);
+    }
+    return status_set(st, ONCE_UNAVAILABLE, "NO_REPLY",
+                      "no reply after %" PRIu32 " attempt(s) (%s)", tries,
+                      cst->last_err);
+}
+
+/* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
+static int
+call_deliver(const Once__V1__Response *r, void **resp, size_t *resp_len)
+{
+    void *p;
+
+    if (resp == NULL) {
+        return 0;
+    }
+    if ((p = malloc(r->payload.len > 0 ? r->payload.len : 1)) == NULL) {
+        return ENOMEM;
+    }
+    if (r->payload.len > 0) {
+        memcpy(p, r->payload.data, r->payload.len);
+    }
+    *resp = p;
+    if (resp_len != NULL) {
+        *resp_len = r->payload.len;
+    }
+    return 0;
+}
+
+/* The retry loop. st is never NULL here. */
+static int
+call_run(once_client *c, const call_spec *cs, void **resp, size_t *resp_len,
+         once_status *st)
+{
+    call_state cst;
+    nng_ctx ctx;
+    nng_aio *aio = NULL;
+    uint64_t deadline = retry_now_ms() + c->deadline_ms;
+    uint64_t rng = retry_seed();
+    uint32_t tries = 0;
+    Once__V1__Response *r = NULL;
+    int rv;
+
+    memset(&cst, 0, sizeof(cst));
+    snprintf(cst.last_err, sizeof(cst.last_err), "deadline too short");
+    if ((rv = nng_ctx_open(&ctx, c->sock)) != 0) {
+        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+                          "nng_ctx_open: %s; nothing was sent",
+                          nng_strerror(rv));
+    }
+    if ((rv = nng_ctx_set_ms(ctx, NNG_OPT_REQ_RESENDTIME,
+                             NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+        rv = status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+                        "nng context setup: %s; nothing was sent",
+                        nng_strerror(rv));
+        goto out;
+    }
+
+    for (uint32_t attempt = 1; attempt <= c->retry.max_attempts; attempt++) {
+        uint64_t now = retry_now_ms();
+        uint64_t attempt_end;
+        uint64_t left;
+
+        if (now >= deadline) {
+            break;
+        }
+        attempt_end = now + c->attempt_timeout_ms;
+        if (attempt_end > deadline) {
+            attempt_end = deadline;
+        }
+        tries = attempt;
+        if (call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end, &cst,
+                         &r) == 0) {
+            if (call_code(r) != ONCE_UNAVAILABLE) {
+                goto final;
+            }
+            /* IN_PROGRESS and friends: the server asks us to come back. */
+            cst.last_unavailable = true;
+            call_status_from(&cst.unavailable, r);
+            cst.unavailable.attempts = cst.sent;
+            snprintf(cst.last_err, sizeof(cst.last_err), "UNAVAILABLE %s",
+                     cst.unavailable.reason);
+            once__v1__response__free_unpacked(r, NULL);
+            r = NULL;
+        } else {
+            cst.last_unavailable = false;
+        }
+        if (attempt == c->retry.max_attempts ||
+            (left = retry_remaining_ms(deadline)) == 0) {
+            break;
+        }
+        uint64_t b = retry_backoff_ms(&c->retry, attempt, &rng);
+        retry_sleep_ms(b < left ? b : left);
+    }
+    rv = call_give_up(cs, &cst, tries, retry_remaining_ms(deadline) == 0, st);
+    st->attempts = cst.sent;
+    goto out;
+
+final:
+    call_status_from(st, r);
+    st->attempts = cst.sent;
+    rv = st->code;
+    if (rv == ONCE_OK && call_deliver(r, resp, resp_len) != 0) {
+        /* The reply exists but cannot be handed over: for a mutating call
+         * that is an unknown outcome the caller can retry to learn. */
+        if (cs->mutating) {
+            rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+                            "out of memory for the reply; retry rpc id "
+                            "%" PRIu64 ":%" PRIu64 " to find out",
+                            cs->client_id, cs->seq);
+        } else {
+            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                            "out of memory for the reply");
+        }
+        goto out;
+    }
+    if (cs->mutating) {
+        client_seq_complete(c, cs->client_id, cs->seq);
+    }
+
+out:
+    if (r != NULL) {
+        once__v1__response__free_unpacked(r, NULL);
+    }
+    nng_aio_free(aio);
+    nng_ctx_close(ctx);
+    return rv;
+}
+
+int
+once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
+          const void *req, size_t req_len, void **resp, size_t *resp_len,
+          once_status *st)
+{
+    once_status local;
+    call_spec cs;
+    bool assigned = false;
+    int rv;
+
+    if (st == NULL) {
+        st = &local;
+    }
+    status_clear(st);
+    if (resp != NULL) {
+        *resp = NULL;
+    }
+    if (resp_len != NULL) {
+        *resp_len = 0;
+    }
+    if (c == NULL || method == NULL || method[0] == '\0' ||
+        (req == NULL && req_len > 0)) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+                          "once_call needs a handle, a method and a payload");
+    }
+    memset(&cs, 0, sizeof(cs));
+    cs.method = method;
+    cs.mutating = mutating;
+    cs.req = req;
+    cs.req_len = req_len;
+
+    if (mutating) {
+        if (id != NULL && id->seq != 0) {
+            /* A retry of exactly this id. */
+            if (id->client_id == 0) {
+                return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_RPC_ID",
+                                  "rpc id with seq %" PRIu64 " but client id 0",
+                                  id->seq);
+            }
+            cs.client_id = id->client_id;
+            cs.seq = id->seq;
+        } else {
+            if (c->client_id == 0) {
+                return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
+                                  "a mutating call needs a client id: open "
+                                  "the handle with a lease or pass an rpc id");
+            }
+            cs.client_id = c->client_id;
+            if (client_seq_assign(c, &cs.seq) != 0) {
+                return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                                  "cannot assign a seq");
+            }
+            assigned = true;
+            if (id != NULL) {
+                id->client_id = cs.client_id;
+                id->seq = cs.seq;
+            }
+        }
+    }
+
+    rv = call_run(c, &cs, resp, resp_len, st);
+
+    /* A fresh seq that never left this process cannot have taken effect:
+     * nothing will ever retry it, so it must not hold the watermark back. */
+    if (assigned && st->attempts == 0 && rv != ONCE_OK) {
+        client_seq_complete(c, cs.client_id, cs.seq);
+    }
+    return rv;
+}

@@ -1,0 +1,234 @@
+/*
+ * client.c — the once_client handle: open, close, options, the rpc-id
+ * window accessors.
+ *
+ * Owns: the REQ socket and its dial (non-blocking, nng reconnects by
+ * itself), the client id taken from OpenLease, and the window of incomplete
+ * seqs behind once_client.lock.
+ * Invariant: seqs of one handle are assigned in increasing order from 1 and
+ * never reused; first_incomplete only moves forward.
+ * Never: retries or sends anything itself (call.c does); never re-sends an
+ * operation under a new id; never frees the handle while calls are in
+ * flight (the caller's contract, see once/client.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client_impl.h"
+#include "status.h"
+
+#define CLIENT_RECVMAXSZ          (4u * 1024u * 1024u)
+#define CLIENT_DEADLINE_MS        10000u
+#define CLIENT_ATTEMPT_TIMEOUT_MS 2000u
+#define CLIENT_MAX_ATTEMPTS       10u
+#define CLIENT_BACKOFF_INITIAL_MS 5u
+#define CLIENT_BACKOFF_MAX_MS     500u
+#define CLIENT_RECONNECT_MIN_MS   10
+#define CLIENT_RECONNECT_MAX_MS   1000
+#define CLIENT_PRINCIPAL_DEFAULT  "anonymous"
+
+void
+once_options_init(once_options *o)
+{
+    if (o != NULL) {
+        memset(o, 0, sizeof(*o));
+    }
+}
+
+static uint32_t
+client_or(uint32_t v, uint32_t dflt)
+{
+    return v != 0 ? v : dflt;
+}
+
+/* Frees the handle's memory and socket. Accepts a half-built handle. */
+static void
+client_free(once_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (nng_socket_id(c->sock) > 0) {
+        nng_close(c->sock);
+    }
+    pthread_mutex_destroy(&c->lock);
+    window_fini(&c->win);
+    free(c->url);
+    free(c->principal);
+    free(c);
+}
+
+/* Opens the REQ socket with our options and starts the non-blocking dial. */
+static int
+client_dial(once_client *c, once_status *st)
+{
+    int rv;
+
+    if ((rv = nng_req0_open(&c->sock)) != 0) {
+        return status_set(st, ONCE_INTERNAL, "NNG", "nng_req0_open: %s",
+                          nng_strerror(rv));
+    }
+    /* The library retries by itself (same rpc id, counted attempts, one
+     * deadline); nng's silent REQ resend would hide attempts from it. */
+    if ((rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
+                                NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ,
+                                  CLIENT_RECVMAXSZ)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT,
+                                CLIENT_RECONNECT_MIN_MS)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT,
+                                CLIENT_RECONNECT_MAX_MS)) != 0) {
+        return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
+                          nng_strerror(rv));
+    }
+    if ((rv = nng_dial(c->sock, c->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
+                          "cannot dial %s: %s", c->url, nng_strerror(rv));
+    }
+    return ONCE_OK;
+}
+
+int
+once_client_open(once_client **cp, const once_options *o, once_status *st)
+{
+    once_client *c = NULL;
+    int rv;
+
+    status_clear(st);
+    if (cp == NULL || o == NULL || o->url == NULL || o->url[0] == '\0') {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+                          "once_client_open needs cp, options and a url");
+    }
+    *cp = NULL;
+    if ((c = calloc(1, sizeof(*c))) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                          "out of memory");
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    window_init(&c->win, 1);
+    c->url = strdup(o->url);
+    c->principal =
+        strdup(o->principal != NULL ? o->principal : CLIENT_PRINCIPAL_DEFAULT);
+    if (c->url == NULL || c->principal == NULL) {
+        rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                        "out of memory");
+        goto out;
+    }
+    c->deadline_ms = client_or(o->deadline_ms, CLIENT_DEADLINE_MS);
+    c->attempt_timeout_ms =
+        client_or(o->attempt_timeout_ms, CLIENT_ATTEMPT_TIMEOUT_MS);
+    c->retry.max_attempts = client_or(o->max_attempts, CLIENT_MAX_ATTEMPTS);
+    c->retry.initial_ms =
+        client_or(o->backoff_initial_ms, CLIENT_BACKOFF_INITIAL_MS);
+    c->retry.max_ms = client_or(o->backoff_max_ms, CLIENT_BACKOFF_MAX_MS);
+    if (c->retry.max_ms < c->retry.initial_ms) {
+        c->retry.max_ms = c->retry.initial_ms;
+    }
+
+    if ((rv = client_dial(c, st)) != ONCE_OK) {
+        goto out;
+    }
+    if (!o->no_lease) {
+        /* once_lease_open fills st (attempts included) on failure. */
+        if ((rv = once_lease_open(c, NULL, o->lease_ttl_ms, &c->client_id,
+                                  &c->lease_ttl_ms, st)) != ONCE_OK) {
+            goto out;
+        }
+        if (c->client_id == 0) {
+            rv = status_set(st, ONCE_INTERNAL, "BAD_RESPONSE",
+                            "OpenLease granted client id 0");
+            goto out;
+        }
+    }
+    *cp = c;
+    return ONCE_OK;
+
+out:
+    client_free(c);
+    return rv;
+}
+
+void
+once_client_close(once_client *c)
+{
+    client_free(c);
+}
+
+uint64_t
+once_client_id(const once_client *c)
+{
+    return c != NULL ? c->client_id : 0;
+}
+
+uint64_t
+once_client_first_incomplete(const once_client *c)
+{
+    /* The lock is not part of the handle's logical state. */
+    once_client *m = (once_client *)c;
+    uint64_t fi;
+
+    if (c == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&m->lock);
+    fi = window_first_incomplete(&m->win);
+    pthread_mutex_unlock(&m->lock);
+    return fi;
+}
+
+void
+once_client_release(once_client *c, uint64_t seq)
+{
+    if (c == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    (void)window_complete(&c->win, seq);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void
+once_free(void *p)
+{
+    free(p);
+}
+
+int
+client_seq_assign(once_client *c, uint64_t *seq)
+{
+    int rv;
+
+    pthread_mutex_lock(&c->lock);
+    rv = window_assign(&c->win, seq);
+    pthread_mutex_unlock(&c->lock);
+    return rv;
+}
+
+void
+client_seq_complete(once_client *c, uint64_t client_id, uint64_t seq)
+{
+    if (client_id != c->client_id || client_id == 0) {
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    (void)window_complete(&c->win, seq);
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t
+client_ack(once_client *c, uint64_t client_id)
+{
+    uint64_t fi;
+
+    if (client_id != c->client_id || client_id == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&c->lock);
+    fi = window_first_incomplete(&c->win);
+    pthread_mutex_unlock(&c->lock);
+    return fi;
+}

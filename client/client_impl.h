@@ -1,0 +1,50 @@
+/*
+ * client_impl.h — the body of the opaque once_client handle, shared by the
+ * files of client/ only (never installed).
+ *
+ * Owns: the handle's fields and which lock protects which of them.
+ * Invariant: everything except win is written once in once_client_open and
+ * read-only afterwards, so calls read it without a lock; win is only touched
+ * under lock.
+ * Never: exposes nng or protobuf-c types through the public header.
+ */
+#ifndef CLIENT_CLIENT_IMPL_H
+#define CLIENT_CLIENT_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+#include "once/client.h"
+#include "retry.h"
+#include "window.h"
+
+struct once_client {
+    nng_socket sock;             /* REQ socket; nng makes it thread-safe */
+    char *url;                   /* owned (strdup); read-only after open */
+    char *principal;             /* owned (strdup); read-only after open */
+    uint32_t deadline_ms;        /* read-only after open */
+    uint32_t attempt_timeout_ms; /* read-only after open */
+    retry_policy retry;          /* read-only after open */
+    uint64_t client_id;          /* from OpenLease, 0 without; read-only */
+    uint64_t lease_ttl_ms;       /* granted TTL; read-only after open */
+
+    pthread_mutex_t lock; /* protects win */
+    window win;           /* incomplete seqs of client_id; under lock */
+};
+
+/* Assigns the next seq of c->client_id (marked incomplete). Returns 0 or
+ * ENOMEM. */
+int client_seq_assign(once_client *c, uint64_t *seq);
+
+/* The reply for (client_id, seq) was delivered to the caller: marks seq
+ * complete when client_id is this handle's own id; otherwise a no-op. */
+void client_seq_complete(once_client *c, uint64_t client_id, uint64_t seq);
+
+/* The first_incomplete to carry on a request under client_id: this
+ * handle's watermark for its own id, 0 ("no acknowledgement") for any other
+ * id, since this handle knows nothing about that id's other seqs. */
+uint64_t client_ack(once_client *c, uint64_t client_id);
+
+#endif /* CLIENT_CLIENT_IMPL_H */

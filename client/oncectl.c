@@ -1,0 +1,748 @@
+/*
+ * oncectl.c — the command-line client of onced, for people and scripts.
+ *
+ *   oncectl [--server URL] [--json] [--timeout DURATION] [--principal NAME]
+ *           COMMAND ...
+ *
+ * Owns: argument parsing, the mapping of commands onto libonce calls, and
+ * the two output forms (text for people; with --json exactly one JSON
+ * object on stdout, success or not).
+ * Exit status: 0 only for OK; 1 a call ended with an error code; 2 usage
+ * error; 3 the outcome is unknown (UNKNOWN/OUTCOME_UNKNOWN: retry the
+ * printed rpc id).
+ * Never: invents an rpc id for a retry — `counter incr --rpc-id` sends
+ * exactly the id given and opens no lease; without it a fresh lease and
+ * seq 1 are used.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "json_out.h"
+#include "once/client.h"
+
+#define ONCECTL_DEFAULT_SERVER "ipc:///tmp/once.ipc"
+
+enum {
+    ONCECTL_EXIT_OK = 0,
+    ONCECTL_EXIT_CALL = 1,
+    ONCECTL_EXIT_USAGE = 2,
+    ONCECTL_EXIT_UNKNOWN = 3,
+};
+
+/* The global options. */
+typedef struct cli {
+    const char *server;
+    bool json;
+    uint64_t timeout_ms; /* 0: the library's default deadline */
+    const char *principal;
+} cli;
+
+static const char usage_top[] =
+    "usage: oncectl [--server URL] [--json] [--timeout DURATION]\n"
+    "               [--principal NAME] COMMAND ...\n"
+    "\n"
+    "Talks to onced, the exactly-once RPC server.\n"
+    "\n"
+    "Commands:\n"
+    "  lease open [--ttl DURATION]        open a lease, print its client id\n"
+    "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
+    "                                     increment a counter exactly once\n"
+    "  counter get NAME                   read a counter\n"
+    "  stats                              server statistics\n"
+    "\n"
+    "Global options (before the command):\n"
+    "  --server URL        default: $ONCE_SERVER, else " ONCECTL_DEFAULT_SERVER
+    "\n"
+    "  --json              print exactly one JSON object on stdout\n"
+    "  --timeout DURATION  deadline over all attempts (default 10s); one\n"
+    "                      attempt waits at most a third of it (min 100ms,\n"
+    "                      max 2s)\n"
+    "  --principal NAME    default: anonymous\n"
+    "  -h, --help          this text; `oncectl COMMAND --help` for a command\n"
+    "\n"
+    "DURATION is <number><unit> with unit ms, s, m or h (200ms, 2s, 5m, 1h,\n"
+    "1m30s); a bare number is milliseconds.\n"
+    "\n"
+    "Exit status: 0 OK; 1 the call failed (code printed); 2 usage error;\n"
+    "3 outcome unknown (retry the printed rpc id with --rpc-id).\n";
+
+static const char usage_lease[] =
+    "usage: oncectl [GLOBAL OPTIONS] lease open [--ttl DURATION]\n"
+    "\n"
+    "Opens a lease and prints the client id it grants.\n"
+    "  --ttl DURATION  requested lease TTL (default: the server's)\n"
+    "Output: client id N (ttl T) | --json {\"client_id\":N,\"ttl_ms\":N}\n";
+
+static const char usage_incr[] =
+    "usage: oncectl [GLOBAL OPTIONS] counter incr NAME [--by N]\n"
+    "                                [--rpc-id CLIENT:SEQ]\n"
+    "\n"
+    "Adds N (default 1, may be negative) to counter NAME, exactly once.\n"
+    "Without --rpc-id a new lease is opened and the call is its seq 1.\n"
+    "With --rpc-id no lease is opened and exactly that id is sent: a retry\n"
+    "of an earlier call returns the stored result (replayed) and changes\n"
+    "nothing; the same id with a different NAME or N is ALREADY_EXISTS.\n"
+    "Output: value V | --json "
+    "{\"value\":V,\"replayed\":B,\"rpc_id\":\"C:S\"}\n";
+
+static const char usage_get[] =
+    "usage: oncectl [GLOBAL OPTIONS] counter get NAME\n"
+    "\n"
+    "Prints the value of counter NAME.\n"
+    "Output: value V | --json {\"value\":V}\n";
+
+static const char usage_counter[] =
+    "usage: oncectl [GLOBAL OPTIONS] counter incr NAME [--by N] "
+    "[--rpc-id CLIENT:SEQ]\n"
+    "       oncectl [GLOBAL OPTIONS] counter get NAME\n"
+    "`oncectl counter incr --help` and `oncectl counter get --help` say "
+    "more.\n";
+
+static const char usage_stats[] =
+    "usage: oncectl [GLOBAL OPTIONS] stats\n"
+    "\n"
+    "Prints the server's counters: requests, replays, conflicts, commits,\n"
+    "fsyncs, records_stored, rejected, leases_opened.\n";
+
+/* ---- output ------------------------------------------------------------ */
+
+/* A usage error: text on stderr (with a hint and a pointer to --help) and,
+ * with --json, the same as an INVALID_ARGUMENT/USAGE object on stdout. */
+static int usage_error(const cli *g, const char *hint, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int
+usage_error(const cli *g, const char *hint, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "oncectl: %s\n", msg);
+    if (hint != NULL) {
+        fprintf(stderr, "hint: %s\n", hint);
+    }
+    fprintf(stderr, "Try 'oncectl --help'.\n");
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_str(&j, "code", "INVALID_ARGUMENT");
+        json_str(&j, "reason", "USAGE");
+        json_str(&j, "message", msg);
+        json_end(&j);
+    }
+    return ONCECTL_EXIT_USAGE;
+}
+
+static int
+exit_for(const once_status *st)
+{
+    if (st->code == ONCE_OK) {
+        return ONCECTL_EXIT_OK;
+    }
+    if (st->code == ONCE_UNKNOWN &&
+        strcmp(st->reason, "OUTCOME_UNKNOWN") == 0) {
+        return ONCECTL_EXIT_UNKNOWN;
+    }
+    return ONCECTL_EXIT_CALL;
+}
+
+/* What to do next, for people; NULL when there is nothing useful to say. */
+static const char *
+error_hint(const cli *g, const once_status *st, const once_rpc_id *id,
+           char *buf, size_t len)
+{
+    const char *r = st->reason;
+
+    if (strcmp(r, "OUTCOME_UNKNOWN") == 0 && id != NULL) {
+        snprintf(buf, len,
+                 "retry with --rpc-id %" PRIu64 ":%" PRIu64
+                 " (same arguments) to learn whether it took effect",
+                 id->client_id, id->seq);
+        return buf;
+    }
+    if (strcmp(r, "NOT_SENT") == 0) {
+        snprintf(buf, len,
+                 "is onced listening on %s? set --server or ONCE_SERVER",
+                 g->server);
+        return buf;
+    }
+    if (strcmp(r, "RPC_ID_CONFLICT") == 0) {
+        return "this rpc id belongs to a call with other arguments; retry "
+               "with the original NAME and --by to get its result";
+    }
+    if (strcmp(r, "LEASE_EXPIRED") == 0) {
+        return "the lease of this client id has ended; its calls can no "
+               "longer be retried or learned";
+    }
+    if (strcmp(r, "STALE_RPC") == 0) {
+        return "this rpc id was already acknowledged; its result is no "
+               "longer kept";
+    }
+    if (st->code == ONCE_DEADLINE_EXCEEDED || strcmp(r, "NO_REPLY") == 0) {
+        return "the server did not answer in time; raise --timeout or check "
+               "that onced is running";
+    }
+    return NULL;
+}
+
+/* Reports a failed call; id is NULL when no rpc id is involved. Returns
+ * the exit status. */
+static int
+report_error(const cli *g, const once_status *st, const once_rpc_id *id)
+{
+    char idbuf[48] = "";
+    char hintbuf[256];
+    const char *hint;
+
+    if (id != NULL) {
+        snprintf(idbuf, sizeof(idbuf), "%" PRIu64 ":%" PRIu64, id->client_id,
+                 id->seq);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_str(&j, "code", once_strerror(st->code));
+        json_str(&j, "reason", st->reason);
+        json_str(&j, "message", st->message);
+        if (id != NULL) {
+            json_str(&j, "rpc_id", idbuf);
+        }
+        json_end(&j);
+        return exit_for(st);
+    }
+    if (st->reason[0] != '\0') {
+        fprintf(stderr, "oncectl: %s (%s): %s\n", once_strerror(st->code),
+                st->reason, st->message);
+    } else {
+        fprintf(stderr, "oncectl: %s: %s\n", once_strerror(st->code),
+                st->message);
+    }
+    if (id != NULL && strstr(st->message, idbuf) == NULL) {
+        fprintf(stderr, "rpc id %s\n", idbuf);
+    }
+    if ((hint = error_hint(g, st, id, hintbuf, sizeof(hintbuf))) != NULL) {
+        fprintf(stderr, "hint: %s\n", hint);
+    }
+    return exit_for(st);
+}
+
+/* ---- argument parsing -------------------------------------------------- */
+
+static bool
+is_help(const char *a)
+{
+    return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
+}
+
+/* A global option written after the command: worth a precise hint. */
+static bool
+is_global_opt(const char *a)
+{
+    static const char *const globals[] = {"--json", "--server", "--timeout",
+                                          "--principal"};
+
+    for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
+        size_t n = strlen(globals[i]);
+        if (strncmp(a, globals[i], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+#define GLOBAL_HINT                                                            \
+    "global options go before the command, e.g. oncectl --json counter get x"
+
+/*
+ * Matches argv[*i] against option `name` taking a value, as "--name VALUE"
+ * or "--name=VALUE". Returns 1 and sets *val (advancing *i past a separate
+ * value), 0 when it is another argument, -1 when the value is missing.
+ */
+static int
+opt_value(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+
+    if (strncmp(a, name, n) != 0) {
+        return 0;
+    }
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') {
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+/* Strict decimal, no sign, no spaces. */
+static int
+parse_u64(const char *s, const char **end, uint64_t *v)
+{
+    uint64_t n = 0;
+    const char *p = s;
+
+    while (*p >= '0' && *p <= '9') {
+        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) {
+            return ERANGE;
+        }
+        n = n * 10 + (uint64_t)(*p - '0');
+        p++;
+    }
+    if (p == s) {
+        return EINVAL;
+    }
+    *end = p;
+    *v = n;
+    return 0;
+}
+
+static int
+parse_i64(const char *s, int64_t *v)
+{
+    bool neg = (*s == '-');
+    const char *end;
+    uint64_t u;
+
+    if (parse_u64(neg ? s + 1 : s, &end, &u) != 0 || *end != '\0') {
+        return EINVAL;
+    }
+    if (neg ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX) {
+        return ERANGE;
+    }
+    *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+    return 0;
+}
+
+/* "CLIENT:SEQ", both non-zero. */
+static int
+parse_rpc_id(const char *s, once_rpc_id *id)
+{
+    const char *end;
+    uint64_t c, q;
+
+    if (parse_u64(s, &end, &c) != 0 || *end != ':' ||
+        parse_u64(end + 1, &end, &q) != 0 || *end != '\0' || c == 0 || q == 0) {
+        return EINVAL;
+    }
+    id->client_id = c;
+    id->seq = q;
+    return 0;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static int
+open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
+{
+    once_options o;
+
+    once_options_init(&o);
+    o.url = g->server;
+    o.principal = g->principal;
+    o.deadline_ms = (uint32_t)g->timeout_ms;
+    /* Under a short --timeout, leave room for retries: an attempt gets a
+     * third of the deadline (at least 100ms), never more than the
+     * library's default 2s. */
+    if (g->timeout_ms != 0 && g->timeout_ms / 3 < 2000) {
+        o.attempt_timeout_ms =
+            (uint32_t)(g->timeout_ms / 3 < 100 ? 100 : g->timeout_ms / 3);
+    }
+    o.no_lease = no_lease;
+    return once_client_open(cp, &o, st);
+}
+
+static int
+cmd_lease_open(const cli *g, int argc, char **argv)
+{
+    uint64_t ttl = 0, cid = 0, granted = 0;
+    once_client *c = NULL;
+    once_status st;
+    char dbuf[64];
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        int m;
+        if (is_help(argv[i])) {
+            fputs(usage_lease, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if ((m = opt_value(argc, argv, &i, "--ttl", &v)) < 0) {
+            return usage_error(g, NULL, "--ttl needs a DURATION");
+        } else if (m > 0) {
+            if (duration_parse(v, &ttl) != 0) {
+                return usage_error(g, "write durations like 30s, 5m, 1h",
+                                   "bad --ttl '%s'", v);
+            }
+            continue;
+        }
+        return usage_error(g, "see 'oncectl lease open --help'",
+                           "unexpected argument '%s' to lease open", argv[i]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_open(c, NULL, ttl, &cid, &granted, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", cid);
+        json_u64(&j, "ttl_ms", granted);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " (ttl %s)\n", cid,
+               duration_format(granted, dbuf, sizeof(dbuf)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_counter_incr(const cli *g, int argc, char **argv)
+{
+    const char *name = NULL;
+    int64_t by = 1, value = 0;
+    once_rpc_id id = {0, 0};
+    bool explicit_id = false;
+    once_client *c = NULL;
+    once_status st;
+    char idbuf[48];
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        int m;
+        if (is_help(argv[i])) {
+            fputs(usage_incr, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if ((m = opt_value(argc, argv, &i, "--by", &v)) != 0) {
+            if (m < 0 || parse_i64(v, &by) != 0) {
+                return usage_error(g, "--by takes an integer, e.g. --by 5",
+                                   "bad --by '%s'", m < 0 ? "" : v);
+            }
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--rpc-id", &v)) != 0) {
+            if (m < 0 || parse_rpc_id(v, &id) != 0) {
+                return usage_error(
+                    g, "an rpc id is CLIENT:SEQ, both non-zero, e.g. 3:1",
+                    "bad --rpc-id '%s'", m < 0 ? "" : v);
+            }
+            explicit_id = true;
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--")) {
+            return usage_error(g, "see 'oncectl counter incr --help'",
+                               "unknown option '%s' to counter incr", argv[i]);
+        }
+        if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
+            i++;
+        }
+        if (name != NULL) {
+            return usage_error(g, "counter incr takes one NAME",
+                               "unexpected argument '%s'", argv[i]);
+        }
+        name = argv[i];
+    }
+    if (name == NULL) {
+        return usage_error(g, "e.g. oncectl counter incr jobs --by 2",
+                           "counter incr needs a NAME");
+    }
+
+    if ((rv = open_client(g, explicit_id, &c, &st)) == ONCE_OK) {
+        rv = once_counter_incr(c, name, by, &id, &value, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        /* The id is worth printing only if it may have reached the server. */
+        bool show = explicit_id || (id.seq != 0 && st.attempts > 0);
+        return report_error(g, &st, show ? &id : NULL);
+    }
+    snprintf(idbuf, sizeof(idbuf), "%" PRIu64 ":%" PRIu64, id.client_id,
+             id.seq);
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_i64(&j, "value", value);
+        json_bool(&j, "replayed", st.replayed);
+        json_str(&j, "rpc_id", idbuf);
+        json_end(&j);
+    } else {
+        printf("value %" PRId64 "%s\nrpc id %s\n", value,
+               st.replayed ? " (replayed)" : "", idbuf);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_counter_get(const cli *g, int argc, char **argv)
+{
+    const char *name = NULL;
+    int64_t value = 0;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_get, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--")) {
+            return usage_error(g, "see 'oncectl counter get --help'",
+                               "unknown option '%s' to counter get", argv[i]);
+        }
+        if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
+            i++;
+        }
+        if (name != NULL) {
+            return usage_error(g, "counter get takes one NAME",
+                               "unexpected argument '%s'", argv[i]);
+        }
+        name = argv[i];
+    }
+    if (name == NULL) {
+        return usage_error(g, "e.g. oncectl counter get jobs",
+                           "counter get needs a NAME");
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_counter_get(c, name, &value, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_i64(&j, "value", value);
+        json_end(&j);
+    } else {
+        printf("value %" PRId64 "\n", value);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_stats(const cli *g, int argc, char **argv)
+{
+    once_stats s;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_stats, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        return usage_error(g, "stats takes no arguments",
+                           "unexpected argument '%s' to stats", argv[i]);
+    }
+    memset(&s, 0, sizeof(s));
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_admin_stats(c, &s, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    {
+        const struct {
+            const char *name;
+            uint64_t v;
+        } f[] = {
+            {"requests", s.requests},   {"replays", s.replays},
+            {"conflicts", s.conflicts}, {"commits", s.commits},
+            {"fsyncs", s.fsyncs},       {"records_stored", s.records_stored},
+            {"rejected", s.rejected},   {"leases_opened", s.leases_opened},
+        };
+        size_t n = sizeof(f) / sizeof(f[0]);
+        if (g->json) {
+            json_obj j;
+            json_begin(&j, stdout);
+            for (size_t i = 0; i < n; i++) {
+                json_u64(&j, f[i].name, f[i].v);
+            }
+            json_end(&j);
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                printf("%-15s %" PRIu64 "\n", f[i].name, f[i].v);
+            }
+        }
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+/* --json anywhere before a "--" makes usage errors JSON too, even ones
+ * found before --json itself is parsed. */
+static bool
+wants_json(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int
+dispatch(const cli *g, int argc, char **argv)
+{
+    const char *cmd = argv[0];
+    const char *sub = argc > 1 ? argv[1] : NULL;
+
+    if (strcmp(cmd, "help") == 0) {
+        fputs(usage_top, stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    if (strcmp(cmd, "stats") == 0) {
+        return cmd_stats(g, argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "lease") == 0) {
+        if (sub != NULL && strcmp(sub, "open") == 0) {
+            return cmd_lease_open(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && is_help(sub)) {
+            fputs(usage_lease, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        return usage_error(g, "the lease command is: lease open [--ttl D]",
+                           sub == NULL ? "lease needs a subcommand"
+                                       : "unknown lease subcommand '%s'",
+                           sub != NULL ? sub : "");
+    }
+    if (strcmp(cmd, "counter") == 0) {
+        if (sub != NULL && strcmp(sub, "incr") == 0) {
+            return cmd_counter_incr(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && strcmp(sub, "get") == 0) {
+            return cmd_counter_get(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && is_help(sub)) {
+            fputs(usage_counter, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        return usage_error(g, "counter commands are: counter incr, counter get",
+                           sub == NULL ? "counter needs a subcommand"
+                                       : "unknown counter subcommand '%s'",
+                           sub != NULL ? sub : "");
+    }
+    return usage_error(g,
+                       "commands are: lease open, counter incr, counter "
+                       "get, stats",
+                       "unknown command '%s'", cmd);
+}
+
+int
+main(int argc, char **argv)
+{
+    cli g;
+    int i;
+
+    memset(&g, 0, sizeof(g));
+    g.json = wants_json(argc, argv);
+    g.server = getenv("ONCE_SERVER");
+    if (g.server == NULL || g.server[0] == '\0') {
+        g.server = ONCECTL_DEFAULT_SERVER;
+    }
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int m;
+
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            break; /* the command */
+        }
+        if (is_help(a)) {
+            fputs(usage_top, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (strcmp(a, "--json") == 0) {
+            g.json = true;
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--server", &v)) != 0) {
+            if (m < 0 || v[0] == '\0') {
+                return usage_error(&g, "e.g. --server ipc:///tmp/once.ipc",
+                                   "--server needs a URL");
+            }
+            g.server = v;
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--timeout", &v)) != 0) {
+            uint64_t ms = 0;
+            if (m < 0 || duration_parse(v, &ms) != 0 || ms == 0 ||
+                ms > UINT32_MAX) {
+                return usage_error(&g,
+                                   "write a positive duration like 500ms, "
+                                   "2s, 1m",
+                                   "bad --timeout '%s'", m < 0 ? "" : v);
+            }
+            g.timeout_ms = ms;
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--principal", &v)) != 0) {
+            if (m < 0 || v[0] == '\0') {
+                return usage_error(&g, NULL, "--principal needs a NAME");
+            }
+            g.principal = v;
+            continue;
+        }
+        return usage_error(&g,
+                           "global options are --server, --json, --timeout, "
+                           "--principal; command options go after the "
+                           "command",
+                           "unknown option '%s'", a);
+    }
+    if (i >= argc) {
+        return usage_error(&g, "e.g. oncectl counter incr jobs",
+                           "missing command");
+    }
+    return dispatch(&g, argc - i, argv + i);
+}

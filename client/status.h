@@ -1,0 +1,26 @@
+/*
+ * status.h — filling a caller's once_status.
+ *
+ * Owns: the one place that writes code, reason and message into a
+ * once_status, truncating to the struct's fixed buffers.
+ * Never: allocates; never fails (a NULL st is simply not written).
+ */
+#ifndef CLIENT_STATUS_H
+#define CLIENT_STATUS_H
+
+#include "once/client.h"
+
+/* Zeroes *st (code ONCE_OK, empty strings). NULL is accepted. */
+void status_clear(once_status *st);
+
+/* Sets code, reason (NULL: "") and a printf-style message; leaves replayed
+ * and attempts alone. Returns code, so callers can `return status_set(...)`.
+ */
+int status_set(once_status *st, int code, const char *reason, const char *fmt,
+               ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#endif /* CLIENT_STATUS_H */
