@@ -7,6 +7,7 @@
 #include "json_out.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one
  * (bad lead byte, bad continuation, overlong, surrogate, > U+10FFFF). */
@@ -138,6 +139,17 @@ json_bool(json_obj *j, const char *key, bool v)
 {
     json_key(j, key);
     fputs(v ? "true" : "false", j->f);
+}
+
+void
+json_f64(json_obj *j, const char *key, double v)
+{
+    json_key(j, key);
+    if (isfinite(v)) {
+        fprintf(j->f, "%.17g", v);
+    } else {
+        fputs("null", j->f);
+    }
 }
 
 void

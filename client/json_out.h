@@ -27,6 +27,9 @@ void json_str(json_obj *j, const char *key, const char *val);
 void json_u64(json_obj *j, const char *key, uint64_t v);
 void json_i64(json_obj *j, const char *key, int64_t v);
 void json_bool(json_obj *j, const char *key, bool v);
+/* A finite double as a JSON number (round-trip precision); NaN and the
+ * infinities, which JSON cannot express, as null. */
+void json_f64(json_obj *j, const char *key, double v);
 
 /* Writes "}\n" and flushes. */
 void json_end(json_obj *j);

@@ -24,7 +24,9 @@
 
 #include "duration.h"
 #include "json_out.h"
+#include "msg_print.h"
 #include "once/client.h"
+#include "wire.h"
 
 #define ONCECTL_DEFAULT_SERVER "ipc:///tmp/once.ipc"
 
@@ -107,8 +109,9 @@ static const char usage_counter[] =
 static const char usage_stats[] =
     "usage: oncectl [GLOBAL OPTIONS] stats\n"
     "\n"
-    "Prints the server's counters: requests, replays, conflicts, commits,\n"
-    "fsyncs, records_stored, rejected, leases_opened.\n";
+    "Prints every field of the server's StatsResponse (requests, replays,\n"
+    "conflicts, commits, fsyncs, records_stored, rejected, leases_opened,\n"
+    "...), one per line, or as one JSON object with --json.\n";
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -557,10 +560,35 @@ cmd_counter_get(const cli *g, int argc, char **argv)
     return ONCECTL_EXIT_OK;
 }
 
+/* The full name of svc's method called name, from the generated
+ * descriptors (wire_methods), or NULL. */
+static const char *
+method_name(const ProtobufCServiceDescriptor *svc, const char *name)
+{
+    size_t n;
+    const wire_method *t = wire_methods(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].service == svc && strcmp(t[i].method->name, name) == 0) {
+            return t[i].full_name;
+        }
+    }
+    return NULL;
+}
+
+/* Stats goes through once_call rather than once_admin_stats so that every
+ * field of StatsResponse is printed, including fields added to the .proto
+ * after once_stats was frozen into the public ABI. */
 static int
 cmd_stats(const cli *g, int argc, char **argv)
 {
-    once_stats s;
+    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
+    Once__V1__StatsResponse *r = NULL;
+    const char *method;
+    uint8_t buf[16];
+    size_t len;
+    void *resp = NULL;
+    size_t resp_len = 0;
     once_client *c = NULL;
     once_status st;
     int rv;
@@ -577,38 +605,36 @@ cmd_stats(const cli *g, int argc, char **argv)
         return usage_error(g, "stats takes no arguments",
                            "unexpected argument '%s' to stats", argv[i]);
     }
-    memset(&s, 0, sizeof(s));
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_admin_stats(c, &s, &st);
+    if ((method = method_name(&once__v1__admin__descriptor, "Stats")) == NULL) {
+        fprintf(stderr, "oncectl: built without once.v1.Admin/Stats\n");
+        return ONCECTL_EXIT_CALL;
     }
+    len = once__v1__stats_request__pack(&req, buf);
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK &&
+        (rv = once_call(c, method, false, NULL, buf, len, &resp, &resp_len,
+                        &st)) == ONCE_OK) {
+        r = once__v1__stats_response__unpack(NULL, resp_len, resp);
+        if (r == NULL) {
+            st.code = rv = ONCE_INTERNAL;
+            snprintf(st.reason, sizeof(st.reason), "BAD_RESPONSE");
+            snprintf(st.message, sizeof(st.message),
+                     "the reply payload is not a once.v1.StatsResponse");
+        }
+    }
+    once_free(resp);
     once_client_close(c);
     if (rv != ONCE_OK) {
         return report_error(g, &st, NULL);
     }
-    {
-        const struct {
-            const char *name;
-            uint64_t v;
-        } f[] = {
-            {"requests", s.requests},   {"replays", s.replays},
-            {"conflicts", s.conflicts}, {"commits", s.commits},
-            {"fsyncs", s.fsyncs},       {"records_stored", s.records_stored},
-            {"rejected", s.rejected},   {"leases_opened", s.leases_opened},
-        };
-        size_t n = sizeof(f) / sizeof(f[0]);
-        if (g->json) {
-            json_obj j;
-            json_begin(&j, stdout);
-            for (size_t i = 0; i < n; i++) {
-                json_u64(&j, f[i].name, f[i].v);
-            }
-            json_end(&j);
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                printf("%-15s %" PRIu64 "\n", f[i].name, f[i].v);
-            }
-        }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        msg_print_json(&j, &r->base);
+        json_end(&j);
+    } else {
+        msg_print_text(stdout, &r->base);
     }
+    once__v1__stats_response__free_unpacked(r, NULL);
     return ONCECTL_EXIT_OK;
 }
 
