@@ -236,13 +236,13 @@ call_deliver(const Once__V1__Response *r, void **resp, size_t *resp_len)
 
 /* The retry loop. st is never NULL here. */
 static int
-call_run(once_client *c, const call_spec *cs, void **resp, size_t *resp_len,
-         once_status *st)
+call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
+         size_t *resp_len, once_status *st)
 {
     call_state cst;
     nng_ctx ctx;
     nng_aio *aio = NULL;
-    uint64_t deadline = retry_now_ms() + c->deadline_ms;
+    uint64_t deadline = retry_now_ms() + deadline_ms;
     uint64_t rng = retry_seed();
     uint32_t tries = 0;
     Once__V1__Response *r = NULL;
@@ -277,8 +277,8 @@ call_run(once_client *c, const call_spec *cs, void **resp, size_t *resp_len,
             attempt_end = deadline;
         }
         tries = attempt;
-        if (call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end, &cst,
-                         &r) == 0) {
+        if ((rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
+                               &cst, &r)) == 0) {
             if (call_code(r) != ONCE_UNAVAILABLE) {
                 goto final;
             }
@@ -292,6 +292,9 @@ call_run(once_client *c, const call_spec *cs, void **resp, size_t *resp_len,
             r = NULL;
         } else {
             cst.last_unavailable = false;
+            if (rv == NNG_ECLOSED) {
+                break; /* the handle is closing: no attempt can succeed */
+            }
         }
         if (attempt == c->retry.max_attempts ||
             (left = retry_remaining_ms(deadline)) == 0) {
@@ -339,6 +342,15 @@ int
 once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
           const void *req, size_t req_len, void **resp, size_t *resp_len,
           once_status *st)
+{
+    return client_call(c, method, mutating, id, req, req_len, resp, resp_len,
+                       st, c != NULL ? c->deadline_ms : 1);
+}
+
+int
+client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
+            const void *req, size_t req_len, void **resp, size_t *resp_len,
+            once_status *st, uint32_t deadline_ms)
 {
     once_status local;
     call_spec cs;
@@ -395,7 +407,7 @@ once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
         }
     }
 
-    rv = call_run(c, &cs, resp, resp_len, st);
+    rv = call_run(c, &cs, deadline_ms, resp, resp_len, st);
 
     /* A fresh seq that never left this process cannot have taken effect:
      * nothing will ever retry it, so it must not hold the watermark back. */

@@ -3,8 +3,8 @@
  * window accessors.
  *
  * Owns: the REQ socket and its dial (non-blocking, nng reconnects by
- * itself), the client id taken from OpenLease, and the window of incomplete
- * seqs behind once_client.lock.
+ * itself), the client id taken from OpenLease (kept alive by renew.c), and
+ * the window of incomplete seqs behind once_client.lock.
  * Invariant: seqs of one handle are assigned in increasing order from 1 and
  * never reused; first_incomplete only moves forward.
  * Never: retries or sends anything itself (call.c does); never re-sends an
@@ -19,6 +19,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "client_impl.h"
+#include "renew.h"
 #include "status.h"
 
 #define CLIENT_RECVMAXSZ          (4u * 1024u * 1024u)
@@ -52,10 +53,14 @@ client_free(once_client *c)
     if (c == NULL) {
         return;
     }
+    /* Stops renewal first; it closes the socket so a renewal in flight
+     * ends at once. */
+    renew_stop(c);
     if (nng_socket_id(c->sock) > 0) {
         nng_close(c->sock);
     }
     pthread_mutex_destroy(&c->lock);
+    renew_fini(c);
     window_fini(&c->win);
     free(c->url);
     free(c->principal);
@@ -109,6 +114,7 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
                           "out of memory");
     }
     pthread_mutex_init(&c->lock, NULL);
+    renew_init(c);
     window_init(&c->win, 1);
     c->url = strdup(o->url);
     c->principal =
@@ -141,6 +147,11 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
         if (c->client_id == 0) {
             rv = status_set(st, ONCE_INTERNAL, "BAD_RESPONSE",
                             "OpenLease granted client id 0");
+            goto out;
+        }
+        if (renew_start(c) != 0) {
+            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_THREAD",
+                            "cannot start the lease renewal thread");
             goto out;
         }
     }

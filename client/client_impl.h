@@ -3,15 +3,17 @@
  * files of client/ only (never installed).
  *
  * Owns: the handle's fields and which lock protects which of them.
- * Invariant: everything except win is written once in once_client_open and
- * read-only afterwards, so calls read it without a lock; win is only touched
- * under lock.
+ * Invariant: everything except win and renew_stop is written once in
+ * once_client_open and read-only afterwards, so calls read it without a
+ * lock; win is only touched under lock, renew_stop under renew_lock.
  * Never: exposes nng or protobuf-c types through the public header.
  */
 #ifndef CLIENT_CLIENT_IMPL_H
 #define CLIENT_CLIENT_IMPL_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <nng/nng.h>
@@ -32,7 +34,20 @@ struct once_client {
 
     pthread_mutex_t lock; /* protects win */
     window win;           /* incomplete seqs of client_id; under lock */
+
+    /* Background lease renewal (renew.c). renew_running is written only by
+     * open/close (no lock); renew_stop is under renew_lock. */
+    bool renew_running;
+    pthread_t renew_thread;
+    pthread_mutex_t renew_lock; /* protects renew_stop */
+    pthread_cond_t renew_cv;    /* signalled when renew_stop is set */
+    bool renew_stop;
 };
+
+/* once_call with an explicit deadline over all attempts (ms, > 0). */
+int client_call(once_client *c, const char *method, bool mutating,
+                once_rpc_id *id, const void *req, size_t req_len, void **resp,
+                size_t *resp_len, once_status *st, uint32_t deadline_ms);
 
 /* Assigns the next seq of c->client_id (marked incomplete). Returns 0 or
  * ENOMEM. */
