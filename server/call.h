@@ -34,8 +34,10 @@ typedef struct server_call {
     char message[256];
     uint8_t *resp; /* packed response message (malloc'd), NULL if none */
     size_t resp_len;
-    bool transient; /* the outcome says nothing about the call (a store
-                       error): never recorded, the client may retry */
+    bool transient;   /* the outcome says nothing about the call (a store
+                         error): never recorded, the client may retry */
+    bool keep_writes; /* a non-OK outcome that still commits what it
+                         staged (a lease found expired is ended) */
 } server_call;
 
 /* Sets a non-OK outcome: code, a machine-readable reason, a message. */

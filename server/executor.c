@@ -20,18 +20,27 @@
 #include <nng/supplemental/util/platform.h>
 
 #include "dispatch.h"
+#include "fault.h"
 #include "lease.h"
 #include "log.h"
 #include "once.pb-c.h"
 #include "records.h"
 
+typedef struct exec_task {
+    void (*fn)(void *);
+    void *arg;
+    struct exec_task *next;
+} exec_task;
+
 struct executor {
     server *srv;
     pthread_t thread;
-    pthread_mutex_t mtx; /* protects head, tail, stopping */
+    pthread_mutex_t mtx; /* protects the two queues and stopping */
     pthread_cond_t cv;
     listener_req *head;
     listener_req *tail;
+    exec_task *task_head;
+    exec_task *task_tail;
     bool stopping;
 };
 
@@ -126,9 +135,10 @@ exec_dedup(server_call *c, const Once__V1__Request *req,
 static void
 exec_mutating(server_call *c, const dispatch_entry *de,
               const Once__V1__Request *req,
-              const uint8_t digest[RECORD_DIGEST_LEN])
+              const uint8_t digest[RECORD_DIGEST_LEN], lease_entry *le)
 {
     record rec = ONCE__STORE__V1__COMPLETION_RECORD__INIT;
+    uint64_t bytes = 0;
     int rv;
 
     de->execute(c);
@@ -148,34 +158,76 @@ exec_mutating(server_call *c, const dispatch_entry *de,
     rec.payload.data = c->resp;
     rec.payload.len = c->resp_len;
     rec.completed_unix_ms = c->now_ms;
-    if ((rv = records_put(c->txn, c->client_id, c->seq, &rec)) != 0) {
+    if ((rv = records_put(c->txn, c->client_id, c->seq, &rec, &bytes)) != 0) {
         exec_reset_txn(c);
         call_store_error(c, rv);
         return;
     }
-    STATS_INC(&c->srv->stats, records_stored);
+    lease_entry_record_added(le, c->seq, bytes, c->now_ms);
 }
 
-/* Checks the lease of the call's client id; false when the call must not
- * run (the outcome is set). */
-static bool
-exec_lease_ok(server_call *c)
+/*
+ * Admits a call under its rpc id (SPEC §2, §4): a live lease, the
+ * acknowledgement applied, the seq neither below the watermark nor beyond
+ * the window. Returns the lease entry, or NULL with the outcome set. A
+ * lease found past its TTL is ended here — its EXPIRED state staged in the
+ * call's transaction, so the LEASE_EXPIRED reply leaves only once the end
+ * is durable.
+ */
+static lease_entry *
+exec_admit(server_call *c, const Once__V1__Request *req)
 {
-    int rv = lease_check_live(c->txn, c->client_id);
+    server *srv = c->srv;
+    lease_entry *e = lease_table_find(srv->leases, c->client_id);
 
-    if (rv == 0) {
-        return true;
+    if (e != NULL && e->state == LEASE_STATE_LIVE &&
+        !lease_entry_live(e, c->now_ms)) {
+        if (lease_end(c->txn, e, LEASE_STATE_EXPIRED, c->now_ms) != 0) {
+            call_store_error(c, ENOMEM);
+            return NULL;
+        }
     }
-    if (rv == ENOENT || rv == ESTALE) {
+    if (e == NULL || e->state != LEASE_STATE_LIVE) {
+        STATS_INC(&srv->stats, lease_expired);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
-                  "client id %llu has no live lease (%s); open a new lease "
-                  "and send new calls under its client id",
+                  "client id %llu has no live lease (%s); its calls are "
+                  "never executed — open a new lease for new calls",
                   (unsigned long long)c->client_id,
-                  rv == ENOENT ? "never issued" : "ended");
-    } else {
-        call_store_error(c, rv);
+                  c->client_id >= lease_table_next_id(srv->leases)
+                      ? "never issued"
+                      : "ended");
+        return NULL;
     }
-    return false;
+    if (req->first_incomplete > c->seq) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_ACK",
+                  "first_incomplete %llu is above the call's own seq %llu",
+                  (unsigned long long)req->first_incomplete,
+                  (unsigned long long)c->seq);
+        return NULL;
+    }
+    lease_entry_ack(e, req->first_incomplete);
+    fault_point(FAULT_ACK_APPLIED);
+    if (c->seq < e->watermark) {
+        STATS_INC(&srv->stats, stale);
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "STALE_RPC",
+                  "seq %llu is below client %llu's acknowledged watermark "
+                  "%llu: its reply was already delivered",
+                  (unsigned long long)c->seq, (unsigned long long)c->client_id,
+                  (unsigned long long)e->watermark);
+        return NULL;
+    }
+    if (c->seq - e->watermark >= srv->cfg.window) {
+        STATS_INC(&srv->stats, window_full);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "WINDOW_FULL",
+                  "seq %llu is %llu past the acknowledged watermark %llu; at "
+                  "most %llu calls may be unacknowledged — wait for replies",
+                  (unsigned long long)c->seq,
+                  (unsigned long long)(c->seq - e->watermark),
+                  (unsigned long long)e->watermark,
+                  (unsigned long long)srv->cfg.window);
+        return NULL;
+    }
+    return e;
 }
 
 /* Runs every check and the handler; leaves the outcome in c. */
@@ -189,6 +241,7 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     const dispatch_entry *de;
     uint8_t digest[RECORD_DIGEST_LEN];
     char name[96];
+    lease_entry *le;
     bool mutating;
 
     if ((req = once__v1__request__unpack(NULL, len, body)) == NULL) {
@@ -235,20 +288,20 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     }
     if (!mutating) {
         de->execute(c);
-        if (c->code != ONCE__V1__CODE__OK) {
+        if (c->code != ONCE__V1__CODE__OK && !c->keep_writes) {
             exec_reset_txn(c); /* a failed read or lease op keeps nothing */
         }
         goto out;
     }
     c->client_id = req->client_id;
     c->seq = req->seq;
-    if (!exec_lease_ok(c)) {
+    if ((le = exec_admit(c, req)) == NULL) {
         goto out;
     }
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
     if (!exec_dedup(c, req, digest, replayed)) {
-        exec_mutating(c, de, req, digest);
+        exec_mutating(c, de, req, digest, le);
     }
 out:
     if (payload != NULL) {
@@ -298,10 +351,20 @@ exec_main(void *arg)
 
     for (;;) {
         listener_req *lr;
+        exec_task *t;
 
         pthread_mutex_lock(&ex->mtx);
-        while (ex->head == NULL && !ex->stopping) {
+        while (ex->head == NULL && ex->task_head == NULL && !ex->stopping) {
             pthread_cond_wait(&ex->cv, &ex->mtx);
+        }
+        if ((t = ex->task_head) != NULL) {
+            if ((ex->task_head = t->next) == NULL) {
+                ex->task_tail = NULL;
+            }
+            pthread_mutex_unlock(&ex->mtx);
+            t->fn(t->arg);
+            free(t);
+            continue;
         }
         if ((lr = ex->head) == NULL) {
             pthread_mutex_unlock(&ex->mtx);
@@ -328,6 +391,30 @@ executor_submit(void *arg, listener_req *r)
         ex->head = r;
     }
     ex->tail = r;
+    pthread_cond_signal(&ex->cv);
+    pthread_mutex_unlock(&ex->mtx);
+}
+
+void
+executor_post(void *arg, void (*fn)(void *), void *fn_arg)
+{
+    executor *ex = arg;
+    exec_task *t = malloc(sizeof(*t));
+
+    if (t == NULL) {
+        log_error("out of memory posting a task");
+        abort();
+    }
+    t->fn = fn;
+    t->arg = fn_arg;
+    t->next = NULL;
+    pthread_mutex_lock(&ex->mtx);
+    if (ex->task_tail != NULL) {
+        ex->task_tail->next = t;
+    } else {
+        ex->task_head = t;
+    }
+    ex->task_tail = t;
     pthread_cond_signal(&ex->cv);
     pthread_mutex_unlock(&ex->mtx);
 }

@@ -25,6 +25,10 @@ int executor_open(executor **ep, server *srv);
  * beyond a short mutex. */
 void executor_submit(void *ex, listener_req *r);
 
+/* Runs fn(fn_arg) on the executor thread, before any request still
+ * queued. Thread-safe, never blocks beyond a short mutex. */
+void executor_post(void *ex, void (*fn)(void *), void *fn_arg);
+
 /* Executes everything still queued, hands it to the committer, and stops
  * the thread. NULL is ok. */
 void executor_close(executor *ex);

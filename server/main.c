@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "log.h"
 #include "server.h"
 
@@ -39,8 +40,18 @@ usage(FILE *f)
             "  --contexts N      requests in flight (default 256)\n"
             "  --recv-max BYTES  largest request accepted (default 1048576);\n"
             "                    larger ones are dropped unread\n"
-            "  --lease-ttl MS    default lease TTL in milliseconds (default "
-            "30000)\n"
+            "  --lease-ttl DUR   TTL of a lease that asks for none (default "
+            "30s;\n"
+            "                    100ms to --lease-ttl-max)\n"
+            "  --lease-ttl-max DUR  largest TTL a client may ask for "
+            "(default 1h)\n"
+            "  --window N        unacknowledged calls allowed per client "
+            "(default 512)\n"
+            "  --gc-interval DUR time between collector passes (default "
+            "200ms)\n"
+            "  --gc-budget N     record deletions per pass (default 20000)\n"
+            "\n"
+            "Durations are written 200ms, 2s, 5m, 1h.\n"
             "  -h, --help        this text\n"
             "\n"
             "Stop with SIGINT or SIGTERM: received calls finish and are "
@@ -69,6 +80,23 @@ parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
     return 0;
 }
 
+static int
+parse_dur(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+          uint64_t *out)
+{
+    uint64_t v;
+
+    if (duration_parse(s, &v) != 0 || v < lo || v > hi) {
+        fprintf(stderr,
+                "onced: %s wants a duration from %llums to %llums written "
+                "like 200ms, 2s, 5m or 1h, got \"%s\"\n",
+                opt, (unsigned long long)lo, (unsigned long long)hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -78,6 +106,10 @@ main(int argc, char **argv)
         {"contexts", required_argument, NULL, 'c'},
         {"recv-max", required_argument, NULL, 'r'},
         {"lease-ttl", required_argument, NULL, 't'},
+        {"lease-ttl-max", required_argument, NULL, 'T'},
+        {"window", required_argument, NULL, 'w'},
+        {"gc-interval", required_argument, NULL, 'g'},
+        {"gc-budget", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -92,6 +124,10 @@ main(int argc, char **argv)
     cfg.contexts = 256;
     cfg.recv_max = 1u << 20;
     cfg.lease_ttl_ms = 30000;
+    cfg.lease_ttl_max_ms = 3600000;
+    cfg.window = 512;
+    cfg.gc_interval_ms = 200;
+    cfg.gc_budget = 20000;
 
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
@@ -119,10 +155,34 @@ main(int argc, char **argv)
             cfg.recv_max = (size_t)v;
             break;
         case 't':
-            if (parse_u64("--lease-ttl", optarg, 100, 86400000, &v) != 0) {
+            if (parse_dur("--lease-ttl", optarg, 100, 86400000, &v) != 0) {
                 return 2;
             }
             cfg.lease_ttl_ms = v;
+            break;
+        case 'T':
+            if (parse_dur("--lease-ttl-max", optarg, 100, 86400000, &v) != 0) {
+                return 2;
+            }
+            cfg.lease_ttl_max_ms = v;
+            break;
+        case 'w':
+            if (parse_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
+                return 2;
+            }
+            cfg.window = v;
+            break;
+        case 'g':
+            if (parse_dur("--gc-interval", optarg, 1, 3600000, &v) != 0) {
+                return 2;
+            }
+            cfg.gc_interval_ms = v;
+            break;
+        case 'b':
+            if (parse_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
+                return 2;
+            }
+            cfg.gc_budget = v;
             break;
         case 'h':
             usage(stdout);
@@ -135,6 +195,10 @@ main(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "onced: unexpected argument \"%s\" (see --help)\n",
                 argv[optind]);
+        return 2;
+    }
+    if (cfg.lease_ttl_ms > cfg.lease_ttl_max_ms) {
+        fprintf(stderr, "onced: --lease-ttl is above --lease-ttl-max\n");
         return 2;
     }
     if (cfg.nlisten == 0) {

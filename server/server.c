@@ -10,9 +10,11 @@
 #include <sys/time.h>
 
 #include "executor.h"
+#include "fault.h"
+#include "gc.h"
+#include "lease.h"
 #include "listener.h"
 #include "log.h"
-#include "records.h"
 
 static uint64_t
 server_wall_ms(void)
@@ -27,7 +29,8 @@ server_open(server **sp, const server_config *cfg)
 {
     server *s;
     char *err = NULL;
-    uint64_t nrec = 0;
+    uint64_t nrec = 0, nbytes = 0;
+    gc_config gcc;
     int rv;
 
     if ((s = calloc(1, sizeof(*s))) == NULL) {
@@ -35,6 +38,7 @@ server_open(server **sp, const server_config *cfg)
     }
     s->cfg = *cfg;
     s->now_ms = server_wall_ms;
+    fault_init();
     if ((rv = store_open(&s->st, cfg->data_dir, &err)) != 0) {
         log_error("cannot open the LevelDB in %s: %s (is another onced using "
                   "it? check the folder's permissions)",
@@ -43,25 +47,36 @@ server_open(server **sp, const server_config *cfg)
         free(s);
         return rv;
     }
-    if ((rv = records_count(s->st, &nrec)) != 0) {
-        log_error("cannot scan the completion records in %s", cfg->data_dir);
+    if ((rv = lease_table_alloc(&s->leases)) != 0 ||
+        (rv = lease_load(s->leases, s->st, s->now_ms(), &nrec, &nbytes)) != 0) {
+        log_error("cannot load the leases and records in %s", cfg->data_dir);
         goto fail;
     }
-    atomic_store(&s->stats.records_stored, nrec);
     if ((rv = executor_open(&s->ex, s)) != 0) {
         log_error("cannot start the executor thread");
+        goto fail;
+    }
+    gcc.interval_ms = cfg->gc_interval_ms;
+    gcc.budget = cfg->gc_budget;
+    if ((rv = gc_open(&s->gc, s->st, s->leases, s->now_ms, executor_post, s->ex,
+                      &gcc)) != 0) {
+        log_error("cannot start the collector thread");
         goto fail;
     }
     if ((rv = listener_open(&s->ls, cfg, executor_submit, s->ex)) != 0) {
         goto fail;
     }
-    log_info("data %s: %llu completion records", cfg->data_dir,
-             (unsigned long long)nrec);
+    log_info("data %s: %llu completion records (%llu bytes), %zu leases "
+             "(live ones get a fresh TTL after a restart)",
+             cfg->data_dir, (unsigned long long)nrec,
+             (unsigned long long)nbytes, lease_table_count(s->leases));
     *sp = s;
     return 0;
 fail:
+    gc_close(s->gc);
     executor_close(s->ex);
     store_close(s->st);
+    lease_table_free(s->leases);
     free(s);
     return rv != 0 ? rv : EIO;
 }
@@ -72,9 +87,11 @@ server_close(server *s)
     if (s == NULL) {
         return;
     }
+    gc_close(s->gc); /* a pass in flight finishes first */
     listener_shutdown(s->ls);
     executor_close(s->ex);
     store_close(s->st);
     listener_free(s->ls);
+    lease_table_free(s->leases);
     free(s);
 }

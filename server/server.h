@@ -20,20 +20,28 @@ typedef struct server_config {
     const char *data_dir;
     const char *listen[SERVER_LISTEN_MAX];
     size_t nlisten;
-    size_t contexts;       /* nng contexts = requests in flight */
-    size_t recv_max;       /* NNG_OPT_RECVMAXSZ */
-    uint64_t lease_ttl_ms; /* default TTL of OpenLease */
+    size_t contexts;           /* nng contexts = requests in flight */
+    size_t recv_max;           /* NNG_OPT_RECVMAXSZ */
+    uint64_t lease_ttl_ms;     /* default TTL of OpenLease */
+    uint64_t lease_ttl_max_ms; /* largest TTL a client may ask for */
+    uint64_t window;           /* unacknowledged seqs allowed per client */
+    uint64_t gc_interval_ms;   /* between collector passes */
+    uint64_t gc_budget;        /* record deletions per collector pass */
 } server_config;
 
 typedef struct server server;
 typedef struct executor executor;
 typedef struct listener listener;
+typedef struct lease_table lease_table;
+typedef struct gc gc;
 
 struct server {
     server_config cfg;
     store *st;
     executor *ex;
     listener *ls;
+    lease_table *leases; /* executor thread only */
+    gc *gc;
     server_stats stats;
     uint64_t (*now_ms)(void); /* wall clock, unix ms; injectable */
 };

@@ -10,12 +10,14 @@
 #include <stdint.h>
 
 typedef struct server_stats {
-    _Atomic uint64_t requests;       /* envelopes received */
-    _Atomic uint64_t replays;        /* stored results returned to retries */
-    _Atomic uint64_t conflicts;      /* same rpc id, other payload */
-    _Atomic uint64_t rejected;       /* answered before execution, not OK */
-    _Atomic uint64_t records_stored; /* completion records in the store */
+    _Atomic uint64_t requests;  /* envelopes received */
+    _Atomic uint64_t replays;   /* stored results returned to retries */
+    _Atomic uint64_t conflicts; /* same rpc id, other payload */
+    _Atomic uint64_t rejected;  /* answered before execution, not OK */
     _Atomic uint64_t leases_opened;
+    _Atomic uint64_t stale;         /* seq below the watermark */
+    _Atomic uint64_t window_full;   /* too many unacknowledged seqs */
+    _Atomic uint64_t lease_expired; /* call under an ended lease */
 } server_stats;
 
 #define STATS_INC(s, field) atomic_fetch_add(&(s)->field, 1)

@@ -1,31 +1,254 @@
 /*
- * svc_admin.c — once.v1.Admin: Stats.
+ * svc_admin.c — once.v1.Admin: Stats and ListRecords.
+ *
+ * Retention figures are derived from the lease table when asked (it is the
+ * one place that counts records per client), so there is no second counter
+ * to drift. Runs on the executor thread like every handler.
  */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "dispatch.h"
+#include "gc.h"
+#include "lease.h"
 #include "once.pb-c.h"
+#include "records.h"
 #include "server.h"
+
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX     10000
+
+typedef struct admin_sum {
+    uint64_t now;
+    uint64_t records;
+    uint64_t bytes;
+    uint64_t oldest_ms;
+    uint64_t live;
+    uint64_t ended;
+} admin_sum;
+
+static void
+admin_sum_one(void *arg, lease_entry *e)
+{
+    admin_sum *s = arg;
+
+    s->records += e->retained;
+    s->bytes += e->retained_bytes;
+    if (e->oldest_ms != 0 &&
+        (s->oldest_ms == 0 || e->oldest_ms < s->oldest_ms)) {
+        s->oldest_ms = e->oldest_ms;
+    }
+    if (lease_entry_live(e, s->now)) {
+        s->live++;
+    } else {
+        s->ended++;
+    }
+}
 
 static void
 admin_stats(server_call *c)
 {
     Once__V1__StatsResponse resp = ONCE__V1__STATS_RESPONSE__INIT;
     server_stats *ss = &c->srv->stats;
+    admin_sum sum = {c->now_ms, 0, 0, 0, 0, 0};
     store_counters sc;
+    gc_stats gs;
 
     store_counters_get(c->srv->st, &sc);
+    gc_stats_get(c->srv->gc, &gs);
+    lease_table_each(c->srv->leases, admin_sum_one, &sum);
     resp.requests = atomic_load(&ss->requests);
     resp.replays = atomic_load(&ss->replays);
     resp.conflicts = atomic_load(&ss->conflicts);
     resp.rejected = atomic_load(&ss->rejected);
-    resp.records_stored = atomic_load(&ss->records_stored);
     resp.leases_opened = atomic_load(&ss->leases_opened);
+    resp.stale = atomic_load(&ss->stale);
+    resp.window_full = atomic_load(&ss->window_full);
+    resp.lease_expired = atomic_load(&ss->lease_expired);
     resp.commits = sc.commits;
     resp.fsyncs = sc.fsyncs;
+    resp.records_stored = sum.records;
+    resp.records_bytes = sum.bytes;
+    resp.oldest_record_age_ms = sum.oldest_ms != 0 && c->now_ms > sum.oldest_ms
+                                    ? c->now_ms - sum.oldest_ms
+                                    : 0;
+    resp.leases_live = sum.live;
+    resp.leases_ended = sum.ended;
+    resp.reclaimed_total = gs.reclaimed_total;
+    resp.reclaimed_per_sec = gs.reclaimed_per_sec;
+    resp.gc_passes = gs.passes;
     call_reply(c, &resp.base);
+}
+
+/* ---- ListRecords ----------------------------------------------------------
+ */
+
+typedef struct admin_list {
+    uint64_t now;
+    size_t limit;
+    Once__V1__ClientRecords *rows; /* one array, limit long */
+    Once__V1__ClientRecords **ptrs;
+    size_t n;
+    bool truncated;
+} admin_list;
+
+static void
+admin_client_row(Once__V1__ClientRecords *row, const lease_entry *e,
+                 uint64_t now)
+{
+    once__v1__client_records__init(row);
+    row->client_id = e->client_id;
+    switch (e->state) {
+    case LEASE_STATE_LIVE:
+        row->state = lease_entry_live(e, now)
+                         ? ONCE__V1__LEASE_STATE__LEASE_LIVE
+                         : ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
+        break;
+    case LEASE_STATE_CLOSED:
+        row->state = ONCE__V1__LEASE_STATE__LEASE_CLOSED;
+        break;
+    case LEASE_STATE_EXPIRED:
+        row->state = ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
+        break;
+    }
+    row->records = e->retained;
+    row->bytes = e->retained_bytes;
+    row->watermark = e->watermark;
+    row->watermark_durable = e->watermark_durable;
+    row->max_seq = e->max_seq;
+    row->watermark_lag =
+        e->max_seq + 1 > e->watermark ? e->max_seq + 1 - e->watermark : 0;
+    row->oldest_record_age_ms =
+        e->oldest_ms != 0 && now > e->oldest_ms ? now - e->oldest_ms : 0;
+}
+
+static void
+admin_list_one(void *arg, lease_entry *e)
+{
+    admin_list *l = arg;
+
+    if (l->n == l->limit) {
+        l->truncated = true;
+        return;
+    }
+    admin_client_row(&l->rows[l->n], e, l->now);
+    l->ptrs[l->n] = &l->rows[l->n];
+    l->n++;
+}
+
+typedef struct admin_recs {
+    uint64_t now;
+    size_t limit;
+    Once__V1__RecordInfo *rows;
+    Once__V1__RecordInfo **ptrs;
+    record **recs; /* unpacked, freed after the reply is packed */
+    size_t n;
+    bool truncated;
+} admin_recs;
+
+static int
+admin_rec_one(void *arg, const char *key, size_t klen, const char *val,
+              size_t vlen)
+{
+    admin_recs *a = arg;
+    Once__V1__RecordInfo *row;
+    record *r;
+
+    if (a->n == a->limit) {
+        a->truncated = true;
+        return 1;
+    }
+    if (klen != RECORD_KEY_LEN ||
+        (r = once__store__v1__completion_record__unpack(
+             NULL, vlen, (const uint8_t *)val)) == NULL) {
+        return 0;
+    }
+    row = &a->rows[a->n];
+    once__v1__record_info__init(row);
+    row->client_id = wire_get_be64((const uint8_t *)key + 2);
+    row->seq = wire_get_be64((const uint8_t *)key + 10);
+    row->method = r->method;
+    row->code = (Once__V1__Code)r->code;
+    row->age_ms =
+        a->now > r->completed_unix_ms ? a->now - r->completed_unix_ms : 0;
+    row->bytes = klen + vlen;
+    a->recs[a->n] = r;
+    a->ptrs[a->n] = row;
+    a->n++;
+    return 0;
+}
+
+static void
+admin_list_records(server_call *c)
+{
+    const Once__V1__ListRecordsRequest *r =
+        (const Once__V1__ListRecordsRequest *)c->req;
+    Once__V1__ListRecordsResponse resp = ONCE__V1__LIST_RECORDS_RESPONSE__INIT;
+    size_t limit = r->limit == 0 ? LIST_LIMIT_DEFAULT : r->limit;
+    admin_list l = {c->now_ms, 0, NULL, NULL, 0, false};
+    admin_recs a = {c->now_ms, 0, NULL, NULL, NULL, 0, false};
+    uint8_t start[RECORD_KEY_LEN];
+    lease_entry *e;
+
+    if (limit > LIST_LIMIT_MAX) {
+        limit = LIST_LIMIT_MAX;
+    }
+    l.limit = r->client_id == 0 ? limit : 1;
+    l.rows = calloc(l.limit, sizeof(*l.rows));
+    l.ptrs = calloc(l.limit, sizeof(*l.ptrs));
+    if (l.rows == NULL || l.ptrs == NULL) {
+        call_store_error(c, ENOMEM);
+        goto out;
+    }
+    if (r->client_id == 0) {
+        lease_table_each(c->srv->leases, admin_list_one, &l);
+    } else {
+        if ((e = lease_table_find(c->srv->leases, r->client_id)) != NULL) {
+            admin_list_one(&l, e);
+        }
+        a.limit = limit;
+        a.rows = calloc(limit, sizeof(*a.rows));
+        a.ptrs = calloc(limit, sizeof(*a.ptrs));
+        a.recs = calloc(limit, sizeof(*a.recs));
+        if (a.rows == NULL || a.ptrs == NULL || a.recs == NULL) {
+            call_store_error(c, ENOMEM);
+            goto out;
+        }
+        records_key(r->client_id, 0, start);
+        store_scan_from(c->srv->st, start, sizeof(start), start, 10,
+                        admin_rec_one, &a);
+    }
+    resp.n_clients = l.n;
+    resp.clients = l.ptrs;
+    resp.n_records = a.n;
+    resp.records = a.ptrs;
+    resp.truncated = l.truncated || a.truncated;
+    call_reply(c, &resp.base);
+out:
+    for (size_t i = 0; i < a.n; i++) {
+        records_free(a.recs[i]);
+    }
+    free(a.recs);
+    free(a.rows);
+    free(a.ptrs);
+    free(l.rows);
+    free(l.ptrs);
+}
+
+static void
+admin_list_validate(server_call *c)
+{
+    const Once__V1__ListRecordsRequest *r =
+        (const Once__V1__ListRecordsRequest *)c->req;
+    if (r->limit > LIST_LIMIT_MAX) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_LIMIT",
+                  "limit is at most %d", LIST_LIMIT_MAX);
+    }
 }
 
 const dispatch_entry svc_admin_methods[] = {
     {"/once.v1.Admin/Stats", 0, NULL, admin_stats},
+    {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records},
 };
 const size_t svc_admin_count =
     sizeof(svc_admin_methods) / sizeof(svc_admin_methods[0]);

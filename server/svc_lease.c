@@ -1,9 +1,13 @@
 /*
- * svc_lease.c — once.v1.Lease: OpenLease.
+ * svc_lease.c — once.v1.Lease: OpenLease, RenewLease, CloseLease,
+ * LeaseInfo.
  *
- * OpenLease carries no rpc id (the caller has no client id yet), so it is
- * not deduplicated: a lost reply leaks an unused id, never a reused one.
- * The lease table itself lives in lease/.
+ * None of these carries an rpc id: OpenLease cannot (the caller has no
+ * client id yet) — a lost reply leaks an unused id, never a reused one —
+ * and renewing or closing twice is harmless. Every reply still leaves
+ * after the transactions before it are durable, so a LEASE_EXPIRED or
+ * "closed" answer is never taken back by a crash. The lease table and its
+ * durable transitions live in lease/.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,7 +18,6 @@
 #include "server.h"
 
 #define LEASE_TTL_MIN_MS    100ULL
-#define LEASE_TTL_MAX_MS    (24ULL * 3600 * 1000)
 #define LEASE_PRINCIPAL_MAX 128
 
 static void
@@ -22,12 +25,12 @@ lease_open_validate(server_call *c)
 {
     const Once__V1__OpenLeaseRequest *r =
         (const Once__V1__OpenLeaseRequest *)c->req;
+    uint64_t max = c->srv->cfg.lease_ttl_max_ms;
 
-    if (r->ttl_ms != 0 &&
-        (r->ttl_ms < LEASE_TTL_MIN_MS || r->ttl_ms > LEASE_TTL_MAX_MS)) {
+    if (r->ttl_ms != 0 && (r->ttl_ms < LEASE_TTL_MIN_MS || r->ttl_ms > max)) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_TTL",
                   "ttl must be between %llums and %llums, got %llums",
-                  LEASE_TTL_MIN_MS, LEASE_TTL_MAX_MS,
+                  LEASE_TTL_MIN_MS, (unsigned long long)max,
                   (unsigned long long)r->ttl_ms);
         return;
     }
@@ -44,21 +47,175 @@ lease_open_exec(server_call *c)
         (const Once__V1__OpenLeaseRequest *)c->req;
     Once__V1__OpenLeaseResponse resp = ONCE__V1__OPEN_LEASE_RESPONSE__INIT;
     uint64_t ttl = r->ttl_ms != 0 ? r->ttl_ms : c->srv->cfg.lease_ttl_ms;
-    uint64_t id;
+    lease_entry *e;
     int rv;
 
-    if ((rv = lease_open(c->txn, r->principal, ttl, c->now_ms, &id)) != 0) {
+    if ((rv = lease_open(c->srv->leases, c->txn, r->principal, ttl, c->now_ms,
+                         &e)) != 0) {
         call_store_error(c, rv);
         return;
     }
     STATS_INC(&c->srv->stats, leases_opened);
-    resp.client_id = id;
+    resp.client_id = e->client_id;
     resp.ttl_ms = ttl;
     call_reply(c, &resp.base);
 }
 
+/*
+ * The live lease of client_id, or NULL with the outcome set. A lease past
+ * its TTL is ended here (EXPIRED staged in the call's transaction).
+ */
+static lease_entry *
+lease_find_live(server_call *c, uint64_t client_id)
+{
+    lease_entry *e = lease_table_find(c->srv->leases, client_id);
+
+    if (e != NULL && e->state == LEASE_STATE_LIVE &&
+        !lease_entry_live(e, c->now_ms)) {
+        if (lease_end(c->txn, e, LEASE_STATE_EXPIRED, c->now_ms) != 0) {
+            call_store_error(c, ENOMEM);
+            return NULL;
+        }
+        /* Keep the staged end even though the outcome is not OK. */
+        c->keep_writes = true;
+    }
+    if (e == NULL || e->state != LEASE_STATE_LIVE) {
+        STATS_INC(&c->srv->stats, lease_expired);
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
+                  "client id %llu has no live lease (%s); open a new one",
+                  (unsigned long long)client_id,
+                  e != NULL ? lease_state_name(e->state)
+                  : client_id >= lease_table_next_id(c->srv->leases)
+                      ? "never issued"
+                      : "ended and collected");
+        return NULL;
+    }
+    return e;
+}
+
+static void
+lease_renew_exec(server_call *c)
+{
+    const Once__V1__RenewLeaseRequest *r =
+        (const Once__V1__RenewLeaseRequest *)c->req;
+    Once__V1__RenewLeaseResponse resp = ONCE__V1__RENEW_LEASE_RESPONSE__INIT;
+    lease_entry *e;
+
+    if ((e = lease_find_live(c, r->client_id)) == NULL) {
+        return;
+    }
+    /* Memory only: a restart gives live leases a full TTL anyway. */
+    lease_entry_renew(e, c->now_ms);
+    resp.ttl_ms = e->ttl_ms;
+    resp.remaining_ms = lease_entry_remaining(e, c->now_ms);
+    call_reply(c, &resp.base);
+}
+
+static void
+lease_close_exec(server_call *c)
+{
+    const Once__V1__CloseLeaseRequest *r =
+        (const Once__V1__CloseLeaseRequest *)c->req;
+    Once__V1__CloseLeaseResponse resp = ONCE__V1__CLOSE_LEASE_RESPONSE__INIT;
+    lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
+    int rv;
+
+    if (r->client_id == 0 ||
+        r->client_id >= lease_table_next_id(c->srv->leases)) {
+        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",
+                  "client id %llu was never issued",
+                  (unsigned long long)r->client_id);
+        return;
+    }
+    if (e != NULL && e->state == LEASE_STATE_LIVE) {
+        if ((rv = lease_end(c->txn, e, LEASE_STATE_CLOSED, c->now_ms)) != 0) {
+            call_store_error(c, rv);
+            return;
+        }
+    }
+    /* Closing an ended lease again is OK: the end is what was asked. */
+    resp.records_retained = e != NULL ? e->retained : 0;
+    call_reply(c, &resp.base);
+}
+
+static Once__V1__LeaseState
+lease_wire_state(const lease_entry *e)
+{
+    if (e == NULL) {
+        return ONCE__V1__LEASE_STATE__LEASE_COLLECTED;
+    }
+    switch (e->state) {
+    case LEASE_STATE_LIVE:
+        return ONCE__V1__LEASE_STATE__LEASE_LIVE;
+    case LEASE_STATE_CLOSED:
+        return ONCE__V1__LEASE_STATE__LEASE_CLOSED;
+    case LEASE_STATE_EXPIRED:
+        return ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
+    }
+    return ONCE__V1__LEASE_STATE__LEASE_STATE_UNSPECIFIED;
+}
+
+static void
+lease_info_exec(server_call *c)
+{
+    const Once__V1__LeaseInfoRequest *r =
+        (const Once__V1__LeaseInfoRequest *)c->req;
+    Once__V1__LeaseInfoResponse resp = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
+    lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
+
+    if (r->client_id == 0 ||
+        r->client_id >= lease_table_next_id(c->srv->leases)) {
+        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",
+                  "client id %llu was never issued",
+                  (unsigned long long)r->client_id);
+        return;
+    }
+    resp.client_id = r->client_id;
+    resp.state = lease_wire_state(e);
+    if (e != NULL) {
+        /* Report what the next call would see: expired when past TTL. */
+        if (e->state == LEASE_STATE_LIVE && !lease_entry_live(e, c->now_ms)) {
+            resp.state = ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
+        }
+        resp.principal = e->principal;
+        resp.ttl_ms = e->ttl_ms;
+        resp.remaining_ms = lease_entry_remaining(e, c->now_ms);
+        resp.watermark = e->watermark;
+        resp.watermark_durable = e->watermark_durable;
+        resp.records_retained = e->retained;
+        resp.bytes_retained = e->retained_bytes;
+        resp.max_seq = e->max_seq;
+        resp.oldest_record_age_ms =
+            e->oldest_ms != 0 && c->now_ms > e->oldest_ms
+                ? c->now_ms - e->oldest_ms
+                : 0;
+    }
+    call_reply(c, &resp.base);
+}
+
+/* RenewLease, CloseLease and LeaseInfo all name a lease by client_id. */
+static void
+lease_id_validate(server_call *c)
+{
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(c->req->descriptor,
+                                                        "client_id");
+    uint64_t id = 0;
+
+    if (f != NULL && f->type == PROTOBUF_C_TYPE_UINT64) {
+        memcpy(&id, (const char *)c->req + f->offset, sizeof(id));
+    }
+    if (id == 0) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MISSING_CLIENT_ID",
+                  "client_id must be set");
+    }
+}
+
 const dispatch_entry svc_lease_methods[] = {
     {"/once.v1.Lease/OpenLease", 0, lease_open_validate, lease_open_exec},
+    {"/once.v1.Lease/RenewLease", 0, lease_id_validate, lease_renew_exec},
+    {"/once.v1.Lease/CloseLease", 0, lease_id_validate, lease_close_exec},
+    {"/once.v1.Lease/LeaseInfo", 0, lease_id_validate, lease_info_exec},
 };
 const size_t svc_lease_count =
     sizeof(svc_lease_methods) / sizeof(svc_lease_methods[0]);

@@ -52,7 +52,8 @@ records_get(store_txn *t, uint64_t client_id, uint64_t seq, record **recp)
 }
 
 int
-records_put(store_txn *t, uint64_t client_id, uint64_t seq, const record *rec)
+records_put(store_txn *t, uint64_t client_id, uint64_t seq, const record *rec,
+            uint64_t *bytes)
 {
     uint8_t key[RECORD_KEY_LEN];
     size_t len = once__store__v1__completion_record__get_packed_size(rec);
@@ -66,6 +67,9 @@ records_put(store_txn *t, uint64_t client_id, uint64_t seq, const record *rec)
     records_key(client_id, seq, key);
     rv = store_txn_put(t, key, sizeof(key), buf, len);
     free(buf);
+    if (bytes != NULL) {
+        *bytes = sizeof(key) + len;
+    }
     return rv;
 }
 
@@ -75,19 +79,4 @@ records_free(record *rec)
     if (rec != NULL) {
         once__store__v1__completion_record__free_unpacked(rec, NULL);
     }
-}
-
-static int
-records_count_one(void *arg, const char *key, size_t klen, const char *val,
-                  size_t vlen)
-{
-    (*(uint64_t *)arg)++;
-    return 0;
-}
-
-int
-records_count(store *s, uint64_t *n)
-{
-    *n = 0;
-    return store_scan(s, "r/", 2, records_count_one, n);
 }

@@ -33,13 +33,11 @@ void records_key(uint64_t client_id, uint64_t seq, uint8_t key[RECORD_KEY_LEN]);
  * records_free), ENOENT, EIO or EBADMSG. */
 int records_get(store_txn *t, uint64_t client_id, uint64_t seq, record **rec);
 
-/* Stages the record in t. rec is packed, not kept. Returns 0 or ENOMEM. */
+/* Stages the record in t. rec is packed, not kept. Returns 0 or ENOMEM;
+ * *bytes (when not NULL) is the size of key and value stored. */
 int records_put(store_txn *t, uint64_t client_id, uint64_t seq,
-                const record *rec);
+                const record *rec, uint64_t *bytes);
 
 void records_free(record *rec);
-
-/* Counts durable records (a start-up scan). */
-int records_count(store *s, uint64_t *n);
 
 #endif /* STORE_RECORDS_H */

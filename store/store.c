@@ -112,11 +112,18 @@ int
 store_scan(store *s, const void *prefix, size_t plen, store_scan_fn fn,
            void *arg)
 {
+    return store_scan_from(s, prefix, plen, prefix, plen, fn, arg);
+}
+
+int
+store_scan_from(store *s, const void *start, size_t slen, const void *prefix,
+                size_t plen, store_scan_fn fn, void *arg)
+{
     leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ropts);
     char *err = NULL;
     int rv = 0;
 
-    for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
+    for (leveldb_iter_seek(it, start, slen); leveldb_iter_valid(it);
          leveldb_iter_next(it)) {
         size_t klen, vlen;
         const char *k = leveldb_iter_key(it, &klen);

@@ -93,4 +93,10 @@ typedef int (*store_scan_fn)(void *arg, const char *key, size_t klen,
 int store_scan(store *s, const void *prefix, size_t plen, store_scan_fn fn,
                void *arg);
 
+/* Like store_scan, but starts at the first key >= start (which must begin
+ * with prefix). */
+int store_scan_from(store *s, const void *start, size_t slen,
+                    const void *prefix, size_t plen, store_scan_fn fn,
+                    void *arg);
+
 #endif /* STORE_STORE_H */

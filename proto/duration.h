@@ -7,8 +7,8 @@
  * must fit in uint64_t milliseconds.
  * Never: accepts a partially parsed string (trailing garbage is an error).
  */
-#ifndef CLIENT_DURATION_H
-#define CLIENT_DURATION_H
+#ifndef PROTO_DURATION_H
+#define PROTO_DURATION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,4 +22,4 @@ int duration_parse(const char *s, uint64_t *ms);
  * NUL-terminated. Returns buf. */
 char *duration_format(uint64_t ms, char *buf, size_t len);
 
-#endif /* CLIENT_DURATION_H */
+#endif /* PROTO_DURATION_H */

@@ -1,0 +1,238 @@
+/*
+ * table.c — a chained hash table of lease entries keyed by client id.
+ */
+#include "table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lease_table {
+    lease_entry **buckets;
+    size_t nbuckets; /* a power of two */
+    size_t count;
+    uint64_t next_id;
+};
+
+static size_t
+table_slot(const lease_table *t, uint64_t id)
+{
+    /* Fibonacci hashing spreads consecutive ids. */
+    return (size_t)((id * 11400714819323198485ULL) >> 20) & (t->nbuckets - 1);
+}
+
+int
+lease_table_alloc(lease_table **tp)
+{
+    lease_table *t = calloc(1, sizeof(*t));
+
+    if (t == NULL) {
+        return ENOMEM;
+    }
+    t->nbuckets = 1024;
+    if ((t->buckets = calloc(t->nbuckets, sizeof(*t->buckets))) == NULL) {
+        free(t);
+        return ENOMEM;
+    }
+    t->next_id = 1;
+    *tp = t;
+    return 0;
+}
+
+static void
+entry_free(lease_entry *e)
+{
+    free(e->principal);
+    free(e);
+}
+
+void
+lease_table_free(lease_table *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        lease_entry *e = t->buckets[i];
+        while (e != NULL) {
+            lease_entry *next = e->next;
+            entry_free(e);
+            e = next;
+        }
+    }
+    free(t->buckets);
+    free(t);
+}
+
+static void
+table_grow(lease_table *t)
+{
+    size_t old = t->nbuckets;
+    lease_entry **ob = t->buckets;
+    lease_entry **nb = calloc(old * 2, sizeof(*nb));
+
+    if (nb == NULL) {
+        return; /* longer chains, still correct */
+    }
+    t->buckets = nb;
+    t->nbuckets = old * 2;
+    for (size_t i = 0; i < old; i++) {
+        lease_entry *e = ob[i];
+        while (e != NULL) {
+            lease_entry *next = e->next;
+            size_t s = table_slot(t, e->client_id);
+            e->next = nb[s];
+            nb[s] = e;
+            e = next;
+        }
+    }
+    free(ob);
+}
+
+lease_entry *
+lease_table_add(lease_table *t, uint64_t client_id, const char *principal,
+                uint64_t ttl_ms, lease_state state, uint64_t expires_ms)
+{
+    lease_entry *e = calloc(1, sizeof(*e));
+    size_t s;
+
+    if (e == NULL ||
+        (e->principal = strdup(principal != NULL ? principal : "")) == NULL) {
+        free(e);
+        return NULL;
+    }
+    e->client_id = client_id;
+    e->ttl_ms = ttl_ms;
+    e->state = state;
+    e->expires_ms = expires_ms;
+    s = table_slot(t, client_id);
+    e->next = t->buckets[s];
+    t->buckets[s] = e;
+    if (++t->count > t->nbuckets) {
+        table_grow(t);
+    }
+    if (client_id >= t->next_id) {
+        t->next_id = client_id + 1;
+    }
+    return e;
+}
+
+lease_entry *
+lease_table_find(lease_table *t, uint64_t client_id)
+{
+    lease_entry *e = t->buckets[table_slot(t, client_id)];
+    while (e != NULL && e->client_id != client_id) {
+        e = e->next;
+    }
+    return e;
+}
+
+void
+lease_table_remove(lease_table *t, lease_entry *e)
+{
+    lease_entry **pp = &t->buckets[table_slot(t, e->client_id)];
+    while (*pp != NULL && *pp != e) {
+        pp = &(*pp)->next;
+    }
+    if (*pp == e) {
+        *pp = e->next;
+        t->count--;
+        entry_free(e);
+    }
+}
+
+void
+lease_table_each(lease_table *t, void (*fn)(void *arg, lease_entry *e),
+                 void *arg)
+{
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        for (lease_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            fn(arg, e);
+        }
+    }
+}
+
+size_t
+lease_table_count(lease_table *t)
+{
+    return t->count;
+}
+
+uint64_t
+lease_table_next_id(lease_table *t)
+{
+    return t->next_id;
+}
+
+void
+lease_table_set_next_id(lease_table *t, uint64_t next)
+{
+    if (next > t->next_id) {
+        t->next_id = next;
+    }
+}
+
+bool
+lease_entry_live(const lease_entry *e, uint64_t now)
+{
+    return e->state == LEASE_STATE_LIVE && now < e->expires_ms;
+}
+
+uint64_t
+lease_entry_remaining(const lease_entry *e, uint64_t now)
+{
+    return lease_entry_live(e, now) ? e->expires_ms - now : 0;
+}
+
+void
+lease_entry_renew(lease_entry *e, uint64_t now)
+{
+    e->expires_ms = now + e->ttl_ms;
+}
+
+void
+lease_entry_ack(lease_entry *e, uint64_t first_incomplete)
+{
+    if (first_incomplete > e->watermark) {
+        e->watermark = first_incomplete;
+    }
+}
+
+void
+lease_entry_record_added(lease_entry *e, uint64_t seq, uint64_t bytes,
+                         uint64_t now)
+{
+    if (e->retained == 0 || e->oldest_ms == 0) {
+        e->oldest_ms = now;
+    }
+    e->retained++;
+    e->retained_bytes += bytes;
+    if (seq > e->max_seq) {
+        e->max_seq = seq;
+    }
+}
+
+void
+lease_entry_records_removed(lease_entry *e, uint64_t n, uint64_t bytes)
+{
+    e->retained = n > e->retained ? 0 : e->retained - n;
+    e->retained_bytes =
+        bytes > e->retained_bytes ? 0 : e->retained_bytes - bytes;
+    if (e->retained == 0) {
+        e->oldest_ms = 0;
+    }
+}
+
+const char *
+lease_state_name(lease_state s)
+{
+    switch (s) {
+    case LEASE_STATE_LIVE:
+        return "LIVE";
+    case LEASE_STATE_CLOSED:
+        return "CLOSED";
+    case LEASE_STATE_EXPIRED:
+        return "EXPIRED";
+    }
+    return "UNKNOWN";
+}
