@@ -4,10 +4,12 @@
  * Owns the commit queue and the committer thread. Every transaction handed
  * over is published to the overlay (so the next transaction sees it) and
  * queued in the same critical section, so queue order, ticket order and
- * overlay order agree. The committer takes everything queued, merges the
- * batches into one, writes it with sync=true — one fsync for the whole
- * group — then runs the done callbacks in queue order and settles the
- * overlay.
+ * overlay order agree. The committer thread takes everything queued,
+ * merges the batches into one and writes it with sync=true — one fsync for
+ * the whole group — then passes the group to the finisher thread, which
+ * runs the done callbacks in queue order and settles the overlay. The
+ * committer is back at the disk at once: the next group's fsync overlaps
+ * the previous group's replies.
  * Invariant: done callbacks run in hand-over order, each only after its
  * batch and every earlier one is durable.
  * Never: runs a done callback before the synced write returned; drops a
@@ -127,6 +129,26 @@ commit_write(store *s, store_txn *group, size_t n)
     }
 }
 
+/* Appends a durable group to the finisher's queue. */
+static void
+commit_pass_on(store *s, store_txn *group)
+{
+    store_txn *last = group;
+
+    while (last->next != NULL) {
+        last = last->next;
+    }
+    pthread_mutex_lock(&s->mtx);
+    if (s->done_tail != NULL) {
+        s->done_tail->next = group;
+    } else {
+        s->done_head = group;
+    }
+    s->done_tail = last;
+    pthread_cond_signal(&s->done_cv);
+    pthread_mutex_unlock(&s->mtx);
+}
+
 static void *
 commit_main(void *arg)
 {
@@ -136,6 +158,34 @@ commit_main(void *arg)
 
     while ((group = commit_take(s, &n)) != NULL) {
         commit_write(s, group, n);
+        commit_pass_on(s, group);
+    }
+    pthread_mutex_lock(&s->mtx);
+    s->committer_exited = true;
+    pthread_cond_signal(&s->done_cv);
+    pthread_mutex_unlock(&s->mtx);
+    return NULL;
+}
+
+static void *
+finish_main(void *arg)
+{
+    store *s = arg;
+
+    for (;;) {
+        store_txn *group;
+
+        pthread_mutex_lock(&s->mtx);
+        while (s->done_head == NULL && !s->committer_exited) {
+            pthread_cond_wait(&s->done_cv, &s->mtx);
+        }
+        group = s->done_head;
+        s->done_head = NULL;
+        s->done_tail = NULL;
+        pthread_mutex_unlock(&s->mtx);
+        if (group == NULL) {
+            return NULL; /* the committer is gone and nothing is left */
+        }
         while (group != NULL) {
             store_txn *t = group;
             group = t->next;
@@ -149,7 +199,6 @@ commit_main(void *arg)
             txn_free(t);
         }
     }
-    return NULL;
 }
 
 int
@@ -157,6 +206,14 @@ commit_start(store *s)
 {
     int rv;
     if ((rv = pthread_create(&s->committer, NULL, commit_main, s)) != 0) {
+        return rv;
+    }
+    if ((rv = pthread_create(&s->finisher, NULL, finish_main, s)) != 0) {
+        pthread_mutex_lock(&s->mtx);
+        s->stopping = true;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mtx);
+        pthread_join(s->committer, NULL);
         return rv;
     }
     s->running = true;
@@ -174,5 +231,6 @@ commit_stop(store *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mtx);
     pthread_join(s->committer, NULL);
+    pthread_join(s->finisher, NULL);
     s->running = false;
 }

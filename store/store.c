@@ -38,6 +38,7 @@ store_free(store *s)
     overlay_free(s->ov);
     pthread_mutex_destroy(&s->mtx);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->done_cv);
     free(s);
 }
 
@@ -53,6 +54,7 @@ store_open(store **sp, const char *dir, char **errmsg)
     }
     pthread_mutex_init(&s->mtx, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
     s->next_ticket = 1;
     if ((rv = overlay_alloc(&s->ov)) != 0) {
         store_free(s);

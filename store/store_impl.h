@@ -41,14 +41,20 @@ struct store {
     leveldb_writeoptions_t *wsync;
     overlay *ov;
 
-    pthread_mutex_t mtx; /* protects the queue, next_ticket, stopping */
+    pthread_mutex_t mtx; /* protects both queues, next_ticket, stopping */
     pthread_cond_t cv;
-    store_txn *head;
+    store_txn *head; /* handed over, not yet written */
     store_txn *tail;
     uint64_t next_ticket;
     bool stopping;
     bool running;
     pthread_t committer;
+
+    pthread_cond_t done_cv;
+    store_txn *done_head; /* durable, callbacks not yet run */
+    store_txn *done_tail;
+    bool committer_exited;
+    pthread_t finisher;
 
     _Atomic uint64_t commits;
     _Atomic uint64_t fsyncs;
