@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -121,6 +122,12 @@ spawn(harness *h)
     }
     if (pid == 0) {
         int null = open("/dev/null", O_RDONLY);
+        /* If the test process dies (a ctest timeout kills it), so does its
+         * onced: no orphan keeps a data dir or an ipc path alive. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1) {
+            _exit(127);
+        }
         if (null >= 0) {
             dup2(null, 0);
         }

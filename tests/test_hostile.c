@@ -20,9 +20,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 
@@ -353,15 +359,106 @@ test_missing_rpc_id(void **state)
     id_still_free(f, f->cid, seq);
 }
 
+/* Waits up to ms for fd to become ready for ev; returns poll's revents, or 0
+ * on timeout. */
+static int
+wait_fd(int fd, short ev, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = ev};
+    int n = poll(&p, 1, ms);
+    return n > 0 ? p.revents : 0;
+}
+
+/*
+ * Sends one message of len bytes to onced over a plain AF_UNIX socket,
+ * speaking nng's SP framing by hand as a REQ peer (8-byte handshake, then a
+ * 0x01 byte, a big-endian 64-bit length and the body; the body starts with
+ * the 4-byte REQ request id). libnng is not used because its REQ socket can
+ * hang in nng_close when the peer drops a pipe in the middle of a large
+ * write. Returns 1 when any reply bytes came back within ms, 0 when none did
+ * (*closed tells whether onced closed the connection), -1 on a setup error.
+ */
+static int
+send_oversized(const char *path, const uint8_t *body, size_t len, int ms,
+               bool *closed)
+{
+    static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    uint8_t hdr[13], peer[8];
+    size_t got = 0, sent = 0, total = sizeof(hdr) + len;
+    int fd, rv = -1;
+
+    *closed = false;
+    if (strlen(path) >= sizeof(sa.sun_path) ||
+        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        fcntl(fd, F_SETFL, O_NONBLOCK) != 0 ||
+        send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello)) {
+        goto out;
+    }
+    for (int i = 0; i < 100 && got < sizeof(peer); i++) {
+        ssize_t n;
+        if (wait_fd(fd, POLLIN, ms) == 0) {
+            goto out;
+        }
+        if ((n = recv(fd, peer + got, sizeof(peer) - got, 0)) <= 0) {
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    if (got < sizeof(peer)) {
+        goto out;
+    }
+    hdr[0] = 1;
+    for (int i = 0; i < 8; i++) {
+        hdr[1 + i] = (uint8_t)((uint64_t)(len + 4) >> (56 - 8 * i));
+    }
+    memcpy(hdr + 9, "\x80\x00\x00\x01", 4); /* REQ request id */
+    for (int i = 0; i < 100000 && sent < total && !*closed; i++) {
+        ssize_t n;
+        if (wait_fd(fd, POLLOUT, ms) == 0) {
+            break; /* onced stopped reading: dropped as well */
+        }
+        if (sent < sizeof(hdr)) {
+            n = send(fd, hdr + sent, sizeof(hdr) - sent, MSG_NOSIGNAL);
+        } else {
+            n = send(fd, body + (sent - sizeof(hdr)), total - sent,
+                     MSG_NOSIGNAL);
+        }
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            *closed = true; /* EPIPE / ECONNRESET */
+        } else if (n > 0) {
+            sent += (size_t)n;
+        }
+    }
+    rv = 0;
+    if (!*closed && (wait_fd(fd, POLLIN, ms) & (POLLIN | POLLHUP)) != 0) {
+        uint8_t b[64];
+        ssize_t n = recv(fd, b, sizeof(b), 0);
+        if (n > 0) {
+            rv = 1;
+        } else {
+            *closed = true;
+        }
+    }
+out:
+    close(fd);
+    return rv;
+}
+
 static void
 test_oversized_message(void **state)
 {
     fixture *f = *state;
     const size_t big = (size_t)8 << 20;
     uint64_t seq = f->seq++;
-    uint8_t *env, *resp = NULL;
-    size_t len, resp_len = 0;
+    uint8_t *env;
+    size_t len;
     char *name;
+    bool closed;
     int rv;
 
     /* A well-formed Increment whose name alone is 8 MiB. */
@@ -372,19 +469,32 @@ test_oversized_message(void **state)
     free(name);
     assert_true(len > big);
 
+    /* Control: the hand-made framing does get a reply for a small call. */
+    {
+        uint8_t *small;
+        size_t slen;
+        assert_int_equal(harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0,
+                                          &small, &slen),
+                         0);
+        rv = send_oversized(f->h->path, small, slen, 2000, &closed);
+        free(small);
+        assert_int_equal(rv, 1);
+    }
+
     mark(f);
-    rv = harness_raw_call(f->h->url, env, len, &resp, &resp_len, 2000);
+    rv = send_oversized(f->h->path, env, len, 2000, &closed);
     free(env);
     print_message("%-36s -> %s\n", "8 MiB Increment",
-                  rv == 0 ? "a reply" : nng_strerror(rv));
-    if (rv == 0) {
+                  rv == 1   ? "a reply"
+                  : rv != 0 ? "could not send"
+                  : closed  ? "no reply, connection closed"
+                            : "no reply");
+    if (rv == 1) {
         /* onced must drop it at the transport (NNG_OPT_RECVMAXSZ). */
-        print_error("onced answered an 8 MiB message (%zu reply bytes): its "
-                    "receive limit is not set\n",
-                    resp_len);
+        print_error("onced answered an 8 MiB message: its receive limit is "
+                    "not set\n");
     }
-    free(resp);
-    assert_int_not_equal(rv, 0);
+    assert_int_equal(rv, 0);
     nothing_written(f);
     id_still_free(f, f->cid, seq);
 }
