@@ -251,11 +251,11 @@ expire_lease(void *arg, lease_entry *e)
 {
     expire_ctx *x = arg;
 
-    if (x->err == 0 && e->state == LEASE_STATE_LIVE &&
-        e->expires_ms <= x->now) {
-        if ((x->err = lease_end(x->txn, e, LEASE_STATE_EXPIRED, x->now)) == 0) {
-            x->ended++;
-        }
+    bool was_live = e->state == LEASE_STATE_LIVE;
+
+    if (x->err == 0 && (x->err = lease_expire_due(x->txn, e, x->now)) == 0 &&
+        was_live && e->state != LEASE_STATE_LIVE) {
+        x->ended++;
     }
 }
 

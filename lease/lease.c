@@ -107,6 +107,15 @@ lease_end(store_txn *txn, lease_entry *e, lease_state state, uint64_t now)
 }
 
 int
+lease_expire_due(store_txn *txn, lease_entry *e, uint64_t now)
+{
+    if (e->state != LEASE_STATE_LIVE || lease_entry_live(e, now)) {
+        return 0;
+    }
+    return lease_end(txn, e, LEASE_STATE_EXPIRED, now);
+}
+
+int
 lease_forget(lease_table *lt, store_txn *txn, lease_entry *e)
 {
     uint8_t key[LEASE_KEY_LEN];

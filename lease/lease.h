@@ -37,6 +37,10 @@ int lease_open(lease_table *lt, store_txn *txn, const char *principal,
  * txn and moves the entry to that state. Returns 0 or ENOMEM. */
 int lease_end(store_txn *txn, lease_entry *e, lease_state state, uint64_t now);
 
+/* Ends e as EXPIRED (staged in txn) when it is LIVE but past its TTL at
+ * now — the one way expiry becomes a durable fact. Returns 0 or ENOMEM. */
+int lease_expire_due(store_txn *txn, lease_entry *e, uint64_t now);
+
 /* Forgets a lease that has ended and holds no record: stages the deletion
  * of its l/ and w/ keys and removes the entry. Its id stays issued
  * (below next_id). Returns 0 or ENOMEM. */

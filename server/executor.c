@@ -180,12 +180,9 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     server *srv = c->srv;
     lease_entry *e = lease_table_find(srv->leases, c->client_id);
 
-    if (e != NULL && e->state == LEASE_STATE_LIVE &&
-        !lease_entry_live(e, c->now_ms)) {
-        if (lease_end(c->txn, e, LEASE_STATE_EXPIRED, c->now_ms) != 0) {
-            call_store_error(c, ENOMEM);
-            return NULL;
-        }
+    if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
+        call_store_error(c, ENOMEM);
+        return NULL;
     }
     if (e == NULL || e->state != LEASE_STATE_LIVE) {
         STATS_INC(&srv->stats, lease_expired);

@@ -10,6 +10,7 @@
  * durable transitions live in lease/.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
@@ -72,7 +73,7 @@ lease_find_live(server_call *c, uint64_t client_id)
 
     if (e != NULL && e->state == LEASE_STATE_LIVE &&
         !lease_entry_live(e, c->now_ms)) {
-        if (lease_end(c->txn, e, LEASE_STATE_EXPIRED, c->now_ms) != 0) {
+        if (lease_expire_due(c->txn, e, c->now_ms) != 0) {
             call_store_error(c, ENOMEM);
             return NULL;
         }
@@ -109,6 +110,62 @@ lease_renew_exec(server_call *c)
     resp.ttl_ms = e->ttl_ms;
     resp.remaining_ms = lease_entry_remaining(e, c->now_ms);
     call_reply(c, &resp.base);
+}
+
+#define RENEW_BATCH_MAX 10000
+
+static void
+lease_renew_many_validate(server_call *c)
+{
+    const Once__V1__RenewLeasesRequest *r =
+        (const Once__V1__RenewLeasesRequest *)c->req;
+
+    if (r->n_client_ids == 0 || r->n_client_ids > RENEW_BATCH_MAX) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_BATCH",
+                  "renew 1 to %d client ids per call, got %zu", RENEW_BATCH_MAX,
+                  r->n_client_ids);
+    }
+}
+
+static void
+lease_renew_many_exec(server_call *c)
+{
+    const Once__V1__RenewLeasesRequest *r =
+        (const Once__V1__RenewLeasesRequest *)c->req;
+    Once__V1__RenewLeasesResponse resp = ONCE__V1__RENEW_LEASES_RESPONSE__INIT;
+    Once__V1__RenewLeaseResult *res = calloc(r->n_client_ids, sizeof(*res));
+    Once__V1__RenewLeaseResult **ptrs = calloc(r->n_client_ids, sizeof(*ptrs));
+
+    if (res == NULL || ptrs == NULL) {
+        free(res);
+        free(ptrs);
+        call_store_error(c, ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < r->n_client_ids; i++) {
+        lease_entry *e = lease_table_find(c->srv->leases, r->client_ids[i]);
+        once__v1__renew_lease_result__init(&res[i]);
+        res[i].client_id = r->client_ids[i];
+        res[i].code = ONCE__V1__CODE__FAILED_PRECONDITION;
+        /* Past its TTL: end it durably before anyone is told. */
+        if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
+            free(res);
+            free(ptrs);
+            call_store_error(c, ENOMEM);
+            return;
+        }
+        if (e != NULL && e->state == LEASE_STATE_LIVE) {
+            lease_entry_renew(e, c->now_ms);
+            res[i].code = ONCE__V1__CODE__OK;
+            res[i].remaining_ms = lease_entry_remaining(e, c->now_ms);
+        }
+        ptrs[i] = &res[i];
+    }
+    resp.n_results = r->n_client_ids;
+    resp.results = ptrs;
+    call_reply(c, &resp.base);
+    free(res);
+    free(ptrs);
 }
 
 static void
@@ -214,6 +271,8 @@ lease_id_validate(server_call *c)
 const dispatch_entry svc_lease_methods[] = {
     {"/once.v1.Lease/OpenLease", 0, lease_open_validate, lease_open_exec},
     {"/once.v1.Lease/RenewLease", 0, lease_id_validate, lease_renew_exec},
+    {"/once.v1.Lease/RenewLeases", 0, lease_renew_many_validate,
+     lease_renew_many_exec},
     {"/once.v1.Lease/CloseLease", 0, lease_id_validate, lease_close_exec},
     {"/once.v1.Lease/LeaseInfo", 0, lease_id_validate, lease_info_exec},
 };
