@@ -1,0 +1,281 @@
+/*
+ * bench_env.c — the onced under benchmark, clocks, percentiles, raw calls.
+ */
+#include "bench_env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+#include "once.pb-c.h"
+
+#define BENCH_READY_MS 10000
+#define BENCH_STOP_MS  10000
+#define BENCH_ARGS_MAX 32
+
+int64_t
+bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+bench_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int
+bench_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double
+bench_pct_us(int64_t *ns, size_t n, double p)
+{
+    size_t i;
+
+    if (n == 0) {
+        return 0.0;
+    }
+    qsort(ns, n, sizeof(*ns), bench_cmp);
+    i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+    return (double)ns[i < n ? i : n - 1] / 1000.0;
+}
+
+int
+bench_dial(nng_socket *s, const char *url)
+{
+    int rv;
+
+    if ((rv = nng_req0_open(s)) != 0) {
+        return rv;
+    }
+    nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
+    nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 10000);
+    if ((rv = nng_dial(*s, url, NULL, 0)) != 0) {
+        nng_close(*s);
+    }
+    return rv;
+}
+
+int
+bench_rpc(nng_socket s, const char *method, uint64_t client_id, uint64_t seq,
+          uint64_t first_incomplete, const ProtobufCMessage *req,
+          const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+          int *code)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    Once__V1__Response *rp;
+    uint8_t pbuf[65536];
+    uint8_t *ebuf;
+    size_t plen, elen;
+    char *rbuf;
+    size_t rlen;
+    int rv;
+
+    plen = protobuf_c_message_get_packed_size(req);
+    if (plen > sizeof(pbuf)) {
+        return -1;
+    }
+    protobuf_c_message_pack(req, pbuf);
+    r.method = (char *)method;
+    r.client_id = client_id;
+    r.seq = seq;
+    r.first_incomplete = first_incomplete;
+    r.attempt = 1;
+    r.payload.data = pbuf;
+    r.payload.len = plen;
+    elen = once__v1__request__get_packed_size(&r);
+    if ((ebuf = malloc(elen)) == NULL) {
+        return -1;
+    }
+    once__v1__request__pack(&r, ebuf);
+    rv = nng_send(s, ebuf, elen, 0);
+    free(ebuf);
+    if (rv != 0 || nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC) != 0) {
+        return -1;
+    }
+    rp = once__v1__response__unpack(NULL, rlen, (uint8_t *)rbuf);
+    nng_free(rbuf, rlen);
+    if (rp == NULL) {
+        return -1;
+    }
+    *code = rp->status != NULL ? (int)rp->status->code : 0;
+    if (resp != NULL) {
+        *resp = NULL;
+        if (*code == 0 && resp_desc != NULL) {
+            *resp = protobuf_c_message_unpack(resp_desc, NULL, rp->payload.len,
+                                              rp->payload.data);
+        }
+    }
+    once__v1__response__free_unpacked(rp, NULL);
+    return 0;
+}
+
+static void
+bench_rm_tree(const char *path, int depth)
+{
+    struct stat sb;
+    DIR *d;
+    struct dirent *e;
+
+    if (lstat(path, &sb) != 0) {
+        return;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        unlink(path);
+        return;
+    }
+    if (depth < 8 && (d = opendir(path)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            char child[1024];
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+            bench_rm_tree(child, depth + 1);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static int
+bench_wait_ready(bench_onced *b)
+{
+    int64_t deadline = bench_now_ns() + (int64_t)BENCH_READY_MS * 1000000;
+
+    for (int i = 0; i < 1000 && bench_now_ns() < deadline; i++) {
+        Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
+        nng_socket s;
+        int status, code = -1;
+
+        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+            fprintf(stderr, "bench: onced exited (status 0x%x); see %s\n",
+                    status, b->log);
+            b->pid = 0;
+            return -1;
+        }
+        if (bench_dial(&s, b->url) == 0) {
+            nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 300);
+            if (bench_rpc(s, "/once.v1.Admin/Stats", 0, 0, 0, &req.base, NULL,
+                          NULL, &code) == 0 &&
+                code == 0) {
+                nng_close(s);
+                return 0;
+            }
+            nng_close(s);
+        }
+        bench_sleep_ms(50);
+    }
+    fprintf(stderr, "bench: onced did not answer on %s; see %s\n", b->url,
+            b->log);
+    return -1;
+}
+
+int
+bench_onced_start(bench_onced *b, const char *path, const char *const *extra)
+{
+    static int n;
+    const char *argv[BENCH_ARGS_MAX];
+    size_t argc = 0;
+    int fd;
+
+    memset(b, 0, sizeof(*b));
+    snprintf(b->dir, sizeof(b->dir), "/tmp/once-bench-XXXXXX");
+    if (mkdtemp(b->dir) == NULL) {
+        perror("bench: mkdtemp");
+        return -1;
+    }
+    snprintf(b->data, sizeof(b->data), "%s/data", b->dir);
+    snprintf(b->log, sizeof(b->log), "%s/onced.log", b->dir);
+    snprintf(b->url, sizeof(b->url), "ipc:///tmp/once-bench-%d-%d.ipc",
+             (int)getpid(), n++);
+    argv[argc++] = path;
+    argv[argc++] = "--data";
+    argv[argc++] = b->data;
+    argv[argc++] = "--listen";
+    argv[argc++] = b->url;
+    for (size_t i = 0; extra != NULL && extra[i] != NULL; i++) {
+        if (argc + 1 < BENCH_ARGS_MAX) {
+            argv[argc++] = extra[i];
+        }
+    }
+    argv[argc] = NULL;
+    if ((fd = open(b->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
+        0) {
+        perror("bench: log");
+        return -1;
+    }
+    if ((b->pid = fork()) < 0) {
+        perror("bench: fork");
+        close(fd);
+        return -1;
+    }
+    if (b->pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(fd);
+    return bench_wait_ready(b);
+}
+
+void
+bench_onced_stop(bench_onced *b)
+{
+    int64_t deadline = bench_now_ns() + (int64_t)BENCH_STOP_MS * 1000000;
+    int status;
+
+    if (b->pid != 0) {
+        kill(b->pid, SIGTERM);
+        while (waitpid(b->pid, &status, WNOHANG) != b->pid) {
+            if (bench_now_ns() > deadline) {
+                fprintf(stderr, "bench: onced ignored SIGTERM; killing it\n");
+                kill(b->pid, SIGKILL);
+                waitpid(b->pid, &status, 0);
+                break;
+            }
+            bench_sleep_ms(10);
+        }
+        b->pid = 0;
+    }
+    if (b->dir[0] != '\0') {
+        bench_rm_tree(b->dir, 0);
+        unlink(b->url + strlen("ipc://"));
+        b->dir[0] = '\0';
+    }
+}
+
+void
+bench_progress(const char *label, double frac, int done)
+{
+    int width = 30;
+    int fill = (int)(frac * width + 0.5);
+
+    if (fill > width) {
+        fill = width;
+    }
+    fprintf(stderr, "\r%-24s [%.*s%*s] %3d%%%s", label, fill,
+            "##############################", width - fill, "",
+            (int)(frac * 100 + 0.5), done ? "\n" : "");
+}

@@ -1,0 +1,69 @@
+/*
+ * bench_env.h — what every benchmark needs around the thing it measures:
+ * an onced of its own (temp data dir, ipc address), a monotonic clock,
+ * percentiles, a raw request/reply helper and a progress line on stderr.
+ *
+ * Owns: the onced child process and its temp dir, from start to stop.
+ * Invariant: every wait is bounded in count and time; the temp dir is
+ * removed at stop.
+ * Never: measures anything itself, or talks to an address other than the
+ * loopback ipc path it made.
+ */
+#ifndef BENCH_BENCH_ENV_H
+#define BENCH_BENCH_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <nng/nng.h>
+#include <protobuf-c/protobuf-c.h>
+
+typedef struct bench_onced {
+    char dir[256];  /* mkdtemp dir, removed at stop */
+    char data[300]; /* dir/data */
+    char log[300];  /* dir/onced.log */
+    char url[160];  /* ipc:///tmp/once-bench-<pid>-<n>.ipc */
+    pid_t pid;
+} bench_onced;
+
+/*
+ * Starts path (the onced binary) on a fresh temp dir and ipc address with
+ * extra arguments (NULL-terminated, may be NULL), and waits up to 10 s for
+ * it to answer Stats. Returns 0, or -1 after saying why on stderr.
+ */
+int bench_onced_start(bench_onced *b, const char *path,
+                      const char *const *extra);
+
+/* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
+void bench_onced_stop(bench_onced *b);
+
+int64_t bench_now_ns(void);
+void bench_sleep_ms(int ms);
+
+/* The p-th percentile (0..100) of n durations in ns, in microseconds.
+ * Sorts ns in place. */
+double bench_pct_us(int64_t *ns, size_t n, double p);
+
+/*
+ * One raw call on a REQ socket: packs a Request envelope (method, rpc id,
+ * first_incomplete, the packed req), sends it, waits for the Response.
+ * On success returns 0, *code is the status code and, when resp_desc is
+ * not NULL and the code is OK, *resp is the unpacked payload (free with
+ * protobuf_c_message_free_unpacked). Returns -1 on a transport error.
+ */
+int bench_rpc(nng_socket s, const char *method, uint64_t client_id,
+              uint64_t seq, uint64_t first_incomplete,
+              const ProtobufCMessage *req,
+              const ProtobufCMessageDescriptor *resp_desc,
+              ProtobufCMessage **resp, int *code);
+
+/* A REQ socket dialed to url (blocking dial, nng's own resend off).
+ * 0 or an nng error. */
+int bench_dial(nng_socket *s, const char *url);
+
+/* "label [#####     ] 50%" on stderr, redrawn in place; done adds a
+ * newline. */
+void bench_progress(const char *label, double frac, int done);
+
+#endif /* BENCH_BENCH_ENV_H */
