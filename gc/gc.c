@@ -98,9 +98,9 @@ reclaim_one(void *arg, const char *key, size_t klen, const char *val,
     return 0;
 }
 
-/* Deletes e's records below limit, from its persisted watermark up. */
+/* Deletes e's records with from <= seq < limit. */
 static int
-reclaim_range(reclaim_ctx *rc, lease_entry *e, uint64_t limit)
+reclaim_range(reclaim_ctx *rc, lease_entry *e, uint64_t from, uint64_t limit)
 {
     uint8_t start[RECORD_KEY_LEN];
 
@@ -108,10 +108,10 @@ reclaim_range(reclaim_ctx *rc, lease_entry *e, uint64_t limit)
     rc->limit = limit;
     rc->deleted = 0;
     rc->bytes = 0;
-    rc->next_seq = e->watermark_durable;
+    rc->next_seq = from;
     rc->oldest_ms = 0;
     rc->out_of_budget = false;
-    records_key(e->client_id, e->watermark_durable, start);
+    records_key(e->client_id, from, start);
     if (store_scan_from(rc->g->st, start, sizeof(start), start, 10, reclaim_one,
                         rc) == EIO) {
         return EIO;
@@ -136,7 +136,7 @@ reclaim_acked(reclaim_ctx *rc, lease_entry *e)
     uint64_t wd;
     int rv;
 
-    if ((rv = reclaim_range(rc, e, e->watermark)) != 0) {
+    if ((rv = reclaim_range(rc, e, e->watermark_durable, e->watermark)) != 0) {
         return rv;
     }
     /* Every record below wd is now deleted (or never existed). */
@@ -177,7 +177,10 @@ reclaim_lease(void *arg, lease_entry *e)
         }
     } else {
         if (e->retained > 0 && p->rc.budget > 0) {
-            rv = reclaim_range(&p->rc, e, UINT64_MAX);
+            /* From seq 0, not the durable watermark: a client that
+             * acknowledged a seq before its reply could leave a record
+             * below it, and an ended lease must leave nothing. */
+            rv = reclaim_range(&p->rc, e, 0, UINT64_MAX);
         }
         if (rv == 0 && e->retained == 0) {
             if (p->nforget == p->cap) {
