@@ -4,7 +4,9 @@
  * Owns: the replay checks against a real onced: a resend of a completed id
  * returns the stored value with replayed=true and commits nothing; the same
  * holds when onced is SIGKILLed and restarted between the two sends, and
- * when it is SIGKILLed while the first send may still be in flight.
+ * when it is SIGKILLed while the first send may still be in flight. A
+ * resend after the client acknowledged the seq is STALE_RPC, and after its
+ * lease ended LEASE_EXPIRED — neither executes again.
  * Invariant: every check is on an effect that reveals duplicates (a counter
  * incremented by a distinctive amount), so a server that executed twice
  * fails the test.
@@ -144,7 +146,8 @@ test_resend_after_sigkill(void **state)
     assert_int_equal(incr(a, "crash", BY, &id, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     assert_false(st.replayed);
-    once_client_close(a);
+    /* `a` stays open across the crashes: closing it would close its lease,
+     * and a retry under an ended lease is rightly refused (LEASE_EXPIRED). */
 
     /* The reply was delivered, so the batch was synced: it must survive. */
     assert_int_not_equal(harness_kill(h, SIGKILL), -1);
@@ -169,6 +172,78 @@ test_resend_after_sigkill(void **state)
     assert_int_equal(v, BY);
     assert_true(st.replayed);
     assert_int_equal(get(b, "crash"), BY);
+    once_client_close(b);
+    once_client_close(a);
+}
+
+/* Once the client has acknowledged a seq (its next call carries
+ * first_incomplete above it), a late resend is STALE_RPC, never re-executed. */
+static void
+test_resend_after_ack_is_stale(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_rpc_id id = {0, 0}, next = {0, 0};
+    once_status st;
+    int64_t v;
+    int rv;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(incr(a, "acked", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    /* The next call acknowledges id.seq. */
+    assert_int_equal(incr(a, "other", 1, &next, &v, &st), ONCE_OK);
+    assert_true(once_client_first_incomplete(a) > id.seq);
+
+    once_rpc_id again = id;
+    rv = once_counter_incr(b, "acked", BY, &again, &v, &st);
+    print_message("resend after the acknowledgement: %s reason=\"%s\"\n",
+                  once_strerror(rv), st.reason);
+    assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "STALE_RPC");
+    assert_int_equal(get(b, "acked"), BY);
+
+    once_client_close(b);
+    once_client_close(a);
+}
+
+/* Once the client's lease has ended (closing the client closes it), a resend
+ * of its id is LEASE_EXPIRED, never re-executed — across a restart too. */
+static void
+test_resend_after_lease_end(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    int64_t v;
+    int rv;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    assert_int_equal(incr(a, "ended", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, BY);
+    once_client_close(a);
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    once_rpc_id again = id;
+    rv = once_counter_incr(b, "ended", BY, &again, &v, &st);
+    print_message("resend after the lease ended: %s reason=\"%s\"\n",
+                  once_strerror(rv), st.reason);
+    assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(get(b, "ended"), BY);
+    once_client_close(b);
+
+    /* A restart never revives an ended lease. */
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    again = id;
+    rv = once_counter_incr(b, "ended", BY, &again, &v, &st);
+    assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(get(b, "ended"), BY);
     once_client_close(b);
 }
 
@@ -264,6 +339,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_resend_same_id, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(test_resend_after_sigkill,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_resend_after_ack_is_stale,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_resend_after_lease_end,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_in_flight, harness_setup,
                                         harness_teardown),
