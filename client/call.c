@@ -9,10 +9,19 @@
  * never reported as a plain failure — it ends with the server's final reply
  * or ONCE_UNKNOWN/OUTCOME_UNKNOWN with its rpc id; its seq stays incomplete
  * in the window until a final reply is delivered (or the caller releases
- * it). Retryable: timeouts, transport errors, undecodable envelopes, and
- * replies with code UNAVAILABLE. Every other reply code is final.
+ * it). Retryable: timeouts, transport errors, undecodable envelopes,
+ * replies with code UNAVAILABLE, and — on mutating calls —
+ * RESOURCE_EXHAUSTED/WINDOW_FULL (refused before execution; a later attempt
+ * carries a newer acknowledgement). Every other reply code is final. A
+ * refusal-before-execution reply (WINDOW_FULL, LEASE_EXPIRED,
+ * DEADLINE_EXCEEDED) is only taken as "not executed" when no earlier
+ * attempt of the call may have run (sent and unanswered, or UNAVAILABLE);
+ * otherwise the call ends OUTCOME_UNKNOWN. A call that ends on WINDOW_FULL
+ * that way completes its seq. Mutating calls under the handle's own client
+ * id are tracked (lost.h): when the lease is lost they end at once.
  * Never: assigns a new seq to a retry; never waits past the call deadline;
- * never holds the handle's lock across network I/O.
+ * never holds the handle's lock across network I/O; never sends a tracked
+ * call after its lease was lost.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +33,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "client_impl.h"
+#include "lost.h"
 #include "status.h"
 #include "wire.h"
 
@@ -35,6 +45,7 @@ typedef struct call_spec {
     uint64_t seq;       /* 0 on non-mutating calls */
     const void *req;
     size_t req_len;
+    bool tracked; /* mutating under the handle's own lease (lost.h) */
 } call_spec;
 
 /* The state of one call across attempts. */
@@ -43,7 +54,35 @@ typedef struct call_state {
     char last_err[160];      /* why the last attempt did not finish */
     bool last_unavailable;   /* the last attempt got an UNAVAILABLE reply */
     once_status unavailable; /* that reply's status */
+    bool last_window_full;   /* the last attempt got WINDOW_FULL */
+    once_status window_full; /* that reply's status */
+    bool maybe_executed;     /* an attempt was sent and not answered, or
+                                answered UNAVAILABLE: it may have run */
+    bool lost;               /* stopped because the lease was lost */
 } call_state;
+
+/* Starts op on the call's aio; a tracked call goes through lost_start, so
+ * nothing starts once the lease is lost. Returns false when not started. */
+static bool
+call_start(once_client *c, const call_spec *cs, lost_op op, nng_ctx ctx,
+           nng_aio *aio, nng_duration ms)
+{
+    if (cs->tracked) {
+        return lost_start(c, op, ctx, aio, ms);
+    }
+    switch (op) {
+    case LOST_OP_SEND:
+        nng_ctx_send(ctx, aio);
+        break;
+    case LOST_OP_RECV:
+        nng_ctx_recv(ctx, aio);
+        break;
+    case LOST_OP_SLEEP:
+        nng_sleep_aio(ms, aio);
+        break;
+    }
+    return true;
+}
 
 /* Packs the envelope of one attempt into a fresh nng message (*mp, owned
  * by the caller until a successful send). */
@@ -113,7 +152,12 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     }
     nng_aio_set_msg(aio, m);
     nng_aio_set_timeout(aio, call_wait(attempt_end));
-    nng_ctx_send(ctx, aio);
+    if (!call_start(c, cs, LOST_OP_SEND, ctx, aio, 0)) {
+        nng_msg_free(nng_aio_get_msg(aio));
+        nng_aio_set_msg(aio, NULL);
+        snprintf(cst->last_err, sizeof(cst->last_err), "the lease was lost");
+        return NNG_ECANCELED;
+    }
     nng_aio_wait(aio);
     if ((rv = nng_aio_result(aio)) != 0) {
         /* The message is still ours after a failed send. */
@@ -132,10 +176,18 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         attempt_end = deadline;
     }
     nng_aio_set_timeout(aio, call_wait(attempt_end));
-    nng_ctx_recv(ctx, aio);
+    if (!call_start(c, cs, LOST_OP_RECV, ctx, aio, 0)) {
+        cst->maybe_executed = true; /* sent, never answered */
+        snprintf(cst->last_err, sizeof(cst->last_err), "the lease was lost");
+        return NNG_ECANCELED;
+    }
     nng_aio_wait(aio);
     if ((rv = nng_aio_result(aio)) != 0) {
-        if (rv == NNG_ETIMEDOUT) {
+        cst->maybe_executed = true; /* sent, never answered */
+        if (rv == NNG_ECANCELED && cs->tracked && lost_is_lost(c)) {
+            snprintf(cst->last_err, sizeof(cst->last_err),
+                     "the lease was lost while waiting for the reply");
+        } else if (rv == NNG_ETIMEDOUT) {
             snprintf(cst->last_err, sizeof(cst->last_err),
                      "no reply within the attempt timeout");
         } else {
@@ -149,6 +201,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     r = once__v1__response__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
     nng_msg_free(m);
     if (r == NULL) {
+        cst->maybe_executed = true; /* sent, no readable answer */
         snprintf(cst->last_err, sizeof(cst->last_err),
                  "undecodable reply envelope");
         return EPROTO;
@@ -178,16 +231,44 @@ call_status_from(once_status *st, const Once__V1__Response *r)
     st->replayed = r->replayed;
 }
 
-/* Gives up: the code and status that say so, per once/client.h. */
+/* Gives up: the code and status that say so, per once/client.h. Sets
+ * *complete when the outcome is definitive for the seq (nothing ran and
+ * nothing will: the caller has no reason to retry it). */
 static int
-call_give_up(const call_spec *cs, const call_state *cst, uint32_t tries,
-             bool deadline_passed, once_status *st)
+call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
+             uint32_t tries, bool deadline_passed, once_status *st,
+             bool *complete)
 {
+    *complete = false;
+    if (cst->lost) {
+        once_status why;
+        lost_why(c, &why);
+        if (cst->sent == 0) {
+            *complete = true;
+            return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+                              "the lease of client %" PRIu64
+                              " is lost (%s); nothing was sent",
+                              cs->client_id, why.message);
+        }
+        return status_set(
+            st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+            "the lease of client %" PRIu64 " was lost (%s) after %" PRIu32
+            " attempt(s); rpc id %" PRIu64 ":%" PRIu64
+            " may or may not have taken effect and can no "
+            "longer be retried",
+            cs->client_id, why.message, cst->sent, cs->client_id, cs->seq);
+    }
     if (cst->sent == 0) {
         return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
                           "could not send to the server in %" PRIu32
                           " attempt(s) (%s); nothing was sent",
                           tries, cst->last_err);
+    }
+    if (cst->last_window_full && !cst->maybe_executed) {
+        /* Every attempt was refused before execution: definitive. */
+        *st = cst->window_full;
+        *complete = true;
+        return st->code;
     }
     if (cs->mutating) {
         return status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
@@ -210,6 +291,26 @@ call_give_up(const call_spec *cs, const call_state *cst, uint32_t tries,
     return status_set(st, ONCE_UNAVAILABLE, "NO_REPLY",
                       "no reply after %" PRIu32 " attempt(s) (%s)", tries,
                       cst->last_err);
+}
+
+/* A reply that refuses the call before execution: it says nothing about
+ * an earlier attempt of the same id that went unanswered. */
+static bool
+call_refused_unexecuted(const once_status *st)
+{
+    return st->code == ONCE_DEADLINE_EXCEEDED ||
+           (st->code == ONCE_RESOURCE_EXHAUSTED &&
+            strcmp(st->reason, "WINDOW_FULL") == 0) ||
+           (st->code == ONCE_FAILED_PRECONDITION &&
+            strcmp(st->reason, "LEASE_EXPIRED") == 0);
+}
+
+static bool
+call_is_window_full(const Once__V1__Response *r)
+{
+    return call_code(r) == ONCE_RESOURCE_EXHAUSTED && r->status != NULL &&
+           r->status->reason != NULL &&
+           strcmp(r->status->reason, "WINDOW_FULL") == 0;
 }
 
 /* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
@@ -240,6 +341,9 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
          size_t *resp_len, once_status *st)
 {
     call_state cst;
+    lost_call lc;
+    bool tracking = false;
+    bool complete = false;
     nng_ctx ctx;
     nng_aio *aio = NULL;
     uint64_t deadline = retry_now_ms() + deadline_ms;
@@ -263,6 +367,13 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
                         nng_strerror(rv));
         goto out;
     }
+    if (cs->tracked) {
+        if (!lost_track(c, &lc, aio)) {
+            cst.lost = true;
+            goto give_up;
+        }
+        tracking = true;
+    }
 
     for (uint32_t attempt = 1; attempt <= c->retry.max_attempts; attempt++) {
         uint64_t now = retry_now_ms();
@@ -277,40 +388,87 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
             attempt_end = deadline;
         }
         tries = attempt;
+        cst.last_unavailable = false;
+        cst.last_window_full = false;
         if ((rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
                                &cst, &r)) == 0) {
-            if (call_code(r) != ONCE_UNAVAILABLE) {
+            if (call_code(r) == ONCE_UNAVAILABLE) {
+                /* IN_PROGRESS and friends: the server asks us to come
+                 * back; the call may be running meanwhile. */
+                cst.last_unavailable = true;
+                cst.maybe_executed = cst.maybe_executed || cs->mutating;
+                call_status_from(&cst.unavailable, r);
+                cst.unavailable.attempts = cst.sent;
+                snprintf(cst.last_err, sizeof(cst.last_err), "UNAVAILABLE %s",
+                         cst.unavailable.reason);
+            } else if (cs->mutating && call_is_window_full(r)) {
+                /* Refused before execution; a later attempt carries a
+                 * newer acknowledgement and may fit. */
+                cst.last_window_full = true;
+                call_status_from(&cst.window_full, r);
+                cst.window_full.attempts = cst.sent;
+                snprintf(cst.last_err, sizeof(cst.last_err),
+                         "RESOURCE_EXHAUSTED WINDOW_FULL");
+            } else {
                 goto final;
             }
-            /* IN_PROGRESS and friends: the server asks us to come back. */
-            cst.last_unavailable = true;
-            call_status_from(&cst.unavailable, r);
-            cst.unavailable.attempts = cst.sent;
-            snprintf(cst.last_err, sizeof(cst.last_err), "UNAVAILABLE %s",
-                     cst.unavailable.reason);
             once__v1__response__free_unpacked(r, NULL);
             r = NULL;
-        } else {
-            cst.last_unavailable = false;
-            if (rv == NNG_ECLOSED) {
-                break; /* the handle is closing: no attempt can succeed */
-            }
+        } else if (rv == NNG_ECLOSED) {
+            break; /* the handle is closing: no attempt can succeed */
+        }
+        if (cs->tracked && lost_is_lost(c)) {
+            cst.lost = true;
+            break;
         }
         if (attempt == c->retry.max_attempts ||
             (left = retry_remaining_ms(deadline)) == 0) {
             break;
         }
         uint64_t b = retry_backoff_ms(&c->retry, attempt, &rng);
-        retry_sleep_ms(b < left ? b : left);
+        if (b > left) {
+            b = left;
+        }
+        /* On the call's aio, so a lost lease cuts the backoff short. */
+        if (b > 0 &&
+            call_start(c, cs, LOST_OP_SLEEP, ctx, aio,
+                       (nng_duration)(b > INT32_MAX ? INT32_MAX : b))) {
+            nng_aio_wait(aio);
+        }
+        if (cs->tracked && lost_is_lost(c)) {
+            cst.lost = true;
+            break;
+        }
     }
-    rv = call_give_up(cs, &cst, tries, retry_remaining_ms(deadline) == 0, st);
+give_up:
+    rv = call_give_up(c, cs, &cst, tries, retry_remaining_ms(deadline) == 0, st,
+                      &complete);
     st->attempts = cst.sent;
+    if (complete && cs->mutating) {
+        client_seq_complete(c, cs->client_id, cs->seq);
+    }
     goto out;
 
 final:
     call_status_from(st, r);
     st->attempts = cst.sent;
     rv = st->code;
+    if (cs->tracked && rv == ONCE_FAILED_PRECONDITION &&
+        strcmp(st->reason, "LEASE_EXPIRED") == 0) {
+        lost_declare(c, "a call under it was answered LEASE_EXPIRED: %s",
+                     st->message);
+    }
+    if (cs->mutating && cst.maybe_executed && call_refused_unexecuted(st)) {
+        /* This attempt was refused, but an earlier one may have run. */
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s", once_strerror(rv), st->reason);
+        rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+                        "attempt %" PRIu32 " was refused (%s) but an earlier "
+                        "attempt may have run (%s); rpc id %" PRIu64 ":%" PRIu64
+                        " may or may not have taken effect",
+                        tries, what, cst.last_err, cs->client_id, cs->seq);
+        goto out;
+    }
     if (rv == ONCE_OK && call_deliver(r, resp, resp_len) != 0) {
         /* The reply exists but cannot be handed over: for a mutating call
          * that is an unknown outcome the caller can retry to learn. */
@@ -330,12 +488,28 @@ final:
     }
 
 out:
+    if (tracking) {
+        lost_untrack(c, &lc);
+    }
     if (r != NULL) {
         once__v1__response__free_unpacked(r, NULL);
     }
     nng_aio_free(aio);
     nng_ctx_close(ctx);
     return rv;
+}
+
+/* A mutating call under a lost lease: refused here, nothing sent. */
+static int
+call_lost_fast(once_client *c, const call_spec *cs, once_status *st)
+{
+    once_status why;
+
+    lost_why(c, &why);
+    return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+                      "the lease of client %" PRIu64
+                      " is lost (%s); nothing was sent — open a new handle",
+                      cs->client_id, why.message);
 }
 
 int
@@ -388,6 +562,10 @@ client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
             }
             cs.client_id = id->client_id;
             cs.seq = id->seq;
+            cs.tracked = client_tracks(c, cs.client_id);
+            if (cs.tracked && lost_is_lost(c)) {
+                return call_lost_fast(c, &cs, st);
+            }
         } else {
             if (c->client_id == 0) {
                 return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
@@ -395,6 +573,10 @@ client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
                                   "the handle with a lease or pass an rpc id");
             }
             cs.client_id = c->client_id;
+            cs.tracked = true;
+            if (lost_is_lost(c)) {
+                return call_lost_fast(c, &cs, st);
+            }
             if (client_seq_assign(c, &cs.seq) != 0) {
                 return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
                                   "cannot assign a seq");

@@ -7,9 +7,10 @@
  * the window of incomplete seqs behind once_client.lock.
  * Invariant: seqs of one handle are assigned in increasing order from 1 and
  * never reused; first_incomplete only moves forward.
- * Never: retries or sends anything itself (call.c does); never re-sends an
- * operation under a new id; never frees the handle while calls are in
- * flight (the caller's contract, see once/client.h).
+ * Never: retries or sends anything itself (call.c does) — except the one
+ * CloseLease of once_client_close; never re-sends an operation under a new
+ * id; never frees the handle while calls are in flight (the caller's
+ * contract, see once/client.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "client_impl.h"
+#include "lost.h"
 #include "renew.h"
 #include "status.h"
 
@@ -31,6 +33,7 @@
 #define CLIENT_RECONNECT_MIN_MS   10
 #define CLIENT_RECONNECT_MAX_MS   1000
 #define CLIENT_PRINCIPAL_DEFAULT  "anonymous"
+#define CLIENT_CLOSE_DEADLINE_MS  2000u
 
 void
 once_options_init(once_options *o)
@@ -61,6 +64,7 @@ client_free(once_client *c)
     }
     pthread_mutex_destroy(&c->lock);
     renew_fini(c);
+    lost_fini(c);
     window_fini(&c->win);
     free(c->url);
     free(c->principal);
@@ -115,6 +119,7 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
     }
     pthread_mutex_init(&c->lock, NULL);
     renew_init(c);
+    lost_init(c);
     window_init(&c->win, 1);
     c->url = strdup(o->url);
     c->principal =
@@ -144,6 +149,8 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
                                   &c->lease_ttl_ms, st)) != ONCE_OK) {
             goto out;
         }
+        c->lease_state = ONCE_CLIENT_LEASE_LIVE; /* no thread runs yet */
+        c->lease_until_ms = retry_now_ms() + c->lease_ttl_ms;
         if (c->client_id == 0) {
             rv = status_set(st, ONCE_INTERNAL, "BAD_RESPONSE",
                             "OpenLease granted client id 0");
@@ -166,6 +173,19 @@ out:
 void
 once_client_close(once_client *c)
 {
+    if (c == NULL) {
+        return;
+    }
+    lost_closing(c);
+    if (c->client_id != 0 && !lost_is_lost(c) && client_all_complete(c)) {
+        /* Nothing under the lease can be retried any more: end it now so
+         * the collector reclaims its records at once. A failure is of no
+         * consequence — the lease then ends after its TTL. */
+        uint32_t d = c->deadline_ms < CLIENT_CLOSE_DEADLINE_MS
+                         ? c->deadline_ms
+                         : CLIENT_CLOSE_DEADLINE_MS;
+        (void)client_lease_close(c, c->client_id, NULL, NULL, d);
+    }
     client_free(c);
 }
 
@@ -242,4 +262,34 @@ client_ack(once_client *c, uint64_t client_id)
     fi = window_first_incomplete(&c->win);
     pthread_mutex_unlock(&c->lock);
     return fi;
+}
+
+bool
+client_tracks(const once_client *c, uint64_t client_id)
+{
+    return c->client_id != 0 && client_id == c->client_id;
+}
+
+bool
+client_all_complete(once_client *c)
+{
+    bool all;
+
+    pthread_mutex_lock(&c->lock);
+    all = window_first_incomplete(&c->win) == c->win.next;
+    pthread_mutex_unlock(&c->lock);
+    return all;
+}
+
+void
+client_lease_renewed(once_client *c, uint64_t reply_ms, uint64_t remaining_ms)
+{
+    pthread_mutex_lock(&c->lease_lock);
+    if (c->lease_state != ONCE_CLIENT_LEASE_LOST) {
+        if (reply_ms + remaining_ms > c->lease_until_ms) {
+            c->lease_until_ms = reply_ms + remaining_ms;
+        }
+        c->lease_state = ONCE_CLIENT_LEASE_LIVE;
+    }
+    pthread_mutex_unlock(&c->lease_lock);
 }

@@ -3,9 +3,12 @@
  * files of client/ only (never installed).
  *
  * Owns: the handle's fields and which lock protects which of them.
- * Invariant: everything except win and renew_stop is written once in
- * once_client_open and read-only afterwards, so calls read it without a
- * lock; win is only touched under lock, renew_stop under renew_lock.
+ * Invariant: everything except win, renew_stop and the lease-health block
+ * is written once in once_client_open and read-only afterwards, so calls
+ * read it without a lock; win is only touched under lock, renew_stop under
+ * renew_lock, the lease-health block under lease_lock. Lock order:
+ * renew_lock, then lease_lock, then lock; none is held across network I/O
+ * or a user callback.
  * Never: exposes nng or protobuf-c types through the public header.
  */
 #ifndef CLIENT_CLIENT_IMPL_H
@@ -18,6 +21,7 @@
 
 #include <nng/nng.h>
 
+#include "lost.h"
 #include "once/client.h"
 #include "retry.h"
 #include "window.h"
@@ -42,7 +46,46 @@ struct once_client {
     pthread_mutex_t renew_lock; /* protects renew_stop */
     pthread_cond_t renew_cv;    /* signalled when renew_stop is set */
     bool renew_stop;
+
+    /* Lease health (lost.c). */
+    pthread_mutex_t lease_lock; /* protects everything below */
+    int lease_state;            /* enum once_client_lease */
+    uint64_t lease_until_ms;    /* retry_now_ms() by which the server has
+                                   expired the lease unless renewed since:
+                                   the last renewal's reply time plus the
+                                   remaining TTL it reported */
+    bool closing;               /* once_client_close runs: no callback */
+    lost_call *calls;           /* tracked calls in flight (lost.h) */
+    once_lease_lost_fn lost_fn; /* the callback, NULL when none */
+    void *lost_arg;
+    bool lost_notified;   /* the callback has run */
+    once_status lost_why; /* how the loss was learned (valid once LOST) */
 };
+
+/* Whether a mutating call under client_id is under this handle's own
+ * lease (and so ends when it is lost). */
+bool client_tracks(const once_client *c, uint64_t client_id);
+
+/* True when seq s of the handle's own id were assigned and all completed
+ * (or released): nothing under the lease can still be retried. */
+bool client_all_complete(once_client *c);
+
+/* A renewal of the handle's own lease answered at local time reply_ms
+ * with remaining_ms left: moves lease_until_ms forward. */
+void client_lease_renewed(once_client *c, uint64_t reply_ms,
+                          uint64_t remaining_ms);
+
+/* once_lease_renew with an explicit deadline (ms, > 0); client_id 0 is the
+ * handle's own. */
+int client_lease_renew(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
+                       uint64_t *remaining_ms, once_status *st,
+                       uint32_t deadline_ms);
+
+/* once_lease_close with an explicit deadline (ms, > 0); client_id 0 is the
+ * handle's own. */
+int client_lease_close(once_client *c, uint64_t client_id,
+                       uint64_t *records_retained, once_status *st,
+                       uint32_t deadline_ms);
 
 /* once_call with an explicit deadline over all attempts (ms, > 0). */
 int client_call(once_client *c, const char *method, bool mutating,

@@ -2,13 +2,21 @@
  * renew.c — background lease renewal (SPEC §4: renew at about TTL/3,
  * report loudly when renewal keeps failing).
  *
- * Owns: the renewal thread, its sleep on renew_cv, and the RenewLease
- * request. The request is built from the method's descriptor (found by
- * name at run time, its client_id field set by offset), so libonce builds
- * and runs against a once.proto with or without RenewLease; without it
- * there is simply no renewal.
- * Never: holds renew_lock across a network call; never logs for a single
- * transient failure.
+ * Owns: the renewal thread and its sleep on renew_cv. Every TTL/3 it sends
+ * RenewLease for the handle's client id (client_lease_renew, which also
+ * records the new expiry and turns a LEASE_EXPIRED answer into a lost
+ * lease). When renewals keep failing it retries sooner, and when none has
+ * succeeded by lease_until_ms — the last reply's time plus the TTL it said
+ * was left, after which the server has expired the lease — it declares the
+ * lease lost itself, so calls in flight end then rather than at their own
+ * deadlines.
+ * Invariant: the thread only reads read-only handle fields and the
+ * lease-health block (under lease_lock); it never touches the seq window;
+ * it stops (and is joined) before the handle is freed; it ends once the
+ * lease is lost.
+ * Never: holds renew_lock across a network call or while declaring the
+ * loss (the user callback may run); never logs for a single transient
+ * failure; never opens a new lease.
  */
 #include "renew.h"
 
@@ -19,10 +27,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "lost.h"
+#include "retry.h"
 #include "status.h"
-#include "wire.h"
 
-#define RENEW_INTERVAL_MIN_MS 100u
+#define RENEW_INTERVAL_MIN_MS 10u
 #define RENEW_DEADLINE_MAX_MS 5000u
 
 void
@@ -42,72 +51,6 @@ renew_fini(once_client *c)
 {
     pthread_mutex_destroy(&c->renew_lock);
     pthread_cond_destroy(&c->renew_cv);
-}
-
-/* RenewLease's full name and its request field client_id, or false when
- * the compiled-in proto has no such method. */
-static bool
-renew_method(const wire_method **wmp, const ProtobufCFieldDescriptor **fp)
-{
-    size_t n;
-    const wire_method *t = wire_methods(&n);
-
-    for (size_t i = 0; i < n; i++) {
-        const ProtobufCFieldDescriptor *f;
-        if (t[i].service != &once__v1__lease__descriptor ||
-            strcmp(t[i].method->name, "RenewLease") != 0) {
-            continue;
-        }
-        f = protobuf_c_message_descriptor_get_field_by_name(t[i].method->input,
-                                                            "client_id");
-        if (f == NULL || f->type != PROTOBUF_C_TYPE_UINT64 ||
-            f->label == PROTOBUF_C_LABEL_REPEATED) {
-            return false;
-        }
-        *wmp = &t[i];
-        *fp = f;
-        return true;
-    }
-    return false;
-}
-
-/* One RenewLease call for c->client_id within deadline_ms. */
-static int
-renew_once(once_client *c, uint32_t deadline_ms, once_status *st)
-{
-    const wire_method *wm;
-    const ProtobufCFieldDescriptor *f;
-    ProtobufCMessage *req = NULL;
-    uint8_t *buf = NULL;
-    size_t len;
-    int rv;
-
-    if (!renew_method(&wm, &f)) {
-        return status_set(st, ONCE_UNIMPLEMENTED, "NO_METHOD",
-                          "RenewLease is not in the compiled-in proto");
-    }
-    if ((req = calloc(1, wm->method->input->sizeof_message)) == NULL) {
-        rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
-                        "out of memory");
-        goto out;
-    }
-    protobuf_c_message_init(wm->method->input, req);
-    memcpy((char *)req + f->offset, &c->client_id, sizeof(uint64_t));
-    len = protobuf_c_message_get_packed_size(req);
-    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
-        rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
-                        "out of memory");
-        goto out;
-    }
-    protobuf_c_message_pack(req, buf);
-    /* Not mutating: renewing twice is harmless, so it carries no rpc id. */
-    rv = client_call(c, wm->full_name, false, NULL, buf, len, NULL, NULL, st,
-                     deadline_ms);
-
-out:
-    free(buf);
-    free(req);
-    return rv;
 }
 
 /* Waits until ms have passed or renew_stop is set; renew_lock is held.
@@ -131,29 +74,64 @@ renew_wait(once_client *c, uint64_t ms)
     return c->renew_stop;
 }
 
+/* The local time by which the server has expired the lease, unless a
+ * renewal succeeds first. */
+static uint64_t
+renew_until(once_client *c)
+{
+    uint64_t u;
+
+    pthread_mutex_lock(&c->lease_lock);
+    u = c->lease_until_ms;
+    pthread_mutex_unlock(&c->lease_lock);
+    return u;
+}
+
 static void *
 renew_main(void *arg)
 {
     once_client *c = arg;
     uint64_t interval = c->lease_ttl_ms / 3;
-    uint32_t deadline;
+    uint64_t wait = 0;
     unsigned fails = 0;
+    once_status st;
 
     if (interval < RENEW_INTERVAL_MIN_MS) {
         interval = RENEW_INTERVAL_MIN_MS;
     }
-    deadline = interval < RENEW_DEADLINE_MAX_MS ? (uint32_t)interval
-                                                : RENEW_DEADLINE_MAX_MS;
+    wait = interval;
+    status_clear(&st);
     pthread_mutex_lock(&c->renew_lock);
-    while (!renew_wait(c, interval)) {
-        once_status st;
+    for (;;) {
+        uint64_t now, until, deadline;
         int rv;
 
-        pthread_mutex_unlock(&c->renew_lock);
-        rv = renew_once(c, deadline, &st);
-        pthread_mutex_lock(&c->renew_lock);
-        if (c->renew_stop) {
+        if (renew_wait(c, wait)) {
             break;
+        }
+        now = retry_now_ms();
+        until = renew_until(c);
+        if (now >= until) {
+            pthread_mutex_unlock(&c->renew_lock);
+            lost_declare(c,
+                         "no renewal succeeded before its TTL ran out "
+                         "(%u failed in a row, last: %s %s %s)",
+                         fails, once_strerror(st.code), st.reason, st.message);
+            return NULL;
+        }
+        /* Never wait on one renewal past the moment the lease ends. */
+        deadline = until - now;
+        if (deadline > interval) {
+            deadline = interval;
+        }
+        if (deadline > RENEW_DEADLINE_MAX_MS) {
+            deadline = RENEW_DEADLINE_MAX_MS;
+        }
+        pthread_mutex_unlock(&c->renew_lock);
+        rv = client_lease_renew(c, 0, NULL, NULL, &st, (uint32_t)deadline);
+        pthread_mutex_lock(&c->renew_lock);
+        if (c->renew_stop || lost_is_lost(c)) {
+            break; /* a LEASE_EXPIRED answer was declared a loss already */
         }
         if (rv == ONCE_OK) {
             if (fails >= 2) {
@@ -163,23 +141,16 @@ renew_main(void *arg)
                         c->client_id, fails);
             }
             fails = 0;
+            wait = interval;
             continue;
         }
         fails++;
+        lost_set_health(c, false);
         if (rv == ONCE_UNIMPLEMENTED) {
             fprintf(stderr,
                     "libonce: the server does not renew leases (%s: %s); "
                     "the lease of client %" PRIu64 " ends after its TTL\n",
                     st.reason, st.message, c->client_id);
-            break;
-        }
-        if ((rv == ONCE_FAILED_PRECONDITION &&
-             strcmp(st.reason, "LEASE_EXPIRED") == 0)) {
-            fprintf(stderr,
-                    "libonce: lease of client %" PRIu64
-                    " can no longer be renewed: %s (%s): %s; its calls "
-                    "will be rejected, open a new handle\n",
-                    c->client_id, once_strerror(rv), st.reason, st.message);
             break;
         }
         if (fails >= 2) {
@@ -189,6 +160,12 @@ renew_main(void *arg)
                     c->client_id, fails, once_strerror(rv), st.reason,
                     st.message);
         }
+        /* Try again sooner, and once more right at the end of the TTL. */
+        wait = interval / 2 > 0 ? interval / 2 : 1;
+        now = retry_now_ms();
+        if (now < until && until - now < wait) {
+            wait = until - now;
+        }
     }
     pthread_mutex_unlock(&c->renew_lock);
     return NULL;
@@ -197,11 +174,9 @@ renew_main(void *arg)
 int
 renew_start(once_client *c)
 {
-    const wire_method *wm;
-    const ProtobufCFieldDescriptor *f;
     int rv;
 
-    if (c->client_id == 0 || c->lease_ttl_ms == 0 || !renew_method(&wm, &f)) {
+    if (c->client_id == 0 || c->lease_ttl_ms == 0) {
         return 0;
     }
     c->renew_stop = false;

@@ -12,6 +12,33 @@
  * ONCE_UNKNOWN with reason "OUTCOME_UNKNOWN", never as a failure: the caller
  * gets the rpc id back and may retry exactly that id later.
  *
+ * A mutating call answered RESOURCE_EXHAUSTED/WINDOW_FULL (too many
+ * unacknowledged seqs; nothing was executed) is retried with backoff within
+ * the deadline, each attempt carrying the newest acknowledgement. If it
+ * still ends on WINDOW_FULL, that is returned and the seq counts as
+ * complete — a definitive "not executed" — unless an earlier attempt went
+ * unanswered, in which case the call ends OUTCOME_UNKNOWN. The same holds
+ * for LEASE_EXPIRED and DEADLINE_EXCEEDED answers: they are definitive only
+ * when no earlier attempt of the call may have run.
+ *
+ * Leases: a handle opened with a lease renews it in the background at about
+ * TTL/3. The lease is *lost* when the server answers a renewal or a call
+ * under the handle's client id with FAILED_PRECONDITION/LEASE_EXPIRED, or
+ * when no renewal has succeeded for the whole TTL the server last granted
+ * (by then the server has expired it). From that moment: every mutating
+ * call in flight under the handle's client id ends at once — ONCE_UNKNOWN
+ * with reason "OUTCOME_UNKNOWN" if it was sent, FAILED_PRECONDITION /
+ * "LEASE_EXPIRED" if it never left this process — without waiting for its
+ * deadline; later mutating calls under that id fail the same way without
+ * sending anything; once_client_lease_state() says ONCE_CLIENT_LEASE_LOST;
+ * and the callback set with once_client_on_lease_lost() runs once. The
+ * library never opens a new lease by itself and never re-sends an operation
+ * under a new id: open a new handle for new calls.
+ *
+ * ABI: the structs callers allocate (once_options, once_stats, ...) keep
+ * their size and layout; new features come as new functions and new
+ * structs, so a program built against an older client.h keeps working.
+ *
  * Return values: every call returns a status code (enum once_code, the gRPC
  * canonical codes; ONCE_OK is 0) and, when st is not NULL, fills *st with the
  * code, the machine-readable reason and a message for people. Library-side
@@ -91,8 +118,17 @@ void once_options_init(once_options *o);
  */
 int once_client_open(once_client **cp, const once_options *o, once_status *st);
 
-/* Closes the handle; calls still in flight must have returned. NULL is
- * accepted. */
+/*
+ * Closes the handle; calls still in flight must have returned. NULL is
+ * accepted. When the handle holds a live lease and no seq of it is
+ * incomplete (every reply was delivered or released with
+ * once_client_release), close first sends CloseLease (waiting at most
+ * min(deadline, 2s)), so the collector can reclaim the client's completion
+ * records at once: none of its rpc ids can be retried afterwards (they get
+ * LEASE_EXPIRED). When some seq is still incomplete (an OUTCOME_UNKNOWN the
+ * caller may retry from elsewhere with the explicit id), the lease is left
+ * alone and ends by itself after its TTL, since nothing renews it any more.
+ */
 void once_client_close(once_client *c);
 
 /* The client id from the lease, or 0 with no lease. */
@@ -108,6 +144,39 @@ uint64_t once_client_first_incomplete(const once_client *c);
  * it is retried to completion or released here).
  */
 void once_client_release(once_client *c, uint64_t seq);
+
+/* The handle's view of its own lease (see "Leases" above). */
+enum once_client_lease {
+    ONCE_CLIENT_LEASE_NONE = 0,    /* opened with no_lease */
+    ONCE_CLIENT_LEASE_LIVE = 1,    /* the last renewal (or the open) worked */
+    ONCE_CLIENT_LEASE_FAILING = 2, /* the last renewal failed; the lease may
+                                      still be live, renewal goes on */
+    ONCE_CLIENT_LEASE_LOST = 3,    /* ended for good: mutating calls under
+                                      this client id fail LEASE_EXPIRED */
+};
+
+/* One of enum once_client_lease. NULL gives ONCE_CLIENT_LEASE_NONE. */
+int once_client_lease_state(const once_client *c);
+
+/*
+ * Called once when the handle's lease is lost. why has code
+ * ONCE_FAILED_PRECONDITION, reason "LEASE_EXPIRED" and a message saying how
+ * it was learned; it is valid during the call only. It runs on the thread
+ * that noticed the loss (the renewal thread or a calling thread), after the
+ * calls in flight were told, with no library lock held; it must return
+ * promptly and must not call once_client_close on c.
+ */
+typedef void (*once_lease_lost_fn)(once_client *c, uint64_t client_id,
+                                   const once_status *why, void *arg);
+
+/*
+ * Sets (fn non-NULL) or clears (fn NULL) the lease-lost callback and its
+ * argument. If the lease is already lost when fn is set, fn runs at once, on
+ * the calling thread, before this returns. A callback runs at most once per
+ * handle. No effect on a handle without a lease.
+ */
+void once_client_on_lease_lost(once_client *c, once_lease_lost_fn fn,
+                               void *arg);
 
 /* "ALREADY_EXISTS" for ONCE_ALREADY_EXISTS. A static string. */
 const char *once_strerror(int code);
@@ -146,6 +215,55 @@ int once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
                     uint64_t *client_id, uint64_t *granted_ttl_ms,
                     once_status *st);
 
+/* In the calls below, client_id 0 means this handle's own client id.
+ * None of them carries an rpc id (renewing, closing or reading twice is
+ * harmless). */
+
+/* RenewLease: *ttl_ms is the TTL, *remaining_ms the time left right after
+ * the renewal (either may be NULL). A lease that has ended or was never
+ * issued gives FAILED_PRECONDITION/LEASE_EXPIRED; for the handle's own id
+ * that marks the handle's lease lost. */
+int once_lease_renew(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
+                     uint64_t *remaining_ms, once_status *st);
+
+/* CloseLease: ends the lease now (OK also when it had already ended);
+ * *records_retained (may be NULL) is how many completion records the
+ * collector will now reclaim. An id never issued gives
+ * NOT_FOUND/UNKNOWN_CLIENT. Closing the handle's own lease marks it lost:
+ * its calls fail fast afterwards. */
+int once_lease_close(once_client *c, uint64_t client_id,
+                     uint64_t *records_retained, once_status *st);
+
+/* once.v1.LeaseState, as struct once_lease_info.state. */
+enum once_lease_state {
+    ONCE_LEASE_STATE_UNSPECIFIED = 0,
+    ONCE_LEASE_STATE_LIVE = 1,
+    ONCE_LEASE_STATE_CLOSED = 2,
+    ONCE_LEASE_STATE_EXPIRED = 3,
+    ONCE_LEASE_STATE_COLLECTED = 4, /* ended, every record reclaimed */
+};
+
+/* LeaseInfoResponse. Plain data, no ownership. (A struct tag without a
+ * typedef: the function of the same name takes the ordinary name.) */
+struct once_lease_info {
+    uint64_t client_id;
+    char principal[160]; /* truncated if longer */
+    int state;           /* enum once_lease_state */
+    uint64_t ttl_ms;
+    uint64_t remaining_ms;
+    uint64_t watermark;         /* every seq below it is acknowledged */
+    uint64_t watermark_durable; /* as persisted with the last reclamation */
+    uint64_t records_retained;
+    uint64_t bytes_retained;
+    uint64_t max_seq;
+    uint64_t oldest_record_age_ms;
+};
+
+/* LeaseInfo into *out. An id never issued gives NOT_FOUND/UNKNOWN_CLIENT;
+ * a collected one gives OK with state ONCE_LEASE_STATE_COLLECTED. */
+int once_lease_info(once_client *c, uint64_t client_id,
+                    struct once_lease_info *out, once_status *st);
+
 /* ---- once.v1.Admin ------------------------------------------------------ */
 
 typedef struct once_stats {
@@ -160,6 +278,68 @@ typedef struct once_stats {
 } once_stats;
 
 int once_admin_stats(once_client *c, once_stats *out, once_status *st);
+
+/* The StatsResponse fields that came with the collector (once_stats keeps
+ * its original size, see "ABI" above). */
+typedef struct once_collector_stats {
+    uint64_t records_bytes;
+    uint64_t reclaimed_total;
+    double reclaimed_per_sec;
+    uint64_t oldest_record_age_ms;
+    uint64_t leases_live;
+    uint64_t leases_ended;
+    uint64_t gc_passes;
+    uint64_t stale;         /* calls refused STALE_RPC */
+    uint64_t window_full;   /* calls refused WINDOW_FULL */
+    uint64_t lease_expired; /* calls refused LEASE_EXPIRED */
+} once_collector_stats;
+
+/* One Stats call filling both *base (may be NULL) and *out, so the two
+ * come from the same snapshot. */
+int once_admin_collector_stats(once_client *c, once_stats *base,
+                               once_collector_stats *out, once_status *st);
+
+/* ListRecords rows: per-client retention (ClientRecords) ... */
+typedef struct once_client_records {
+    uint64_t client_id;
+    int state; /* enum once_lease_state */
+    uint64_t records;
+    uint64_t bytes;
+    uint64_t watermark;
+    uint64_t watermark_durable;
+    uint64_t watermark_lag; /* max_seq + 1 - watermark */
+    uint64_t max_seq;
+    uint64_t oldest_record_age_ms;
+} once_client_records;
+
+/* ... and one client's records (RecordInfo). */
+typedef struct once_record_info {
+    uint64_t client_id;
+    uint64_t seq;
+    char method[128]; /* truncated if longer */
+    int code;         /* enum once_code of the stored result */
+    uint64_t age_ms;
+    uint64_t bytes;
+} once_record_info;
+
+typedef struct once_record_list {
+    size_t n_clients;
+    once_client_records *clients; /* n_clients rows */
+    size_t n_records;
+    once_record_info *records; /* n_records rows */
+    bool truncated;            /* limit cut the list */
+} once_record_list;
+
+/*
+ * ListRecords. client_id 0: one row per client holding records or a live
+ * lease, no records. Otherwise: that client's row (none once it is
+ * collected) and its records in seq order. limit: most rows, 0 means the
+ * server's default (100), at most 10000. On ONCE_OK *out is one malloc'd
+ * block (the arrays live inside it) that the caller frees with once_free();
+ * otherwise *out is NULL.
+ */
+int once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
+                            once_record_list **out, once_status *st);
 
 #ifdef __cplusplus
 }
