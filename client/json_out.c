@@ -1,7 +1,8 @@
 /*
  * json_out.c — a flat JSON object writer with proper string escaping.
  *
- * Owns: the escaping rules of RFC 8259 section 7 and UTF-8 validation.
+ * Owns: the escaping rules of RFC 8259 section 7, UTF-8 validation, and
+ * the separators of members and array elements.
  * Never: emits bytes that are not valid UTF-8 inside a string.
  */
 #include "json_out.h"
@@ -110,6 +111,7 @@ json_begin(json_obj *j, FILE *f)
 {
     j->f = f;
     j->members = 0;
+    j->elems = 0;
     fputc('{', f);
 }
 
@@ -157,4 +159,36 @@ json_end(json_obj *j)
 {
     fputs("}\n", j->f);
     fflush(j->f);
+}
+
+void
+json_arr_begin(json_obj *j, const char *key)
+{
+    json_key(j, key);
+    j->elems = 0;
+    fputc('[', j->f);
+}
+
+void
+json_arr_end(json_obj *j)
+{
+    fputc(']', j->f);
+}
+
+void
+json_elem_begin(json_obj *arr, json_obj *e)
+{
+    if (arr->elems++ > 0) {
+        fputc(',', arr->f);
+    }
+    e->f = arr->f;
+    e->members = 0;
+    e->elems = 0;
+    fputc('{', e->f);
+}
+
+void
+json_elem_end(json_obj *e)
+{
+    fputc('}', e->f);
 }

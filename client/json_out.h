@@ -1,11 +1,12 @@
 /*
- * json_out.h — writing one flat JSON object, for oncectl --json.
+ * json_out.h — writing one JSON object, for oncectl --json.
  *
  * Owns: string escaping (quotes, backslashes, control characters, and
  * invalid UTF-8 replaced by U+FFFD so the output is always valid JSON) and
- * the commas between members.
- * Never: nests objects or buffers output; never writes anything but the
- * object and a final newline.
+ * the commas between members and array elements. One level of nesting is
+ * enough for oncectl: a member may be an array of flat objects.
+ * Never: buffers output; never writes anything but the object and a final
+ * newline.
  */
 #ifndef CLIENT_JSON_OUT_H
 #define CLIENT_JSON_OUT_H
@@ -17,6 +18,7 @@
 typedef struct json_obj {
     FILE *f;
     int members; /* members written so far */
+    int elems;   /* elements of the array member being written */
 } json_obj;
 
 /* Writes "{" to f. */
@@ -30,6 +32,14 @@ void json_bool(json_obj *j, const char *key, bool v);
 /* A finite double as a JSON number (round-trip precision); NaN and the
  * infinities, which JSON cannot express, as null. */
 void json_f64(json_obj *j, const char *key, double v);
+
+/* Starts an array member: "key":[ . Its elements are objects, each
+ * written with json_elem_begin, member calls on the element, and
+ * json_elem_end; json_arr_end closes the array. */
+void json_arr_begin(json_obj *j, const char *key);
+void json_arr_end(json_obj *j);
+void json_elem_begin(json_obj *arr, json_obj *e);
+void json_elem_end(json_obj *e);
 
 /* Writes "}\n" and flushes. */
 void json_end(json_obj *j);

@@ -53,9 +53,14 @@ static const char usage_top[] =
     "\n"
     "Commands:\n"
     "  lease open [--ttl DURATION]        open a lease, print its client id\n"
+    "  lease renew CLIENT_ID              renew a lease\n"
+    "  lease close CLIENT_ID              end a lease now\n"
+    "  lease info CLIENT_ID               state, TTL, watermark, retention\n"
     "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
     "                                     increment a counter exactly once\n"
     "  counter get NAME                   read a counter\n"
+    "  records list [--client ID] [--limit N]\n"
+    "                                     retained completion records\n"
     "  stats                              server statistics\n"
     "\n"
     "Global options (before the command):\n"
@@ -76,10 +81,39 @@ static const char usage_top[] =
 
 static const char usage_lease[] =
     "usage: oncectl [GLOBAL OPTIONS] lease open [--ttl DURATION]\n"
+    "       oncectl [GLOBAL OPTIONS] lease renew CLIENT_ID\n"
+    "       oncectl [GLOBAL OPTIONS] lease close CLIENT_ID\n"
+    "       oncectl [GLOBAL OPTIONS] lease info CLIENT_ID\n"
     "\n"
-    "Opens a lease and prints the client id it grants.\n"
-    "  --ttl DURATION  requested lease TTL (default: the server's)\n"
-    "Output: client id N (ttl T) | --json {\"client_id\":N,\"ttl_ms\":N}\n";
+    "open   opens a lease and prints the client id it grants.\n"
+    "         --ttl DURATION  requested lease TTL (default: the server's)\n"
+    "         Output: client id N (ttl T) | --json "
+    "{\"client_id\":N,\"ttl_ms\":N}\n"
+    "renew  extends a live lease by its TTL.\n"
+    "         Output: ttl T, remaining R | --json "
+    "{\"client_id\":N,\"ttl_ms\":N,\"remaining_ms\":N}\n"
+    "close  ends a lease now (OK again for one already ended); the\n"
+    "       collector then reclaims its records and its rpc ids get\n"
+    "       LEASE_EXPIRED.\n"
+    "         Output: records_retained N | --json "
+    "{\"client_id\":N,\"records_retained\":N}\n"
+    "info   prints the lease: state (LEASE_LIVE, LEASE_CLOSED,\n"
+    "       LEASE_EXPIRED, LEASE_COLLECTED), ttl, remaining, watermark,\n"
+    "       retained records and bytes, ... one \"name value\" per line, or\n"
+    "       one JSON object with --json.\n"
+    "An id never issued is NOT_FOUND (UNKNOWN_CLIENT); renewing an ended\n"
+    "one is FAILED_PRECONDITION (LEASE_EXPIRED).\n";
+
+static const char usage_records[] =
+    "usage: oncectl [GLOBAL OPTIONS] records list [--client ID] [--limit N]\n"
+    "\n"
+    "Without --client: one row per client holding records or a live lease\n"
+    "(state, records, bytes, watermark, durable watermark, lag, max seq,\n"
+    "oldest record age). With --client: that client's row and its records\n"
+    "(seq, method, code, age, bytes).\n"
+    "  --limit N   most rows (default 100, at most 10000)\n"
+    "Output: tables | --json {\"clients\":[{...}],\"records\":[{...}],"
+    "\"truncated\":B}\n";
 
 static const char usage_incr[] =
     "usage: oncectl [GLOBAL OPTIONS] counter incr NAME [--by N]\n"
@@ -560,6 +594,333 @@ cmd_counter_get(const cli *g, int argc, char **argv)
     return ONCECTL_EXIT_OK;
 }
 
+/* "LEASE_LIVE" for ONCE_LEASE_STATE_LIVE, ... */
+static const char *
+lease_state_name(int state)
+{
+    switch (state) {
+    case ONCE_LEASE_STATE_LIVE:
+        return "LEASE_LIVE";
+    case ONCE_LEASE_STATE_CLOSED:
+        return "LEASE_CLOSED";
+    case ONCE_LEASE_STATE_EXPIRED:
+        return "LEASE_EXPIRED";
+    case ONCE_LEASE_STATE_COLLECTED:
+        return "LEASE_COLLECTED";
+    default:
+        return "LEASE_STATE_UNSPECIFIED";
+    }
+}
+
+/* Parses the one CLIENT_ID argument of `lease renew|close|info`. Returns
+ * 0, or the exit status of the usage error it reported. */
+static int
+lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
+             bool *help)
+{
+    const char *arg = NULL;
+    const char *end;
+
+    *help = false;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            *help = true;
+            return 0;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return usage_error(g, "see 'oncectl lease --help'",
+                               "unknown option '%s' to lease %s", argv[i], sub);
+        }
+        if (arg != NULL) {
+            return usage_error(g, "lease commands take one CLIENT_ID",
+                               "unexpected argument '%s'", argv[i]);
+        }
+        arg = argv[i];
+    }
+    if (arg == NULL) {
+        return usage_error(g, "e.g. oncectl lease info 3",
+                           "lease %s needs a CLIENT_ID", sub);
+    }
+    if (parse_u64(arg, &end, id) != 0 || *end != '\0' || *id == 0) {
+        return usage_error(g, "a client id is a positive integer, e.g. 3",
+                           "bad CLIENT_ID '%s'", arg);
+    }
+    return 0;
+}
+
+static int
+cmd_lease_renew(const cli *g, int argc, char **argv)
+{
+    uint64_t id = 0, ttl = 0, left = 0;
+    once_client *c = NULL;
+    once_status st;
+    char b1[64], b2[64];
+    bool help;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &help)) != 0 || help) {
+        if (help) {
+            fputs(usage_lease, stdout);
+        }
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_renew(c, id, &ttl, &left, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", id);
+        json_u64(&j, "ttl_ms", ttl);
+        json_u64(&j, "remaining_ms", left);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " renewed: ttl %s, remaining %s\n", id,
+               duration_format(ttl, b1, sizeof(b1)),
+               duration_format(left, b2, sizeof(b2)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_close(const cli *g, int argc, char **argv)
+{
+    uint64_t id = 0, retained = 0;
+    once_client *c = NULL;
+    once_status st;
+    bool help;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &help)) != 0 || help) {
+        if (help) {
+            fputs(usage_lease, stdout);
+        }
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_close(c, id, &retained, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", id);
+        json_u64(&j, "records_retained", retained);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " closed; %" PRIu64
+               " record(s) left for the collector\n",
+               id, retained);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_info(const cli *g, int argc, char **argv)
+{
+    struct once_lease_info li;
+    uint64_t id = 0;
+    once_client *c = NULL;
+    once_status st;
+    char b1[64], b2[64], b3[64];
+    bool help;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &help)) != 0 || help) {
+        if (help) {
+            fputs(usage_lease, stdout);
+        }
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_info(c, id, &li, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", li.client_id);
+        json_str(&j, "principal", li.principal);
+        json_str(&j, "state", lease_state_name(li.state));
+        json_u64(&j, "ttl_ms", li.ttl_ms);
+        json_u64(&j, "remaining_ms", li.remaining_ms);
+        json_u64(&j, "watermark", li.watermark);
+        json_u64(&j, "watermark_durable", li.watermark_durable);
+        json_u64(&j, "records_retained", li.records_retained);
+        json_u64(&j, "bytes_retained", li.bytes_retained);
+        json_u64(&j, "max_seq", li.max_seq);
+        json_u64(&j, "oldest_record_age_ms", li.oldest_record_age_ms);
+        json_end(&j);
+    } else {
+        printf("client_id %" PRIu64 "\n", li.client_id);
+        printf("principal %s\n", li.principal);
+        printf("state %s\n", lease_state_name(li.state));
+        printf("ttl %s\n", duration_format(li.ttl_ms, b1, sizeof(b1)));
+        printf("remaining %s\n",
+               duration_format(li.remaining_ms, b2, sizeof(b2)));
+        printf("watermark %" PRIu64 "\n", li.watermark);
+        printf("watermark_durable %" PRIu64 "\n", li.watermark_durable);
+        printf("records_retained %" PRIu64 "\n", li.records_retained);
+        printf("bytes_retained %" PRIu64 "\n", li.bytes_retained);
+        printf("max_seq %" PRIu64 "\n", li.max_seq);
+        printf("oldest_record_age %s\n",
+               duration_format(li.oldest_record_age_ms, b3, sizeof(b3)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static void
+records_print_json(const once_record_list *l)
+{
+    json_obj j, e;
+
+    json_begin(&j, stdout);
+    json_arr_begin(&j, "clients");
+    for (size_t i = 0; i < l->n_clients; i++) {
+        const once_client_records *r = &l->clients[i];
+        json_elem_begin(&j, &e);
+        json_u64(&e, "client_id", r->client_id);
+        json_str(&e, "state", lease_state_name(r->state));
+        json_u64(&e, "records", r->records);
+        json_u64(&e, "bytes", r->bytes);
+        json_u64(&e, "watermark", r->watermark);
+        json_u64(&e, "watermark_durable", r->watermark_durable);
+        json_u64(&e, "watermark_lag", r->watermark_lag);
+        json_u64(&e, "max_seq", r->max_seq);
+        json_u64(&e, "oldest_record_age_ms", r->oldest_record_age_ms);
+        json_elem_end(&e);
+    }
+    json_arr_end(&j);
+    json_arr_begin(&j, "records");
+    for (size_t i = 0; i < l->n_records; i++) {
+        const once_record_info *r = &l->records[i];
+        json_elem_begin(&j, &e);
+        json_u64(&e, "client_id", r->client_id);
+        json_u64(&e, "seq", r->seq);
+        json_str(&e, "method", r->method);
+        json_str(&e, "code", once_strerror(r->code));
+        json_u64(&e, "age_ms", r->age_ms);
+        json_u64(&e, "bytes", r->bytes);
+        json_elem_end(&e);
+    }
+    json_arr_end(&j);
+    json_bool(&j, "truncated", l->truncated);
+    json_end(&j);
+}
+
+static void
+records_print_text(const once_record_list *l, bool one_client)
+{
+    char b[64];
+
+    if (l->n_clients == 0 && !one_client) {
+        printf("no client holds records or a live lease\n");
+    }
+    if (l->n_clients > 0) {
+        printf("%-10s %-15s %10s %12s %10s %10s %8s %10s %10s\n", "CLIENT",
+               "STATE", "RECORDS", "BYTES", "WATERMARK", "DURABLE", "LAG",
+               "MAX_SEQ", "OLDEST");
+    }
+    for (size_t i = 0; i < l->n_clients; i++) {
+        const once_client_records *r = &l->clients[i];
+        printf("%-10" PRIu64 " %-15s %10" PRIu64 " %12" PRIu64 " %10" PRIu64
+               " %10" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10s\n",
+               r->client_id, lease_state_name(r->state), r->records, r->bytes,
+               r->watermark, r->watermark_durable, r->watermark_lag, r->max_seq,
+               duration_format(r->oldest_record_age_ms, b, sizeof(b)));
+    }
+    if (one_client) {
+        if (l->n_clients == 0) {
+            printf("no lease entry (never issued, or ended and collected)\n");
+        }
+        if (l->n_records == 0) {
+            printf("no records\n");
+        } else {
+            printf("%-10s %-10s %-32s %-20s %10s %8s\n", "CLIENT", "SEQ",
+                   "METHOD", "CODE", "AGE", "BYTES");
+        }
+        for (size_t i = 0; i < l->n_records; i++) {
+            const once_record_info *r = &l->records[i];
+            printf("%-10" PRIu64 " %-10" PRIu64 " %-32s %-20s %10s %8" PRIu64
+                   "\n",
+                   r->client_id, r->seq, r->method, once_strerror(r->code),
+                   duration_format(r->age_ms, b, sizeof(b)), r->bytes);
+        }
+    }
+    if (l->truncated) {
+        printf("(truncated: raise --limit)\n");
+    }
+}
+
+static int
+cmd_records_list(const cli *g, int argc, char **argv)
+{
+    uint64_t id = 0, limit = 0;
+    once_record_list *l = NULL;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        const char *v, *end;
+        int m;
+        if (is_help(argv[i])) {
+            fputs(usage_records, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if ((m = opt_value(argc, argv, &i, "--client", &v)) != 0) {
+            if (m < 0 || parse_u64(v, &end, &id) != 0 || *end != '\0' ||
+                id == 0) {
+                return usage_error(g, "--client takes a client id, e.g. 3",
+                                   "bad --client '%s'", m < 0 ? "" : v);
+            }
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--limit", &v)) != 0) {
+            if (m < 0 || parse_u64(v, &end, &limit) != 0 || *end != '\0' ||
+                limit == 0 || limit > 10000) {
+                return usage_error(g, "--limit takes 1 to 10000",
+                                   "bad --limit '%s'", m < 0 ? "" : v);
+            }
+            continue;
+        }
+        return usage_error(g, "see 'oncectl records list --help'",
+                           "unexpected argument '%s' to records list", argv[i]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_admin_list_records(c, id, (uint32_t)limit, &l, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        records_print_json(l);
+    } else {
+        records_print_text(l, id != 0);
+    }
+    once_free(l);
+    return ONCECTL_EXIT_OK;
+}
+
 /* The full name of svc's method called name, from the generated
  * descriptors (wire_methods), or NULL. */
 static const char *
@@ -670,11 +1031,22 @@ dispatch(const cli *g, int argc, char **argv)
         if (sub != NULL && strcmp(sub, "open") == 0) {
             return cmd_lease_open(g, argc - 2, argv + 2);
         }
+        if (sub != NULL && strcmp(sub, "renew") == 0) {
+            return cmd_lease_renew(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && strcmp(sub, "close") == 0) {
+            return cmd_lease_close(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && strcmp(sub, "info") == 0) {
+            return cmd_lease_info(g, argc - 2, argv + 2);
+        }
         if (sub != NULL && is_help(sub)) {
             fputs(usage_lease, stdout);
             return ONCECTL_EXIT_OK;
         }
-        return usage_error(g, "the lease command is: lease open [--ttl D]",
+        return usage_error(g,
+                           "lease commands are: lease open [--ttl D], lease "
+                           "renew|close|info CLIENT_ID",
                            sub == NULL ? "lease needs a subcommand"
                                        : "unknown lease subcommand '%s'",
                            sub != NULL ? sub : "");
@@ -695,9 +1067,22 @@ dispatch(const cli *g, int argc, char **argv)
                                        : "unknown counter subcommand '%s'",
                            sub != NULL ? sub : "");
     }
+    if (strcmp(cmd, "records") == 0) {
+        if (sub != NULL && strcmp(sub, "list") == 0) {
+            return cmd_records_list(g, argc - 2, argv + 2);
+        }
+        if (sub != NULL && is_help(sub)) {
+            fputs(usage_records, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        return usage_error(g, "the records command is: records list",
+                           sub == NULL ? "records needs a subcommand"
+                                       : "unknown records subcommand '%s'",
+                           sub != NULL ? sub : "");
+    }
     return usage_error(g,
-                       "commands are: lease open, counter incr, counter "
-                       "get, stats",
+                       "commands are: lease open|renew|close|info, counter "
+                       "incr, counter get, records list, stats",
                        "unknown command '%s'", cmd);
 }
 
