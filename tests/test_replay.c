@@ -208,8 +208,8 @@ test_resend_after_ack_is_stale(void **state)
     once_client_close(a);
 }
 
-/* Once the client's lease has ended (closing the client closes it), a resend
- * of its id is LEASE_EXPIRED, never re-executed — across a restart too. */
+/* Once the client's lease has ended (CloseLease), a resend of its id is
+ * LEASE_EXPIRED, never re-executed — across a restart too. */
 static void
 test_resend_after_lease_end(void **state)
 {
@@ -223,6 +223,7 @@ test_resend_after_lease_end(void **state)
     assert_int_equal(harness_client(h, false, &a), ONCE_OK);
     assert_int_equal(incr(a, "ended", BY, &id, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
+    assert_int_equal(once_lease_close(a, id.client_id, NULL, &st), ONCE_OK);
     once_client_close(a);
 
     assert_int_equal(harness_client(h, true, &b), ONCE_OK);
