@@ -101,23 +101,73 @@ harness_dump_log(const harness *h)
     fclose(f);
 }
 
+extern char **environ;
+
+/* The environment for onced: ours without ONCED_FAULT, plus
+ * ONCED_FAULT=h->fault when armed. Built before fork (malloc is not
+ * async-signal-safe); *envp and *fault_var are freed with free(). */
+static int
+spawn_env(const harness *h, char ***envp, char **fault_var)
+{
+    size_t n = 0, k = 0;
+    char **env;
+
+    *fault_var = NULL;
+    while (environ != NULL && environ[n] != NULL) {
+        n++;
+    }
+    if ((env = calloc(n + 2, sizeof(*env))) == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "ONCED_FAULT=", 12) != 0) {
+            env[k++] = environ[i];
+        }
+    }
+    if (h->fault[0] != '\0') {
+        size_t len = strlen("ONCED_FAULT=") + strlen(h->fault) + 1;
+        if ((*fault_var = malloc(len)) == NULL) {
+            free(env);
+            return -1;
+        }
+        snprintf(*fault_var, len, "ONCED_FAULT=%s", h->fault);
+        env[k++] = *fault_var;
+    }
+    env[k] = NULL;
+    *envp = env;
+    return 0;
+}
+
 /* fork/exec onced; stdout and stderr append to h->log. */
 static int
 spawn(harness *h)
 {
-    char *argv[] = {(char *)ONCED_PATH, "--data", h->data,
-                    "--listen",         h->url,   NULL};
+    char *argv[6 + HARNESS_MAX_ARGS] = {(char *)ONCED_PATH, "--data", h->data,
+                                        "--listen", h->url};
+    char **envp = NULL;
+    char *fault_var = NULL;
     pid_t pid;
     int fd;
 
+    for (int i = 0; i < HARNESS_MAX_ARGS && h->args[i] != NULL; i++) {
+        argv[5 + i] = h->args[i];
+    }
+    if (spawn_env(h, &envp, &fault_var) != 0) {
+        perror("harness: environment");
+        return -1;
+    }
     if ((fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
         0) {
         perror("harness: open log");
+        free(envp);
+        free(fault_var);
         return -1;
     }
     if ((pid = fork()) < 0) {
         perror("harness: fork");
         close(fd);
+        free(envp);
+        free(fault_var);
         return -1;
     }
     if (pid == 0) {
@@ -133,10 +183,12 @@ spawn(harness *h)
         }
         dup2(fd, 1);
         dup2(fd, 2);
-        execv(ONCED_PATH, argv);
+        execve(ONCED_PATH, argv, envp);
         _exit(127);
     }
     close(fd);
+    free(envp);
+    free(fault_var);
     h->pid = pid;
     h->starts++;
     return 0;
@@ -194,11 +246,28 @@ wait_ready(harness *h)
 int
 harness_start(harness **hp)
 {
+    return harness_start_args(hp, NULL);
+}
+
+int
+harness_start_args(harness **hp, const char *const *args)
+{
     harness *h;
     int n = atomic_fetch_add(&harness_seq, 1);
 
     if ((h = calloc(1, sizeof(*h))) == NULL) {
         return -1;
+    }
+    for (int i = 0; args != NULL && args[i] != NULL; i++) {
+        if (i == HARNESS_MAX_ARGS || (h->args[i] = strdup(args[i])) == NULL) {
+            fprintf(stderr, "harness: too many onced arguments (max %d)\n",
+                    HARNESS_MAX_ARGS);
+            for (int k = 0; k < i; k++) {
+                free(h->args[k]);
+            }
+            free(h);
+            return -1;
+        }
     }
     snprintf(h->dir, sizeof(h->dir), "/tmp/once-test-XXXXXX");
     if (mkdtemp(h->dir) == NULL) {
@@ -279,6 +348,30 @@ harness_kill(harness *h, int sig)
 }
 
 int
+harness_set_fault(harness *h, const char *fault)
+{
+    if (fault == NULL) {
+        fault = "";
+    }
+    if (strlen(fault) >= sizeof(h->fault)) {
+        return -1;
+    }
+    snprintf(h->fault, sizeof(h->fault), "%s", fault);
+    return 0;
+}
+
+int
+harness_wait_exit(harness *h, int ms)
+{
+    int status = 0;
+
+    if (h == NULL || h->pid == 0) {
+        return -1;
+    }
+    return reap(h, ms, &status) ? status : -1;
+}
+
+int
 harness_stop(harness *h)
 {
     int status = harness_kill(h, SIGTERM);
@@ -316,6 +409,9 @@ harness_free(harness *h)
         fprintf(stderr, "harness: keeping %s\n", h->dir);
     }
     unlink(h->path);
+    for (int i = 0; i < HARNESS_MAX_ARGS && h->args[i] != NULL; i++) {
+        free(h->args[i]);
+    }
     free(h);
 }
 

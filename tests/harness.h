@@ -3,7 +3,9 @@
  *
  * Owns: one onced process (fork/exec of ONCED_PATH) on a fresh temp data dir
  * (mkdtemp under /tmp) and a unique ipc:///tmp/once-test-<pid>-<n>.ipc
- * address; killing, restarting and stopping it; removing its files; and the
+ * address, with optional extra arguments and an armed crash point
+ * (ONCED_FAULT); killing, restarting and stopping it, and waiting for it to
+ * crash by itself; removing its files; and the
  * raw nng REQ helpers the hostile-input tests use to speak the envelope
  * protocol without libonce.
  * Invariant: every wait is bounded in count and time; a harness never shares
@@ -27,6 +29,9 @@
 /* How long harness_start/harness_restart wait for onced to answer. */
 #define HARNESS_READY_MS 10000
 
+/* Most extra onced arguments harness_start_args takes. */
+#define HARNESS_MAX_ARGS 16
+
 typedef struct harness {
     char dir[256];  /* the mkdtemp directory, removed at harness_free */
     char data[300]; /* dir/data: onced's --data */
@@ -35,6 +40,10 @@ typedef struct harness {
     char path[128]; /* the ipc socket's file, unlinked at harness_free */
     pid_t pid;      /* the running onced, or 0 */
     int starts;     /* how many times onced was started */
+    /* Extra onced arguments (owned copies, NULL-terminated) and the
+     * ONCED_FAULT value ("" = unset) used by every start and restart. */
+    char *args[HARNESS_MAX_ARGS + 1];
+    char fault[64];
 } harness;
 
 /*
@@ -44,6 +53,30 @@ typedef struct harness {
  * printing onced's log to stderr.
  */
 int harness_start(harness **hp);
+
+/*
+ * harness_start with extra onced arguments, e.g.
+ * {"--lease-ttl", "300ms", "--gc-interval", "50ms", NULL}: args is
+ * NULL-terminated (NULL means none), copied, at most HARNESS_MAX_ARGS, and
+ * kept for every harness_restart. harness_start(hp) is
+ * harness_start_args(hp, NULL).
+ */
+int harness_start_args(harness **hp, const char *const *args);
+
+/*
+ * Arms a crash point for the next start or restart: onced runs with
+ * ONCED_FAULT=fault (store/fault.h: "lease_ended", "records_deleted@2",
+ * ...); NULL or "" disarms it (onced then runs without ONCED_FAULT, even if
+ * the test process has one). 0, or -1 when fault is too long.
+ */
+int harness_set_fault(harness *h, const char *fault);
+
+/*
+ * Waits up to ms for onced to exit by itself (an armed crash point) and
+ * reaps it. Returns the wait status, or -1 when it still runs (it is left
+ * running) or nothing was running.
+ */
+int harness_wait_exit(harness *h, int ms);
 
 /* Starts onced again on the same data dir and address (the previous process
  * must have been killed or stopped) and waits until it answers. 0 or -1. */
