@@ -15,7 +15,6 @@
  * OK (the "exactly-once" in the figure is checked, not assumed).
  * Never: counts a call that did not return OK, or leaves its onced running.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -28,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +36,8 @@
 
 #include <once/client.h>
 
+#include "bench_env.h"
+
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"
 #endif
@@ -46,8 +46,6 @@
 #define MAX_CALLERS            1024
 #define MAX_CALLS_PER_CALLER   50000000L /* the time limit ends runs first */
 #define MAX_SAMPLES_PER_CALLER (4L << 20)
-#define READY_MS               10000
-#define STOP_MS                10000
 #define ECHO_RECORD            64 /* bytes appended per request by the fsync echo */
 
 /* ---- options ------------------------------------------------------------- */
@@ -198,156 +196,15 @@ parse_args(int argc, char **argv)
     return 0;
 }
 
-/* ---- time ---------------------------------------------------------------- */
-
-static int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* ---- the onced we start -------------------------------------------------- */
+/* ---- the onced and the echo we measure ---------------------------------- */
 
 static struct {
-    char dir[256];
-    char data[300];
-    char log[300];
-    char ipc[128];
-    char url[160];
+    bench_onced srv; /* our own onced, unless --server */
+    const char *url; /* what the callers dial */
+    char dir[256];   /* temp dir of the echo baselines' file */
     char echo_ipc[128];
     char echo_url[160];
-    pid_t pid;
 } env;
-
-/* Removes path and everything below it (at most 8 levels: the temp dir holds
- * data/ with LevelDB's flat files, a log and the echo file). */
-static void
-rm_tree(const char *path, int depth)
-{
-    struct stat sb;
-    DIR *d;
-    struct dirent *e;
-
-    if (lstat(path, &sb) != 0) {
-        return;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
-    }
-    if (depth < 8 && (d = opendir(path)) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            char child[1024];
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            rm_tree(child, depth + 1);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
-
-static int
-wait_ready(const char *url)
-{
-    int64_t deadline = now_ns() + (int64_t)READY_MS * 1000000;
-
-    for (int i = 0; i < 1000 && now_ns() < deadline; i++) {
-        once_options o;
-        once_client *c = NULL;
-        once_stats s;
-        once_status st;
-        int status;
-
-        if (env.pid != 0 && waitpid(env.pid, &status, WNOHANG) == env.pid) {
-            fprintf(stderr, "bench_calls: onced exited (status 0x%x); see %s\n",
-                    status, env.log);
-            env.pid = 0;
-            return -1;
-        }
-        once_options_init(&o);
-        o.url = url;
-        o.no_lease = true;
-        o.deadline_ms = 300;
-        o.attempt_timeout_ms = 250;
-        if (once_client_open(&c, &o, &st) == ONCE_OK &&
-            once_admin_stats(c, &s, &st) == ONCE_OK) {
-            once_client_close(c);
-            return 0;
-        }
-        once_client_close(c);
-        sleep_ms(50);
-    }
-    fprintf(stderr, "bench_calls: onced did not answer on %s\n", url);
-    return -1;
-}
-
-static int
-start_onced(void)
-{
-    char *argv[] = {(char *)opt.onced, "--data", env.data,
-                    "--listen",        env.url,  NULL};
-    int fd;
-    pid_t pid;
-
-    if ((fd = open(env.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
-        0) {
-        perror("bench_calls: log");
-        return -1;
-    }
-    if ((pid = fork()) < 0) {
-        perror("bench_calls: fork");
-        close(fd);
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(opt.onced, argv);
-        _exit(127);
-    }
-    close(fd);
-    env.pid = pid;
-    return wait_ready(env.url);
-}
-
-static void
-stop_onced(void)
-{
-    int status = 0;
-    int64_t deadline = now_ns() + (int64_t)STOP_MS * 1000000;
-
-    if (env.pid == 0) {
-        return;
-    }
-    kill(env.pid, SIGTERM);
-    for (int i = 0; i < 100000; i++) {
-        if (waitpid(env.pid, &status, WNOHANG) == env.pid) {
-            env.pid = 0;
-            return;
-        }
-        if (now_ns() > deadline) {
-            break;
-        }
-        sleep_ms(10);
-    }
-    fprintf(stderr, "bench_calls: onced ignored SIGTERM; killing it\n");
-    kill(env.pid, SIGKILL);
-    waitpid(env.pid, &status, 0);
-    env.pid = 0;
-}
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -367,25 +224,6 @@ typedef struct result {
 
 static result results[MAX_LEVELS + 2];
 static int nresults;
-
-static int
-cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double
-pct_us(const int64_t *sorted, size_t n, double p)
-{
-    size_t i;
-
-    if (n == 0) {
-        return 0;
-    }
-    i = (size_t)(p * (double)(n - 1) + 0.5);
-    return (double)sorted[i] / 1000.0;
-}
 
 /* ---- callers ------------------------------------------------------------- */
 
@@ -434,9 +272,9 @@ once_caller(void *p)
          i++) {
         once_rpc_id id = {0, 0};
         once_status st;
-        int64_t v, t0 = now_ns();
+        int64_t v, t0 = bench_now_ns();
         int rv = once_counter_incr(k->c, k->counter, 1, &id, &v, &st);
-        int64_t t1 = now_ns();
+        int64_t t1 = bench_now_ns();
 
         if (rv == ONCE_OK) {
             k->ok++;
@@ -461,12 +299,12 @@ echo_caller(void *p)
     for (long i = 0; i < MAX_CALLS_PER_CALLER && !atomic_load(&stop_flag);
          i++) {
         nng_msg *m = NULL;
-        int64_t t0 = now_ns();
+        int64_t t0 = bench_now_ns();
         int rv = nng_send(k->s, buf, sizeof(buf), 0);
         if (rv == 0) {
             rv = nng_recvmsg(k->s, &m, 0);
         }
-        int64_t t1 = now_ns();
+        int64_t t1 = bench_now_ns();
         if (rv == 0) {
             nng_msg_free(m);
             k->ok++;
@@ -496,9 +334,9 @@ run_level(const char *label, caller *ks, int n, void *(*fn)(void *), result *r)
         pthread_create(&ks[i].th, NULL, fn, &ks[i]);
     }
     pthread_barrier_wait(&go);
-    t0 = now_ns();
+    t0 = bench_now_ns();
     for (int s = 1; s <= opt.seconds; s++) {
-        sleep_ms(1000);
+        bench_sleep_ms(1000);
         fprintf(stderr, "  [%s, %d caller%s] %d/%d s, %ld calls\n", label, n,
                 n == 1 ? "" : "s", s, opt.seconds, atomic_load(&progress));
     }
@@ -506,7 +344,7 @@ run_level(const char *label, caller *ks, int n, void *(*fn)(void *), result *r)
     for (int i = 0; i < n; i++) {
         pthread_join(ks[i].th, NULL);
     }
-    t1 = now_ns();
+    t1 = bench_now_ns();
     pthread_barrier_destroy(&go);
 
     r->callers = n;
@@ -527,9 +365,8 @@ run_level(const char *label, caller *ks, int n, void *(*fn)(void *), result *r)
             memcpy(all + total, ks[i].lat, (size_t)ks[i].nlat * sizeof(*all));
             total += ks[i].nlat;
         }
-        qsort(all, nsamples, sizeof(*all), cmp_i64);
-        r->p50_us = pct_us(all, nsamples, 0.50);
-        r->p99_us = pct_us(all, nsamples, 0.99);
+        r->p50_us = bench_pct_us(all, (size_t)nsamples, 50);
+        r->p99_us = bench_pct_us(all, (size_t)nsamples, 99);
         free(all);
     }
     for (int i = 0; i < n; i++) {
@@ -547,7 +384,7 @@ open_client(once_client **cp, bool lease)
     int rv;
 
     once_options_init(&o);
-    o.url = opt.server != NULL ? opt.server : env.url;
+    o.url = env.url;
     o.no_lease = !lease;
     if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
         fprintf(stderr, "bench_calls: once_client_open: %s %s %s\n",
@@ -767,31 +604,25 @@ main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
 
-    snprintf(env.dir, sizeof(env.dir), "/tmp/once-bench-XXXXXX");
+    snprintf(env.dir, sizeof(env.dir), "/tmp/once-bench-echo-XXXXXX");
     if (mkdtemp(env.dir) == NULL) {
         perror("bench_calls: mkdtemp");
         return 1;
     }
-    snprintf(env.data, sizeof(env.data), "%s/data", env.dir);
-    snprintf(env.log, sizeof(env.log), "%s/onced.log", env.dir);
-    snprintf(env.ipc, sizeof(env.ipc), "/tmp/once-bench-%ld.ipc",
-             (long)getpid());
-    snprintf(env.url, sizeof(env.url), "ipc://%s", env.ipc);
     snprintf(env.echo_ipc, sizeof(env.echo_ipc), "/tmp/once-bench-%ld-echo.ipc",
              (long)getpid());
     snprintf(env.echo_url, sizeof(env.echo_url), "ipc://%s", env.echo_ipc);
 
     if (opt.server == NULL) {
-        mkdir(env.data, 0700);
-        fprintf(stderr, "bench_calls: starting %s on %s (data %s)\n", opt.onced,
-                env.url, env.data);
-        if (start_onced() != 0) {
+        if (bench_onced_start(&env.srv, opt.onced, NULL) != 0) {
             rv = 1;
             goto out;
         }
-    } else if (wait_ready(opt.server) != 0) {
-        rv = 1;
-        goto out;
+        env.url = env.srv.url;
+        fprintf(stderr, "bench_calls: started %s on %s (data %s)\n", opt.onced,
+                env.srv.url, env.srv.data);
+    } else {
+        env.url = opt.server;
     }
 
     if (opt.baselines) {
@@ -841,11 +672,10 @@ main(int argc, char **argv)
         rv = 1;
     }
 out:
-    stop_onced();
-    unlink(env.echo_ipc);
     if (opt.server == NULL) {
-        unlink(env.ipc);
+        bench_onced_stop(&env.srv);
     }
-    rm_tree(env.dir, 0);
+    unlink(env.echo_ipc);
+    bench_rm_tree(env.dir);
     return rv;
 }

@@ -131,7 +131,7 @@ bench_rpc(nng_socket s, const char *method, uint64_t client_id, uint64_t seq,
 }
 
 static void
-bench_rm_tree(const char *path, int depth)
+rm_tree(const char *path, int depth)
 {
     struct stat sb;
     DIR *d;
@@ -151,11 +151,17 @@ bench_rm_tree(const char *path, int depth)
                 continue;
             }
             snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            bench_rm_tree(child, depth + 1);
+            rm_tree(child, depth + 1);
         }
         closedir(d);
     }
     rmdir(path);
+}
+
+void
+bench_rm_tree(const char *path)
+{
+    rm_tree(path, 0);
 }
 
 static int
@@ -260,7 +266,7 @@ bench_onced_stop(bench_onced *b)
         b->pid = 0;
     }
     if (b->dir[0] != '\0') {
-        bench_rm_tree(b->dir, 0);
+        bench_rm_tree(b->dir);
         unlink(b->url + strlen("ipc://"));
         b->dir[0] = '\0';
     }

@@ -38,6 +38,9 @@ int bench_onced_start(bench_onced *b, const char *path,
 /* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
 void bench_onced_stop(bench_onced *b);
 
+/* Removes path and everything below it (a few levels deep at most). */
+void bench_rm_tree(const char *path);
+
 int64_t bench_now_ns(void);
 void bench_sleep_ms(int ms);
 
