@@ -171,9 +171,10 @@ typedef void (*once_lease_lost_fn)(once_client *c, uint64_t client_id,
 
 /*
  * Sets (fn non-NULL) or clears (fn NULL) the lease-lost callback and its
- * argument. If the lease is already lost when fn is set, fn runs at once, on
- * the calling thread, before this returns. A callback runs at most once per
- * handle. No effect on a handle without a lease.
+ * argument. If the lease is already lost when fn is set and no callback
+ * has run yet, fn runs at once, on the calling thread, before this returns.
+ * At most one callback run per handle. A handle without a lease never
+ * loses it, so its callback never runs.
  */
 void once_client_on_lease_lost(once_client *c, once_lease_lost_fn fn,
                                void *arg);

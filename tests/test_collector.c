@@ -1,0 +1,455 @@
+/*
+ * test_collector.c — the collector against a real onced (SPEC §5, §7):
+ * acknowledgements bound retention, ended leases are reclaimed, and
+ * neither a crash between "lease ended" and "records deleted" nor one
+ * right after the deletion lets a late retry run again.
+ *
+ * Owns: the retention check under load (8 clients × 20,000 acknowledged
+ * calls), the late duplicate of an acknowledged call (STALE_RPC), the
+ * expiry of a lease nobody renews, and the two crash points around
+ * reclamation (ONCED_FAULT=lease_ended, =records_deleted).
+ * Invariant: every effect is a counter increment, so a call that ran twice
+ * shows; every loop is bounded in count and in time; cmocka assertions
+ * only on the test's own thread (workers report through their struct).
+ * Never: mocks anything — each test starts its own onced with a short
+ * --gc-interval; never sleeps for a fixed time where it can poll a
+ * condition instead.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define WORKERS       8
+#define CALLS         20000
+#define WINDOW        512 /* onced's default --window */
+#define WORKER_MAX_MS 120000
+#define POLL_MAX_MS   10000
+#define POLL_STEP_MS  20
+#define SHORT_TTL_MS  300
+#define FAULT_EXIT_MS 10000
+
+static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static int
+setup_fast_gc(void **state)
+{
+    harness *h;
+
+    if (harness_start_args(&h, gc_fast) != 0) {
+        return -1;
+    }
+    *state = h;
+    return 0;
+}
+
+static void
+stats(once_client *c, once_stats *s, once_collector_stats *cs)
+{
+    once_status st;
+    int rv = once_admin_collector_stats(c, s, cs, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_collector_stats: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+static int64_t
+get(once_client *c, const char *name)
+{
+    once_status st;
+    int64_t v = -1;
+    int rv = once_counter_get(c, name, &v, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return v;
+}
+
+static void
+lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
+{
+    once_status st;
+    int rv = once_lease_info(c, cid, li, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_lease_info(%llu): %s %s %s\n",
+                    (unsigned long long)cid, once_strerror(rv), st.reason,
+                    st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+/* Records the server holds for cid, per ListRecords. */
+static size_t
+records_of(once_client *c, uint64_t cid)
+{
+    once_record_list *l = NULL;
+    once_status st;
+    size_t n;
+    int rv = once_admin_list_records(c, cid, 10000, &l, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_list_records(%llu): %s %s %s\n",
+                    (unsigned long long)cid, once_strerror(rv), st.reason,
+                    st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    assert_false(l->truncated);
+    n = l->n_records;
+    for (size_t i = 0; i < l->n_records; i++) {
+        assert_int_equal(l->records[i].client_id, cid);
+    }
+    once_free(l);
+    return n;
+}
+
+/* Polls LeaseInfo until cid is LEASE_COLLECTED (bounded). */
+static void
+wait_collected(once_client *c, uint64_t cid)
+{
+    struct once_lease_info li;
+    int64_t deadline = now_ms() + POLL_MAX_MS;
+
+    memset(&li, 0, sizeof(li));
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS && now_ms() < deadline;
+         i++) {
+        lease_info(c, cid, &li);
+        if (li.state == ONCE_LEASE_STATE_COLLECTED) {
+            break;
+        }
+        sleep_ms(POLL_STEP_MS);
+    }
+    if (li.state != ONCE_LEASE_STATE_COLLECTED) {
+        print_error("client %llu: state %d, %llu records retained after "
+                    "%d ms\n",
+                    (unsigned long long)cid, li.state,
+                    (unsigned long long)li.records_retained, POLL_MAX_MS);
+    }
+    assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
+    assert_int_equal(li.records_retained, 0);
+    assert_int_equal(records_of(c, cid), 0);
+}
+
+/* Sends Increment(name, by) under exactly id; returns the code. */
+static int
+incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
+        uint64_t seq, int64_t *value, once_status *st)
+{
+    once_rpc_id id = {cid, seq};
+
+    *value = -1;
+    return once_counter_incr(c, name, by, &id, value, st);
+}
+
+/* ---- a) acknowledgements bound retention ------------------------------ */
+
+typedef struct worker {
+    const harness *h;
+    int index;
+    char name[32];
+    once_client *c;     /* closed by the test, after the late duplicate */
+    once_rpc_id first;  /* the id of call 1 */
+    once_rpc_id last;   /* the id of the last call */
+    int64_t last_value; /* its value */
+    int done;           /* calls that returned OK with the right value */
+    char err[512];      /* the first failure, or "" */
+} worker;
+
+static void *
+worker_main(void *arg)
+{
+    worker *w = arg;
+    int64_t deadline = now_ms() + WORKER_MAX_MS;
+
+    if (harness_client(w->h, false, &w->c) != ONCE_OK) {
+        snprintf(w->err, sizeof(w->err), "cannot open a client");
+        return NULL;
+    }
+    for (int i = 0; i < CALLS; i++) {
+        once_rpc_id id = {0, 0};
+        once_status st;
+        int64_t v = -1;
+        int rv = once_counter_incr(w->c, w->name, 1, &id, &v, &st);
+
+        if (rv != ONCE_OK || v != i + 1 || st.replayed) {
+            snprintf(w->err, sizeof(w->err),
+                     "call %d: %s %s %s value %lld replayed %d", i + 1,
+                     once_strerror(rv), st.reason, st.message, (long long)v,
+                     st.replayed);
+            return NULL;
+        }
+        if (i == 0) {
+            w->first = id;
+        }
+        w->last = id;
+        w->last_value = v;
+        w->done++;
+        if ((i & 255) == 0 && now_ms() > deadline) {
+            snprintf(w->err, sizeof(w->err), "only %d calls within %d ms",
+                     i + 1, WORKER_MAX_MS);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void
+test_acks_bound_retention(void **state)
+{
+    harness *h = *state;
+    worker ws[WORKERS];
+    pthread_t tids[WORKERS];
+    once_client *b = NULL;
+    once_stats s0, s1;
+    once_collector_stats c0, c1;
+    int64_t t0 = now_ms(), v;
+    once_status st;
+
+    memset(ws, 0, sizeof(ws));
+    for (int i = 0; i < WORKERS; i++) {
+        ws[i].h = h;
+        ws[i].index = i;
+        snprintf(ws[i].name, sizeof(ws[i].name), "acks-%d", i);
+        assert_int_equal(pthread_create(&tids[i], NULL, worker_main, &ws[i]),
+                         0);
+    }
+    for (int i = 0; i < WORKERS; i++) {
+        pthread_join(tids[i], NULL);
+    }
+    print_message("%d × %d acknowledged calls in %lld ms\n", WORKERS, CALLS,
+                  (long long)(now_ms() - t0));
+    for (int i = 0; i < WORKERS; i++) {
+        if (ws[i].err[0] != '\0') {
+            print_error("worker %d: %s\n", i, ws[i].err);
+        }
+        assert_string_equal(ws[i].err, "");
+        assert_int_equal(ws[i].done, CALLS);
+    }
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    for (int i = 0; i < WORKERS; i++) {
+        assert_int_equal(get(b, ws[i].name), CALLS); /* no duplicate */
+    }
+
+    /* Let the collector run two more passes, then look at what is left. */
+    stats(b, &s0, &c0);
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        stats(b, &s1, &c1);
+        if (c1.gc_passes >= c0.gc_passes + 2 &&
+            s1.records_stored <= (uint64_t)WORKERS * WINDOW) {
+            break;
+        }
+        sleep_ms(POLL_STEP_MS);
+    }
+    print_message("after the collector: %llu records (%llu bytes) retained, "
+                  "%llu reclaimed\n",
+                  (unsigned long long)s1.records_stored,
+                  (unsigned long long)c1.records_bytes,
+                  (unsigned long long)c1.reclaimed_total);
+    assert_true(c1.gc_passes >= c0.gc_passes + 2);
+    assert_true(s1.records_stored <= (uint64_t)WORKERS * WINDOW);
+    assert_true(c1.reclaimed_total >= (uint64_t)WORKERS * (CALLS - WINDOW));
+
+    /* A late duplicate of an acknowledged call: refused, nothing runs. */
+    for (int i = 0; i < WORKERS; i++) {
+        memset(&st, 0, sizeof(st));
+        assert_int_equal(incr_id(b, ws[i].name, 1, ws[i].first.client_id,
+                                 ws[i].first.seq, &v, &st),
+                         ONCE_FAILED_PRECONDITION);
+        assert_string_equal(st.reason, "STALE_RPC");
+        assert_int_equal(get(b, ws[i].name), CALLS);
+    }
+    stats(b, &s0, &c0);
+    assert_true(c0.stale >= c1.stale + WORKERS);
+    assert_int_equal(s0.commits, s1.commits);
+
+    /* The last call of each client was never acknowledged (no call came
+     * after it): its record must still be there and replay. */
+    for (int i = 0; i < WORKERS; i++) {
+        memset(&st, 0, sizeof(st));
+        assert_int_equal(incr_id(b, ws[i].name, 1, ws[i].last.client_id,
+                                 ws[i].last.seq, &v, &st),
+                         ONCE_OK);
+        assert_true(st.replayed);
+        assert_int_equal(v, ws[i].last_value);
+        assert_int_equal(get(b, ws[i].name), CALLS);
+    }
+
+    for (int i = 0; i < WORKERS; i++) {
+        once_client_close(ws[i].c);
+    }
+    once_client_close(b);
+}
+
+/* ---- b) a lease nobody renews ----------------------------------------- */
+
+/*
+ * Opens a short lease on a lease-less handle (so nothing renews it) and
+ * makes one call under it. Returns the client id.
+ */
+static uint64_t
+one_call_short_lease(once_client *a, const char *name)
+{
+    uint64_t cid = 0, ttl = 0;
+    once_status st;
+    int64_t v;
+
+    assert_int_equal(once_lease_open(a, NULL, SHORT_TTL_MS, &cid, &ttl, &st),
+                     ONCE_OK);
+    assert_int_not_equal(cid, 0);
+    assert_int_equal(ttl, SHORT_TTL_MS);
+    assert_int_equal(incr_id(a, name, 1, cid, 1, &v, &st), ONCE_OK);
+    assert_int_equal(v, 1);
+    assert_false(st.replayed);
+    return cid;
+}
+
+/* The late retry of cid:1 after its lease ended: LEASE_EXPIRED, nothing
+ * runs. */
+static void
+expect_lease_expired(once_client *a, const char *name, uint64_t cid)
+{
+    once_status st;
+    int64_t v;
+
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(incr_id(a, name, 1, cid, 1, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(get(a, name), 1);
+}
+
+static void
+test_unrenewed_lease_reclaimed(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL;
+    once_stats s0, s1;
+    once_collector_stats c0, c1;
+    struct once_lease_info li;
+    once_status st;
+    uint64_t cid;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    cid = one_call_short_lease(a, "unrenewed");
+    lease_info(a, cid, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    assert_int_equal(li.records_retained, 1);
+    assert_int_equal(records_of(a, cid), 1);
+
+    /* While the lease lives, the record replays (no acknowledgement was
+     * sent: first_incomplete is 0 on an explicit id of another client). */
+    assert_int_equal(incr_id(a, "unrenewed", 1, cid, 1, &v, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_int_equal(v, 1);
+    stats(a, &s0, &c0);
+
+    wait_collected(a, cid);
+    stats(a, &s1, &c1);
+    assert_true(c1.reclaimed_total >= c0.reclaimed_total + 1);
+
+    expect_lease_expired(a, "unrenewed", cid);
+    stats(a, &s0, &c0);
+    assert_true(c0.lease_expired >= c1.lease_expired + 1);
+    assert_int_equal(s0.commits, s1.commits);
+    once_client_close(a);
+}
+
+/*
+ * onced crashes by itself at `fault` (armed from a restart on an empty
+ * data dir) while it reclaims the one record of a lease nobody renews;
+ * restarted without the fault, the late retry is still LEASE_EXPIRED,
+ * the counter is still 1, and the record is gone.
+ */
+static void
+crash_around_reclaim(harness *h, const char *fault, const char *name)
+{
+    once_client *a = NULL;
+    uint64_t cid;
+    int status;
+
+    assert_int_equal(harness_stop(h), 0);
+    assert_int_equal(harness_set_fault(h, fault), 0);
+    assert_int_equal(harness_restart(h), 0);
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    cid = one_call_short_lease(a, name);
+
+    status = harness_wait_exit(h, FAULT_EXIT_MS);
+    if (status == -1 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+        print_error("onced with ONCED_FAULT=%s: status 0x%x\n", fault,
+                    (unsigned)status);
+        harness_dump_log(h);
+    }
+    assert_int_not_equal(status, -1);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+
+    assert_int_equal(harness_set_fault(h, NULL), 0);
+    assert_int_equal(harness_restart(h), 0);
+
+    /* The end was durable before the crash: no restart revives it. */
+    expect_lease_expired(a, name, cid);
+    wait_collected(a, cid);
+    expect_lease_expired(a, name, cid);
+    once_client_close(a);
+}
+
+static void
+test_crash_after_lease_ended(void **state)
+{
+    crash_around_reclaim(*state, "lease_ended", "fault-ended");
+}
+
+static void
+test_crash_after_records_deleted(void **state)
+{
+    crash_around_reclaim(*state, "records_deleted", "fault-deleted");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_acks_bound_retention,
+                                        setup_fast_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_unrenewed_lease_reclaimed,
+                                        setup_fast_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_crash_after_lease_ended,
+                                        setup_fast_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_crash_after_records_deleted,
+                                        setup_fast_gc, harness_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

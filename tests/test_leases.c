@@ -1,0 +1,729 @@
+/*
+ * test_leases.c — leases and acknowledgements end to end (SPEC §2, §4):
+ * live leases survive a restart with their records replayable; a lost
+ * lease ends libonce's calls in flight as OUTCOME_UNKNOWN and fails new
+ * ones without sending; STALE_RPC, WINDOW_FULL and BAD_ACK refuse a call
+ * before it runs and write nothing.
+ *
+ * Owns: those checks against a real onced (SIGKILL + restart, SIGSTOP /
+ * SIGCONT, --window 4), through libonce and through raw envelopes that
+ * carry a chosen first_incomplete.
+ * Invariant: every effect is a counter increment, so a call that ran twice
+ * (or under a new id) shows; every loop is bounded in count and in time;
+ * cmocka assertions only on the test's own thread; a SIGSTOPped onced is
+ * always continued before the test asserts anything.
+ * Never: mocks anything; never relies on a fixed sleep where a condition
+ * can be polled.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define POLL_MAX_MS     10000
+#define POLL_STEP_MS    20
+#define LOSS_TTL_MS     600   /* the lease of the handles whose lease is lost */
+#define LOSS_ATTEMPT_MS 20000 /* an attempt waits this long for a reply... */
+#define LOSS_PROMPT_MS  5000  /* ...but a lost lease ends it well before */
+#define BY              7     /* a distinctive increment */
+
+static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
+static const char *const window4[] = {"--window", "4", NULL};
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static int
+setup_args(void **state, const char *const *args)
+{
+    harness *h;
+
+    if (harness_start_args(&h, args) != 0) {
+        return -1;
+    }
+    *state = h;
+    return 0;
+}
+
+static int
+setup_fast_gc(void **state)
+{
+    return setup_args(state, gc_fast);
+}
+
+static int
+setup_window4(void **state)
+{
+    return setup_args(state, window4);
+}
+
+static void
+stats(once_client *c, once_stats *s, once_collector_stats *cs)
+{
+    once_status st;
+    int rv = once_admin_collector_stats(c, s, cs, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_collector_stats: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+static int64_t
+get(once_client *c, const char *name)
+{
+    once_status st;
+    int64_t v = -1;
+    int rv = once_counter_get(c, name, &v, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return v;
+}
+
+static void
+lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
+{
+    once_status st;
+    int rv = once_lease_info(c, cid, li, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_lease_info(%llu): %s %s %s\n",
+                    (unsigned long long)cid, once_strerror(rv), st.reason,
+                    st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+/* The seqs the server holds records of for cid (at most max), per
+ * ListRecords; returns how many. */
+static size_t
+record_seqs(once_client *c, uint64_t cid, uint64_t *seqs, size_t max)
+{
+    once_record_list *l = NULL;
+    once_status st;
+    size_t n;
+    int rv = once_admin_list_records(c, cid, 10000, &l, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_list_records(%llu): %s %s %s\n",
+                    (unsigned long long)cid, once_strerror(rv), st.reason,
+                    st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    n = l->n_records;
+    for (size_t i = 0; i < n && i < max; i++) {
+        assert_int_equal(l->records[i].client_id, cid);
+        seqs[i] = l->records[i].seq;
+    }
+    once_free(l);
+    return n;
+}
+
+/* Sends Increment(name, by) under exactly cid:seq; returns the code. */
+static int
+incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
+        uint64_t seq, int64_t *value, once_status *st)
+{
+    once_rpc_id id = {cid, seq};
+
+    *value = -1;
+    memset(st, 0, sizeof(*st));
+    return once_counter_incr(c, name, by, &id, value, st);
+}
+
+/* A libonce handle with its own lease of ttl_ms, whose attempts wait
+ * attempt_ms for a reply within deadline_ms. */
+static once_client *
+open_client(const harness *h, bool no_lease, uint64_t ttl_ms,
+            uint32_t deadline_ms, uint32_t attempt_ms)
+{
+    once_options o;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    once_options_init(&o);
+    o.url = h->url;
+    o.no_lease = no_lease;
+    o.lease_ttl_ms = ttl_ms;
+    o.deadline_ms = deadline_ms;
+    o.attempt_timeout_ms = attempt_ms;
+    if ((rv = once_client_open(&c, &o, &st)) != ONCE_OK) {
+        print_error("once_client_open: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return c;
+}
+
+/* Polls Stats until the collector ran n more passes (bounded). */
+static void
+wait_gc_passes(once_client *c, uint64_t n)
+{
+    once_stats s;
+    once_collector_stats c0, c1;
+
+    stats(c, &s, &c0);
+    c1 = c0;
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        stats(c, &s, &c1);
+        if (c1.gc_passes >= c0.gc_passes + n) {
+            break;
+        }
+        sleep_ms(POLL_STEP_MS);
+    }
+    assert_true(c1.gc_passes >= c0.gc_passes + n);
+}
+
+/* ---- raw envelopes with a chosen first_incomplete ---------------------- */
+
+/* Increment(name, by) as cid:seq carrying first_incomplete fi; *rp is the
+ * Response (free with once__v1__response__free_unpacked). */
+static void
+raw_incr(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
+         const char *name, int64_t by, Once__V1__Response **rp)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    uint8_t *payload = NULL, *buf;
+    size_t plen, len;
+
+    assert_int_equal(harness_incr_payload(name, by, &payload, &plen), 0);
+    r.method = "/once.v1.Counter/Increment";
+    r.client_id = cid;
+    r.seq = seq;
+    r.first_incomplete = fi;
+    r.attempt = 1;
+    r.principal = "anonymous";
+    r.payload.data = payload;
+    r.payload.len = plen;
+    len = once__v1__request__get_packed_size(&r);
+    buf = malloc(len > 0 ? len : 1);
+    assert_non_null(buf);
+    once__v1__request__pack(&r, buf);
+    assert_int_equal(harness_raw_rpc(h->url, buf, len, rp, 5000), 0);
+    free(buf);
+    free(payload);
+}
+
+static int
+resp_code(const Once__V1__Response *r)
+{
+    return r->status != NULL ? (int)r->status->code : ONCE_OK;
+}
+
+static const char *
+resp_reason(const Once__V1__Response *r)
+{
+    return r->status != NULL && r->status->reason != NULL ? r->status->reason
+                                                          : "";
+}
+
+/* Sends the raw call and checks its code and reason. */
+static void
+raw_expect(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
+           const char *name, int code, const char *reason)
+{
+    Once__V1__Response *r = NULL;
+
+    raw_incr(h, cid, seq, fi, name, BY, &r);
+    if (resp_code(r) != code || strcmp(resp_reason(r), reason) != 0) {
+        print_error("raw %llu:%llu fi %llu: code %d %s, expected %d %s\n",
+                    (unsigned long long)cid, (unsigned long long)seq,
+                    (unsigned long long)fi, resp_code(r), resp_reason(r), code,
+                    reason);
+    }
+    assert_int_equal(resp_code(r), code);
+    assert_string_equal(resp_reason(r), reason);
+    assert_false(r->replayed);
+    once__v1__response__free_unpacked(r, NULL);
+}
+
+/* ---- c) a restart keeps live leases and their records ----------------- */
+
+static void
+test_restart_keeps_live_leases(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    once_rpc_id ids[3];
+    struct once_lease_info li;
+    once_status st;
+    uint64_t cid = 0, ttl = 0, seqs[8];
+    int64_t v;
+
+    /* A libonce handle: it acknowledges as it goes, so only its last seq
+     * is certain to be kept. */
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    for (int i = 0; i < 3; i++) {
+        ids[i] = (once_rpc_id){0, 0};
+        assert_int_equal(once_counter_incr(a, "c-lib", BY, &ids[i], &v, &st),
+                         ONCE_OK);
+        assert_int_equal(v, (i + 1) * BY);
+    }
+    /* An explicit lease with explicit ids: nothing acknowledged, so every
+     * record must be kept while the lease lives. */
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    for (uint64_t s = 1; s <= 3; s++) {
+        assert_int_equal(incr_id(b, "c-explicit", BY, cid, s, &v, &st),
+                         ONCE_OK);
+        assert_int_equal(v, (int64_t)s * BY);
+    }
+    wait_gc_passes(b, 3); /* a collector that deletes live records has run */
+
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+    wait_gc_passes(b, 3);
+
+    lease_info(b, cid, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    assert_int_equal(li.records_retained, 3);
+    assert_int_equal(record_seqs(b, cid, seqs, 8), 3);
+    lease_info(b, once_client_id(a), &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+
+    for (uint64_t s = 1; s <= 3; s++) {
+        assert_int_equal(incr_id(b, "c-explicit", BY, cid, s, &v, &st),
+                         ONCE_OK);
+        assert_true(st.replayed);
+        assert_int_equal(v, (int64_t)s * BY);
+    }
+    assert_int_equal(get(b, "c-explicit"), 3 * BY);
+
+    /* a's last call was never acknowledged: it replays. Its earlier ones
+     * were: each replays or is STALE_RPC, and never runs again. */
+    assert_int_equal(
+        incr_id(b, "c-lib", BY, ids[2].client_id, ids[2].seq, &v, &st),
+        ONCE_OK);
+    assert_true(st.replayed);
+    assert_int_equal(v, 3 * BY);
+    for (int i = 0; i < 2; i++) {
+        int rv = incr_id(b, "c-lib", BY, ids[i].client_id, ids[i].seq, &v, &st);
+        if (rv == ONCE_OK) {
+            assert_true(st.replayed);
+            assert_int_equal(v, (i + 1) * BY);
+        } else {
+            assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
+            assert_string_equal(st.reason, "STALE_RPC");
+        }
+    }
+    assert_int_equal(get(b, "c-lib"), 3 * BY);
+
+    /* And a's lease is still its own: new calls run. */
+    assert_int_equal(once_counter_incr(a, "c-lib", BY, NULL, &v, &st), ONCE_OK);
+    assert_false(st.replayed);
+    assert_int_equal(v, 4 * BY);
+    assert_int_not_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    once_client_close(a);
+    once_client_close(b);
+}
+
+/* ---- d) a lost lease ends calls in flight ----------------------------- */
+
+typedef struct lost_seen {
+    atomic_int calls;
+    uint64_t client_id;
+    char reason[64];
+} lost_seen;
+
+static void
+on_lost(once_client *c, uint64_t client_id, const once_status *why, void *arg)
+{
+    lost_seen *ls = arg;
+
+    (void)c;
+    ls->client_id = client_id;
+    snprintf(ls->reason, sizeof(ls->reason), "%s", why->reason);
+    atomic_fetch_add(&ls->calls, 1);
+}
+
+typedef struct inflight {
+    once_client *c;
+    const char *name;
+    once_rpc_id id;
+    int rv;
+    once_status st;
+    int64_t elapsed_ms;
+    atomic_int done;
+} inflight;
+
+static void *
+inflight_main(void *arg)
+{
+    inflight *f = arg;
+    int64_t t0 = now_ms(), v;
+
+    f->rv = once_counter_incr(f->c, f->name, 1, &f->id, &v, &f->st);
+    f->elapsed_ms = now_ms() - t0;
+    atomic_store(&f->done, 1);
+    return NULL;
+}
+
+/* Waits (bounded) for the in-flight call to return; true when it did. */
+static bool
+inflight_wait(inflight *f, int ms)
+{
+    int64_t deadline = now_ms() + ms;
+
+    for (int i = 0; i < ms / 10 + 1 && now_ms() < deadline; i++) {
+        if (atomic_load(&f->done)) {
+            return true;
+        }
+        sleep_ms(10);
+    }
+    return atomic_load(&f->done) != 0;
+}
+
+/* The lease is lost: new mutating calls under it fail at once, sending
+ * nothing (the server's request count does not move). */
+static void
+expect_fail_fast(once_client *a, once_client *b, const char *name)
+{
+    once_stats s0, s1;
+    once_collector_stats c0, c1;
+    once_status st;
+    int64_t v;
+    int64_t t0;
+
+    stats(b, &s0, &c0);
+    t0 = now_ms();
+    assert_int_equal(once_counter_incr(a, name, 1, NULL, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(st.attempts, 0);
+    /* An explicit retry of the handle's own id: the same. */
+    assert_int_equal(incr_id(a, name, 1, once_client_id(a), 1, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(st.attempts, 0);
+    assert_true(now_ms() - t0 < 1000);
+    stats(b, &s1, &c1);
+    assert_int_equal(s1.requests, s0.requests + 1); /* the second Stats */
+}
+
+static void
+test_stopped_server_ends_inflight(void **state)
+{
+    harness *h = *state;
+    once_client *a, *b = NULL;
+    lost_seen ls;
+    inflight f;
+    pthread_t t;
+    once_status st;
+    uint64_t seqs[8];
+    size_t n;
+    bool returned;
+    int64_t v;
+
+    memset(&ls, 0, sizeof(ls));
+    memset(&f, 0, sizeof(f));
+    a = open_client(h, false, LOSS_TTL_MS, 60000, LOSS_ATTEMPT_MS);
+    once_client_on_lease_lost(a, on_lost, &ls);
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LIVE);
+    assert_int_equal(once_counter_incr(a, "d-stop", 1, NULL, &v, &st), ONCE_OK);
+    assert_int_equal(v, 1);
+
+    /* onced stops answering anything: renewals and the call hang. */
+    assert_int_equal(kill(h->pid, SIGSTOP), 0);
+    f.c = a;
+    f.name = "d-stop-inflight";
+    if (pthread_create(&t, NULL, inflight_main, &f) != 0) {
+        kill(h->pid, SIGCONT);
+        fail_msg("pthread_create");
+    }
+    returned = inflight_wait(&f, 3 * LOSS_PROMPT_MS);
+    kill(h->pid, SIGCONT);
+    if (!returned) {
+        /* Without the loss the attempt timeout would end it; join then. */
+        inflight_wait(&f, 2 * LOSS_ATTEMPT_MS);
+    }
+    pthread_join(t, NULL);
+    print_message("in-flight call ended after %lld ms: %s %s (%u attempt(s))\n",
+                  (long long)f.elapsed_ms, once_strerror(f.rv), f.st.reason,
+                  f.st.attempts);
+    assert_true(returned);
+    assert_int_equal(f.rv, ONCE_UNKNOWN);
+    assert_string_equal(f.st.reason, "OUTCOME_UNKNOWN");
+    assert_true(f.st.attempts >= 1);
+    assert_true(f.elapsed_ms < LOSS_PROMPT_MS);
+    assert_int_equal(f.id.client_id, once_client_id(a));
+
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(atomic_load(&ls.calls), 1);
+    assert_int_equal(ls.client_id, once_client_id(a));
+    assert_string_equal(ls.reason, "LEASE_EXPIRED");
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    expect_fail_fast(a, b, "d-stop");
+    /* The server saw at most the one rpc id of the in-flight call: the
+     * counter moved at most once, and no record exists under any seq but
+     * the two this handle used. */
+    assert_true(get(b, "d-stop-inflight") <= 1);
+    assert_int_equal(get(b, "d-stop"), 1);
+    n = record_seqs(b, once_client_id(a), seqs, 8);
+    assert_true(n <= 2);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(seqs[i] == 1 || seqs[i] == f.id.seq);
+    }
+    once_client_close(a);
+    once_client_close(b);
+}
+
+static void
+test_closed_lease_fails_fast(void **state)
+{
+    harness *h = *state;
+    once_client *a, *b = NULL;
+    lost_seen ls, late;
+    once_status st;
+    uint64_t retained = 0;
+    int64_t v;
+    int i;
+
+    memset(&ls, 0, sizeof(ls));
+    memset(&late, 0, sizeof(late));
+    a = open_client(h, false, LOSS_TTL_MS, 10000, 2000);
+    once_client_on_lease_lost(a, on_lost, &ls);
+    assert_int_equal(once_counter_incr(a, "d-close", 1, NULL, &v, &st),
+                     ONCE_OK);
+
+    /* Another handle ends a's lease; a's next renewal learns it. */
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_close(b, once_client_id(a), &retained, &st),
+                     ONCE_OK);
+    assert_int_equal(retained, 1);
+    for (i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        if (once_client_lease_state(a) == ONCE_CLIENT_LEASE_LOST) {
+            break;
+        }
+        sleep_ms(POLL_STEP_MS);
+    }
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(atomic_load(&ls.calls), 1);
+    assert_string_equal(ls.reason, "LEASE_EXPIRED");
+
+    expect_fail_fast(a, b, "d-close");
+    assert_int_equal(get(b, "d-close"), 1);
+
+    /* A callback runs at most once per handle: one set after it ran does
+     * not run, and the first never runs again. */
+    once_client_on_lease_lost(a, on_lost, &late);
+    assert_int_equal(atomic_load(&late.calls), 0);
+    assert_int_equal(atomic_load(&ls.calls), 1);
+
+    /* Closing or renewing an ended lease: OK and LEASE_EXPIRED. */
+    assert_int_equal(once_lease_close(b, once_client_id(a), NULL, &st),
+                     ONCE_OK);
+    assert_int_equal(once_lease_renew(b, once_client_id(a), NULL, NULL, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    /* An id never issued. */
+    assert_int_equal(once_lease_close(b, UINT64_C(1) << 40, NULL, &st),
+                     ONCE_NOT_FOUND);
+    assert_string_equal(st.reason, "UNKNOWN_CLIENT");
+    once_client_close(a);
+    once_client_close(b);
+}
+
+/* once_client_close ends the lease when nothing is incomplete. */
+static void
+test_close_ends_lease(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *b = NULL;
+    struct once_lease_info li;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    uint64_t cid, ttl = 0, remaining = 0;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    cid = once_client_id(a);
+    assert_int_equal(once_counter_incr(a, "close", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(once_lease_renew(a, 0, &ttl, &remaining, &st), ONCE_OK);
+    assert_int_equal(ttl, 120000);
+    assert_true(remaining > 0 && remaining <= ttl);
+    lease_info(b, cid, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    assert_int_equal(li.max_seq, id.seq);
+    once_client_close(a);
+
+    lease_info(b, cid, &li);
+    assert_true(li.state == ONCE_LEASE_STATE_CLOSED ||
+                li.state == ONCE_LEASE_STATE_COLLECTED);
+    assert_int_equal(incr_id(b, "close", BY, id.client_id, id.seq, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(get(b, "close"), BY);
+    once_client_close(b);
+}
+
+/* ---- e) refusals before execution write nothing ----------------------- */
+
+static void
+test_window_full(void **state)
+{
+    harness *h = *state;
+    once_client *a;
+    once_stats s0, s1;
+    once_collector_stats c0, c1;
+    once_status st;
+    uint64_t cid = 0, ttl = 0, seqs[8];
+    int64_t v;
+
+    /* Lease-less handle, explicit ids: first_incomplete is 0, nothing is
+     * ever acknowledged. A short deadline bounds the WINDOW_FULL retries. */
+    a = open_client(h, true, 0, 500, 200);
+    assert_int_equal(once_lease_open(a, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    /* --window 4: four unacknowledged calls are allowed... */
+    for (uint64_t s = 1; s <= 4; s++) {
+        int rv = incr_id(a, "e-window", 1, cid, s, &v, &st);
+        if (rv != ONCE_OK) {
+            print_error("seq %llu of 4 allowed: %s %s %s\n",
+                        (unsigned long long)s, once_strerror(rv), st.reason,
+                        st.message);
+        }
+        assert_int_equal(rv, ONCE_OK);
+        assert_int_equal(v, (int64_t)s);
+    }
+    /* ...the fifth is refused, retried within the deadline, and never
+     * runs. */
+    stats(a, &s0, &c0);
+    assert_int_equal(incr_id(a, "e-window", 1, cid, 5, &v, &st),
+                     ONCE_RESOURCE_EXHAUSTED);
+    assert_string_equal(st.reason, "WINDOW_FULL");
+    assert_true(st.attempts >= 2);
+    stats(a, &s1, &c1);
+    assert_int_equal(s1.commits, s0.commits);
+    assert_int_equal(s1.records_stored, s0.records_stored);
+    assert_true(c1.window_full >= c0.window_full + st.attempts);
+    assert_int_equal(get(a, "e-window"), 4);
+    assert_int_equal(record_seqs(a, cid, seqs, 8), 4);
+    once_client_close(a);
+}
+
+static void
+test_stale_and_bad_ack(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL;
+    Once__V1__Response *r = NULL;
+    Once__V1__IncrementResponse *ir;
+    struct once_lease_info li;
+    once_stats s0, s1;
+    once_collector_stats c0, c1;
+    once_status st;
+    uint64_t cid = 0, ttl = 0, seqs[8];
+    int64_t v;
+    int i;
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(once_lease_open(a, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    for (uint64_t s = 1; s <= 3; s++) {
+        assert_int_equal(incr_id(a, "e-ack", BY, cid, s, &v, &st), ONCE_OK);
+        assert_int_equal(v, (int64_t)s * BY);
+    }
+    /* Seq 3 again, acknowledging 1 and 2: a replay that raises the
+     * watermark to 3. */
+    raw_incr(h, cid, 3, 3, "e-ack", BY, &r);
+    assert_int_equal(resp_code(r), ONCE_OK);
+    assert_true(r->replayed);
+    ir = once__v1__increment_response__unpack(NULL, r->payload.len,
+                                              r->payload.data);
+    assert_non_null(ir);
+    assert_int_equal(ir->value, 3 * BY);
+    once__v1__increment_response__free_unpacked(ir, NULL);
+    once__v1__response__free_unpacked(r, NULL);
+
+    /* The collector reclaims 1 and 2 with the watermark in the same
+     * batch; wait for that so the commit count below is ours alone. */
+    memset(&li, 0, sizeof(li));
+    for (i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        lease_info(a, cid, &li);
+        if (li.watermark_durable == 3) {
+            break;
+        }
+        sleep_ms(POLL_STEP_MS);
+    }
+    assert_int_equal(li.watermark, 3);
+    assert_int_equal(li.watermark_durable, 3);
+    assert_int_equal(record_seqs(a, cid, seqs, 8), 1);
+    assert_int_equal(seqs[0], 3);
+    stats(a, &s0, &c0);
+
+    /* Late duplicates of acknowledged calls: STALE_RPC, raw or libonce. */
+    raw_expect(h, cid, 2, 0, "e-ack", ONCE_FAILED_PRECONDITION, "STALE_RPC");
+    assert_int_equal(incr_id(a, "e-ack", BY, cid, 1, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "STALE_RPC");
+    /* An acknowledgement above the call's own seq: BAD_ACK, and the
+     * watermark does not move. */
+    raw_expect(h, cid, 4, 5, "e-ack", ONCE_INVALID_ARGUMENT, "BAD_ACK");
+
+    stats(a, &s1, &c1);
+    assert_int_equal(s1.commits, s0.commits);
+    assert_int_equal(s1.records_stored, s0.records_stored);
+    assert_true(c1.stale >= c0.stale + 2);
+    assert_int_equal(get(a, "e-ack"), 3 * BY);
+    lease_info(a, cid, &li);
+    assert_int_equal(li.watermark, 3);
+    assert_int_equal(record_seqs(a, cid, seqs, 8), 1);
+
+    /* Seq 4 was never burnt: with a valid acknowledgement it runs once. */
+    raw_incr(h, cid, 4, 4, "e-ack", BY, &r);
+    assert_int_equal(resp_code(r), ONCE_OK);
+    assert_false(r->replayed);
+    once__v1__response__free_unpacked(r, NULL);
+    assert_int_equal(get(a, "e-ack"), 4 * BY);
+    once_client_close(a);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_restart_keeps_live_leases,
+                                        setup_fast_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_server_ends_inflight,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_closed_lease_fails_fast,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_close_ends_lease, harness_setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_window_full, setup_window4,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_stale_and_bad_ack, setup_fast_gc,
+                                        harness_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
