@@ -190,6 +190,12 @@ lease_entry_renew(lease_entry *e, uint64_t now)
     e->expires_ms = now + e->ttl_ms;
 }
 
+uint64_t
+lease_entry_first_unacked(const lease_entry *e)
+{
+    return e->watermark > 1 ? e->watermark : 1;
+}
+
 void
 lease_entry_ack(lease_entry *e, uint64_t first_incomplete)
 {

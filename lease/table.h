@@ -80,6 +80,10 @@ uint64_t lease_entry_remaining(const lease_entry *e, uint64_t now);
 /* Renews a live lease: expires at now + ttl. */
 void lease_entry_renew(lease_entry *e, uint64_t now);
 
+/* The first seq not acknowledged: the watermark, or 1 before any
+ * acknowledgement (seqs start at 1). The window counts from here. */
+uint64_t lease_entry_first_unacked(const lease_entry *e);
+
 /* Applies an acknowledgement: the watermark becomes max(watermark, ack). */
 void lease_entry_ack(lease_entry *e, uint64_t first_incomplete);
 

@@ -213,14 +213,14 @@ exec_admit(server_call *c, const Once__V1__Request *req)
                   (unsigned long long)e->watermark);
         return NULL;
     }
-    if (c->seq - e->watermark >= srv->cfg.window) {
+    if (c->seq - lease_entry_first_unacked(e) >= srv->cfg.window) {
         STATS_INC(&srv->stats, window_full);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "WINDOW_FULL",
-                  "seq %llu is %llu past the acknowledged watermark %llu; at "
+                  "seq %llu is %llu past the first unacknowledged seq %llu; at "
                   "most %llu calls may be unacknowledged — wait for replies",
                   (unsigned long long)c->seq,
-                  (unsigned long long)(c->seq - e->watermark),
-                  (unsigned long long)e->watermark,
+                  (unsigned long long)(c->seq - lease_entry_first_unacked(e)),
+                  (unsigned long long)lease_entry_first_unacked(e),
                   (unsigned long long)srv->cfg.window);
         return NULL;
     }

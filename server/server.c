@@ -30,6 +30,7 @@ server_open(server **sp, const server_config *cfg)
     server *s;
     char *err = NULL;
     uint64_t nrec = 0, nbytes = 0;
+    size_t nleases;
     gc_config gcc;
     int rv;
 
@@ -52,6 +53,8 @@ server_open(server **sp, const server_config *cfg)
         log_error("cannot load the leases and records in %s", cfg->data_dir);
         goto fail;
     }
+    /* The table belongs to the executor from the moment it starts. */
+    nleases = lease_table_count(s->leases);
     if ((rv = executor_open(&s->ex, s)) != 0) {
         log_error("cannot start the executor thread");
         goto fail;
@@ -69,7 +72,7 @@ server_open(server **sp, const server_config *cfg)
     log_info("data %s: %llu completion records (%llu bytes), %zu leases "
              "(live ones get a fresh TTL after a restart)",
              cfg->data_dir, (unsigned long long)nrec,
-             (unsigned long long)nbytes, lease_table_count(s->leases));
+             (unsigned long long)nbytes, nleases);
     *sp = s;
     return 0;
 fail:
