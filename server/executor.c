@@ -90,13 +90,22 @@ exec_reset_txn(server_call *c)
 }
 
 /* Looks up the completion record of the call's rpc id. Returns true when
- * the call is answered from it (replay or conflict). */
+ * the call is answered from it (replay or conflict). A seq above the
+ * highest one this client has a record for cannot have one (the lease
+ * table counts every record staged, and start-up counts every record
+ * stored), so a first send costs no LevelDB read. */
 static bool
 exec_dedup(server_call *c, const Once__V1__Request *req,
-           const uint8_t digest[RECORD_DIGEST_LEN], bool *replayed)
+           const uint8_t digest[RECORD_DIGEST_LEN], const lease_entry *le,
+           bool *replayed)
 {
     record *rec = NULL;
-    int rv = records_get(c->txn, c->client_id, c->seq, &rec);
+    int rv;
+
+    if (c->seq > le->max_seq) {
+        return false;
+    }
+    rv = records_get(c->txn, c->client_id, c->seq, &rec);
 
     if (rv == ENOENT) {
         return false;
@@ -297,7 +306,7 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     }
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
-    if (!exec_dedup(c, req, digest, replayed)) {
+    if (!exec_dedup(c, req, digest, le, replayed)) {
         exec_mutating(c, de, req, digest, le);
     }
 out:
