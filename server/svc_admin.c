@@ -11,6 +11,7 @@
 #include "dispatch.h"
 #include "gc.h"
 #include "lease.h"
+#include "lease_wire.h"
 #include "once.pb-c.h"
 #include "records.h"
 #include "server.h"
@@ -98,19 +99,7 @@ admin_client_row(Once__V1__ClientRecords *row, const lease_entry *e,
 {
     once__v1__client_records__init(row);
     row->client_id = e->client_id;
-    switch (e->state) {
-    case LEASE_STATE_LIVE:
-        row->state = lease_entry_live(e, now)
-                         ? ONCE__V1__LEASE_STATE__LEASE_LIVE
-                         : ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
-        break;
-    case LEASE_STATE_CLOSED:
-        row->state = ONCE__V1__LEASE_STATE__LEASE_CLOSED;
-        break;
-    case LEASE_STATE_EXPIRED:
-        row->state = ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
-        break;
-    }
+    row->state = lease_wire_state(e, now);
     row->records = e->retained;
     row->bytes = e->retained_bytes;
     row->watermark = e->watermark;

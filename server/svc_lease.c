@@ -15,6 +15,7 @@
 
 #include "dispatch.h"
 #include "lease.h"
+#include "lease_wire.h"
 #include "once.pb-c.h"
 #include "server.h"
 
@@ -177,11 +178,7 @@ lease_close_exec(server_call *c)
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
     int rv;
 
-    if (r->client_id == 0 ||
-        r->client_id >= lease_table_next_id(c->srv->leases)) {
-        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",
-                  "client id %llu was never issued",
-                  (unsigned long long)r->client_id);
+    if (!lease_wire_issued(c, r->client_id)) {
         return;
     }
     if (e != NULL && e->state == LEASE_STATE_LIVE) {
@@ -195,23 +192,6 @@ lease_close_exec(server_call *c)
     call_reply(c, &resp.base);
 }
 
-static Once__V1__LeaseState
-lease_wire_state(const lease_entry *e)
-{
-    if (e == NULL) {
-        return ONCE__V1__LEASE_STATE__LEASE_COLLECTED;
-    }
-    switch (e->state) {
-    case LEASE_STATE_LIVE:
-        return ONCE__V1__LEASE_STATE__LEASE_LIVE;
-    case LEASE_STATE_CLOSED:
-        return ONCE__V1__LEASE_STATE__LEASE_CLOSED;
-    case LEASE_STATE_EXPIRED:
-        return ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
-    }
-    return ONCE__V1__LEASE_STATE__LEASE_STATE_UNSPECIFIED;
-}
-
 static void
 lease_info_exec(server_call *c)
 {
@@ -220,20 +200,12 @@ lease_info_exec(server_call *c)
     Once__V1__LeaseInfoResponse resp = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
 
-    if (r->client_id == 0 ||
-        r->client_id >= lease_table_next_id(c->srv->leases)) {
-        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",
-                  "client id %llu was never issued",
-                  (unsigned long long)r->client_id);
+    if (!lease_wire_issued(c, r->client_id)) {
         return;
     }
     resp.client_id = r->client_id;
-    resp.state = lease_wire_state(e);
+    resp.state = lease_wire_state(e, c->now_ms);
     if (e != NULL) {
-        /* Report what the next call would see: expired when past TTL. */
-        if (e->state == LEASE_STATE_LIVE && !lease_entry_live(e, c->now_ms)) {
-            resp.state = ONCE__V1__LEASE_STATE__LEASE_EXPIRED;
-        }
         resp.principal = e->principal;
         resp.ttl_ms = e->ttl_ms;
         resp.remaining_ms = lease_entry_remaining(e, c->now_ms);
