@@ -43,8 +43,8 @@ lctx_cb(void *arg)
     switch (c->state) {
     case LCTX_RECV:
         if (rv != 0) {
-            if (rv == NNG_ECLOSED) {
-                return;
+            if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+                return; /* shut down */
             }
             nng_ctx_recv(c->ctx, c->aio);
             return;
@@ -58,8 +58,8 @@ lctx_cb(void *arg)
     case LCTX_SEND:
         if (rv != 0) {
             nng_msg_free(nng_aio_get_msg(c->aio));
-            if (rv == NNG_ECLOSED) {
-                return;
+            if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+                return; /* shut down */
             }
         }
         c->state = LCTX_RECV;
@@ -151,6 +151,11 @@ listener_shutdown(listener *l)
     l->closed = true;
     pthread_mutex_unlock(&l->mtx);
     nng_close(l->sock);
+    /* nng_close does not wait for callbacks already running: stop every
+     * aio, which does, so no request reaches the executor after this. */
+    for (size_t i = 0; i < l->nctx; i++) {
+        nng_aio_stop(l->ctxs[i].aio);
+    }
 }
 
 void
