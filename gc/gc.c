@@ -39,6 +39,7 @@ struct gc {
     bool in_flight;   /* a pass is between step 1 and its end */
     bool ended_any;   /* step 1 of the pass in flight ended a lease */
     bool deleted_any; /* step 2 of the pass in flight staged deletions */
+    bool raised_any;  /* ... and raised a durable watermark */
     gc_stats stats;
     gc_sample samples[GC_RATE_SAMPLES];
     size_t nsamples;
@@ -59,6 +60,7 @@ typedef struct reclaim_ctx {
     uint64_t next_seq;  /* one past the last deleted seq */
     uint64_t oldest_ms; /* completion time of the first record kept */
     bool out_of_budget;
+    bool raised; /* a durable watermark was staged in this pass */
     int err;
 } reclaim_ctx;
 
@@ -151,6 +153,7 @@ reclaim_acked(reclaim_ctx *rc, lease_entry *e)
         return rv;
     }
     e->watermark_durable = wd;
+    rc->raised = true;
     return 0;
 }
 
@@ -232,6 +235,7 @@ gc_step_reclaim(void *arg)
     }
     pthread_mutex_lock(&g->mtx);
     g->deleted_any = p.rc.budget < g->cfg.budget || p.nforget > 0;
+    g->raised_any = p.rc.raised;
     g->stats.reclaimed_total += g->cfg.budget - p.rc.budget;
     g->stats.leases_forgotten += p.nforget;
     pthread_mutex_unlock(&g->mtx);
@@ -317,6 +321,15 @@ gc_pass_done(void *arg)
     size_t oldest;
 
     pthread_mutex_lock(&g->mtx);
+    if (g->raised_any) {
+        /* The new durable watermark and the deletions below it are one
+         * batch (SPEC §5); acknowledged records at or above it that the
+         * budget left over are still stored. */
+        g->raised_any = false;
+        pthread_mutex_unlock(&g->mtx);
+        fault_point(FAULT_WATERMARK_PERSISTED);
+        pthread_mutex_lock(&g->mtx);
+    }
     if (g->deleted_any) {
         g->deleted_any = false;
         pthread_mutex_unlock(&g->mtx);

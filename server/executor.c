@@ -304,6 +304,7 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     if ((le = exec_admit(c, req)) == NULL) {
         goto out;
     }
+    fault_point(FAULT_REQUEST_ACCEPTED);
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
     if (!exec_dedup(c, req, digest, le, replayed)) {
@@ -340,6 +341,7 @@ exec_one(executor *ex, listener_req *lr)
         STATS_INC(&srv->stats, rejected);
     }
     r->req = lr;
+    lr->wrote = store_txn_dirty(c.txn);
     if (wire_response_pack(c.code, c.reason, c.message,
                            c.code == ONCE__V1__CODE__OK ? c.resp : NULL,
                            c.resp_len, replayed, &r->buf, &r->len) != 0) {

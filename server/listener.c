@@ -11,6 +11,7 @@
 
 #include <nng/protocol/reqrep0/rep.h>
 
+#include "fault.h"
 #include "log.h"
 
 typedef enum { LCTX_RECV, LCTX_WAIT, LCTX_SEND } lctx_state;
@@ -51,6 +52,7 @@ lctx_cb(void *arg)
         }
         c->req.msg = nng_aio_get_msg(c->aio);
         c->req.recv_ms = (uint64_t)nng_clock();
+        c->req.wrote = false;
         c->req.next = NULL;
         c->state = LCTX_WAIT;
         c->l->submit(c->l->arg, &c->req);
@@ -61,6 +63,8 @@ lctx_cb(void *arg)
             if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
                 return; /* shut down */
             }
+        } else if (c->req.wrote) {
+            fault_point(FAULT_REPLY_SENT);
         }
         c->state = LCTX_RECV;
         nng_ctx_recv(c->ctx, c->aio);
@@ -77,6 +81,20 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     listener *l = c->l;
     nng_msg *m;
 
+    if (r->wrote) {
+        fault_point(FAULT_BATCH_WRITTEN);
+        if (fault_drop(FAULT_BATCH_WRITTEN) || fault_drop(FAULT_REPLY_SENT)) {
+            /* Lost on its way: the context takes the next request and
+             * the client times out and retries the same id. */
+            pthread_mutex_lock(&l->mtx);
+            if (!l->closed) {
+                c->state = LCTX_RECV;
+                nng_ctx_recv(c->ctx, c->aio);
+            }
+            pthread_mutex_unlock(&l->mtx);
+            return;
+        }
+    }
     pthread_mutex_lock(&l->mtx);
     if (l->closed || nng_msg_alloc(&m, 0) != 0 ||
         nng_msg_append(m, buf, len) != 0) {

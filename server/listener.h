@@ -12,6 +12,7 @@
 #ifndef SERVER_LISTENER_H
 #define SERVER_LISTENER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,8 +24,10 @@
 /* One received request waiting for its reply. Owned by its context; lent
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
-    nng_msg *msg;              /* the request; the executor frees it */
-    uint64_t recv_ms;          /* nng_clock() at receipt */
+    nng_msg *msg;     /* the request; the executor frees it */
+    uint64_t recv_ms; /* nng_clock() at receipt */
+    bool wrote;       /* set by the executor: the call's transaction wrote
+                         something (what the reply fault points count) */
     struct listener_req *next; /* executor queue link */
 } listener_req;
 
@@ -36,7 +39,9 @@ int listener_open(listener **lp, const server_config *cfg,
                   listener_submit_fn submit, void *arg);
 
 /* Sends buf as the reply to r (copied; the caller keeps buf). After
- * listener_shutdown the reply is dropped. Never blocks. */
+ * listener_shutdown the reply is dropped. Never blocks. For a call that
+ * wrote (r->wrote) it passes the reply fault points (store/fault.h):
+ * batch_written before sending, reply_sent once the send completed. */
 void listener_reply(listener_req *r, const void *buf, size_t len);
 
 /* Closes the socket: no more requests, replies not yet sent are dropped

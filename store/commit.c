@@ -17,6 +17,8 @@
  */
 #include "store_impl.h"
 
+#include "fault.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -109,6 +111,7 @@ commit_write(store *s, store_txn *group, size_t n)
     if (dirty == 0) {
         return;
     }
+    fault_point(FAULT_BATCH_STAGED);
     leveldb_write(s->db, s->wsync, merged != NULL ? merged : one, &err);
     if (merged != NULL) {
         leveldb_writebatch_destroy(merged);
@@ -121,6 +124,8 @@ commit_write(store *s, store_txn *group, size_t n)
                 err);
         abort();
     }
+    /* One write holds effect and record: nothing lies between them. */
+    fault_point(FAULT_WRITE_BETWEEN);
     atomic_fetch_add(&s->fsyncs, 1);
     atomic_fetch_add(&s->commits, dirty);
     atomic_fetch_add(&s->groups, 1);

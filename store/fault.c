@@ -1,5 +1,10 @@
 /*
- * fault.c — the armed crash point.
+ * fault.c — the armed fault point.
+ *
+ * Owns fault_name/fault_at/fault_drop_armed, written once by fault_init
+ * before any thread starts, and the hit counter of the armed point.
+ * Never: reads the environment after start-up or counts hits of points
+ * that are not armed.
  */
 #include "fault.h"
 
@@ -10,37 +15,67 @@
 #include <string.h>
 #include <unistd.h>
 
-static char fault_name[64]; /* written once by fault_init */
-static long fault_at = 1;   /* crash at this hit */
+static char fault_name[64];   /* "" = nothing armed */
+static long fault_at = 1;     /* act at this hit */
+static bool fault_drop_armed; /* ":drop": lose the reply, do not crash */
 static _Atomic long fault_hits;
 
 void
 fault_init(void)
 {
     const char *v = getenv("ONCED_FAULT");
-    const char *at;
+    char *at, *colon;
 
     if (v == NULL || v[0] == '\0') {
         return;
     }
     snprintf(fault_name, sizeof(fault_name), "%s", v);
-    if ((at = strchr(v, '@')) != NULL) {
-        fault_name[at - v < (long)sizeof(fault_name) ? at - v : 0] = '\0';
-        fault_at = atol(at + 1) > 0 ? atol(at + 1) : 1;
+    if ((colon = strchr(fault_name, ':')) != NULL) {
+        fault_drop_armed = strcmp(colon + 1, "drop") == 0;
+        if (!fault_drop_armed) {
+            fprintf(stderr,
+                    "onced: ONCED_FAULT=%s: unknown action \"%s\" "
+                    "(only :drop); crashing instead\n",
+                    v, colon + 1);
+        }
+        *colon = '\0';
     }
-    fprintf(stderr, "onced: fault point \"%s\" armed (hit %ld crashes)\n",
-            fault_name, fault_at);
+    if ((at = strchr(fault_name, '@')) != NULL) {
+        fault_at = atol(at + 1) > 0 ? atol(at + 1) : 1;
+        *at = '\0';
+    }
+    fprintf(stderr, "onced: fault point \"%s\" armed (hit %ld %s)\n",
+            fault_name, fault_at,
+            fault_drop_armed ? "drops its reply" : "crashes");
+}
+
+/* True when name is armed and this hit is the one to act on. */
+static bool
+fault_due(const char *name, bool drop)
+{
+    if (drop != fault_drop_armed || strcmp(name, fault_name) != 0) {
+        return false;
+    }
+    return atomic_fetch_add(&fault_hits, 1) + 1 == fault_at;
 }
 
 void
 fault_point(const char *name)
 {
-    if (fault_name[0] == '\0' || strcmp(name, fault_name) != 0) {
+    if (fault_name[0] == '\0' || !fault_due(name, false)) {
         return;
     }
-    if (atomic_fetch_add(&fault_hits, 1) + 1 == fault_at) {
-        fprintf(stderr, "onced: fault point \"%s\": crashing\n", name);
-        raise(SIGKILL);
-        _exit(137);
+    fprintf(stderr, "onced: fault point \"%s\": crashing\n", name);
+    raise(SIGKILL);
+    _exit(137);
+}
+
+bool
+fault_drop(const char *name)
+{
+    if (fault_name[0] == '\0' || !fault_due(name, true)) {
+        return false;
     }
+    fprintf(stderr, "onced: fault point \"%s\": dropping the reply\n", name);
+    return true;
 }

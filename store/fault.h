@@ -1,26 +1,44 @@
 /*
- * fault.h — named crash points for the crash-matrix tests (SPEC §7).
+ * fault.h — named fault points for the crash-matrix tests (SPEC §7).
  *
  * Owns the one armed point, read once from the environment variable
- * ONCED_FAULT: "NAME" crashes at the first hit of NAME, "NAME@N" at the
- * N-th. A crash is raise(SIGKILL): no destructor, no flush, exactly what a
- * power cut leaves behind (LevelDB's synced log stays). Off unless the
- * variable is set; a hit costs one compare when it is off.
- * Never: changes behaviour when no point is armed.
+ * ONCED_FAULT: "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
+ * and a ":drop" suffix ("batch_written@3:drop") turns a reply point's crash
+ * into a lost reply — onced goes on, the client never hears back. A crash
+ * is raise(SIGKILL): no destructor, no flush, exactly what a power cut
+ * leaves behind (LevelDB's synced log stays). Off unless the variable is
+ * set; a hit costs one compare when it is off.
+ * Never: changes behaviour when no point is armed; acts more than once.
  */
 #ifndef STORE_FAULT_H
 #define STORE_FAULT_H
 
-/* Points, in the order a call passes them. */
-#define FAULT_LEASE_ENDED         "lease_ended" /* end synced, reclaim not */
-#define FAULT_RECORDS_DELETED     "records_deleted" /* reclaim synced */
-#define FAULT_ACK_APPLIED         "ack_applied"     /* watermark raised */
-#define FAULT_WATERMARK_PERSISTED "watermark_persisted"
+#include <stdbool.h>
+
+/* Points, in the order a call passes them. The call points count only
+ * calls (or commit groups) that wrote something, so "NAME@N" is the N-th
+ * writing call — reads, replays and rejections never move the count. */
+#define FAULT_REQUEST_ACCEPTED "request_accepted" /* decoded, admitted */
+#define FAULT_BATCH_STAGED     "batch_staged"     /* grouped, not written */
+#define FAULT_WRITE_BETWEEN    "write_between"    /* see commit.c */
+#define FAULT_BATCH_WRITTEN    "batch_written"    /* synced, reply not sent */
+#define FAULT_REPLY_SENT       "reply_sent"       /* reply handed to the wire */
+#define FAULT_ACK_APPLIED      "ack_applied"      /* watermark raised, memory */
+#define FAULT_WATERMARK_PERSISTED                                              \
+    "watermark_persisted"                       /* durable watermark raised */
+#define FAULT_RECORDS_DELETED "records_deleted" /* reclaim synced */
+#define FAULT_LEASE_ENDED     "lease_ended"     /* end synced, reclaim not */
 
 /* Reads ONCED_FAULT. Call once at start-up, before any thread. */
 void fault_init(void);
 
-/* The point is passed: crash if it is the armed one. */
+/* The point is passed: crash if it is the armed one (a ":drop" arming of
+ * this point is not counted here). */
 void fault_point(const char *name);
+
+/* A reply point is passed with its reply: true when the armed ":drop" hit
+ * is this one and the reply must be thrown away (a crash arming of this
+ * point is not counted here). */
+bool fault_drop(const char *name);
 
 #endif /* STORE_FAULT_H */
