@@ -112,6 +112,15 @@ commit_write(store *s, store_txn *group, size_t n)
         return;
     }
     fault_point(FAULT_BATCH_STAGED);
+#ifdef ONCE_SPLIT_WRITES
+    /* Test-only builds (tests/CMakeLists.txt): effect and record in two
+     * writes, to show the crash matrix catches it. Never in onced. */
+    if (merged != NULL) {
+        leveldb_writebatch_destroy(merged);
+    }
+    commit_split_write(s, group);
+    return;
+#endif
     leveldb_write(s->db, s->wsync, merged != NULL ? merged : one, &err);
     if (merged != NULL) {
         leveldb_writebatch_destroy(merged);

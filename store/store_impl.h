@@ -66,6 +66,9 @@ struct store {
 int commit_start(store *s);
 void commit_stop(store *s);
 
+/* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
+void commit_split_write(store *s, store_txn *group);
+
 /* txn.c */
 void txn_free(store_txn *t);
 

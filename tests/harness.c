@@ -142,8 +142,9 @@ spawn_env(const harness *h, char ***envp, char **fault_var)
 static int
 spawn(harness *h)
 {
-    char *argv[6 + HARNESS_MAX_ARGS] = {(char *)ONCED_PATH, "--data", h->data,
-                                        "--listen", h->url};
+    char *bin = h->onced[0] != '\0' ? h->onced : (char *)ONCED_PATH;
+    char *argv[6 + HARNESS_MAX_ARGS] = {bin, "--data", h->data, "--listen",
+                                        h->url};
     char **envp = NULL;
     char *fault_var = NULL;
     pid_t pid;
@@ -183,7 +184,7 @@ spawn(harness *h)
         }
         dup2(fd, 1);
         dup2(fd, 2);
-        execve(ONCED_PATH, argv, envp);
+        execve(bin, argv, envp);
         _exit(127);
     }
     close(fd);
@@ -252,11 +253,24 @@ harness_start(harness **hp)
 int
 harness_start_args(harness **hp, const char *const *args)
 {
+    return harness_start_onced(hp, NULL, args);
+}
+
+int
+harness_start_onced(harness **hp, const char *onced, const char *const *args)
+{
     harness *h;
     int n = atomic_fetch_add(&harness_seq, 1);
 
     if ((h = calloc(1, sizeof(*h))) == NULL) {
         return -1;
+    }
+    if (onced != NULL) {
+        if (strlen(onced) >= sizeof(h->onced)) {
+            free(h);
+            return -1;
+        }
+        snprintf(h->onced, sizeof(h->onced), "%s", onced);
     }
     for (int i = 0; args != NULL && args[i] != NULL; i++) {
         if (i == HARNESS_MAX_ARGS || (h->args[i] = strdup(args[i])) == NULL) {

@@ -44,6 +44,8 @@ typedef struct harness {
      * ONCED_FAULT value ("" = unset) used by every start and restart. */
     char *args[HARNESS_MAX_ARGS + 1];
     char fault[64];
+    char onced[256]; /* the binary started ("" = ONCED_PATH, the shipped
+                        onced); harness_start_onced sets it */
 } harness;
 
 /*
@@ -62,6 +64,14 @@ int harness_start(harness **hp);
  * harness_start_args(hp, NULL).
  */
 int harness_start_args(harness **hp, const char *const *args);
+
+/*
+ * harness_start_args with another server binary (onced: its path; NULL is
+ * the shipped onced), kept for every restart. The crash matrix starts the
+ * test-only split-write builds this way.
+ */
+int harness_start_onced(harness **hp, const char *onced,
+                        const char *const *args);
 
 /*
  * Arms a crash point for the next start or restart: onced runs with
