@@ -159,7 +159,13 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         return NNG_ECANCELED;
     }
     nng_aio_wait(aio);
-    if ((rv = nng_aio_result(aio)) != 0) {
+    /* nng 1.5 reports a timeout as success (0, the message still on the
+     * aio) on an aio that has slept (nng_sleep_aio, our backoff): a
+     * message left on the aio was not sent. */
+    if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) != NULL) {
+        rv = NNG_ETIMEDOUT;
+    }
+    if (rv != 0) {
         /* The message is still ours after a failed send. */
         nng_msg_free(nng_aio_get_msg(aio));
         nng_aio_set_msg(aio, NULL);
@@ -182,7 +188,12 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         return NNG_ECANCELED;
     }
     nng_aio_wait(aio);
-    if ((rv = nng_aio_result(aio)) != 0) {
+    /* The same nng 1.5 quirk: a receive that timed out after a backoff
+     * sleep on this aio says 0 with no message. No message, no reply. */
+    if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) == NULL) {
+        rv = NNG_ETIMEDOUT;
+    }
+    if (rv != 0) {
         cst->maybe_executed = true; /* sent, never answered */
         if (rv == NNG_ECANCELED && cs->tracked && lost_is_lost(c)) {
             snprintf(cst->last_err, sizeof(cst->last_err),
