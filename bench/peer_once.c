@@ -1,0 +1,193 @@
+/*
+ * peer_once.c — once itself, as bench_compare measures it: an onced of its
+ * own (bench_onced_start: temp data dir, ipc path) and one once_client per
+ * caller, each with its own connection and lease, as separate agents would
+ * have.
+ *
+ * Owns: the onced child and the clients. A call is once_counter_incr with
+ * an rpc id the library assigns (client_id, seq): the stable per-call id.
+ * Invariant: the reply of a call leaves onced only after the synced
+ * LevelDB write that holds its effect and its completion record.
+ * Never: re-sends a call under a new id.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <once/client.h>
+
+#include "bench_env.h"
+#include "compare_peer.h"
+
+typedef struct once_env {
+    bench_onced srv;
+} once_env;
+
+typedef struct once_conn {
+    once_env *e;
+    once_client *c;
+    once_client *resender; /* no lease: resends an explicit rpc id */
+    char counter[96];
+    once_rpc_id last; /* the last call that returned OK */
+    int64_t last_value;
+} once_conn;
+
+static void
+say(char *err, int rv, const once_status *st)
+{
+    snprintf(err, COMPARE_ERR_LEN, "%s %s %s", once_strerror(rv), st->reason,
+             st->message);
+}
+
+static int
+once_start(const compare_config *cfg, void **envp)
+{
+    once_env *e = calloc(1, sizeof(*e));
+
+    if (e == NULL) {
+        return -1;
+    }
+    if (bench_onced_start(&e->srv, cfg->onced, NULL) != 0) {
+        free(e);
+        return -1;
+    }
+    *envp = e;
+    return 0;
+}
+
+static void
+once_stop(void *env)
+{
+    once_env *e = env;
+
+    if (e != NULL) {
+        bench_onced_stop(&e->srv);
+        free(e);
+    }
+}
+
+static int
+client_open(once_env *e, bool lease, once_client **cp, char *err)
+{
+    once_options o;
+    once_status st;
+    int rv;
+
+    once_options_init(&o);
+    o.url = e->srv.url;
+    o.no_lease = !lease;
+    if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+once_open(void *env, const compare_caller *who, void **connp, char *err)
+{
+    once_conn *k = calloc(1, sizeof(*k));
+
+    if (k == NULL) {
+        snprintf(err, COMPARE_ERR_LEN, "out of memory");
+        return -1;
+    }
+    k->e = env;
+    snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
+    if (client_open(env, true, &k->c, err) != 0) {
+        free(k);
+        return -1;
+    }
+    *connp = k;
+    return 0;
+}
+
+static int
+once_do(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+    once_rpc_id id = {0, 0}; /* the library assigns the next seq */
+    once_status st;
+    int rv;
+
+    (void)n;
+    if ((rv = once_counter_incr(k->c, k->counter, 1, &id, value, &st)) !=
+        ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    k->last = id;
+    k->last_value = *value;
+    return 0;
+}
+
+static int
+once_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+    once_rpc_id id = k->last;
+    once_status st;
+    int rv;
+
+    if (id.seq == 0) {
+        snprintf(err, COMPARE_ERR_LEN, "no call to replay");
+        return -1;
+    }
+    /* Resent the way a restarted client (or oncectl --rpc-id) does: from a
+     * handle without a lease, which acknowledges nothing. The caller's own
+     * handle counts the call complete and would acknowledge it with the
+     * resend (BAD_ACK). */
+    if (k->resender == NULL &&
+        client_open(k->e, false, &k->resender, err) != 0) {
+        return -1;
+    }
+    if ((rv = once_counter_incr(k->resender, k->counter, 1, &id, value, &st)) !=
+        ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    *replayed = st.replayed;
+    return 0;
+}
+
+static void
+once_close(void *conn)
+{
+    once_conn *k = conn;
+
+    if (k != NULL) {
+        once_client_close(k->resender);
+        once_client_close(k->c);
+        free(k);
+    }
+}
+
+static int
+once_read(void *env, const char *counter, int64_t *value, char *err)
+{
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    if (client_open(env, false, &c, err) != 0) {
+        return -1;
+    }
+    if ((rv = once_counter_get(c, counter, value, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+    }
+    once_client_close(c);
+    return rv == ONCE_OK ? 0 : -1;
+}
+
+const compare_peer compare_peer_once = {
+    .name = "once",
+    .what = "onced + libonce, one once_client per caller (Increment)",
+    .exactly_once = true,
+    .start = once_start,
+    .stop = once_stop,
+    .open = once_open,
+    .call = once_do,
+    .replay_last = once_replay_last,
+    .close = once_close,
+    .read = once_read,
+};

@@ -1,0 +1,497 @@
+/*
+ * peer_postgres.c — PostgreSQL as a user would make increments
+ * exactly-once: the idempotency-key transaction — INSERT the call's key ON
+ * CONFLICT DO NOTHING; if it was new, UPDATE the counter and store the
+ * result under the key; if not, read the stored result. One libpq
+ * connection per caller, prepared statements.
+ *
+ *   --pg-mode function    (default) the transaction is a PL/pgSQL function
+ *                         called by one prepared statement: one round trip
+ *                         per call, PostgreSQL's best case.
+ *   --pg-mode statements  BEGIN; the three prepared statements; COMMIT:
+ *                         five round trips, as most application code does.
+ *
+ * Owns: a PostgreSQL 15 cluster of its own: initdb into the peer's temp dir
+ * and pg_ctl start with the socket in that dir and no TCP listener
+ * (listen_addresses=''), synchronous_commit=on and fsync=on: COMMIT returns
+ * after the WAL holding it is flushed, so no reply leaves before its effect
+ * is on disk — the same durability as once. As root, the cluster runs as
+ * the user "postgres" (or "nobody"): Debian's initdb refuses root.
+ * Invariant: start checks SHOW synchronous_commit/fsync on the running
+ * server before anything is measured.
+ * Never: touches a cluster it did not create.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "compare_peer.h"
+#include "compare_proc.h"
+
+#define PG_INITDB_MS 120000
+#define PG_START_S   "60"
+#define PG_CTL_MS    90000
+#define PG_PORT      "5432" /* only names the socket file in our own dir */
+
+static const char SCHEMA[] =
+    "CREATE TABLE counters (name text PRIMARY KEY, v bigint NOT NULL);\n"
+    "CREATE TABLE idem (key text PRIMARY KEY, result bigint);\n"
+    "CREATE FUNCTION once_incr(k text, ctr text, d bigint,\n"
+    "                          OUT replayed boolean, OUT value bigint)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  INSERT INTO idem(key) VALUES (k) ON CONFLICT DO NOTHING;\n"
+    "  IF NOT FOUND THEN\n"
+    "    replayed := true;\n"
+    "    SELECT result INTO value FROM idem WHERE key = k;\n"
+    "    RETURN;\n"
+    "  END IF;\n"
+    "  UPDATE counters SET v = v + d WHERE name = ctr RETURNING v INTO value;\n"
+    "  UPDATE idem SET result = value WHERE key = k;\n"
+    "  replayed := false;\n"
+    "END $$;\n";
+
+typedef struct pg_env {
+    compare_user user;
+    char bin[256];
+    char data[300];
+    char dir[256];
+    char log[300];
+    char conninfo[512];
+    bool function; /* --pg-mode function */
+    bool started;
+} pg_env;
+
+typedef struct pg_conn {
+    PGconn *c;
+    bool function;
+    char counter[96];
+    int level, index;
+    uint64_t last_n; /* the last call that returned OK; 0: none */
+} pg_conn;
+
+static void
+pg_err(char *err, const char *what, PGconn *c, PGresult *r)
+{
+    const char *m = r != NULL ? PQresultErrorMessage(r) : "";
+    if (m == NULL || m[0] == '\0') {
+        m = PQerrorMessage(c);
+    }
+    snprintf(err, COMPARE_ERR_LEN, "postgres %s: %s", what, m);
+    /* libpq messages end in a newline; the report adds its own. */
+    err[strcspn(err, "\n")] = '\0';
+}
+
+/* Runs sql (no result rows wanted); 0 or -1 with err. */
+static int
+exec_ok(PGconn *c, const char *sql, char *err)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
+             PQresultStatus(r) == PGRES_TUPLES_OK;
+
+    if (!ok) {
+        pg_err(err, sql, c, r);
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static PGconn *
+connect_to(const pg_env *e, char *err)
+{
+    PGconn *c = PQconnectdb(e->conninfo);
+
+    if (PQstatus(c) != CONNECTION_OK) {
+        pg_err(err, "connect", c, NULL);
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int
+show_is(PGconn *c, const char *name, const char *want, char *err)
+{
+    char sql[96];
+    PGresult *r;
+    int ok;
+
+    snprintf(sql, sizeof(sql), "SHOW %s", name);
+    r = PQexec(c, sql);
+    ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+         strcmp(PQgetvalue(r, 0, 0), want) == 0;
+    if (!ok) {
+        snprintf(err, COMPARE_ERR_LEN, "postgres: %s is not %s", name, want);
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static int
+pg_ctl(pg_env *e, const char *action, const char *opts)
+{
+    char path[300];
+    const char *argv[16];
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/pg_ctl", e->bin);
+    argv[n++] = path;
+    argv[n++] = action;
+    argv[n++] = "-D";
+    argv[n++] = e->data;
+    argv[n++] = "-w";
+    argv[n++] = "-t";
+    argv[n++] = PG_START_S;
+    if (strcmp(action, "start") == 0) {
+        argv[n++] = "-l";
+        argv[n++] = e->log;
+        argv[n++] = "-o";
+        argv[n++] = opts;
+    } else {
+        argv[n++] = "-m";
+        argv[n++] = "fast";
+    }
+    argv[n] = NULL;
+    return compare_proc_run(argv, &e->user, e->log, PG_CTL_MS);
+}
+
+static int
+pg_start(const compare_config *cfg, void **envp)
+{
+    pg_env *e = calloc(1, sizeof(*e));
+    char initdb[300], opts[600], err[COMPARE_ERR_LEN] = "";
+    PGconn *c = NULL;
+    struct stat sb;
+
+    if (e == NULL) {
+        return -1;
+    }
+    e->function = strcmp(cfg->pg_mode, "statements") != 0;
+    snprintf(e->bin, sizeof(e->bin), "%s", cfg->pg_bin);
+    snprintf(e->dir, sizeof(e->dir), "%s", cfg->dir);
+    snprintf(e->data, sizeof(e->data), "%s/data", cfg->dir);
+    snprintf(e->log, sizeof(e->log), "%s/postgres.log", cfg->dir);
+    snprintf(initdb, sizeof(initdb), "%s/initdb", e->bin);
+    if (stat(initdb, &sb) != 0) {
+        fprintf(stderr, "bench_compare: no %s (--pg-bin DIR)\n", initdb);
+        goto fail;
+    }
+    if (compare_user_for_postgres(&e->user) != 0) {
+        fprintf(stderr, "bench_compare: running as root and no user "
+                        "'postgres' or 'nobody' to run PostgreSQL as\n");
+        goto fail;
+    }
+    /* The cluster's user owns the whole peer dir: data, log and socket. */
+    if (compare_user_chown(&e->user, e->dir) != 0) {
+        fprintf(stderr, "bench_compare: chown %s: %s\n", e->dir,
+                strerror(errno));
+        goto fail;
+    }
+    {
+        /* --no-sync only skips syncing initdb's template files; every
+         * commit measured below is WAL-flushed (fsync=on). */
+        const char *argv[] = {initdb,  "-D",         e->data,     "-U",
+                              "bench", "-A",         "trust",     "-E",
+                              "UTF8",  "--locale=C", "--no-sync", NULL};
+        if (compare_proc_run(argv, &e->user, e->log, PG_INITDB_MS) != 0) {
+            fprintf(stderr, "bench_compare: initdb failed\n");
+            compare_proc_tail(e->log, 1500);
+            goto fail;
+        }
+    }
+    snprintf(opts, sizeof(opts),
+             "-k %s -p " PG_PORT " -c listen_addresses='' "
+             "-c synchronous_commit=on -c fsync=on -c max_connections=%d",
+             e->dir, cfg->max_callers + 16);
+    if (pg_ctl(e, "start", opts) != 0) {
+        fprintf(stderr, "bench_compare: pg_ctl start failed\n");
+        compare_proc_tail(e->log, 1500);
+        goto fail;
+    }
+    e->started = true;
+    snprintf(e->conninfo, sizeof(e->conninfo),
+             "host=%s port=" PG_PORT " user=bench dbname=postgres "
+             "connect_timeout=10",
+             e->dir);
+    if ((c = connect_to(e, err)) == NULL ||
+        show_is(c, "synchronous_commit", "on", err) != 0 ||
+        show_is(c, "fsync", "on", err) != 0 || exec_ok(c, SCHEMA, err) != 0) {
+        fprintf(stderr, "bench_compare: %s\n", err);
+        goto fail;
+    }
+    PQfinish(c);
+    *envp = e;
+    return 0;
+fail:
+    PQfinish(c);
+    if (e->started) {
+        pg_ctl(e, "stop", NULL);
+    }
+    free(e);
+    return -1;
+}
+
+static void
+pg_stop(void *env)
+{
+    pg_env *e = env;
+
+    if (e != NULL) {
+        if (e->started && pg_ctl(e, "stop", NULL) != 0) {
+            fprintf(stderr, "bench_compare: pg_ctl stop failed; see %s\n",
+                    e->log);
+        }
+        free(e);
+    }
+}
+
+static int
+prepare(PGconn *c, const char *name, const char *sql, int nparams, char *err)
+{
+    PGresult *r = PQprepare(c, name, sql, nparams, NULL);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    if (!ok) {
+        pg_err(err, name, c, r);
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static int
+pg_open(void *env, const compare_caller *who, void **connp, char *err)
+{
+    pg_env *e = env;
+    pg_conn *k = calloc(1, sizeof(*k));
+    const char *params[1];
+    PGresult *r;
+
+    if (k == NULL) {
+        snprintf(err, COMPARE_ERR_LEN, "out of memory");
+        return -1;
+    }
+    k->function = e->function;
+    k->level = who->level;
+    k->index = who->index;
+    snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
+    if ((k->c = connect_to(e, err)) == NULL) {
+        goto fail;
+    }
+    if (prepare(k->c, "incr",
+                "SELECT replayed, value FROM once_incr($1, $2, $3)", 3,
+                err) != 0 ||
+        prepare(k->c, "ins",
+                "INSERT INTO idem(key) VALUES ($1) ON CONFLICT DO NOTHING", 1,
+                err) != 0 ||
+        prepare(k->c, "upd",
+                "UPDATE counters SET v = v + $2 WHERE name = $1 RETURNING v", 2,
+                err) != 0 ||
+        prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
+                err) != 0 ||
+        prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
+                err) != 0) {
+        goto fail;
+    }
+    params[0] = k->counter;
+    r = PQexecParams(k->c,
+                     "INSERT INTO counters(name, v) VALUES ($1, 0) "
+                     "ON CONFLICT DO NOTHING",
+                     1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_err(err, "counter row", k->c, r);
+        PQclear(r);
+        goto fail;
+    }
+    PQclear(r);
+    *connp = k;
+    return 0;
+fail:
+    PQfinish(k->c);
+    free(k);
+    return -1;
+}
+
+/* Runs prepared statement name; on success *r holds the result (PQclear).
+ */
+static int
+run(pg_conn *k, const char *name, int n, const char *const *params,
+    ExecStatusType want, PGresult **rp, char *err)
+{
+    PGresult *r = PQexecPrepared(k->c, name, n, params, NULL, NULL, 0);
+
+    if (PQresultStatus(r) != want) {
+        pg_err(err, name, k->c, r);
+        PQclear(r);
+        return -1;
+    }
+    *rp = r;
+    return 0;
+}
+
+static int
+incr_function(pg_conn *k, const char *key, bool *replayed, int64_t *value,
+              char *err)
+{
+    const char *params[] = {key, k->counter, "1"};
+    PGresult *r;
+
+    if (run(k, "incr", 3, params, PGRES_TUPLES_OK, &r, err) != 0) {
+        return -1;
+    }
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 1)) {
+        snprintf(err, COMPARE_ERR_LEN, "postgres: once_incr: no value");
+        PQclear(r);
+        return -1;
+    }
+    *replayed = PQgetvalue(r, 0, 0)[0] == 't';
+    *value = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+static int
+incr_statements(pg_conn *k, const char *key, bool *replayed, int64_t *value,
+                char *err)
+{
+    const char *p1[] = {key};
+    const char *p2[2];
+    char v[32];
+    PGresult *r;
+
+    if (exec_ok(k->c, "BEGIN", err) != 0) {
+        return -1;
+    }
+    if (run(k, "ins", 1, p1, PGRES_COMMAND_OK, &r, err) != 0) {
+        goto abort;
+    }
+    *replayed = strcmp(PQcmdTuples(r), "0") == 0;
+    PQclear(r);
+    if (*replayed) {
+        if (run(k, "sel", 1, p1, PGRES_TUPLES_OK, &r, err) != 0) {
+            goto abort;
+        }
+        *value =
+            PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+        PQclear(r);
+    } else {
+        p2[0] = k->counter;
+        p2[1] = "1";
+        if (run(k, "upd", 2, p2, PGRES_TUPLES_OK, &r, err) != 0) {
+            goto abort;
+        }
+        if (PQntuples(r) != 1) {
+            snprintf(err, COMPARE_ERR_LEN, "postgres: no counter row");
+            PQclear(r);
+            goto abort;
+        }
+        *value = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        snprintf(v, sizeof(v), "%lld", (long long)*value);
+        p2[0] = key;
+        p2[1] = v;
+        if (run(k, "res", 2, p2, PGRES_COMMAND_OK, &r, err) != 0) {
+            goto abort;
+        }
+        PQclear(r);
+    }
+    return exec_ok(k->c, "COMMIT", err);
+abort:
+    PQclear(PQexec(k->c, "ROLLBACK"));
+    return -1;
+}
+
+static int
+incr(pg_conn *k, uint64_t n, bool *replayed, int64_t *value, char *err)
+{
+    char key[96];
+
+    snprintf(key, sizeof(key), "%d/%d/%llu", k->level, k->index,
+             (unsigned long long)n);
+    return k->function ? incr_function(k, key, replayed, value, err)
+                       : incr_statements(k, key, replayed, value, err);
+}
+
+static int
+pg_call(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    pg_conn *k = conn;
+    bool replayed;
+
+    if (incr(k, n, &replayed, value, err) != 0) {
+        return -1;
+    }
+    if (replayed) {
+        snprintf(err, COMPARE_ERR_LEN, "postgres: key %llu already used",
+                 (unsigned long long)n);
+        return -1;
+    }
+    k->last_n = n;
+    return 0;
+}
+
+static int
+pg_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    pg_conn *k = conn;
+
+    if (k->last_n == 0) {
+        snprintf(err, COMPARE_ERR_LEN, "no call to replay");
+        return -1;
+    }
+    return incr(k, k->last_n, replayed, value, err);
+}
+
+static void
+pg_close(void *conn)
+{
+    pg_conn *k = conn;
+
+    if (k != NULL) {
+        PQfinish(k->c);
+        free(k);
+    }
+}
+
+static int
+pg_read(void *env, const char *counter, int64_t *value, char *err)
+{
+    const char *params[] = {counter};
+    PGconn *c = connect_to(env, err);
+    PGresult *r;
+    int rv = -1;
+
+    if (c == NULL) {
+        return -1;
+    }
+    r = PQexecParams(c, "SELECT v FROM counters WHERE name = $1", 1, NULL,
+                     params, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        *value = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        rv = 0;
+    } else {
+        pg_err(err, "read", c, r);
+    }
+    PQclear(r);
+    PQfinish(c);
+    return rv;
+}
+
+const compare_peer compare_peer_postgres = {
+    .name = "postgres",
+    .what = "PostgreSQL 15, synchronous_commit=on, idempotency-key "
+            "transaction (prepared)",
+    .exactly_once = true,
+    .start = pg_start,
+    .stop = pg_stop,
+    .open = pg_open,
+    .call = pg_call,
+    .replay_last = pg_replay_last,
+    .close = pg_close,
+    .read = pg_read,
+};
