@@ -548,6 +548,295 @@ test_unissued_client_id(void **state)
     nothing_written(f);
 }
 
+/* ---- hand-built protobuf: lengths, types and repeats that lie ---------- */
+
+/* Appends a varint; returns the new length. */
+static size_t
+pb_varint(uint8_t *b, size_t n, uint64_t v)
+{
+    while (v >= 0x80) {
+        b[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Appends field `field` as length-delimited bytes. */
+static size_t
+pb_bytes(uint8_t *b, size_t n, unsigned field, const void *p, size_t len)
+{
+    n = pb_varint(b, n, (uint64_t)field << 3 | 2);
+    n = pb_varint(b, n, len);
+    memcpy(b + n, p, len);
+    return n + len;
+}
+
+/* Appends field `field` as a varint. */
+static size_t
+pb_uint(uint8_t *b, size_t n, unsigned field, uint64_t v)
+{
+    n = pb_varint(b, n, (uint64_t)field << 3 | 0);
+    return pb_varint(b, n, v);
+}
+
+/* An envelope: method, client_id, seq, then payload field 10 as given. */
+static size_t
+pb_envelope(uint8_t *b, uint64_t cid, uint64_t seq, const void *payload,
+            size_t plen)
+{
+    size_t n = pb_bytes(b, 0, 1, INCREMENT, strlen(INCREMENT));
+    n = pb_uint(b, n, 2, cid);
+    n = pb_uint(b, n, 3, seq);
+    return pb_bytes(b, n, 10, payload, plen);
+}
+
+/* Lengths that claim far more than the message holds, in the envelope and
+ * inside the payload. */
+static void
+test_huge_declared_lengths(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = f->seq++;
+    uint8_t b[256], pl[64];
+    size_t n, plen;
+
+    mark(f);
+    /* payload (field 10) says 2^62 bytes follow; 3 do. */
+    n = pb_bytes(b, 0, 1, INCREMENT, strlen(INCREMENT));
+    n = pb_uint(b, n, 2, f->cid);
+    n = pb_uint(b, n, 3, seq);
+    n = pb_varint(b, n, 10 << 3 | 2);
+    n = pb_varint(b, n, (uint64_t)1 << 62);
+    memcpy(b + n, "abc", 3);
+    expect_code(f, "envelope field length 2^62", b, n + 3,
+                ONCE_INVALID_ARGUMENT, -1, "MALFORMED_ENVELOPE");
+    nothing_written(f);
+
+    /* method (field 1) says UINT64_MAX bytes. */
+    n = pb_varint(b, 0, 1 << 3 | 2);
+    n = pb_varint(b, n, UINT64_MAX);
+    expect_code(f, "method length UINT64_MAX", b, n, ONCE_INVALID_ARGUMENT, -1,
+                "MALFORMED_ENVELOPE");
+    nothing_written(f);
+
+    /* Inside a well-formed envelope, the name says 1 GiB. */
+    plen = pb_varint(pl, 0, 1 << 3 | 2);
+    plen = pb_varint(pl, plen, (uint64_t)1 << 30);
+    memcpy(pl + plen, "hostile", 7);
+    n = pb_envelope(b, f->cid, seq, pl, plen + 7);
+    expect_code(f, "payload name length 1 GiB", b, n, ONCE_INVALID_ARGUMENT, -1,
+                "MALFORMED_PAYLOAD");
+    nothing_written(f);
+    id_still_free(f, f->cid, seq);
+}
+
+/* A field sent with another wire type than its declaration. */
+static void
+test_wrong_field_types(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = f->seq++;
+    uint8_t b[256], pl[64];
+    size_t n, plen;
+
+    mark(f);
+    /* method as a varint. */
+    n = pb_uint(b, 0, 1, 42);
+    n = pb_uint(b, n, 2, f->cid);
+    n = pb_uint(b, n, 3, seq);
+    expect_code(f, "method sent as a varint", b, n, ONCE_INVALID_ARGUMENT,
+                ONCE_UNIMPLEMENTED, NULL);
+    nothing_written(f);
+
+    /* seq as bytes. */
+    n = pb_bytes(b, 0, 1, INCREMENT, strlen(INCREMENT));
+    n = pb_uint(b, n, 2, f->cid);
+    n = pb_bytes(b, n, 3, "\x05", 1);
+    expect_code(f, "seq sent as bytes", b, n, ONCE_INVALID_ARGUMENT, -1, NULL);
+    nothing_written(f);
+
+    /* Payload: name as a varint, by as bytes. */
+    plen = pb_uint(pl, 0, 1, 7);
+    plen = pb_uint(pl, plen, 2, 1);
+    n = pb_envelope(b, f->cid, seq, pl, plen);
+    expect_code(f, "payload name sent as a varint", b, n, ONCE_INVALID_ARGUMENT,
+                -1, NULL);
+    nothing_written(f);
+    plen = pb_bytes(pl, 0, 1, "hostile", 7);
+    plen = pb_bytes(pl, plen, 2, "\x01", 1);
+    n = pb_envelope(b, f->cid, seq, pl, plen);
+    expect_code(f, "payload by sent as bytes", b, n, ONCE_INVALID_ARGUMENT, -1,
+                NULL);
+    nothing_written(f);
+    id_still_free(f, f->cid, seq);
+}
+
+/*
+ * A singular field sent twice: protobuf's rule is that the last one counts,
+ * and onced follows it — so a repeat that ends on a bad value is refused
+ * like that value, and one that ends on a good value is that call.
+ */
+static void
+test_repeated_singular_fields(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = f->seq++;
+    uint8_t b[256], pl[64];
+    size_t n, plen;
+
+    mark(f);
+    /* seq=5 then seq=0: no rpc id. */
+    n = pb_bytes(b, 0, 1, INCREMENT, strlen(INCREMENT));
+    n = pb_uint(b, n, 2, f->cid);
+    n = pb_uint(b, n, 3, seq);
+    n = pb_uint(b, n, 3, 0);
+    plen = pb_bytes(pl, 0, 1, "hostile", 7);
+    plen = pb_uint(pl, plen, 2, 1);
+    n = pb_bytes(b, n, 10, pl, plen);
+    expect_code(f, "seq twice, the last 0", b, n, ONCE_INVALID_ARGUMENT, -1,
+                "MISSING_RPC_ID");
+    nothing_written(f);
+
+    /* name "hostile" then "": the empty name. */
+    plen = pb_bytes(pl, 0, 1, "hostile", 7);
+    plen = pb_bytes(pl, plen, 1, "", 0);
+    plen = pb_uint(pl, plen, 2, 1);
+    n = pb_envelope(b, f->cid, seq, pl, plen);
+    expect_code(f, "name twice, the last empty", b, n, ONCE_INVALID_ARGUMENT,
+                -1, "BAD_NAME");
+    nothing_written(f);
+
+    /* method Get then an unknown one: the unknown one. */
+    n = pb_bytes(b, 0, 1, "/once.v1.Counter/Get", 20);
+    n = pb_bytes(b, n, 1, "/once.v1.Nope/X", 15);
+    expect_code(f, "method twice, the last unknown", b, n, ONCE_UNIMPLEMENTED,
+                -1, "UNKNOWN_METHOD");
+    nothing_written(f);
+    id_still_free(f, f->cid, seq);
+}
+
+/* Zero, negative and overflowing numbers. */
+static void
+test_extreme_numbers(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = f->seq++;
+    uint8_t *env;
+    size_t len;
+    once_rpc_id id;
+    once_status st;
+    int64_t v = -1;
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    uint8_t *p, b[512];
+    size_t plen;
+
+    /* seq at UINT64_MAX: far past the window, refused before execution. */
+    mark(f);
+    incr_envelope(f->cid, UINT64_MAX, "hostile", 1, &env, &len);
+    expect_code(f, "Increment with seq=UINT64_MAX", env, len,
+                ONCE_RESOURCE_EXHAUSTED, -1, "WINDOW_FULL");
+    free(env);
+    nothing_written(f);
+
+    /* client id UINT64_MAX: never issued. */
+    incr_envelope(UINT64_MAX, 1, "hostile", 1, &env, &len);
+    expect_code(f, "Increment from client UINT64_MAX", env, len,
+                ONCE_FAILED_PRECONDITION, -1, "LEASE_EXPIRED");
+    free(env);
+    nothing_written(f);
+
+    /* first_incomplete above the call's own seq, at UINT64_MAX. */
+    assert_int_equal(harness_incr_payload("hostile", 1, &p, &plen), 0);
+    r.method = INCREMENT;
+    r.client_id = f->cid;
+    r.seq = seq;
+    r.first_incomplete = UINT64_MAX;
+    r.payload.data = p;
+    r.payload.len = plen;
+    len = once__v1__request__pack(&r, b);
+    expect_code(f, "first_incomplete=UINT64_MAX", b, len, ONCE_INVALID_ARGUMENT,
+                -1, "BAD_ACK");
+    nothing_written(f);
+
+    /* A deadline of UINT64_MAX ms is "no hurry", not "already passed". */
+    r.first_incomplete = 0;
+    r.timeout_ms = UINT64_MAX;
+    len = once__v1__request__pack(&r, b);
+    {
+        Once__V1__Response *resp = NULL;
+        assert_int_equal(harness_raw_rpc(f->h->url, b, len, &resp, REPLY_MS),
+                         0);
+        assert_non_null(resp->status);
+        print_message("%-36s -> %s reason=\"%s\"\n", "timeout_ms=UINT64_MAX",
+                      once_strerror(resp->status->code), resp->status->reason);
+        assert_int_equal(resp->status->code, ONCE_OK);
+        once__v1__response__free_unpacked(resp, NULL);
+    }
+    free(p);
+    assert_int_equal(once_counter_get(f->c, "hostile", &v, &st), ONCE_OK);
+    assert_int_equal(v, START + 1);
+
+    /* Increments that overflow int64 are executed and refused: the
+     * outcome (OUT_OF_RANGE) is the call's recorded result, the counter
+     * does not move, and a retry replays the refusal. */
+    id = (once_rpc_id){f->cid, f->seq++};
+    assert_int_equal(
+        once_counter_incr(f->c, "hostile", INT64_MAX, &id, &v, &st),
+        ONCE_OUT_OF_RANGE);
+    assert_string_equal(st.reason, "COUNTER_OVERFLOW");
+    assert_int_equal(
+        once_counter_incr(f->c, "hostile", INT64_MAX, &id, &v, &st),
+        ONCE_OUT_OF_RANGE);
+    assert_true(st.replayed);
+    id = (once_rpc_id){f->cid, f->seq++};
+    assert_int_equal(
+        once_counter_incr(f->c, "hostile", INT64_MIN, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, (int64_t)START + 1 + INT64_MIN);
+    id = (once_rpc_id){f->cid, f->seq++};
+    assert_int_equal(
+        once_counter_incr(f->c, "hostile", INT64_MIN, &id, &v, &st),
+        ONCE_OUT_OF_RANGE);
+    assert_int_equal(once_counter_get(f->c, "hostile", &v, &st), ONCE_OK);
+    assert_int_equal(v, (int64_t)START + 1 + INT64_MIN);
+}
+
+/* Names longer than anything onced keeps. */
+static void
+test_overlong_names(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = f->seq++;
+    char name[300], *method;
+    uint8_t *env;
+    size_t len;
+    uint8_t *p;
+    size_t plen;
+
+    mark(f);
+    memset(name, 'n', 257);
+    name[257] = '\0';
+    incr_envelope(f->cid, seq, name, 1, &env, &len);
+    expect_code(f, "Increment of a 257-byte name", env, len,
+                ONCE_INVALID_ARGUMENT, -1, "BAD_NAME");
+    free(env);
+    nothing_written(f);
+
+    assert_non_null(method = malloc(64 * 1024));
+    memset(method, 'm', 64 * 1024 - 1);
+    method[64 * 1024 - 1] = '\0';
+    assert_int_equal(harness_incr_payload("hostile", 1, &p, &plen), 0);
+    assert_int_equal(harness_envelope(method, f->cid, seq, p, plen, &env, &len),
+                     0);
+    expect_code(f, "a 64 KiB method name", env, len, ONCE_UNIMPLEMENTED, -1,
+                "UNKNOWN_METHOD");
+    free(env);
+    free(p);
+    free(method);
+    nothing_written(f);
+    id_still_free(f, f->cid, seq);
+}
+
 int
 main(void)
 {
@@ -561,6 +850,11 @@ main(void)
         T(test_oversized_message),
         T(test_empty_name_and_zero_by),
         T(test_unissued_client_id),
+        T(test_huge_declared_lengths),
+        T(test_wrong_field_types),
+        T(test_repeated_singular_fields),
+        T(test_extreme_numbers),
+        T(test_overlong_names),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
