@@ -13,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grants.pb-c.h"
+
 static const ProtobufCServiceDescriptor *const wire_services[] = {
     &once__v1__counter__descriptor,
     &once__v1__lease__descriptor,
     &once__v1__admin__descriptor,
+    &once__v1__grants__descriptor,
 };
 
 #define WIRE_METHODS_MAX 64

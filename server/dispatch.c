@@ -14,6 +14,7 @@ static const dispatch_service dispatch_services[] = {
     {svc_counter_methods, &svc_counter_count},
     {svc_lease_methods, &svc_lease_count},
     {svc_admin_methods, &svc_admin_count},
+    {svc_grants_methods, &svc_grants_count},
 };
 
 const dispatch_entry *

@@ -36,6 +36,8 @@ extern const dispatch_entry svc_lease_methods[];
 extern const size_t svc_lease_count;
 extern const dispatch_entry svc_admin_methods[];
 extern const size_t svc_admin_count;
+extern const dispatch_entry svc_grants_methods[];
+extern const size_t svc_grants_count;
 
 /* The entry for this full name (not necessarily NUL-terminated), or NULL;
  * *wm is set to the descriptor's method when the name is known at all. */

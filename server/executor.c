@@ -155,8 +155,10 @@ exec_mutating(server_call *c, const dispatch_entry *de,
         exec_reset_txn(c);
         return;
     }
-    if (c->code != ONCE__V1__CODE__OK) {
-        exec_reset_txn(c); /* a non-OK outcome keeps no effect */
+    if (c->code != ONCE__V1__CODE__OK && !c->keep_writes) {
+        /* a non-OK outcome keeps no effect; keep_writes: a recorded
+         * business rejection (svc_grants: the surface rejection log) */
+        exec_reset_txn(c);
     }
     rec.method = req->method;
     rec.digest.data = (uint8_t *)digest;

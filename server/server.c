@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
 
@@ -15,6 +16,7 @@
 #include "lease.h"
 #include "listener.h"
 #include "log.h"
+#include "svc_grants.h"
 
 static uint64_t
 server_wall_ms(void)
@@ -22,6 +24,30 @@ server_wall_ms(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/*
+ * A test-only clock: when onced starts with ONCED_CLOCK_OFFSET_FILE set,
+ * the wall clock is shifted by the signed number of milliseconds in that
+ * file, read on every reading (so a test can move time forward — e.g. past
+ * the 12-hour queue expiry — while onced runs). Unset, the clock is the
+ * plain wall clock and the file is never looked at.
+ */
+static const char *server_clock_file;
+
+static uint64_t
+server_offset_ms(void)
+{
+    FILE *f = fopen(server_clock_file, "r");
+    long long off = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%lld", &off) != 1) {
+            off = 0;
+        }
+        fclose(f);
+    }
+    return server_wall_ms() + (uint64_t)off;
 }
 
 int
@@ -39,6 +65,11 @@ server_open(server **sp, const server_config *cfg)
     }
     s->cfg = *cfg;
     s->now_ms = server_wall_ms;
+    if ((server_clock_file = getenv("ONCED_CLOCK_OFFSET_FILE")) != NULL &&
+        server_clock_file[0] != '\0') {
+        s->now_ms = server_offset_ms;
+        log_info("test clock: offset read from %s", server_clock_file);
+    }
     fault_init();
     if ((rv = store_open(&s->st, cfg->data_dir, &err)) != 0) {
         log_error("cannot open the LevelDB in %s: %s (is another onced using "
@@ -47,6 +78,9 @@ server_open(server **sp, const server_config *cfg)
         free(err);
         free(s);
         return rv;
+    }
+    if ((rv = svc_grants_open(s)) != 0) {
+        goto fail;
     }
     if ((rv = lease_table_alloc(&s->leases)) != 0 ||
         (rv = lease_load(s->leases, s->st, s->now_ms(), &nrec, &nbytes)) != 0) {
@@ -80,6 +114,7 @@ fail:
     executor_close(s->ex);
     store_close(s->st);
     lease_table_free(s->leases);
+    svc_grants_close(s);
     free(s);
     return rv != 0 ? rv : EIO;
 }
@@ -96,5 +131,6 @@ server_close(server *s)
     store_close(s->st);
     listener_free(s->ls);
     lease_table_free(s->leases);
+    svc_grants_close(s);
     free(s);
 }

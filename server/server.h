@@ -44,6 +44,8 @@ struct server {
     gc *gc;
     server_stats stats;
     uint64_t (*now_ms)(void); /* wall clock, unix ms; injectable */
+    struct grants_signer *grants; /* svc_grants.c: the signing key; set at
+                                     open, read-only afterwards */
 };
 
 /* Opens the store, starts the executor and listens. On failure returns an

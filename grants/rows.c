@@ -1,0 +1,108 @@
+/*
+ * rows.c — protobuf rows over a store_txn.
+ */
+#include "rows.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "wire.h"
+
+int
+rows_get(store_txn *t, const gkey *k, const ProtobufCMessageDescriptor *d,
+         ProtobufCMessage **out)
+{
+    char *val;
+    size_t vlen;
+    int rv;
+
+    *out = NULL;
+    if ((rv = store_txn_get(t, k->b, k->n, &val, &vlen)) != 0) {
+        return rv;
+    }
+    *out = protobuf_c_message_unpack(d, NULL, vlen, (const uint8_t *)val);
+    free(val);
+    return *out != NULL ? 0 : EBADMSG;
+}
+
+int
+rows_get_or_empty(store_txn *t, const gkey *k,
+                  const ProtobufCMessageDescriptor *d, ProtobufCMessage **out)
+{
+    int rv = rows_get(t, k, d, out);
+
+    if (rv == ENOENT) {
+        static const uint8_t none = 0;
+        *out = protobuf_c_message_unpack(d, NULL, 0, &none);
+        rv = *out != NULL ? 0 : ENOMEM;
+    }
+    return rv;
+}
+
+int
+rows_put(store_txn *t, const gkey *k, const ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    int rv;
+
+    if (buf == NULL) {
+        return ENOMEM;
+    }
+    protobuf_c_message_pack(m, buf);
+    rv = store_txn_put(t, k->b, k->n, buf, len);
+    free(buf);
+    return rv;
+}
+
+int
+rows_get_u64(store_txn *t, const gkey *k, uint64_t *v)
+{
+    char *val;
+    size_t vlen;
+    int rv;
+
+    *v = 0;
+    if ((rv = store_txn_get(t, k->b, k->n, &val, &vlen)) != 0) {
+        return rv;
+    }
+    if (vlen != 8) {
+        free(val);
+        return EBADMSG;
+    }
+    *v = wire_get_be64((const uint8_t *)val);
+    free(val);
+    return 0;
+}
+
+int
+rows_put_u64(store_txn *t, const gkey *k, uint64_t v)
+{
+    uint8_t buf[8];
+
+    wire_put_be64(buf, v);
+    return store_txn_put(t, k->b, k->n, buf, sizeof(buf));
+}
+
+int
+rows_exists(store_txn *t, const gkey *k, bool *yes)
+{
+    char *val;
+    size_t vlen;
+    int rv = store_txn_get(t, k->b, k->n, &val, &vlen);
+
+    *yes = rv == 0;
+    if (rv == 0) {
+        free(val);
+    }
+    return rv == ENOENT ? 0 : rv;
+}
+
+int
+rows_set_flag(store_txn *t, const gkey *k, bool on)
+{
+    static const char one = 1;
+
+    return on ? store_txn_put(t, k->b, k->n, &one, 1)
+              : store_txn_del(t, k->b, k->n);
+}

@@ -1,0 +1,138 @@
+/*
+ * rules.h — the rules of start grants (SPEC §6, seeds/000), as functions
+ * over one store_txn.
+ *
+ * Owns every decision: one open grant per surface (the surface index
+ * g/s/<surface>, staged in the same transaction as the grant), the
+ * (request_id, attempt) lock row, the digest check, the placement
+ * generation check, attempt n+1 only after a retryable close, the queue
+ * (destination written at Enqueue, Claim only for that machine, 12-hour
+ * expiry on the machine's next claim, in-place replacement), the legacy
+ * path on the same surface lock, deletions that keep open grants, and the
+ * recorded rejections.
+ *
+ * Concurrency: none here. onced's executor runs one call at a time, so
+ * "lock (request_id, attempt) first, then look" is the order of the reads
+ * in grants_request: nothing else runs between them and the staged writes.
+ * The lock is also explicit in LevelDB (g/r/...), written atomically with
+ * the grant, so the rule does not depend on that single thread for
+ * durability — only for mutual exclusion.
+ *
+ * Outcomes: every function fills a grants_outcome. code OK: the response
+ * is packed into *resp. A business rejection (code != OK) stages nothing
+ * but, when keep is set, the surface's rejection log entry — the handler
+ * commits exactly that. err != 0: a store error; nothing must be kept.
+ * Never: deletes a grant row or the surface mark of an open grant; moves a
+ * grant or a queue row to another machine; decides by silence or by a
+ * credential's expiry.
+ */
+#ifndef GRANTS_RULES_H
+#define GRANTS_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "credential.h"
+#include "grants.pb-c.h"
+#include "once.pb-c.h"
+#include "store.h"
+#include "wire.h"
+
+/* A pending queue row older than this expires on its machine's next
+ * claim. */
+#define GRANTS_PENDING_MAX_MS      (12ull * 3600 * 1000)
+#define GRANTS_CRED_TTL_DEFAULT_MS 60000ull
+#define GRANTS_CRED_TTL_MAX_MS     3600000ull
+#define GRANTS_NAME_MAX            256
+#define GRANTS_LOCATION_MAX        1024
+#define GRANTS_HISTORY_MAX         64
+#define GRANTS_REJECTIONS_MAX      64
+#define GRANTS_EXPIRED_MAX         256
+
+typedef struct grants_env {
+    store_txn *txn;
+    uint64_t now_ms;
+    const char *principal; /* the caller's lease principal ("" if none) */
+    const grants_signer *signer;
+} grants_env;
+
+typedef struct grants_outcome {
+    int code; /* once.v1.Code */
+    char reason[64];
+    char message[256];
+    bool keep;     /* a recorded rejection: commit what was staged */
+    int err;       /* a store error (errno): commit nothing, say nothing */
+    uint8_t *resp; /* packed response on OK (malloc'd; the caller frees) */
+    size_t resp_len;
+} grants_outcome;
+
+/* Request checks that need no state (names, lengths, enums). Returns true
+ * when the request may run; otherwise o says why (INVALID_ARGUMENT). */
+bool grants_check_placement(const Once__V1__SetPlacementRequest *r,
+                            grants_outcome *o);
+bool grants_check_request(const Once__V1__RequestGrantRequest *r,
+                          grants_outcome *o);
+bool grants_check_enqueue(const Once__V1__EnqueueRequest *r, grants_outcome *o);
+bool grants_check_finish(const Once__V1__FinishGrantRequest *r,
+                         grants_outcome *o);
+bool grants_check_name(const char *what, const char *s, grants_outcome *o);
+
+/* The methods of once.v1.Grants. */
+void grants_set_placement(const grants_env *e,
+                          const Once__V1__SetPlacementRequest *r,
+                          grants_outcome *o);
+void grants_request(const grants_env *e, const Once__V1__RequestGrantRequest *r,
+                    grants_outcome *o);
+void grants_renew(const grants_env *e,
+                  const Once__V1__RenewCredentialRequest *r, grants_outcome *o);
+void grants_finish(const grants_env *e, const Once__V1__FinishGrantRequest *r,
+                   grants_outcome *o);
+void grants_cancel(const grants_env *e, const Once__V1__CancelGrantRequest *r,
+                   grants_outcome *o);
+void grants_legacy_claim(const grants_env *e,
+                         const Once__V1__LegacyClaimRequest *r,
+                         grants_outcome *o);
+void grants_legacy_release(const grants_env *e,
+                           const Once__V1__LegacyReleaseRequest *r,
+                           grants_outcome *o);
+void grants_set_permission(const grants_env *e,
+                           const Once__V1__SetPermissionRequest *r,
+                           grants_outcome *o);
+void grants_get_surface(const grants_env *e,
+                        const Once__V1__GetSurfaceRequest *r,
+                        grants_outcome *o);
+
+/* queue.c */
+void grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
+                    grants_outcome *o);
+void grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
+                  grants_outcome *o);
+void grants_delete_machine(const grants_env *e,
+                           const Once__V1__DeleteMachineRequest *r,
+                           grants_outcome *o);
+void grants_delete_work(const grants_env *e,
+                        const Once__V1__DeleteWorkRequest *r,
+                        grants_outcome *o);
+void grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
+                       grants_outcome *o);
+
+/* ---- shared by rules.c and queue.c -------------------------------------- */
+
+/* The decision of one start, for RequestGrant and for each claimed row.
+ * On OK *grantp (unpacked, free_unpacked) and *credp (may be NULL when
+ * withheld; free with grants_credential_free) are set. */
+void grants_start(const grants_env *e, const Once__V1__RequestGrantRequest *r,
+                  const char *via, Once__V1__Grant **grantp,
+                  Once__V1__Credential **credp, bool *existing, char *withheld,
+                  size_t withheld_len, grants_outcome *o);
+
+void grants_credential_free(Once__V1__Credential *c);
+
+void grants_fail(grants_outcome *o, int code, const char *reason,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Packs m as o's OK response. */
+void grants_ok(grants_outcome *o, const ProtobufCMessage *m);
+
+#endif /* GRANTS_RULES_H */

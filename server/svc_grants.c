@@ -1,0 +1,300 @@
+/*
+ * svc_grants.c — once.v1.Grants: the thin layer between the executor and
+ * the rules in grants/ (SPEC §6).
+ *
+ * Each handler validates the request alone (validate), then runs one rule
+ * function over the call's transaction with the caller's lease principal,
+ * the call's clock (c->now_ms, injectable: see server.c) and the signing
+ * key. A business rejection of RequestGrant/Claim/LegacyClaim is recorded
+ * in the surface's rejection log: the handler sets keep_writes so that log
+ * entry — and nothing else, the rules stage nothing else on a rejection —
+ * commits with the call's completion record.
+ * Never: decides anything itself; holds a lock (the executor runs one call
+ * at a time, which is the "lock (request_id, attempt) first" order).
+ */
+#include "svc_grants.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credential.h"
+#include "dispatch.h"
+#include "grants.pb-c.h"
+#include "lease.h"
+#include "log.h"
+#include "once.pb-c.h"
+#include "rules.h"
+#include "server.h"
+
+int
+svc_grants_open(server *srv)
+{
+    grants_signer *s = malloc(sizeof(*s));
+    char err[512] = "";
+    int rv;
+
+    if (s == NULL) {
+        return ENOMEM;
+    }
+    if ((rv = grants_signer_load(s, srv->cfg.data_dir, err, sizeof(err))) !=
+        0) {
+        log_error("grants key: %s", err);
+        free(s);
+        return rv;
+    }
+    srv->grants = s;
+    return 0;
+}
+
+void
+svc_grants_close(server *srv)
+{
+    if (srv == NULL || srv->grants == NULL) {
+        return;
+    }
+    grants_signer_fini(srv->grants);
+    free(srv->grants);
+    srv->grants = NULL;
+}
+
+#define REQ(type) ((const type *)(const void *)c->req)
+
+/* The rules' view of the call: its transaction, clock, the caller's lease
+ * principal and the signing key. */
+static void
+svc_env(server_call *c, grants_env *env, grants_outcome *o)
+{
+    lease_entry *le = c->client_id != 0
+                          ? lease_table_find(c->srv->leases, c->client_id)
+                          : NULL;
+
+    memset(o, 0, sizeof(*o));
+    env->txn = c->txn;
+    env->now_ms = c->now_ms;
+    env->principal = le != NULL && le->principal != NULL ? le->principal : "";
+    env->signer = c->srv->grants;
+}
+
+/* Turns the rules' outcome into the call's. */
+static void
+svc_done(server_call *c, grants_outcome *o)
+{
+    if (o->err != 0) {
+        free(o->resp);
+        call_store_error(c, o->err);
+        return;
+    }
+    if (o->code != ONCE__V1__CODE__OK) {
+        free(o->resp);
+        call_fail(c, o->code, o->reason, "%s", o->message);
+        c->keep_writes = o->keep;
+        return;
+    }
+    free(c->resp);
+    c->resp = o->resp;
+    c->resp_len = o->resp_len;
+    c->code = ONCE__V1__CODE__OK;
+    c->reason[0] = '\0';
+    c->message[0] = '\0';
+}
+
+static void
+svc_check(server_call *c, bool ok, const grants_outcome *o)
+{
+    if (!ok) {
+        call_fail(c, o->code, o->reason, "%s", o->message);
+    }
+}
+
+#define NAME_CHECK(what, field)                                                \
+    do {                                                                       \
+        grants_outcome o_;                                                     \
+        memset(&o_, 0, sizeof(o_));                                            \
+        if (!grants_check_name(what, field, &o_)) {                            \
+            call_fail(c, o_.code, o_.reason, "%s", o_.message);                \
+            return;                                                            \
+        }                                                                      \
+    } while (0)
+
+/* ---- validate ----------------------------------------------------------- */
+
+static void
+v_placement(server_call *c)
+{
+    grants_outcome o;
+    memset(&o, 0, sizeof(o));
+    svc_check(c, grants_check_placement(REQ(Once__V1__SetPlacementRequest), &o),
+              &o);
+}
+
+static void
+v_request(server_call *c)
+{
+    grants_outcome o;
+    memset(&o, 0, sizeof(o));
+    svc_check(c, grants_check_request(REQ(Once__V1__RequestGrantRequest), &o),
+              &o);
+}
+
+static void
+v_enqueue(server_call *c)
+{
+    grants_outcome o;
+    memset(&o, 0, sizeof(o));
+    svc_check(c, grants_check_enqueue(REQ(Once__V1__EnqueueRequest), &o), &o);
+}
+
+static void
+v_finish(server_call *c)
+{
+    grants_outcome o;
+    memset(&o, 0, sizeof(o));
+    svc_check(c, grants_check_finish(REQ(Once__V1__FinishGrantRequest), &o),
+              &o);
+}
+
+static void
+v_claim(server_call *c)
+{
+    const Once__V1__ClaimRequest *r = REQ(Once__V1__ClaimRequest);
+    NAME_CHECK("machine", r->machine);
+    if (r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS || r->max > 1024) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+                  "max is at most 1024, credential_ttl_ms at most %llu",
+                  (unsigned long long)GRANTS_CRED_TTL_MAX_MS);
+    }
+}
+
+static void
+v_renew(server_call *c)
+{
+    const Once__V1__RenewCredentialRequest *r =
+        REQ(Once__V1__RenewCredentialRequest);
+    NAME_CHECK("machine", r->machine);
+    if (r->grant_id == 0 || r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+                  "grant_id is required; credential_ttl_ms at most %llu",
+                  (unsigned long long)GRANTS_CRED_TTL_MAX_MS);
+    }
+}
+
+static void
+v_grant_id(server_call *c)
+{
+    const Once__V1__CancelGrantRequest *r = REQ(Once__V1__CancelGrantRequest);
+    if (r->grant_id == 0) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+                  "grant_id is required");
+    }
+}
+
+static void
+v_work_id(server_call *c)
+{
+    const Once__V1__DeleteWorkRequest *r = REQ(Once__V1__DeleteWorkRequest);
+    if (r->work_id == 0) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+                  "work_id is required");
+    }
+}
+
+static void
+v_machine(server_call *c)
+{
+    const Once__V1__DeleteMachineRequest *r =
+        REQ(Once__V1__DeleteMachineRequest);
+    NAME_CHECK("machine", r->machine);
+}
+
+static void
+v_list_queue(server_call *c)
+{
+    const Once__V1__ListQueueRequest *r = REQ(Once__V1__ListQueueRequest);
+    NAME_CHECK("machine", r->machine);
+}
+
+static void
+v_surface(server_call *c)
+{
+    const Once__V1__GetSurfaceRequest *r = REQ(Once__V1__GetSurfaceRequest);
+    NAME_CHECK("surface", r->surface);
+}
+
+static void
+v_legacy(server_call *c)
+{
+    const Once__V1__LegacyClaimRequest *r = REQ(Once__V1__LegacyClaimRequest);
+    NAME_CHECK("surface", r->surface);
+    NAME_CHECK("holder", r->holder);
+}
+
+static void
+v_permission(server_call *c)
+{
+    const Once__V1__SetPermissionRequest *r =
+        REQ(Once__V1__SetPermissionRequest);
+    NAME_CHECK("principal", r->principal);
+}
+
+/* ---- execute ------------------------------------------------------------ */
+
+#define EXEC(name, fn, type)                                                   \
+    static void name(server_call *c)                                           \
+    {                                                                          \
+        grants_env env;                                                        \
+        grants_outcome o;                                                      \
+        svc_env(c, &env, &o);                                                  \
+        fn(&env, REQ(type), &o);                                               \
+        svc_done(c, &o);                                                       \
+    }
+
+EXEC(x_placement, grants_set_placement, Once__V1__SetPlacementRequest)
+EXEC(x_request, grants_request, Once__V1__RequestGrantRequest)
+EXEC(x_enqueue, grants_enqueue, Once__V1__EnqueueRequest)
+EXEC(x_claim, grants_claim, Once__V1__ClaimRequest)
+EXEC(x_renew, grants_renew, Once__V1__RenewCredentialRequest)
+EXEC(x_finish, grants_finish, Once__V1__FinishGrantRequest)
+EXEC(x_cancel, grants_cancel, Once__V1__CancelGrantRequest)
+EXEC(x_delete_machine, grants_delete_machine, Once__V1__DeleteMachineRequest)
+EXEC(x_delete_work, grants_delete_work, Once__V1__DeleteWorkRequest)
+EXEC(x_legacy_claim, grants_legacy_claim, Once__V1__LegacyClaimRequest)
+EXEC(x_legacy_release, grants_legacy_release, Once__V1__LegacyReleaseRequest)
+EXEC(x_permission, grants_set_permission, Once__V1__SetPermissionRequest)
+EXEC(x_surface, grants_get_surface, Once__V1__GetSurfaceRequest)
+EXEC(x_list_queue, grants_list_queue, Once__V1__ListQueueRequest)
+
+static void
+x_public_key(server_call *c)
+{
+    Once__V1__GetPublicKeyResponse resp =
+        ONCE__V1__GET_PUBLIC_KEY_RESPONSE__INIT;
+    grants_signer *s = c->srv->grants;
+
+    resp.public_key.data = s->pk;
+    resp.public_key.len = sizeof(s->pk);
+    call_reply(c, &resp.base);
+}
+
+#define G(m) "/once.v1.Grants/" m
+#define MUT  DISPATCH_MUTATING
+
+const dispatch_entry svc_grants_methods[] = {
+    {G("SetPlacement"), MUT, v_placement, x_placement},
+    {G("RequestGrant"), MUT, v_request, x_request},
+    {G("Enqueue"), MUT, v_enqueue, x_enqueue},
+    {G("Claim"), MUT, v_claim, x_claim},
+    {G("RenewCredential"), MUT, v_renew, x_renew},
+    {G("FinishGrant"), MUT, v_finish, x_finish},
+    {G("CancelGrant"), MUT, v_grant_id, x_cancel},
+    {G("DeleteMachine"), MUT, v_machine, x_delete_machine},
+    {G("DeleteWork"), MUT, v_work_id, x_delete_work},
+    {G("LegacyClaim"), MUT, v_legacy, x_legacy_claim},
+    {G("LegacyRelease"), MUT, v_legacy, x_legacy_release},
+    {G("SetPermission"), MUT, v_permission, x_permission},
+    {G("GetSurface"), 0, v_surface, x_surface},
+    {G("ListQueue"), 0, v_list_queue, x_list_queue},
+    {G("GetPublicKey"), 0, NULL, x_public_key},
+};
+const size_t svc_grants_count =
+    sizeof(svc_grants_methods) / sizeof(svc_grants_methods[0]);
