@@ -1,0 +1,1337 @@
+/*
+ * test_grants.c — start grants (SPEC §6, seeds/000) against a real onced.
+ *
+ * Owns one named test per constraint of seeds/000 ("制約") and per rejected
+ * alternative ("採らなかった方式"), plus the examples of issue 4. Map
+ * (test → seed line, translated):
+ *
+ *  制約 (constraints)
+ *   c01_one_open_grant_per_surface  未終了の開始許可は、作業面につき一つだけ
+ *                                   — at most one open grant per surface
+ *   c02_closed_grant_is_history     終わった許可は履歴として残り、次の開始を
+ *                                   妨げません — closed grants stay as history
+ *                                   and do not block the next start
+ *   c03_open_grant_has_location     開いている許可は、機械と場所を必ず持ち…
+ *                                   場所の無い開いた許可は作れません
+ *   c04_same_id_attempt_digest_is_resend  同じ依頼の識別子、同じ試行、同じ
+ *                                   ダイジェストは、同じ許可の再送
+ *   c05_other_payload_conflicts     中身が違えば衝突であり、新しい許可では
+ *                                   ありません
+ *   c06_lost_reply_no_second_owner  応答を落とした再送は、所有者を増やしません
+ *                                   (+ issue: same grant, fresh credential)
+ *   c07_retry_reevaluates_permission 再送のときも、してよいことの評価は
+ *                                   やり直します…行が残っていることは権限の
+ *                                   代わりになりません
+ *   c08_destination_fixed_at_submission 宛先は、投入したときの配置…機械、
+ *                                   場所、世代を許可に書きます
+ *   c09_placement_changed_at_start  開始の時点で配置が変わっていたら拒否
+ *   c10_open_grant_never_rewritten  開いている許可の宛先は、別の機械へ書き
+ *                                   換えません (issue: placement changed →
+ *                                   old grant cannot start, nothing moved)
+ *   c11_silence_never_moves         沈黙は移動の条件にしません
+ *   c12_credential_expiry_keeps_owner 付随の資格は短く切れてよい…切れても
+ *                                   所有者は解放しません (issue: renewal
+ *                                   under the same grant works)
+ *   c13_only_recorded_finish_releases 解放するのは、開始が終わったと記録
+ *                                   したときだけ
+ *   c14_pending_13h_expires_on_own_claim 長く届かない未実行は…期限切れと
+ *                                   して残します。半日より古いものは、その
+ *                                   機械が次に取りに来たときに期限切れ
+ *   c15_queue_row_names_destination 待ち行列の行は、積んだときに宛先を名乗り
+ *   c16_claim_checks_only_destination 取得は…今取りに来ている機械のもので
+ *                                   あることだけを確認…空いている機械を
+ *                                   探しません
+ *   c17_legacy_cannot_own_open_surface 古い取得の経路…未終了の許可がある面
+ *                                   では古い経路が所有者になれない
+ *   c18_legacy_and_grant_exclude    どちらの経路も、相手の確定を待たずに
+ *                                   所有者を名乗れません (both orders + race)
+ *   c19_input_kept_until_accepted   人の入力は、許可が受理されるまで手元に
+ *                                   残します            (client input store)
+ *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
+ *                                   して残ります        (client input store)
+ *   c21_delete_keeps_uncertain_grant 機械の行や作業の行を消しても、不確実な
+ *                                   許可は消しません (issue: deleted machine
+ *                                   → open grant kept, late duplicate gets
+ *                                   the same grant)
+ *  採らなかった方式 (rejected alternatives)
+ *   r1_not_per_entry_point          入口ごとに始める — local start and queue
+ *                                   claim racing for one surface → one owner
+ *   r2_not_destination_at_claim     取得のときに宛先を決める — an idle machine
+ *                                   never gets another machine's row; a row
+ *                                   without destination is claimable by none
+ *   r3_not_free_on_silence          沈黙を期限切れにして空ける — expired
+ *                                   credential + silent machine: still owned
+ *   r4_not_one_per_person_or_machine 許可を人につき一つにする (or per
+ *                                   machine) — the unit is the surface key
+ *   r5_not_new_grant_on_lost_reply  応答が落ちたら新しい許可を出す — SIGKILL
+ *                                   between accept and reply, restart, retry
+ *                                   → one grant
+ *   r6_not_delete_grant_with_machine 機械を消すと許可も消す
+ *  採用した形 (adopted form), further rules
+ *   a1_cancelled_not_reaccepted     取り消されたあとの再送は、受理しません
+ *   a2_next_attempt_only_after_retryable_close  試行を重ねるとき…成功した
+ *                                   実行の再送が新しい実行になってはいけない
+ *   a3_newer_pending_replaces_in_place 新しい未実行が同じ面の古い未実行を
+ *                                   置き換える…同じ宛先の上で
+ *   a4_rejections_recorded_per_surface 拒否の理由は、許可を出した側が持ちます
+ *   a5_permission_failure_rolls_back 確認が失敗したら、新しい許可も作業面の
+ *                                   印も一緒に戻します
+ *
+ * Invariant: every assertion about ownership reads the server's view back
+ * (GetSurface), never only the reply.
+ * Never: edits onced's data dir; the 12-hour rule moves time only through
+ * ONCED_CLOCK_OFFSET_FILE (server.c), a file this test owns.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "grants.pb-c.h"
+#include "harness.h"
+
+#define HOUR_MS (3600ull * 1000)
+
+static char clock_file[128];
+
+static void
+clock_set(long long offset_ms)
+{
+    FILE *f = fopen(clock_file, "w");
+    assert_non_null(f);
+    fprintf(f, "%lld\n", offset_ms);
+    fclose(f);
+}
+
+/* ---- calls -------------------------------------------------------------- */
+
+static bool
+is_read(const char *m)
+{
+    return strcmp(m, "GetSurface") == 0 || strcmp(m, "ListQueue") == 0 ||
+           strcmp(m, "GetPublicKey") == 0;
+}
+
+/* Calls /once.v1.Grants/<m>. On OK *out (if out) is the unpacked reply. */
+static int
+gcall_id(once_client *c, const char *m, const void *reqv, void *outv,
+         once_rpc_id *id, once_status *st)
+{
+    const ProtobufCMessage *req = reqv;
+    ProtobufCMessage **out = outv;
+    const ProtobufCMethodDescriptor *md =
+        protobuf_c_service_descriptor_get_method_by_name(
+            &once__v1__grants__descriptor, m);
+    char full[128];
+    uint8_t *buf;
+    void *resp = NULL;
+    size_t len, rlen = 0;
+    once_status st0;
+    int rv;
+
+    assert_non_null(md);
+    if (st == NULL) {
+        st = &st0;
+    }
+    snprintf(full, sizeof(full), "/once.v1.Grants/%s", m);
+    len = protobuf_c_message_get_packed_size(req);
+    buf = malloc(len + 1);
+    protobuf_c_message_pack(req, buf);
+    rv = once_call(c, full, !is_read(m), id, buf, len, &resp, &rlen, st);
+    free(buf);
+    if (out != NULL) {
+        *out = NULL;
+        if (rv == ONCE_OK) {
+            *out = protobuf_c_message_unpack(md->output, NULL, rlen, resp);
+            assert_non_null(*out);
+        }
+    }
+    once_free(resp);
+    return rv;
+}
+
+static int
+gcall(once_client *c, const char *m, const void *req, void *out,
+      once_status *st)
+{
+    return gcall_id(c, m, req, out, NULL, st);
+}
+
+#define FREE(m) protobuf_c_message_free_unpacked(&(m)->base, NULL)
+
+static uint64_t
+place(once_client *c, const char *surface, const char *machine, const char *loc)
+{
+    Once__V1__SetPlacementRequest r = ONCE__V1__SET_PLACEMENT_REQUEST__INIT;
+    Once__V1__SetPlacementResponse *p;
+    uint64_t g;
+
+    r.surface = (char *)surface;
+    r.machine = (char *)machine;
+    r.location = (char *)loc;
+    assert_int_equal(gcall(c, "SetPlacement", &r, &p, NULL), ONCE_OK);
+    g = p->generation;
+    FREE(p);
+    return g;
+}
+
+typedef struct start {
+    const char *rid;
+    uint32_t attempt;
+    const char *surface, *machine, *loc;
+    uint64_t gen;
+    const char *payload;
+    uint64_t ttl;
+} start;
+
+static int
+request(once_client *c, const start *s, Once__V1__RequestGrantResponse **out,
+        once_status *st)
+{
+    Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+
+    r.request_id = (char *)s->rid;
+    r.attempt = s->attempt != 0 ? s->attempt : 1;
+    r.surface = (char *)s->surface;
+    r.machine = (char *)s->machine;
+    r.location = (char *)s->loc;
+    r.generation = s->gen;
+    r.payload.data = (uint8_t *)(s->payload != NULL ? s->payload : "");
+    r.payload.len = s->payload != NULL ? strlen(s->payload) : 0;
+    r.credential_ttl_ms = s->ttl;
+    return gcall(c, "RequestGrant", &r, out, st);
+}
+
+/* RequestGrant that must be granted; returns the grant id. */
+static uint64_t
+granted(once_client *c, const start *s)
+{
+    Once__V1__RequestGrantResponse *g;
+    once_status st;
+    uint64_t id;
+    int rv = request(c, s, &g, &st);
+
+    if (rv != ONCE_OK) {
+        print_error("RequestGrant %s: %s %s %s\n", s->rid, once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    assert_non_null(g->grant);
+    id = g->grant->grant_id;
+    FREE(g);
+    return id;
+}
+
+/* RequestGrant that must be refused with reason. */
+static void
+refused(once_client *c, const start *s, int code, const char *reason)
+{
+    once_status st;
+    int rv = request(c, s, NULL, &st);
+
+    print_message("  %s → %s %s (%s)\n", s->rid, once_strerror(rv), st.reason,
+                  st.message);
+    assert_int_equal(rv, code);
+    assert_string_equal(st.reason, reason);
+}
+
+static Once__V1__GetSurfaceResponse *
+surface(once_client *c, const char *s)
+{
+    Once__V1__GetSurfaceRequest r = ONCE__V1__GET_SURFACE_REQUEST__INIT;
+    Once__V1__GetSurfaceResponse *out;
+
+    r.surface = (char *)s;
+    assert_int_equal(gcall(c, "GetSurface", &r, &out, NULL), ONCE_OK);
+    return out;
+}
+
+/* The open grant of s (0: none). */
+static uint64_t
+owner(once_client *c, const char *s)
+{
+    Once__V1__GetSurfaceResponse *v = surface(c, s);
+    uint64_t id = v->open_grant != NULL ? v->open_grant->grant_id : 0;
+    FREE(v);
+    return id;
+}
+
+static int
+finish(once_client *c, uint64_t id, Once__V1__GrantOutcome oc, once_status *st)
+{
+    Once__V1__FinishGrantRequest r = ONCE__V1__FINISH_GRANT_REQUEST__INIT;
+    r.grant_id = id;
+    r.outcome = oc;
+    return gcall(c, "FinishGrant", &r, NULL, st);
+}
+
+static int
+renew(once_client *c, uint64_t id, const char *machine,
+      Once__V1__RenewCredentialResponse **out, once_status *st)
+{
+    Once__V1__RenewCredentialRequest r =
+        ONCE__V1__RENEW_CREDENTIAL_REQUEST__INIT;
+    r.grant_id = id;
+    r.machine = (char *)machine;
+    return gcall(c, "RenewCredential", &r, out, st);
+}
+
+static uint64_t
+enqueue(once_client *c, const char *rid, const char *s, const char *payload,
+        Once__V1__EnqueueResponse **out)
+{
+    Once__V1__EnqueueRequest r = ONCE__V1__ENQUEUE_REQUEST__INIT;
+    Once__V1__EnqueueResponse *e;
+    uint64_t id;
+
+    r.request_id = (char *)rid;
+    r.attempt = 1;
+    r.surface = (char *)s;
+    r.payload.data = (uint8_t *)payload;
+    r.payload.len = strlen(payload);
+    assert_int_equal(gcall(c, "Enqueue", &r, &e, NULL), ONCE_OK);
+    id = e->row->work_id;
+    if (out != NULL) {
+        *out = e;
+    } else {
+        FREE(e);
+    }
+    return id;
+}
+
+static Once__V1__ClaimResponse *
+claim(once_client *c, const char *machine)
+{
+    Once__V1__ClaimRequest r = ONCE__V1__CLAIM_REQUEST__INIT;
+    Once__V1__ClaimResponse *out;
+    once_status st;
+    int rv;
+
+    r.machine = (char *)machine;
+    rv = gcall(c, "Claim", &r, &out, &st);
+    if (rv != ONCE_OK) {
+        print_error("Claim %s: %s %s\n", machine, st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return out;
+}
+
+static Once__V1__ListQueueResponse *
+list_queue(once_client *c, const char *machine)
+{
+    Once__V1__ListQueueRequest r = ONCE__V1__LIST_QUEUE_REQUEST__INIT;
+    Once__V1__ListQueueResponse *out;
+    r.machine = (char *)machine;
+    assert_int_equal(gcall(c, "ListQueue", &r, &out, NULL), ONCE_OK);
+    return out;
+}
+
+static void
+permit(once_client *c, const char *principal, bool allowed)
+{
+    Once__V1__SetPermissionRequest r = ONCE__V1__SET_PERMISSION_REQUEST__INIT;
+    r.principal = (char *)principal;
+    r.allowed = allowed;
+    assert_int_equal(gcall(c, "SetPermission", &r, NULL, NULL), ONCE_OK);
+}
+
+static int
+legacy(once_client *c, const char *s, const char *holder, bool release,
+       once_status *st)
+{
+    Once__V1__LegacyClaimRequest r = ONCE__V1__LEGACY_CLAIM_REQUEST__INIT;
+    r.surface = (char *)s;
+    r.holder = (char *)holder;
+    /* LegacyRelease has the same two fields. */
+    return gcall(c, release ? "LegacyRelease" : "LegacyClaim", &r, NULL, st);
+}
+
+static once_client *
+client_as(const harness *h, const char *principal)
+{
+    once_options o;
+    once_status st;
+    once_client *c;
+
+    once_options_init(&o);
+    o.url = h->url;
+    o.principal = principal;
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 20000;
+    assert_int_equal(once_client_open(&c, &o, &st), ONCE_OK);
+    return c;
+}
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+typedef struct fx {
+    harness *h;
+    once_client *c;
+} fx;
+
+static int
+setup(void **state)
+{
+    fx *f = calloc(1, sizeof(*f));
+
+    clock_set(0);
+    if (harness_start(&f->h) != 0) {
+        free(f);
+        return -1;
+    }
+    f->c = client_as(f->h, "scheduler");
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fx *f = *state;
+    int rv;
+
+    once_client_close(f->c);
+    rv = harness_stop(f->h);
+    harness_free(f->h);
+    free(f);
+    clock_set(0);
+    return rv;
+}
+
+#define FX                                                                     \
+    fx *f = *state;                                                            \
+    once_client *c = f->c
+
+/* ---- 制約 ---------------------------------------------------------------- */
+
+static void
+c01_one_open_grant_per_surface(void **state)
+{
+    FX;
+    uint64_t g = place(c, "repo/a", "m1", "/w/a");
+    start a = {"r1", 1, "repo/a", "m1", "/w/a", g, "x", 0};
+    start b = {"r2", 1, "repo/a", "m1", "/w/a", g, "y", 0};
+    uint64_t id = granted(c, &a);
+
+    refused(c, &b, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    assert_int_equal(owner(c, "repo/a"), id);
+}
+
+static void
+c02_closed_grant_is_history(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    start b = {"r2", 1, "s", "m1", "/w", g, "y", 0};
+    uint64_t id1 = granted(c, &a), id2;
+    Once__V1__GetSurfaceResponse *v;
+
+    assert_int_equal(finish(c, id1, ONCE__V1__GRANT_OUTCOME__SUCCEEDED, NULL),
+                     ONCE_OK);
+    id2 = granted(c, &b);
+    assert_int_not_equal(id1, id2);
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id2);
+    assert_int_equal(v->n_history, 1);
+    assert_int_equal(v->history[0]->grant_id, id1);
+    assert_int_equal(v->history[0]->outcome,
+                     ONCE__V1__GRANT_OUTCOME__SUCCEEDED);
+    assert_true(v->open_grant->epoch > v->history[0]->epoch);
+    FREE(v);
+}
+
+static void
+c03_open_grant_has_location(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start nol = {"r1", 1, "s", "m1", "", g, "x", 0};
+    start nom = {"r2", 1, "s", "", "/w", g, "x", 0};
+    Once__V1__SetPlacementRequest pr = ONCE__V1__SET_PLACEMENT_REQUEST__INIT;
+    once_status st;
+
+    refused(c, &nol, ONCE_INVALID_ARGUMENT, "BAD_LOCATION");
+    refused(c, &nom, ONCE_INVALID_ARGUMENT, "BAD_NAME");
+    pr.surface = "s";
+    pr.machine = "m1";
+    pr.location = "";
+    assert_int_equal(gcall(c, "SetPlacement", &pr, NULL, &st),
+                     ONCE_INVALID_ARGUMENT);
+    assert_int_equal(owner(c, "s"), 0);
+}
+
+static void
+c04_same_id_attempt_digest_is_resend(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__RequestGrantResponse *r1, *r2;
+
+    assert_int_equal(request(c, &a, &r1, NULL), ONCE_OK);
+    assert_int_equal(request(c, &a, &r2, NULL), ONCE_OK); /* new rpc id */
+    assert_false(r1->existing);
+    assert_true(r2->existing);
+    assert_int_equal(r1->grant->grant_id, r2->grant->grant_id);
+    assert_int_equal(r1->grant->epoch, r2->grant->epoch);
+    assert_int_equal(owner(c, "s"), r1->grant->grant_id);
+    FREE(r1);
+    FREE(r2);
+}
+
+static void
+c05_other_payload_conflicts(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    start b = {"r1", 1, "s", "m1", "/w", g, "OTHER", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__GetSurfaceResponse *v;
+
+    refused(c, &b, ONCE_ALREADY_EXISTS, "GRANT_CONFLICT");
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->n_history, 0);
+    FREE(v);
+}
+
+static void
+c06_lost_reply_no_second_owner(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__RequestGrantResponse *r1, *r2, *r3;
+    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    once_rpc_id id = {0, 0};
+    once_client *c2;
+    once_status st;
+
+    rq.request_id = "r1";
+    rq.attempt = 1;
+    rq.surface = "s";
+    rq.machine = "m1";
+    rq.location = "/w";
+    rq.generation = g;
+    rq.payload.data = (uint8_t *)"x";
+    rq.payload.len = 1;
+    assert_int_equal(gcall_id(c, "RequestGrant", &rq, &r1, &id, NULL), ONCE_OK);
+    /* The reply "was lost": the same rpc id again (from a lease-less
+     * handle: the first one has acknowledged it) is a replay... */
+    assert_int_equal(harness_client(f->h, true, &c2), ONCE_OK);
+    assert_int_equal(gcall_id(c2, "RequestGrant", &rq, &r2, &id, &st), ONCE_OK);
+    once_client_close(c2);
+    assert_true(st.replayed);
+    assert_int_equal(r2->grant->grant_id, r1->grant->grant_id);
+    /* ...and the scheduler restarted (new client, new rpc id, same request
+     * id): the same grant with a freshly minted credential. */
+    usleep(5000);
+    c2 = client_as(f->h, "scheduler");
+    assert_int_equal(request(c2, &a, &r3, NULL), ONCE_OK);
+    assert_true(r3->existing);
+    assert_int_equal(r3->grant->grant_id, r1->grant->grant_id);
+    assert_non_null(r3->credential);
+    assert_false(r3->credential->body.len == r1->credential->body.len &&
+                 memcmp(r3->credential->body.data, r1->credential->body.data,
+                        r1->credential->body.len) == 0);
+    assert_int_equal(owner(c, "s"), r1->grant->grant_id);
+    once_client_close(c2);
+    FREE(r1);
+    FREE(r2);
+    FREE(r3);
+}
+
+static void
+c07_retry_reevaluates_permission(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__RequestGrantResponse *r;
+
+    permit(c, "scheduler", false);
+    refused(c, &a, ONCE_PERMISSION_DENIED, "PRINCIPAL_DENIED");
+    assert_int_equal(owner(c, "s"), id); /* kept, not a second */
+    permit(c, "scheduler", true);
+    assert_int_equal(request(c, &a, &r, NULL), ONCE_OK);
+    assert_int_equal(r->grant->grant_id, id);
+    assert_non_null(r->credential);
+    FREE(r);
+}
+
+static void
+c08_destination_fixed_at_submission(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m7", "/data/s");
+    start a = {"r1", 1, "s", "m7", "/data/s", g, "x", 0};
+    Once__V1__RequestGrantResponse *r;
+    Once__V1__CredentialBody *b;
+
+    assert_int_equal(request(c, &a, &r, NULL), ONCE_OK);
+    assert_string_equal(r->grant->machine, "m7");
+    assert_string_equal(r->grant->location, "/data/s");
+    assert_int_equal(r->grant->generation, g);
+    b = once__v1__credential_body__unpack(NULL, r->credential->body.len,
+                                          r->credential->body.data);
+    assert_string_equal(b->machine, "m7");
+    assert_string_equal(b->location, "/data/s");
+    assert_int_equal(b->generation, g);
+    assert_int_equal(b->epoch, r->grant->epoch);
+    FREE(b);
+    FREE(r);
+}
+
+static void
+c09_placement_changed_at_start(void **state)
+{
+    FX;
+    uint64_t g1 = place(c, "s", "m1", "/w");
+    uint64_t g2 = place(c, "s", "m2", "/w");
+    start old = {"r1", 1, "s", "m1", "/w", g1, "x", 0};
+
+    assert_true(g2 > g1);
+    refused(c, &old, ONCE_FAILED_PRECONDITION, "PLACEMENT_CHANGED");
+    assert_int_equal(owner(c, "s"), 0);
+}
+
+static void
+c10_open_grant_never_rewritten(void **state)
+{
+    FX;
+    uint64_t g1 = place(c, "s", "m1", "/w"), g2;
+    start a = {"r1", 1, "s", "m1", "/w", g1, "x", 0};
+    uint64_t id = granted(c, &a), id2;
+    Once__V1__GetSurfaceResponse *v;
+    once_status st;
+
+    g2 = place(c, "s", "m2", "/w2");
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_string_equal(v->open_grant->machine, "m1"); /* not moved */
+    assert_string_equal(v->open_grant->location, "/w");
+    assert_true(v->open_grant->stop_requested);
+    FREE(v);
+    /* The old grant can no longer start (no credential)... */
+    assert_int_equal(renew(c, id, "m1", NULL, &st), ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "PLACEMENT_CHANGED");
+    /* ...the next start is a new grant for the new generation, once the
+     * old one's finish is recorded. */
+    start b = {"r2", 1, "s", "m2", "/w2", g2, "x", 0};
+    refused(c, &b, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    assert_int_equal(finish(c, id, ONCE__V1__GRANT_OUTCOME__ABORTED, NULL),
+                     ONCE_OK);
+    id2 = granted(c, &b);
+    assert_int_not_equal(id, id2);
+}
+
+static void
+c11_silence_never_moves(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "sleepy", "/w");
+    Once__V1__ClaimResponse *cl;
+    Once__V1__ListQueueResponse *q;
+    once_client *c2;
+
+    (void)g;
+    enqueue(c, "q1", "s", "job", NULL);
+    for (int i = 0; i < 3; i++) {
+        cl = claim(c, "awake");
+        assert_int_equal(cl->n_claimed + cl->n_expired + cl->n_skipped, 0);
+        FREE(cl);
+    }
+    clock_set((long long)(13 * HOUR_MS)); /* silent for 13 hours */
+    c2 = client_as(f->h, "scheduler");    /* the old lease expired too */
+    cl = claim(c2, "awake");
+    assert_int_equal(cl->n_claimed + cl->n_expired + cl->n_skipped, 0);
+    FREE(cl);
+    q = list_queue(c2, "sleepy");
+    assert_int_equal(q->n_pending, 1); /* still on its machine */
+    assert_string_equal(q->pending[0]->machine, "sleepy");
+    FREE(q);
+    once_client_close(c2);
+    clock_set(0);
+    f->c = client_as(f->h, "scheduler");
+    once_client_close(c);
+}
+
+static void
+c12_credential_expiry_keeps_owner(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 100};
+    start b = {"r2", 1, "s", "m1", "/w", g, "y", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__RenewCredentialResponse *rn;
+    Once__V1__CredentialBody *body;
+
+    usleep(300 * 1000); /* the 100 ms credential is expired */
+    refused(c, &b, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    assert_int_equal(owner(c, "s"), id);
+    assert_int_equal(renew(c, id, "m1", &rn, NULL), ONCE_OK);
+    body = once__v1__credential_body__unpack(NULL, rn->credential->body.len,
+                                             rn->credential->body.data);
+    assert_int_equal(body->grant_id, id);
+    assert_int_equal(body->epoch, 1);
+    FREE(body);
+    FREE(rn);
+}
+
+static void
+c13_only_recorded_finish_releases(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 100};
+    uint64_t id = granted(c, &a);
+    Once__V1__CancelGrantRequest cr = ONCE__V1__CANCEL_GRANT_REQUEST__INIT;
+    Once__V1__DeleteMachineRequest dm = ONCE__V1__DELETE_MACHINE_REQUEST__INIT;
+
+    usleep(200 * 1000); /* credential expiry: still owned */
+    assert_int_equal(owner(c, "s"), id);
+    cr.grant_id = id; /* cancel: still owned until the finish */
+    assert_int_equal(gcall(c, "CancelGrant", &cr, NULL, NULL), ONCE_OK);
+    assert_int_equal(owner(c, "s"), id);
+    dm.machine = "m1"; /* machine deleted: still owned */
+    assert_int_equal(gcall(c, "DeleteMachine", &dm, NULL, NULL), ONCE_OK);
+    assert_int_equal(owner(c, "s"), id);
+    assert_int_equal(finish(c, id, ONCE__V1__GRANT_OUTCOME__ABORTED, NULL),
+                     ONCE_OK);
+    assert_int_equal(owner(c, "s"), 0);
+}
+
+static void
+c14_pending_13h_expires_on_own_claim(void **state)
+{
+    FX;
+    Once__V1__ClaimResponse *cl;
+    Once__V1__ListQueueResponse *q;
+    Once__V1__GetSurfaceResponse *v;
+    once_client *c2;
+    uint64_t wid;
+
+    place(c, "s", "m1", "/w");
+    wid = enqueue(c, "q1", "s", "job", NULL);
+    clock_set((long long)(13 * HOUR_MS));
+    c2 = client_as(f->h, "scheduler");
+    cl = claim(c2, "m2"); /* another machine: nothing, not even expiry */
+    assert_int_equal(cl->n_claimed + cl->n_expired + cl->n_skipped, 0);
+    FREE(cl);
+    cl = claim(c2, "m1");
+    assert_int_equal(cl->n_claimed, 0);
+    assert_int_equal(cl->n_expired, 1);
+    assert_int_equal(cl->expired[0]->work_id, wid);
+    assert_int_equal(cl->expired[0]->state, ONCE__V1__WORK_ROW__STATE__EXPIRED);
+    assert_string_equal(cl->expired[0]->machine, "m1");
+    FREE(cl);
+    q = list_queue(c2, "m1"); /* kept as a fact on that machine */
+    assert_int_equal(q->n_pending, 0);
+    assert_int_equal(q->n_expired, 1);
+    assert_string_equal(q->expired[0]->machine, "m1");
+    FREE(q);
+    v = surface(c2, "s");
+    assert_null(v->open_grant);
+    FREE(v);
+    once_client_close(c2);
+    clock_set(0);
+    f->c = client_as(f->h, "scheduler");
+    once_client_close(c);
+}
+
+static void
+c15_queue_row_names_destination(void **state)
+{
+    FX;
+    Once__V1__EnqueueResponse *e;
+    Once__V1__ClaimResponse *cl;
+    uint64_t g1;
+
+    /* No placement: kept, never claimable. */
+    enqueue(c, "q0", "unplaced", "job", &e);
+    assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__UNROUTED);
+    assert_string_equal(e->row->machine, "");
+    FREE(e);
+    g1 = place(c, "s", "m1", "/w");
+    enqueue(c, "q1", "s", "job", &e);
+    assert_string_equal(e->row->machine, "m1");
+    assert_string_equal(e->row->location, "/w");
+    assert_int_equal(e->row->generation, g1);
+    FREE(e);
+    place(c, "s", "m2", "/w2");
+    cl = claim(c, "m2"); /* the new placement does not pull the row */
+    assert_int_equal(cl->n_claimed + cl->n_skipped, 0);
+    FREE(cl);
+    cl = claim(c, "m1"); /* written for generation g1: refused, not moved */
+    assert_int_equal(cl->n_claimed, 0);
+    assert_int_equal(cl->n_skipped, 1);
+    assert_int_equal(cl->skipped[0]->state,
+                     ONCE__V1__WORK_ROW__STATE__REJECTED);
+    assert_string_equal(cl->skipped[0]->machine, "m1");
+    assert_string_equal(cl->skipped[0]->reason, "PLACEMENT_CHANGED");
+    FREE(cl);
+}
+
+static void
+c16_claim_checks_only_destination(void **state)
+{
+    FX;
+    Once__V1__ClaimResponse *cl;
+
+    place(c, "a", "m1", "/a");
+    place(c, "b", "m2", "/b");
+    enqueue(c, "qa", "a", "ja", NULL);
+    enqueue(c, "qb", "b", "jb", NULL);
+    cl = claim(c, "m2");
+    assert_int_equal(cl->n_claimed, 1);
+    assert_string_equal(cl->claimed[0]->row->surface, "b");
+    assert_string_equal(cl->claimed[0]->grant->machine, "m2");
+    FREE(cl);
+    cl = claim(c, "m1");
+    assert_int_equal(cl->n_claimed, 1);
+    assert_string_equal(cl->claimed[0]->row->surface, "a");
+    assert_string_equal(cl->claimed[0]->grant->via, "queue");
+    FREE(cl);
+}
+
+static void
+c17_legacy_cannot_own_open_surface(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__GetSurfaceResponse *v;
+    once_status st;
+
+    assert_int_equal(legacy(c, "s", "old-agent", false, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "ALREADY_OWNED");
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_string_equal(v->legacy_holder, "");
+    FREE(v);
+}
+
+typedef struct race {
+    const harness *h;
+    int which;
+    int rv;
+    pthread_barrier_t *bar;
+    uint64_t gen;
+    const char *rid;
+} race;
+
+static void *
+race_main(void *arg)
+{
+    race *r = arg;
+    once_client *c;
+    once_options o;
+    once_status st;
+    start a = {r->rid, 1, "s", "m1", "/w", r->gen, "x", 0};
+
+    once_options_init(&o);
+    o.url = r->h->url;
+    o.principal = "scheduler";
+    if (once_client_open(&c, &o, &st) != ONCE_OK) {
+        r->rv = -1;
+        return NULL;
+    }
+    pthread_barrier_wait(r->bar);
+    if (r->which == 0) {
+        r->rv = request(c, &a, NULL, &st);
+    } else if (r->which == 1) {
+        r->rv = legacy(c, "s", "old-agent", false, &st);
+    } else {
+        Once__V1__ClaimRequest cr = ONCE__V1__CLAIM_REQUEST__INIT;
+        Once__V1__ClaimResponse *out = NULL;
+        cr.machine = "m1";
+        r->rv = gcall(c, "Claim", &cr, &out, &st);
+        if (r->rv == ONCE_OK && out->n_claimed != 1) {
+            r->rv = ONCE_FAILED_PRECONDITION;
+        }
+        if (out != NULL) {
+            FREE(out);
+        }
+    }
+    once_client_close(c);
+    return NULL;
+}
+
+/* Runs the local start against entry point `other` (1 legacy, 2 claim) at
+ * the same instant; returns how many won. */
+static int
+race_two(const harness *h, uint64_t gen, int other, const char *rid)
+{
+    pthread_barrier_t bar;
+    pthread_t t[2];
+    race r[2] = {{h, 0, -1, &bar, gen, rid}, {h, other, -1, &bar, gen, rid}};
+    int won = 0;
+
+    pthread_barrier_init(&bar, NULL, 2);
+    for (int i = 0; i < 2; i++) {
+        pthread_create(&t[i], NULL, race_main, &r[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        won += r[i].rv == ONCE_OK;
+    }
+    pthread_barrier_destroy(&bar);
+    return won;
+}
+
+static void
+c18_legacy_and_grant_exclude(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__GetSurfaceResponse *v;
+    once_status st;
+
+    assert_int_equal(legacy(c, "s", "old-agent", false, &st), ONCE_OK);
+    refused(c, &a, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    assert_int_equal(legacy(c, "s", "old-agent", true, &st), ONCE_OK);
+    granted(c, &a);
+    /* Racing, many times: exactly one of the two paths owns it. */
+    for (int i = 0; i < 10; i++) {
+        char rid[32];
+        uint64_t open;
+
+        v = surface(c, "s");
+        open = v->open_grant != NULL ? v->open_grant->grant_id : 0;
+        FREE(v);
+        if (open != 0) {
+            assert_int_equal(
+                finish(c, open, ONCE__V1__GRANT_OUTCOME__RELEASED, NULL),
+                ONCE_OK);
+        }
+        legacy(c, "s", "old-agent", true, &st);
+        snprintf(rid, sizeof(rid), "race-%d", i);
+        assert_int_equal(race_two(f->h, g, 1, rid), 1);
+        v = surface(c, "s");
+        assert_true((v->open_grant != NULL) != (v->legacy_holder[0] != '\0'));
+        FREE(v);
+    }
+}
+
+static void
+c21_delete_keeps_uncertain_grant(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__DeleteMachineRequest dm = ONCE__V1__DELETE_MACHINE_REQUEST__INIT;
+    Once__V1__DeleteMachineResponse *dr;
+    Once__V1__RequestGrantResponse *late;
+
+    dm.machine = "m1";
+    assert_int_equal(gcall(c, "DeleteMachine", &dm, &dr, NULL), ONCE_OK);
+    assert_int_equal(dr->n_open_grants_kept, 1);
+    assert_int_equal(dr->open_grants_kept[0], id);
+    FREE(dr);
+    assert_int_equal(owner(c, "s"), id);
+    /* The late duplicate gets the same grant — not a second one — and no
+     * credential for a deleted machine. */
+    assert_int_equal(request(c, &a, &late, NULL), ONCE_OK);
+    assert_true(late->existing);
+    assert_int_equal(late->grant->grant_id, id);
+    assert_null(late->credential);
+    assert_string_equal(late->credential_withheld, "MACHINE_DELETED");
+    FREE(late);
+    assert_int_equal(owner(c, "s"), id);
+}
+
+/* ---- 採らなかった方式 ------------------------------------------------------
+ */
+
+static void
+r1_not_per_entry_point(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    Once__V1__ClaimResponse *cl;
+
+    (void)g;
+    for (int i = 0; i < 10; i++) {
+        char rid[32], qid[32];
+        uint64_t open;
+
+        snprintf(rid, sizeof(rid), "local-%d", i);
+        snprintf(qid, sizeof(qid), "queued-%d", i);
+        enqueue(c, qid, "s", "job", NULL);
+        assert_int_equal(race_two(f->h, g, 2, rid), 1);
+        open = owner(c, "s");
+        assert_int_not_equal(open, 0);
+        assert_int_equal(
+            finish(c, open, ONCE__V1__GRANT_OUTCOME__RELEASED, NULL), ONCE_OK);
+        /* If the claim lost, its row waits on m1; clear it for the next
+         * round by claiming it now. */
+        cl = claim(c, "m1");
+        for (size_t k = 0; k < cl->n_claimed; k++) {
+            finish(c, cl->claimed[k]->grant->grant_id,
+                   ONCE__V1__GRANT_OUTCOME__RELEASED, NULL);
+        }
+        FREE(cl);
+    }
+    /* The same request through both entry points is one grant. */
+    {
+        start a = {"same", 1, "s", "m1", "/w", g, "job", 0};
+        uint64_t id = granted(c, &a);
+        Once__V1__EnqueueRequest er = ONCE__V1__ENQUEUE_REQUEST__INIT;
+        er.request_id = "same";
+        er.attempt = 1;
+        er.surface = "s";
+        er.payload.data = (uint8_t *)"job";
+        er.payload.len = 3;
+        assert_int_equal(gcall(c, "Enqueue", &er, NULL, NULL), ONCE_OK);
+        cl = claim(c, "m1");
+        assert_int_equal(cl->n_claimed, 1);
+        assert_int_equal(cl->claimed[0]->grant->grant_id, id);
+        FREE(cl);
+        assert_int_equal(owner(c, "s"), id);
+    }
+}
+
+static void
+r2_not_destination_at_claim(void **state)
+{
+    FX;
+    Once__V1__ClaimResponse *cl;
+    const char *idle[] = {"idle1", "idle2", "idle3"};
+
+    enqueue(c, "q0", "s", "job", NULL); /* no placement: no destination */
+    place(c, "t", "busy", "/t");
+    enqueue(c, "q1", "t", "job", NULL);
+    for (size_t i = 0; i < 3; i++) {
+        cl = claim(c, idle[i]);
+        assert_int_equal(cl->n_claimed + cl->n_skipped + cl->n_expired, 0);
+        FREE(cl);
+    }
+    place(c, "s", "idle1", "/s"); /* a placement later does not route q0 */
+    cl = claim(c, "idle1");
+    assert_int_equal(cl->n_claimed, 0);
+    FREE(cl);
+    cl = claim(c, "busy");
+    assert_int_equal(cl->n_claimed, 1);
+    assert_string_equal(cl->claimed[0]->row->surface, "t");
+    FREE(cl);
+}
+
+static void
+r3_not_free_on_silence(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 100};
+    uint64_t id = granted(c, &a);
+    once_client *c2;
+
+    clock_set((long long)(13 * HOUR_MS)); /* m1 silent, credential long gone */
+    c2 = client_as(f->h, "scheduler");
+    start b = {"r2", 1, "s", "m1", "/w", g, "y", 0};
+    refused(c2, &b, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    place(c2, "s", "m2", "/w"); /* even re-placing does not free it */
+    start b2 = {"r3", 1, "s", "m2", "/w", g + 1, "y", 0};
+    refused(c2, &b2, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    assert_int_equal(owner(c2, "s"), id);
+    once_client_close(c2);
+    clock_set(0);
+    f->c = client_as(f->h, "scheduler");
+    once_client_close(c);
+}
+
+static void
+r4_not_one_per_person_or_machine(void **state)
+{
+    FX;
+    uint64_t g1 = place(c, "m1:/w/a", "m1", "/w/a");
+    uint64_t g2 = place(c, "m1:/w/b", "m1", "/w/b");
+    uint64_t g3 = place(c, "m2:/w/a", "m2", "/w/a");
+    start a = {"r1", 1, "m1:/w/a", "m1", "/w/a", g1, "x", 0};
+    start b = {"r2", 1, "m1:/w/b", "m1", "/w/b", g2, "x", 0};
+    start d = {"r3", 1, "m2:/w/a", "m2", "/w/a", g3, "x", 0};
+    start same = {"r4", 1, "m1:/w/a", "m1", "/w/a", g1, "y", 0};
+
+    /* One person, one machine, several surfaces: all start. */
+    granted(c, &a);
+    granted(c, &b);
+    granted(c, &d);
+    /* One surface: one owner, whoever asks. */
+    once_client *other = client_as(f->h, "someone-else");
+    refused(other, &same, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    once_client_close(other);
+}
+
+static void
+r5_not_new_grant_on_lost_reply(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__RequestGrantResponse *r2, *r3;
+    Once__V1__GetSurfaceResponse *v;
+    once_rpc_id id = {0, 0};
+    once_options o;
+    once_status st;
+    once_client *k;
+    int rv;
+
+    once_options_init(&o);
+    o.url = f->h->url;
+    o.principal = "scheduler";
+    o.deadline_ms = 3000;
+    o.attempt_timeout_ms = 500;
+    assert_int_equal(once_client_open(&k, &o, &st), ONCE_OK);
+    rq.request_id = "r1";
+    rq.attempt = 1;
+    rq.surface = "s";
+    rq.machine = "m1";
+    rq.location = "/w";
+    rq.generation = g;
+    rq.payload.data = (uint8_t *)"x";
+    rq.payload.len = 1;
+    /* onced dies right after the grant's batch is synced, before the reply
+     * (the first writing call after the restart). */
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "batch_written"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    rv = gcall_id(k, "RequestGrant", &rq, NULL, &id, &st);
+    print_message("first send: %s %s\n", once_strerror(rv), st.reason);
+    assert_int_not_equal(rv, ONCE_OK);
+    /* It crashed at the armed point (SIGKILL), not by our hand. */
+    rv = harness_wait_exit(f->h, 5000);
+    assert_true(rv != -1 && WIFSIGNALED(rv) && WTERMSIG(rv) == SIGKILL);
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    once_client_close(k);
+    /* Retry the same rpc id (a fresh lease-less handle, as a restarted
+     * caller holding the id would): the stored result... */
+    assert_int_equal(harness_client(f->h, true, &k), ONCE_OK);
+    assert_int_equal(gcall_id(k, "RequestGrant", &rq, &r2, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    /* ...and the same request from a restarted scheduler: same grant. */
+    once_client_close(c);
+    f->c = c = client_as(f->h, "scheduler");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    assert_int_equal(request(c, &a, &r3, NULL), ONCE_OK);
+    assert_int_equal(r2->grant->grant_id, r3->grant->grant_id);
+    assert_true(r3->existing);
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, r2->grant->grant_id);
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1); /* one grant ever */
+    FREE(v);
+    FREE(r2);
+    FREE(r3);
+    once_client_close(k);
+}
+
+static void
+r6_not_delete_grant_with_machine(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    uint64_t wid = enqueue(c, "q1", "s", "job", NULL);
+    Once__V1__ClaimResponse *cl = claim(c, "m1");
+    Once__V1__DeleteWorkRequest dw = ONCE__V1__DELETE_WORK_REQUEST__INIT;
+    Once__V1__DeleteMachineRequest dm = ONCE__V1__DELETE_MACHINE_REQUEST__INIT;
+    uint64_t id;
+
+    (void)g;
+    assert_int_equal(cl->n_claimed, 1);
+    id = cl->claimed[0]->grant->grant_id;
+    FREE(cl);
+    dw.work_id = wid; /* the work row goes; its grant stays */
+    assert_int_equal(gcall(c, "DeleteWork", &dw, NULL, NULL), ONCE_OK);
+    assert_int_equal(owner(c, "s"), id);
+    dm.machine = "m1";
+    assert_int_equal(gcall(c, "DeleteMachine", &dm, NULL, NULL), ONCE_OK);
+    assert_int_equal(owner(c, "s"), id);
+    /* The late duplicate of the queued start: not a second grant. */
+    start a = {"q1", 1, "s", "m1", "/w", g, "job", 0};
+    assert_int_equal(granted(c, &a), id);
+}
+
+/* ---- 採用した形 -----------------------------------------------------------
+ */
+
+static void
+a1_cancelled_not_reaccepted(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    start a2 = {"r1", 2, "s", "m1", "/w", g, "x", 0};
+    Once__V1__CancelGrantRequest cr = ONCE__V1__CANCEL_GRANT_REQUEST__INIT;
+    uint64_t id = granted(c, &a);
+
+    cr.grant_id = id;
+    assert_int_equal(gcall(c, "CancelGrant", &cr, NULL, NULL), ONCE_OK);
+    refused(c, &a, ONCE_FAILED_PRECONDITION, "GRANT_CANCELLED");
+    assert_int_equal(finish(c, id, ONCE__V1__GRANT_OUTCOME__ABORTED, NULL),
+                     ONCE_OK);
+    refused(c, &a2, ONCE_FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_CANCELLED");
+}
+
+static void
+a2_next_attempt_only_after_retryable_close(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a1 = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    start a2 = {"r1", 2, "s", "m1", "/w", g, "x", 0};
+    start a3 = {"r1", 3, "s", "m1", "/w", g, "x", 0};
+    start skip = {"r9", 2, "s", "m1", "/w", g, "x", 0};
+    uint64_t id1, id2;
+
+    refused(c, &skip, ONCE_FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_MISSING");
+    id1 = granted(c, &a1);
+    refused(c, &a2, ONCE_FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_OPEN");
+    assert_int_equal(
+        finish(c, id1, ONCE__V1__GRANT_OUTCOME__FAILED_BEFORE_START, NULL),
+        ONCE_OK);
+    id2 = granted(c, &a2);
+    assert_int_not_equal(id1, id2);
+    assert_int_equal(finish(c, id2, ONCE__V1__GRANT_OUTCOME__SUCCEEDED, NULL),
+                     ONCE_OK);
+    /* A retry of a success is never a new start. */
+    refused(c, &a3, ONCE_FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_SUCCEEDED");
+    assert_int_equal(owner(c, "s"), 0);
+    /* A late copy of attempt 1 is still grant id1, closed: no credential. */
+    {
+        Once__V1__RequestGrantResponse *r;
+        assert_int_equal(request(c, &a1, &r, NULL), ONCE_OK);
+        assert_int_equal(r->grant->grant_id, id1);
+        assert_null(r->credential);
+        assert_string_equal(r->credential_withheld, "GRANT_CLOSED");
+        FREE(r);
+    }
+}
+
+static void
+a3_newer_pending_replaces_in_place(void **state)
+{
+    FX;
+    Once__V1__EnqueueResponse *e1, *e2;
+    Once__V1__ListQueueResponse *q;
+
+    place(c, "s", "m1", "/w");
+    enqueue(c, "q1", "s", "old", &e1);
+    enqueue(c, "q2", "s", "new", &e2);
+    assert_true(e2->replaced);
+    assert_int_equal(e2->row->work_id, e1->row->work_id);
+    assert_string_equal(e2->row->machine, "m1");
+    assert_string_equal(e2->row->request_id, "q2");
+    q = list_queue(c, "m1");
+    assert_int_equal(q->n_pending, 1);
+    assert_memory_equal(q->pending[0]->payload.data, "new", 3);
+    FREE(q);
+    FREE(e1);
+    FREE(e2);
+}
+
+static void
+a4_rejections_recorded_per_surface(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    start b = {"r2", 1, "s", "m1", "/w", g, "y", 0};
+    Once__V1__GetSurfaceResponse *v;
+
+    granted(c, &a);
+    refused(c, &b, ONCE_FAILED_PRECONDITION, "ALREADY_OWNED");
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 1);
+    assert_string_equal(v->rejections[0]->request_id, "r2");
+    assert_string_equal(v->rejections[0]->reason, "ALREADY_OWNED");
+    assert_string_equal(v->rejections[0]->machine, "m1");
+    FREE(v);
+}
+
+static void
+a5_permission_failure_rolls_back(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__GetSurfaceResponse *v;
+    Once__V1__RequestGrantResponse *r;
+
+    permit(c, "scheduler", false);
+    refused(c, &a, ONCE_PERMISSION_DENIED, "PRINCIPAL_DENIED");
+    v = surface(c, "s");
+    assert_null(v->open_grant); /* neither grant nor surface mark */
+    assert_int_equal(v->epoch, 0);
+    FREE(v);
+    permit(c, "scheduler", true);
+    /* The same (request_id, attempt) was never locked: it is new now. */
+    assert_int_equal(request(c, &a, &r, NULL), ONCE_OK);
+    assert_false(r->existing);
+    FREE(r);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(c01_one_open_grant_per_surface),
+        T(c02_closed_grant_is_history),
+        T(c03_open_grant_has_location),
+        T(c04_same_id_attempt_digest_is_resend),
+        T(c05_other_payload_conflicts),
+        T(c06_lost_reply_no_second_owner),
+        T(c07_retry_reevaluates_permission),
+        T(c08_destination_fixed_at_submission),
+        T(c09_placement_changed_at_start),
+        T(c10_open_grant_never_rewritten),
+        T(c11_silence_never_moves),
+        T(c12_credential_expiry_keeps_owner),
+        T(c13_only_recorded_finish_releases),
+        T(c14_pending_13h_expires_on_own_claim),
+        T(c15_queue_row_names_destination),
+        T(c16_claim_checks_only_destination),
+        T(c17_legacy_cannot_own_open_surface),
+        T(c18_legacy_and_grant_exclude),
+        T(c21_delete_keeps_uncertain_grant),
+        T(r1_not_per_entry_point),
+        T(r2_not_destination_at_claim),
+        T(r3_not_free_on_silence),
+        T(r4_not_one_per_person_or_machine),
+        T(r5_not_new_grant_on_lost_reply),
+        T(r6_not_delete_grant_with_machine),
+        T(a1_cancelled_not_reaccepted),
+        T(a2_next_attempt_only_after_retryable_close),
+        T(a3_newer_pending_replaces_in_place),
+        T(a4_rejections_recorded_per_surface),
+        T(a5_permission_failure_rolls_back),
+    };
+
+    snprintf(clock_file, sizeof(clock_file), "/tmp/once-grants-clock-%d",
+             (int)getpid());
+    setenv("ONCED_CLOCK_OFFSET_FILE", clock_file, 1);
+    clock_set(0);
+    {
+        int rv = cmocka_run_group_tests(tests, NULL, NULL);
+        unlink(clock_file);
+        return rv;
+    }
+}
