@@ -47,3 +47,34 @@ format:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# compare: once beside Redis and PostgreSQL (and the nng echo and LevelDB
+# limits) in one run: build/compare.csv, build/compare.png. Installs the
+# benchmarks' own packages first (scripts/bench-deps.sh, never run by test).
+# plots: PNGs from the benchmarks' CSVs; measures retention first when
+# build/retention.csv is missing (delete it to measure again).
+COMPARE_ARGS      ?=
+RETENTION_RATE    ?= 1000
+RETENTION_TTL     ?= 5
+RETENTION_SECONDS ?= 20
+
+.PHONY: compare plots
+
+compare: deps
+	scripts/bench-deps.sh
+	$(MAKE) build
+	$(BUILD)/bench/bench_compare --csv $(BUILD)/compare.csv \
+	    --png $(BUILD)/compare.png $(COMPARE_ARGS)
+
+plots: deps
+	scripts/bench-deps.sh
+	$(MAKE) build
+	test -f $(BUILD)/retention.csv || $(BUILD)/bench/bench_retention \
+	    --rate $(RETENTION_RATE) --ttl $(RETENTION_TTL)s \
+	    --seconds $(RETENTION_SECONDS) --csv $(BUILD)/retention.csv
+	gnuplot -e "csv='$(BUILD)/retention.csv'; png='$(BUILD)/retention.png'; \
+	    rate=$(RETENTION_RATE); ttl=$(RETENTION_TTL)" bench/plot/retention.gp
+	@echo "plot in $(BUILD)/retention.png"
+	if [ -f $(BUILD)/compare.csv ]; then \
+	    gnuplot -e "csv='$(BUILD)/compare.csv'; png='$(BUILD)/compare.png'" \
+	        bench/plot/compare.gp && echo "plot in $(BUILD)/compare.png"; fi
