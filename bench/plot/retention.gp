@@ -24,7 +24,7 @@ set output png
 set key top left box opaque
 set grid
 set xlabel "seconds"
-set format y "%.0s %cB"
+set format y "%.1s %cB"
 set yrange [0:*]
 
 set multiplot layout 1,2 title sprintf("Retention of completion records at %g calls/s, lease TTL %g s (model: rate x TTL x %g B = %.0f bytes)", rate, ttl, b, model)
