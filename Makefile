@@ -8,12 +8,14 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 DATA       ?= ./data
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test asan bench format clean
+.PHONY: all deps build run test asan fuzz bench format clean
 
 all: build
 
@@ -37,6 +39,19 @@ asan: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
+# libFuzzer over envelope decoding and dispatch (tests/fuzz_dispatch.c),
+# clang + ASan + UBSan in build-fuzz/, FUZZ_SECONDS of fuzzing from the seed
+# corpus; findings land in build-fuzz/ as crash-* files.
+fuzz:
+	scripts/deps.sh fuzz
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_dispatch fuzz_corpus
+	rm -rf $(FUZZ_BUILD)/corpus && mkdir -p $(FUZZ_BUILD)/corpus
+	$(FUZZ_BUILD)/tests/fuzz_corpus $(FUZZ_BUILD)/corpus
+	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=0 \
+	    tests/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+	    -rss_limit_mb=4096 -print_final_stats=1 corpus
+
 bench: deps build
 	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)
 
@@ -46,7 +61,7 @@ format:
 	    \( -name '*.c' -o -name '*.h' \) -type f -print | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
 # compare: once beside Redis and PostgreSQL (and the nng echo and LevelDB
 # limits) in one run: build/compare.csv, build/compare.png. Installs the

@@ -23,6 +23,19 @@ PACKAGES=(
     clang-format
 )
 
+# Extra groups, only for the steps that need them: `deps.sh fuzz` (make
+# fuzz: clang with libFuzzer and its sanitizer runtimes), `deps.sh valgrind`.
+for group in "$@"; do
+    case "$group" in
+    fuzz) PACKAGES+=(clang libclang-rt-14-dev) ;;
+    valgrind) PACKAGES+=(valgrind) ;;
+    *)
+        echo "deps.sh: unknown group \"$group\" (fuzz, valgrind)" >&2
+        exit 2
+        ;;
+    esac
+done
+
 missing=()
 for p in "${PACKAGES[@]}"; do
     status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
