@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include <once/grants.h>
 #include "json_out.h"
 #include "msg_print.h"
 #include "once/client.h"
@@ -59,6 +60,8 @@ static const char usage_top[] =
     "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
     "                                     increment a counter exactly once\n"
     "  counter get NAME                   read a counter\n"
+    "  key show                           the server's Ed25519 key for "
+    "grant credentials\n"
     "  records list [--client ID] [--limit N]\n"
     "                                     retained completion records\n"
     "  stats                              server statistics\n"
@@ -1014,6 +1017,50 @@ wants_json(int argc, char **argv)
     return false;
 }
 
+/* key show: the server's Ed25519 public key for start-grant credentials,
+ * in hex — what an agent passes to once_grant_credential_verify. */
+static int
+cmd_key_show(const cli *g, int argc, char **argv)
+{
+    uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES];
+    char hex[2 * ONCE_GRANT_PUBLIC_KEY_BYTES + 1];
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    if (argc > 0 && is_help(argv[0])) {
+        fputs("usage: oncectl [GLOBAL OPTIONS] key show\n"
+              "Prints onced's Ed25519 public key (hex), which verifies the\n"
+              "credentials of start grants offline.\n"
+              "Output: public_key HEX | --json {\"public_key\":\"HEX\"}\n",
+              stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    if (argc > 0) {
+        return usage_error(g, "e.g. oncectl key show",
+                           "unexpected argument '%s'", argv[0]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_grants_public_key(c, pk, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    for (size_t i = 0; i < sizeof(pk); i++) {
+        snprintf(hex + 2 * i, 3, "%02x", pk[i]);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_str(&j, "public_key", hex);
+        json_end(&j);
+    } else {
+        printf("public_key %s\n", hex);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
 static int
 dispatch(const cli *g, int argc, char **argv)
 {
@@ -1026,6 +1073,13 @@ dispatch(const cli *g, int argc, char **argv)
     }
     if (strcmp(cmd, "stats") == 0) {
         return cmd_stats(g, argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "key") == 0) {
+        if (sub != NULL && strcmp(sub, "show") == 0) {
+            return cmd_key_show(g, argc - 2, argv + 2);
+        }
+        return usage_error(g, "the key command is: key show",
+                           "key needs the subcommand show");
     }
     if (strcmp(cmd, "lease") == 0) {
         if (sub != NULL && strcmp(sub, "open") == 0) {

@@ -94,7 +94,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <once/grants.h>
 
 #include "grants.pb-c.h"
 #include "harness.h"
@@ -1287,6 +1292,92 @@ a5_permission_failure_rolls_back(void **state)
     FREE(r);
 }
 
+/* ---- credentials ----------------------------------------------------------
+ */
+
+static uint64_t
+wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+k1_credential_verify_offline(void **state)
+{
+    FX;
+    uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES];
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 200};
+    start b = {"r2", 1, "s", "m1", "/w", g, "y", 0};
+    Once__V1__RequestGrantResponse *r, *r2;
+    Once__V1__RenewCredentialResponse *rn;
+    once_grant_credential cred;
+    once_status st;
+    struct stat sb;
+    char path[400];
+    uint8_t bad[64];
+
+    /* The key lives in the data folder, readable by onced alone. */
+    snprintf(path, sizeof(path), "%s/grants_ed25519.key", f->h->data);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(once_grants_public_key(c, pk, &st), ONCE_OK);
+    assert_int_equal(request(c, &a, &r, NULL), ONCE_OK);
+    assert_int_equal(once_grant_credential_verify(pk, r->credential->body.data,
+                                                  r->credential->body.len,
+                                                  r->credential->signature.data,
+                                                  r->credential->signature.len,
+                                                  wall_ms(), 0, &cred, &st),
+                     ONCE_OK);
+    assert_int_equal(cred.grant_id, r->grant->grant_id);
+    assert_string_equal(cred.surface, "s");
+    assert_string_equal(cred.machine, "m1");
+    assert_int_equal(cred.epoch, 1);
+    /* A flipped byte is not a credential. */
+    memcpy(bad, r->credential->signature.data, 64);
+    bad[3] ^= 1;
+    assert_int_equal(once_grant_credential_verify(pk, r->credential->body.data,
+                                                  r->credential->body.len, bad,
+                                                  64, wall_ms(), 0, NULL, &st),
+                     ONCE_UNAUTHENTICATED);
+    /* Expired: refused offline, but the surface is still owned and a
+     * renewal under the same grant verifies. */
+    usleep(300 * 1000);
+    assert_int_equal(once_grant_credential_verify(pk, r->credential->body.data,
+                                                  r->credential->body.len,
+                                                  r->credential->signature.data,
+                                                  r->credential->signature.len,
+                                                  wall_ms(), 0, &cred, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "CREDENTIAL_EXPIRED");
+    assert_int_equal(owner(c, "s"), r->grant->grant_id);
+    assert_int_equal(renew(c, r->grant->grant_id, "m1", &rn, NULL), ONCE_OK);
+    assert_int_equal(
+        once_grant_credential_verify(
+            pk, rn->credential->body.data, rn->credential->body.len,
+            rn->credential->signature.data, rn->credential->signature.len,
+            wall_ms(), 1, &cred, &st),
+        ONCE_OK);
+    /* Fencing: once the next grant (epoch 2) was seen, epoch 1 is stale. */
+    assert_int_equal(
+        finish(c, r->grant->grant_id, ONCE__V1__GRANT_OUTCOME__RELEASED, NULL),
+        ONCE_OK);
+    assert_int_equal(request(c, &b, &r2, NULL), ONCE_OK);
+    assert_int_equal(r2->grant->epoch, 2);
+    assert_int_equal(
+        once_grant_credential_verify(
+            pk, rn->credential->body.data, rn->credential->body.len,
+            rn->credential->signature.data, rn->credential->signature.len,
+            wall_ms(), r2->grant->epoch, &cred, &st),
+        ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "STALE_EPOCH");
+    FREE(r);
+    FREE(r2);
+    FREE(rn);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1323,6 +1414,7 @@ main(void)
         T(a3_newer_pending_replaces_in_place),
         T(a4_rejections_recorded_per_surface),
         T(a5_permission_failure_rolls_back),
+        T(k1_credential_verify_offline),
     };
 
     snprintf(clock_file, sizeof(clock_file), "/tmp/once-grants-clock-%d",
