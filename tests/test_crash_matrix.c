@@ -86,7 +86,7 @@ incr(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
         snprintf(out.reason, sizeof(out.reason), "%s", resp->status->reason);
     }
     out.replayed = resp->replayed;
-    if (resp->payload.len <= sizeof(out.payload)) {
+    if (resp->payload.len > 0 && resp->payload.len <= sizeof(out.payload)) {
         memcpy(out.payload, resp->payload.data, resp->payload.len);
         out.plen = resp->payload.len;
     }
