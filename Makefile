@@ -9,13 +9,14 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 DATA       ?= ./data
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test asan fuzz bench format clean
+.PHONY: all deps build run test asan fuzz tsan valgrind bench format clean
 
 all: build
 
@@ -52,6 +53,21 @@ fuzz:
 	    tests/fuzz_dispatch -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
 	    -rss_limit_mb=4096 -print_final_stats=1 corpus
 
+# The suite under ThreadSanitizer (build-tsan/); not in CI yet.
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j$(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS)
+
+# The test programs (clients and harness; onced children are not traced)
+# under valgrind memcheck, on the normal build; not in CI yet.
+valgrind: deps build
+	scripts/deps.sh valgrind
+	ctest --test-dir $(BUILD) --output-on-failure -T memcheck \
+	    --overwrite MemoryCheckCommandOptions="--error-exitcode=1 --leak-check=full" \
+	    -E 'test_soak|test_concurrency|test_collector'
+
 bench: deps build
 	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)
 
@@ -61,7 +77,7 @@ format:
 	    \( -name '*.c' -o -name '*.h' \) -type f -print | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
 
 # compare: once beside Redis and PostgreSQL (and the nng echo and LevelDB
 # limits) in one run: build/compare.csv, build/compare.png. Installs the
