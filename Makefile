@@ -109,3 +109,15 @@ plots: deps
 	if [ -f $(BUILD)/compare.csv ]; then \
 	    gnuplot -e "csv='$(BUILD)/compare.csv'; png='$(BUILD)/compare.png'" \
 	        bench/plot/compare.gp && echo "plot in $(BUILD)/compare.png"; fi
+
+# retransmit: effects per logical call when replies are lost at rate p
+# (through bench/once_proxy), same rpc id vs a new id per retry, against
+# the model 1/(1-p): build/retransmit.csv, build/retransmit.png.
+RETRANSMIT_ARGS ?=
+
+.PHONY: retransmit
+
+retransmit: deps
+	$(MAKE) build
+	$(BUILD)/bench/bench_retransmit --csv $(BUILD)/retransmit.csv \
+	    --png $(BUILD)/retransmit.png $(RETRANSMIT_ARGS)
