@@ -130,6 +130,26 @@ bench_rpc(nng_socket s, const char *method, uint64_t client_id, uint64_t seq,
     return 0;
 }
 
+uint64_t
+bench_open_lease(nng_socket s, uint64_t ttl_ms)
+{
+    Once__V1__OpenLeaseRequest req = ONCE__V1__OPEN_LEASE_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    uint64_t id = 0;
+    int code;
+
+    req.principal = "bench";
+    req.ttl_ms = ttl_ms;
+    if (bench_rpc(s, "/once.v1.Lease/OpenLease", 0, 0, 0, &req.base,
+                  &once__v1__open_lease_response__descriptor, &resp,
+                  &code) == 0 &&
+        resp != NULL) {
+        id = ((Once__V1__OpenLeaseResponse *)resp)->client_id;
+        protobuf_c_message_free_unpacked(resp, NULL);
+    }
+    return id;
+}
+
 static void
 rm_tree(const char *path, int depth)
 {

@@ -61,6 +61,10 @@ int bench_rpc(nng_socket s, const char *method, uint64_t client_id,
               const ProtobufCMessageDescriptor *resp_desc,
               ProtobufCMessage **resp, int *code);
 
+/* OpenLease for principal "bench" with ttl_ms (0: the server's default).
+ * The client id, or 0 when no lease came back. */
+uint64_t bench_open_lease(nng_socket s, uint64_t ttl_ms);
+
 /* A REQ socket dialed to url (blocking dial, nng's own resend off).
  * 0 or an nng error. */
 int bench_dial(nng_socket *s, const char *url);

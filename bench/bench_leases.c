@@ -101,20 +101,9 @@ open_leases(void *p)
         return NULL;
     }
     for (int i = w->index; i < opt.leases; i += opt.threads) {
-        Once__V1__OpenLeaseRequest req = ONCE__V1__OPEN_LEASE_REQUEST__INIT;
-        ProtobufCMessage *resp = NULL;
-        int code;
-        req.principal = "bench";
-        req.ttl_ms = 3600000;
-        if (bench_rpc(s, "/once.v1.Lease/OpenLease", 0, 0, 0, &req.base,
-                      &once__v1__open_lease_response__descriptor, &resp,
-                      &code) != 0 ||
-            resp == NULL) {
+        if ((ids[i] = bench_open_lease(s, 3600000)) == 0) {
             w->failures++;
-            continue;
         }
-        ids[i] = ((Once__V1__OpenLeaseResponse *)resp)->client_id;
-        protobuf_c_message_free_unpacked(resp, NULL);
     }
     nng_close(s);
     return NULL;

@@ -72,26 +72,6 @@ usage(FILE *f)
             ONCED_PATH);
 }
 
-static uint64_t
-open_lease(nng_socket s)
-{
-    Once__V1__OpenLeaseRequest req = ONCE__V1__OPEN_LEASE_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    uint64_t id = 0;
-    int code;
-
-    req.principal = "bench";
-    req.ttl_ms = opt.ttl_ms;
-    if (bench_rpc(s, "/once.v1.Lease/OpenLease", 0, 0, 0, &req.base,
-                  &once__v1__open_lease_response__descriptor, &resp,
-                  &code) == 0 &&
-        resp != NULL) {
-        id = ((Once__V1__OpenLeaseResponse *)resp)->client_id;
-        protobuf_c_message_free_unpacked(resp, NULL);
-    }
-    return id;
-}
-
 static int
 renew_lease(nng_socket s, uint64_t id)
 {
@@ -118,7 +98,8 @@ call_loop(void *p)
     char name[32];
     nng_socket s;
 
-    if (bench_dial(&s, c->url) != 0 || (id = open_lease(s)) == 0) {
+    if (bench_dial(&s, c->url) != 0 ||
+        (id = bench_open_lease(s, opt.ttl_ms)) == 0) {
         atomic_fetch_add(&c->failures, 1);
         return NULL;
     }
@@ -142,7 +123,8 @@ call_loop(void *p)
         }
         /* Switch a little before the TTL so no call meets the expiry. */
         if (!c->ack && now - lease_since > (int64_t)opt.ttl_ms * 800000) {
-            uint64_t fresh = open_lease(s); /* the old one will expire */
+            uint64_t fresh =
+                bench_open_lease(s, opt.ttl_ms); /* the old one will expire */
             if (fresh != 0) {
                 id = fresh;
                 seq = 0;

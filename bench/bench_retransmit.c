@@ -108,25 +108,6 @@ usage(FILE *f)
             ONCED_PATH, PROXY_PATH);
 }
 
-static uint64_t
-open_lease(nng_socket s)
-{
-    Once__V1__OpenLeaseRequest req = ONCE__V1__OPEN_LEASE_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    uint64_t id = 0;
-    int code;
-
-    req.principal = "bench";
-    if (bench_rpc(s, "/once.v1.Lease/OpenLease", 0, 0, 0, &req.base,
-                  &once__v1__open_lease_response__descriptor, &resp,
-                  &code) == 0 &&
-        resp != NULL) {
-        id = ((Once__V1__OpenLeaseResponse *)resp)->client_id;
-        protobuf_c_message_free_unpacked(resp, NULL);
-    }
-    return id;
-}
-
 static int64_t
 read_counter(const char *url, const char *name)
 {
@@ -165,7 +146,8 @@ call_loop(void *p)
     }
     /* Leases come through the proxy too: retry until one arrives. */
     nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, opt.attempt_timeout_ms);
-    for (int i = 0; i < MAX_ATTEMPTS && (id = open_lease(s)) == 0; i++) {
+    for (int i = 0; i < MAX_ATTEMPTS && (id = bench_open_lease(s, 0)) == 0;
+         i++) {
     }
     if (id == 0) {
         c->failed = opt.calls;
