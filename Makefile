@@ -28,7 +28,7 @@ build:
 	cmake --build $(BUILD) -j$(JOBS)
 
 run: deps build
-	exec $(BUILD)/server/onced --data $(DATA)
+	exec $(BUILD)/server/onced --data $(DATA) --dev
 
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)

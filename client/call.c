@@ -2,7 +2,8 @@
  * call.c — once_call: one rpc, its envelope and its retries.
  *
  * Owns: the Request envelope of every attempt (method, rpc id,
- * first_incomplete, attempt number, time left, principal, payload), the
+ * first_incomplete, attempt number, time left, principal, payload, and the
+ * authentication tag over those bytes when the handle has a key), the
  * per-call nng context and aio, and the decision after each attempt: final
  * reply, or retry the *same* rpc id after a jittered backoff.
  * Invariant: a mutating call that nng accepted for sending at least once is
@@ -32,6 +33,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "auth_tag.h"
 #include "client_impl.h"
 #include "lost.h"
 #include "status.h"
@@ -105,11 +107,17 @@ call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
     r.payload.data = (uint8_t *)cs->req;
     r.payload.len = cs->req != NULL ? cs->req_len : 0;
 
+    /* Signed: packed without auth_tag, the tag over exactly those bytes
+     * appended as field 8 (auth_tag.h). */
     len = once__v1__request__get_packed_size(&r);
-    if ((rv = nng_msg_alloc(&m, len)) != 0) {
+    if ((rv = nng_msg_alloc(&m, len + (c->signs ? AUTH_TAG_TRAILER : 0))) !=
+        0) {
         return rv;
     }
     once__v1__request__pack(&r, nng_msg_body(m));
+    if (c->signs) {
+        auth_tag_append(nng_msg_body(m), len, c->key);
+    }
     *mp = m;
     return 0;
 }

@@ -18,9 +18,11 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <sodium.h>
 
 #include "client_impl.h"
 #include "lost.h"
+#include "principals.h"
 #include "renew.h"
 #include "status.h"
 
@@ -40,6 +42,14 @@ once_options_init(once_options *o)
 {
     if (o != NULL) {
         memset(o, 0, sizeof(*o));
+    }
+}
+
+void
+once_security_init(once_security *s)
+{
+    if (s != NULL) {
+        memset(s, 0, sizeof(*s));
     }
 }
 
@@ -66,6 +76,10 @@ client_free(once_client *c)
     renew_fini(c);
     lost_fini(c);
     window_fini(&c->win);
+    if (c->tls != NULL) {
+        nng_tls_config_free(c->tls);
+    }
+    sodium_memzero(c->key, sizeof(c->key));
     free(c->url);
     free(c->principal);
     free(c);
@@ -94,6 +108,17 @@ client_dial(once_client *c, once_status *st)
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }
+    if (c->tls != NULL) {
+        nng_dialer d;
+        if ((rv = nng_dialer_create(&d, c->sock, c->url)) != 0 ||
+            (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0 ||
+            (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
+                              "cannot dial %s with TLS: %s", c->url,
+                              nng_strerror(rv));
+        }
+        return ONCE_OK;
+    }
     if ((rv = nng_dial(c->sock, c->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
                           "cannot dial %s: %s", c->url, nng_strerror(rv));
@@ -101,8 +126,95 @@ client_dial(once_client *c, once_status *st)
     return ONCE_OK;
 }
 
+/* The host of "tls+tcp://HOST:PORT" ("[v6]" without brackets) into out. */
+static void
+client_url_host(const char *url, char *out, size_t outlen)
+{
+    const char *h = strstr(url, "://");
+    const char *end;
+
+    h = h != NULL ? h + 3 : url;
+    if (*h == '[' && (end = strchr(h, ']')) != NULL) {
+        h++;
+    } else if ((end = strrchr(h, ':')) == NULL) {
+        end = h + strlen(h);
+    }
+    snprintf(out, outlen, "%.*s", (int)(end - h), h);
+}
+
+/* The key (and principal) and the TLS configuration of sec, into c before
+ * anything is sent. */
+static int
+client_secure(once_client *c, const once_options *o, const once_security *sec,
+              once_status *st)
+{
+    char name[PRINCIPAL_NAME_MAX + 1], err[256];
+    int rv;
+
+    if (sec == NULL) {
+        return ONCE_OK;
+    }
+    if (sodium_init() < 0) {
+        return status_set(st, ONCE_INTERNAL, "NO_SODIUM",
+                          "libsodium cannot be initialised");
+    }
+    if (sec->key_file != NULL) {
+        if (keyfile_read(sec->key_file, name, c->key, err, sizeof(err)) != 0) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY", "%s", err);
+        }
+        if (o->principal != NULL && strcmp(o->principal, name) != 0) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY",
+                              "key file %s is the key of principal %s, not "
+                              "%s",
+                              sec->key_file, name, o->principal);
+        }
+        free(c->principal);
+        if ((c->principal = strdup(name)) == NULL) {
+            return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                              "out of memory");
+        }
+        c->signs = true;
+    } else if (sec->key != NULL) {
+        if (o->principal == NULL) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY",
+                              "a key needs once_options.principal");
+        }
+        memcpy(c->key, sec->key, sizeof(c->key));
+        c->signs = true;
+    }
+    if (strncmp(c->url, "tls+", 4) == 0 || sec->tls_ca_file != NULL) {
+        char host[256];
+        const char *sn = sec->tls_server_name;
+
+        if (sn == NULL) {
+            client_url_host(c->url, host, sizeof(host));
+            sn = host;
+        }
+        if ((rv = nng_tls_config_alloc(&c->tls, NNG_TLS_MODE_CLIENT)) != 0 ||
+            (rv = nng_tls_config_auth_mode(c->tls,
+                                           NNG_TLS_AUTH_MODE_REQUIRED)) != 0 ||
+            (rv = nng_tls_config_server_name(c->tls, sn)) != 0 ||
+            (sec->tls_ca_file != NULL &&
+             (rv = nng_tls_config_ca_file(c->tls, sec->tls_ca_file)) != 0)) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_TLS",
+                              "TLS configuration (CA file %s): %s",
+                              sec->tls_ca_file != NULL ? sec->tls_ca_file
+                                                       : "none",
+                              nng_strerror(rv));
+        }
+    }
+    return ONCE_OK;
+}
+
 int
 once_client_open(once_client **cp, const once_options *o, once_status *st)
+{
+    return once_client_open_secure(cp, o, NULL, st);
+}
+
+int
+once_client_open_secure(once_client **cp, const once_options *o,
+                        const once_security *sec, once_status *st)
 {
     once_client *c = NULL;
     int rv;
@@ -140,7 +252,8 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
         c->retry.max_ms = c->retry.initial_ms;
     }
 
-    if ((rv = client_dial(c, st)) != ONCE_OK) {
+    if ((rv = client_secure(c, o, sec, st)) != ONCE_OK ||
+        (rv = client_dial(c, st)) != ONCE_OK) {
         goto out;
     }
     if (!o->no_lease) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "lost.h"
 #include "once/client.h"
@@ -35,6 +36,10 @@ struct once_client {
     retry_policy retry;          /* read-only after open */
     uint64_t client_id;          /* from OpenLease, 0 without; read-only */
     uint64_t lease_ttl_ms;       /* granted TTL; read-only after open */
+    bool signs;                  /* every request carries a tag; with key: */
+    uint8_t key[32];             /* the principal's key; read-only after
+                                    open, wiped at close */
+    nng_tls_config *tls;         /* tls+tcp:// client config, or NULL */
 
     pthread_mutex_t lock; /* protects win */
     window win;           /* incomplete seqs of client_id; under lock */

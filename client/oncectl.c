@@ -2,7 +2,7 @@
  * oncectl.c — the command-line client of onced, for people and scripts.
  *
  *   oncectl [--server URL] [--json] [--timeout DURATION] [--principal NAME]
- *           COMMAND ...
+ *           [--key-file FILE] [--tls-ca FILE] COMMAND ...
  *
  * Owns: argument parsing, the mapping of commands onto libonce calls, and
  * the two output forms (text for people; with --json exactly one JSON
@@ -21,15 +21,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "duration.h"
 #include <once/grants.h>
 #include "json_out.h"
 #include "msg_print.h"
 #include "once/client.h"
+#include "principal_cmd.h"
 #include "wire.h"
 
 #define ONCECTL_DEFAULT_SERVER "ipc:///tmp/once.ipc"
+/* onced --dev (make run) writes its operator key here; used when no key
+ * is given otherwise. */
+#define ONCECTL_DEV_KEY "./data/dev.key"
 
 enum {
     ONCECTL_EXIT_OK = 0,
@@ -44,6 +49,8 @@ typedef struct cli {
     bool json;
     uint64_t timeout_ms; /* 0: the library's default deadline */
     const char *principal;
+    const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
+    const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
 } cli;
 
 static const char usage_top[] =
@@ -65,6 +72,8 @@ static const char usage_top[] =
     "  records list [--client ID] [--limit N]\n"
     "                                     retained completion records\n"
     "  stats                              server statistics\n"
+    "  principal add|list|revoke|restore  the principals of a local data\n"
+    "                                     folder (oncectl principal --help)\n"
     "\n"
     "Global options (before the command):\n"
     "  --server URL        default: $ONCE_SERVER, else " ONCECTL_DEFAULT_SERVER
@@ -73,7 +82,11 @@ static const char usage_top[] =
     "  --timeout DURATION  deadline over all attempts (default 10s); one\n"
     "                      attempt waits at most a third of it (min 100ms,\n"
     "                      max 2s)\n"
-    "  --principal NAME    default: anonymous\n"
+    "  --principal NAME    default: anonymous (or the key file's name)\n"
+    "  --key-file FILE     sign every request with this principal's key\n"
+    "                      (\"NAME KEYHEX\"); default: $ONCE_KEY_FILE, else\n"
+    "                      " ONCECTL_DEV_KEY " when it exists (onced --dev)\n"
+    "  --tls-ca FILE       PEM CA that a tls+tcp:// server must be signed by\n"
     "  -h, --help          this text; `oncectl COMMAND --help` for a command\n"
     "\n"
     "DURATION is <number><unit> with unit ms, s, m or h (200ms, 2s, 5m, 1h,\n"
@@ -290,8 +303,9 @@ is_help(const char *a)
 static bool
 is_global_opt(const char *a)
 {
-    static const char *const globals[] = {"--json", "--server", "--timeout",
-                                          "--principal"};
+    static const char *const globals[] = {"--json",     "--server",
+                                          "--timeout",  "--principal",
+                                          "--key-file", "--tls-ca"};
 
     for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
         size_t n = strlen(globals[i]);
@@ -394,8 +408,12 @@ static int
 open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
 {
     once_options o;
+    once_security sec;
 
     once_options_init(&o);
+    once_security_init(&sec);
+    sec.key_file = g->key_file;
+    sec.tls_ca_file = g->tls_ca;
     o.url = g->server;
     o.principal = g->principal;
     o.deadline_ms = (uint32_t)g->timeout_ms;
@@ -407,7 +425,7 @@ open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
             (uint32_t)(g->timeout_ms / 3 < 100 ? 100 : g->timeout_ms / 3);
     }
     o.no_lease = no_lease;
-    return once_client_open(cp, &o, st);
+    return once_client_open_secure(cp, &o, &sec, st);
 }
 
 static int
@@ -1074,6 +1092,9 @@ dispatch(const cli *g, int argc, char **argv)
     if (strcmp(cmd, "stats") == 0) {
         return cmd_stats(g, argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "principal") == 0) {
+        return principal_cmd(argc - 1, argv + 1, g->json);
+    }
     if (strcmp(cmd, "key") == 0) {
         if (sub != NULL && strcmp(sub, "show") == 0) {
             return cmd_key_show(g, argc - 2, argv + 2);
@@ -1144,6 +1165,7 @@ int
 main(int argc, char **argv)
 {
     cli g;
+    const char *v_env;
     int i;
 
     memset(&g, 0, sizeof(g));
@@ -1199,15 +1221,39 @@ main(int argc, char **argv)
             g.principal = v;
             continue;
         }
+        if ((m = opt_value(argc, argv, &i, "--key-file", &v)) != 0) {
+            if (m < 0 || v[0] == '\0') {
+                return usage_error(&g, NULL, "--key-file needs a FILE");
+            }
+            g.key_file = v;
+            continue;
+        }
+        if ((m = opt_value(argc, argv, &i, "--tls-ca", &v)) != 0) {
+            if (m < 0 || v[0] == '\0') {
+                return usage_error(&g, NULL, "--tls-ca needs a FILE");
+            }
+            g.tls_ca = v;
+            continue;
+        }
         return usage_error(&g,
                            "global options are --server, --json, --timeout, "
-                           "--principal; command options go after the "
-                           "command",
+                           "--principal, --key-file, --tls-ca; command "
+                           "options go after the command",
                            "unknown option '%s'", a);
     }
     if (i >= argc) {
         return usage_error(&g, "e.g. oncectl counter incr jobs",
                            "missing command");
+    }
+    /* No key named: $ONCE_KEY_FILE, else the dev key of `make run` when
+     * it is there (and no other principal was asked for). */
+    if (g.key_file == NULL && (v_env = getenv("ONCE_KEY_FILE")) != NULL &&
+        v_env[0] != '\0') {
+        g.key_file = v_env;
+    }
+    if (g.key_file == NULL && g.principal == NULL &&
+        access(ONCECTL_DEV_KEY, R_OK) == 0) {
+        g.key_file = ONCECTL_DEV_KEY;
     }
     return dispatch(&g, argc - i, argv + i);
 }

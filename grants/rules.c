@@ -898,6 +898,13 @@ grants_finish(const grants_env *e, const Once__V1__FinishGrantRequest *r,
         o->err = rv;
         return;
     }
+    if (e->machine != NULL && strcmp(e->machine, g->machine) != 0) {
+        grants_fail(o, CODE(PERMISSION_DENIED), "WRONG_MACHINE",
+                    "grant %llu is for machine %s; this principal acts for "
+                    "%s only",
+                    (unsigned long long)g->grant_id, g->machine, e->machine);
+        goto out;
+    }
     if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
         grants_fail(o, CODE(FAILED_PRECONDITION), "GRANT_CLOSED",
                     "grant %llu is already finished",

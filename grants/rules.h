@@ -55,6 +55,8 @@ typedef struct grants_env {
     uint64_t now_ms;
     const char *principal; /* the caller's lease principal ("" if none) */
     const grants_signer *signer;
+    const char *machine; /* the caller acts for this machine only (an
+                            agent principal, server/auth.h); NULL: any */
 } grants_env;
 
 typedef struct grants_outcome {

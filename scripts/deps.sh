@@ -21,6 +21,7 @@ PACKAGES=(
     libsodium-dev
     libcmocka-dev
     clang-format
+    openssl
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

@@ -17,6 +17,7 @@
 #include "wire.h"
 
 typedef struct server server;
+typedef struct auth_who auth_who;
 
 typedef struct server_call {
     /* Inputs, owned by the executor. */
@@ -26,7 +27,9 @@ typedef struct server_call {
     store_txn *txn;              /* reads and writes of this call */
     uint64_t client_id;          /* 0 for calls without an rpc id */
     uint64_t seq;
-    uint64_t now_ms; /* wall clock, unix ms */
+    uint64_t now_ms;     /* wall clock, unix ms */
+    const auth_who *who; /* the authenticated caller (auth.h); set before
+                            the method is looked up */
 
     /* Outcome, filled by the handler. */
     int code;

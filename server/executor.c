@@ -1,12 +1,15 @@
 /*
  * executor.c — decode, check, deduplicate, execute, stage, hand over.
  *
- * The order of checks for one request (SPEC §2): envelope → method →
- * deadline → rpc id present → payload → method's own validation → lease →
- * completion record (replay or conflict) → execute. Everything that fails
- * before "execute" writes nothing and is not recorded. An executed call's
- * outcome is recorded with its effect in one transaction; a non-OK outcome
- * keeps no effect, only its record.
+ * The order of checks for one request (SPEC §2): envelope → authentication
+ * → method → authorization (policy) → deadline → rpc id present → payload
+ * → method's own validation → lease (owned by the caller) → completion
+ * record (replay or conflict) → execute. Authentication, authorization and
+ * lease ownership run on every attempt, before the record lookup: a stored
+ * result is never returned to anyone the checks would refuse now. Everything
+ * that fails before "execute" writes nothing and is not recorded. An executed
+ * call's outcome is recorded with its effect in one transaction; a non-OK
+ * outcome keeps no effect, only its record.
  */
 #include "executor.h"
 
@@ -19,6 +22,7 @@
 
 #include <nng/supplemental/util/platform.h>
 
+#include "auth.h"
 #include "dispatch.h"
 #include "fault.h"
 #include "lease.h"
@@ -191,6 +195,11 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     server *srv = c->srv;
     lease_entry *e = lease_table_find(srv->leases, c->client_id);
 
+    /* Another principal's lease: refused before anything of it is
+     * touched (its watermark included) or any record of it is read. */
+    if (e != NULL && !auth_owns(c, c->client_id, e->principal)) {
+        return NULL;
+    }
     if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
         call_store_error(c, ENOMEM);
         return NULL;
@@ -257,6 +266,9 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
                   "the %zu bytes received are not a once.v1.Request", len);
         return;
     }
+    if (!auth_check(c->srv->auth, c, body, len, req)) {
+        goto out;
+    }
     if ((de = dispatch_find(req->method, strlen(req->method), &c->wm)) ==
         NULL) {
         exec_printable(req->method, name, sizeof(name));
@@ -264,6 +276,9 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
                   "no method \"%s\" (names look like "
                   "/once.v1.Counter/Increment)",
                   name);
+        goto out;
+    }
+    if (!auth_permit(c->srv->auth, c, c->wm->full_name)) {
         goto out;
     }
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge

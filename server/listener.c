@@ -1,15 +1,20 @@
 /*
- * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern.
+ * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern, and
+ * the listeners: ipc://, tcp:// and tls+tcp:// (nng's TLS over mbedTLS,
+ * with the certificate and key of --tls-cert/--tls-key).
  */
 #include "listener.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "fault.h"
 #include "log.h"
@@ -27,6 +32,7 @@ typedef struct lctx {
 
 struct listener {
     nng_socket sock;
+    nng_tls_config *tls; /* server side of tls+tcp://, NULL without */
     lctx *ctxs;
     size_t nctx;
     listener_submit_fn submit;
@@ -108,6 +114,85 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     pthread_mutex_unlock(&l->mtx);
 }
 
+/* A whole PEM file as a string (malloc'd, the caller frees), or NULL. */
+static char *
+listener_read_pem(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    long n;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (1L << 20) &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* The server TLS configuration from cfg's certificate and key. */
+static int
+listener_tls(listener *l, const server_config *cfg)
+{
+    char *cert, *key;
+    int rv;
+
+    if (cfg->tls_cert == NULL) {
+        log_error("a tls+tcp:// address needs --tls-cert FILE and --tls-key "
+                  "FILE");
+        return NNG_EINVAL;
+    }
+    cert = listener_read_pem(cfg->tls_cert);
+    key = listener_read_pem(cfg->tls_key);
+    if (cert == NULL || key == NULL) {
+        log_error("cannot read the TLS %s %s",
+                  cert == NULL ? "certificate" : "key",
+                  cert == NULL ? cfg->tls_cert : cfg->tls_key);
+        rv = NNG_EINVAL;
+    } else if ((rv = nng_tls_config_alloc(&l->tls, NNG_TLS_MODE_SERVER)) != 0 ||
+               (rv = nng_tls_config_own_cert(l->tls, cert, key, NULL)) != 0) {
+        log_error("TLS certificate %s / key %s: %s", cfg->tls_cert,
+                  cfg->tls_key, nng_strerror(rv));
+    }
+    if (key != NULL) {
+        memset(key, 0, strlen(key));
+    }
+    free(cert);
+    free(key);
+    return rv;
+}
+
+/* Listens on url; tls+tcp:// with the TLS configuration. */
+static int
+listener_listen(listener *l, const server_config *cfg, const char *url)
+{
+    nng_listener nl;
+    int rv;
+
+    if (strncmp(url, "tls+", 4) != 0) {
+        return nng_listen(l->sock, url, NULL, 0);
+    }
+    if (l->tls == NULL && (rv = listener_tls(l, cfg)) != 0) {
+        return rv;
+    }
+    if ((rv = nng_listener_create(&nl, l->sock, url)) != 0) {
+        return rv;
+    }
+    if ((rv = nng_listener_set_ptr(nl, NNG_OPT_TLS_CONFIG, l->tls)) != 0 ||
+        (rv = nng_listener_start(nl, 0)) != 0) {
+        nng_listener_close(nl);
+    }
+    return rv;
+}
+
 int
 listener_open(listener **lp, const server_config *cfg,
               listener_submit_fn submit, void *arg)
@@ -143,7 +228,7 @@ listener_open(listener **lp, const server_config *cfg,
         l->nctx++;
     }
     for (size_t i = 0; i < cfg->nlisten; i++) {
-        if ((rv = nng_listen(l->sock, cfg->listen[i], NULL, 0)) != 0) {
+        if ((rv = listener_listen(l, cfg, cfg->listen[i])) != 0) {
             log_error("cannot listen on %s: %s (is another onced running "
                       "there? pick another address with --listen)",
                       cfg->listen[i], nng_strerror(rv));
@@ -186,6 +271,9 @@ listener_free(listener *l)
         nng_aio_free(l->ctxs[i].aio); /* waits for a running callback */
     }
     free(l->ctxs);
+    if (l->tls != NULL) {
+        nng_tls_config_free(l->tls);
+    }
     pthread_mutex_destroy(&l->mtx);
     free(l);
 }

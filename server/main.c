@@ -3,7 +3,9 @@
  *
  * SIGINT/SIGTERM: stop receiving, execute what was received, wait for every
  * commit to be synced, close LevelDB, exit 0. Nothing is half-written: a
- * call's effect and record are one LevelDB batch.
+ * call's effect and record are one LevelDB batch. SIGHUP: re-read
+ * <data>/principals and <data>/policy (auth.h; onced also notices changes
+ * by itself within AUTH_RECHECK_MS).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "duration.h"
 #include "log.h"
 #include "server.h"
@@ -50,6 +53,15 @@ usage(FILE *f)
             "  --gc-interval DUR time between collector passes (default "
             "200ms)\n"
             "  --gc-budget N     record deletions per pass (default 20000)\n"
+            "  --dev             development mode: on first start create\n"
+            "                    DIR/principals with the operator \"dev\" and\n"
+            "                    write its key to DIR/dev.key (make run)\n"
+            "  --tls-cert FILE   PEM certificate (chain) for tls+tcp:// URLs\n"
+            "  --tls-key FILE    its PEM private key\n"
+            "\n"
+            "Authentication is on when DIR/principals exists (oncectl\n"
+            "principal add --data DIR); without it onced runs OPEN and says\n"
+            "so. SIGHUP re-reads DIR/principals and DIR/policy.\n"
             "\n"
             "Durations are written 200ms, 2s, 5m, 1h.\n"
             "  -h, --help        this text\n"
@@ -110,6 +122,9 @@ main(int argc, char **argv)
         {"window", required_argument, NULL, 'w'},
         {"gc-interval", required_argument, NULL, 'g'},
         {"gc-budget", required_argument, NULL, 'b'},
+        {"dev", no_argument, NULL, 'D'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -184,6 +199,15 @@ main(int argc, char **argv)
             }
             cfg.gc_budget = v;
             break;
+        case 'D':
+            cfg.dev = true;
+            break;
+        case 'C':
+            cfg.tls_cert = optarg;
+            break;
+        case 'K':
+            cfg.tls_key = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -201,6 +225,10 @@ main(int argc, char **argv)
         fprintf(stderr, "onced: --lease-ttl is above --lease-ttl-max\n");
         return 2;
     }
+    if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL)) {
+        fprintf(stderr, "onced: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
     if (cfg.nlisten == 0) {
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
@@ -211,6 +239,7 @@ main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -223,7 +252,14 @@ main(int argc, char **argv)
     }
     log_info("ready (pid %d)", (int)getpid());
 
-    sigwait(&set, &sig);
+    for (;;) {
+        sigwait(&set, &sig);
+        if (sig != SIGHUP) {
+            break;
+        }
+        log_info("SIGHUP: re-reading the principals and the policy");
+        auth_request_reload(srv->auth);
+    }
     log_info("%s: stopping; received calls finish and are synced",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_close(srv);

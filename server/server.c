@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
+#include "auth.h"
 #include "executor.h"
 #include "fault.h"
 #include "gc.h"
@@ -79,7 +80,8 @@ server_open(server **sp, const server_config *cfg)
         free(s);
         return rv;
     }
-    if ((rv = svc_grants_open(s)) != 0) {
+    if ((rv = svc_grants_open(s)) != 0 ||
+        (rv = auth_open(&s->auth, cfg->data_dir, cfg->dev)) != 0) {
         goto fail;
     }
     if ((rv = lease_table_alloc(&s->leases)) != 0 ||
@@ -115,6 +117,7 @@ fail:
     store_close(s->st);
     lease_table_free(s->leases);
     svc_grants_close(s);
+    auth_close(s->auth);
     free(s);
     return rv != 0 ? rv : EIO;
 }
@@ -132,5 +135,6 @@ server_close(server *s)
     listener_free(s->ls);
     lease_table_free(s->leases);
     svc_grants_close(s);
+    auth_close(s->auth);
     free(s);
 }

@@ -8,6 +8,7 @@
 #ifndef SERVER_SERVER_H
 #define SERVER_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,9 @@ typedef struct server_config {
     uint64_t window;           /* unacknowledged seqs allowed per client */
     uint64_t gc_interval_ms;   /* between collector passes */
     uint64_t gc_budget;        /* record deletions per collector pass */
+    bool dev;                  /* --dev: create a dev principal (auth.h) */
+    const char *tls_cert;      /* PEM certificate for tls+tcp:// listeners */
+    const char *tls_key;       /* its PEM private key */
 } server_config;
 
 typedef struct server server;
@@ -34,6 +38,7 @@ typedef struct executor executor;
 typedef struct listener listener;
 typedef struct lease_table lease_table;
 typedef struct gc gc;
+typedef struct auth auth;
 
 struct server {
     server_config cfg;
@@ -41,9 +46,10 @@ struct server {
     executor *ex;
     listener *ls;
     lease_table *leases; /* executor thread only */
+    auth *auth;          /* principals and policy (auth.h) */
     gc *gc;
     server_stats stats;
-    uint64_t (*now_ms)(void); /* wall clock, unix ms; injectable */
+    uint64_t (*now_ms)(void);     /* wall clock, unix ms; injectable */
     struct grants_signer *grants; /* svc_grants.c: the signing key; set at
                                      open, read-only afterwards */
 };

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "credential.h"
 #include "dispatch.h"
 #include "grants.pb-c.h"
@@ -74,6 +75,7 @@ svc_env(server_call *c, grants_env *env, grants_outcome *o)
     env->now_ms = c->now_ms;
     env->principal = le != NULL && le->principal != NULL ? le->principal : "";
     env->signer = c->srv->grants;
+    env->machine = c->who != NULL ? c->who->machine : NULL;
 }
 
 /* Turns the rules' outcome into the call's. */
@@ -159,6 +161,9 @@ v_claim(server_call *c)
 {
     const Once__V1__ClaimRequest *r = REQ(Once__V1__ClaimRequest);
     NAME_CHECK("machine", r->machine);
+    if (!auth_machine(c, r->machine)) {
+        return;
+    }
     if (r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS || r->max > 1024) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
                   "max is at most 1024, credential_ttl_ms at most %llu",
@@ -172,6 +177,9 @@ v_renew(server_call *c)
     const Once__V1__RenewCredentialRequest *r =
         REQ(Once__V1__RenewCredentialRequest);
     NAME_CHECK("machine", r->machine);
+    if (!auth_machine(c, r->machine)) {
+        return;
+    }
     if (r->grant_id == 0 || r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
                   "grant_id is required; credential_ttl_ms at most %llu",

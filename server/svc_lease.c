@@ -8,11 +8,15 @@
  * after the transactions before it are durable, so a LEASE_EXPIRED or
  * "closed" answer is never taken back by a crash. The lease table and its
  * durable transitions live in lease/.
+ * Scoping (auth.h): a lease belongs to the authenticated principal that
+ * opened it; RenewLease, RenewLeases and CloseLease act only on the
+ * caller's own leases, LeaseInfo shows only those (an operator sees all).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "dispatch.h"
 #include "lease.h"
 #include "lease_wire.h"
@@ -39,6 +43,14 @@ lease_open_validate(server_call *c)
     if (strlen(r->principal) > LEASE_PRINCIPAL_MAX) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_PRINCIPAL",
                   "principal is longer than %d bytes", LEASE_PRINCIPAL_MAX);
+        return;
+    }
+    /* Authenticated, a lease is always the caller's own. */
+    if (r->principal[0] != '\0' &&
+        strcmp(auth_lease_principal(c, r->principal), r->principal) != 0) {
+        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_PRINCIPAL",
+                  "a lease belongs to the principal that opens it; leave "
+                  "OpenLeaseRequest.principal empty or name yourself");
     }
 }
 
@@ -52,7 +64,8 @@ lease_open_exec(server_call *c)
     lease_entry *e;
     int rv;
 
-    if ((rv = lease_open(c->srv->leases, c->txn, r->principal, ttl, c->now_ms,
+    if ((rv = lease_open(c->srv->leases, c->txn,
+                         auth_lease_principal(c, r->principal), ttl, c->now_ms,
                          &e)) != 0) {
         call_store_error(c, rv);
         return;
@@ -72,6 +85,9 @@ lease_find_live(server_call *c, uint64_t client_id)
 {
     lease_entry *e = lease_table_find(c->srv->leases, client_id);
 
+    if (e != NULL && !auth_owns(c, client_id, e->principal)) {
+        return NULL;
+    }
     if (e != NULL && e->state == LEASE_STATE_LIVE &&
         !lease_entry_live(e, c->now_ms)) {
         if (lease_expire_due(c->txn, e, c->now_ms) != 0) {
@@ -148,6 +164,12 @@ lease_renew_many_exec(server_call *c)
         once__v1__renew_lease_result__init(&res[i]);
         res[i].client_id = r->client_ids[i];
         res[i].code = ONCE__V1__CODE__FAILED_PRECONDITION;
+        if (e != NULL && c->who != NULL && !c->who->open &&
+            strcmp(c->who->name, e->principal) != 0) {
+            res[i].code = ONCE__V1__CODE__PERMISSION_DENIED; /* not yours */
+            ptrs[i] = &res[i];
+            continue;
+        }
         /* Past its TTL: end it durably before anyone is told. */
         if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
             free(res);
@@ -178,7 +200,8 @@ lease_close_exec(server_call *c)
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
     int rv;
 
-    if (!lease_wire_issued(c, r->client_id)) {
+    if (!lease_wire_issued(c, r->client_id) ||
+        (e != NULL && !auth_owns(c, r->client_id, e->principal))) {
         return;
     }
     if (e != NULL && e->state == LEASE_STATE_LIVE) {
@@ -200,7 +223,8 @@ lease_info_exec(server_call *c)
     Once__V1__LeaseInfoResponse resp = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
 
-    if (!lease_wire_issued(c, r->client_id)) {
+    if (!lease_wire_issued(c, r->client_id) ||
+        (e != NULL && !auth_sees(c, r->client_id, e->principal))) {
         return;
     }
     resp.client_id = r->client_id;

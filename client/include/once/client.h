@@ -111,6 +111,43 @@ typedef struct once_options {
 void once_options_init(once_options *o);
 
 /*
+ * Security of a handle (once_client_open_secure): the principal's key, so
+ * every request carries an authentication tag (libsodium crypto_auth over
+ * the envelope as sent), and the CA that tls+tcp:// servers must be signed
+ * by. A new struct rather than new once_options fields (see "ABI" above).
+ * Plain data: the library copies what it needs during the open.
+ */
+typedef struct once_security {
+    /* A key file ("NAME KEYHEX", written by `oncectl principal add
+     * --key-out` or onced --dev): the handle signs as NAME. If
+     * once_options.principal is set too, it must be the same name. */
+    const char *key_file;
+    /* Or the key itself (ONCE_KEY_BYTES bytes) of once_options.principal;
+     * used only when key_file is NULL. NULL and no key_file: no tag. */
+    const uint8_t *key;
+    /* tls+tcp:// URLs: PEM file of the CA(s) the server's certificate must
+     * chain to; the server is always verified (a server that does not
+     * present a certificate signed by them is never talked to). */
+    const char *tls_ca_file;
+    /* The name the certificate must carry; NULL: the host of the URL. */
+    const char *tls_server_name;
+} once_security;
+
+#define ONCE_KEY_BYTES 32
+
+/* Fills *s with "nothing" (all zero). */
+void once_security_init(once_security *s);
+
+/*
+ * once_client_open with security settings (sec may be NULL: exactly
+ * once_client_open). The OpenLease of the handle is itself signed. A key
+ * file that cannot be read, or a principal that does not match it, gives
+ * ONCE_INVALID_ARGUMENT ("BAD_KEY") and nothing is sent.
+ */
+int once_client_open_secure(once_client **cp, const once_options *o,
+                            const once_security *sec, once_status *st);
+
+/*
  * Opens a client: dials o->url (non-blocking dial, the socket reconnects by
  * itself) and, unless o->no_lease, opens a lease to get a client id. On
  * success *cp is the handle (free with once_client_close) and ONCE_OK is

@@ -1,0 +1,621 @@
+/*
+ * auth.c — principals, policy and the checks of auth.h.
+ *
+ * The policy file, <data>/policy: one rule per line, "WHO GLOB [GLOB...]",
+ * '#' starts a comment. WHO is a role ("operator", "scheduler", "agent")
+ * or "@NAME" for one principal; a GLOB matches full method names with
+ * fnmatch(3) ("/once.v1.Lease/" followed by "*"). A call is allowed when some
+ * rule for the caller's role or name matches its method. Without the file the
+ * built-in default below applies; with it, only its rules do.
+ */
+#include "auth.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+#include <sodium.h>
+
+#include "call.h"
+#include "log.h"
+#include "principals.h"
+#include "wire.h"
+
+#define AUTH_PATH_MAX   4096
+#define AUTH_RULES_MAX  4096
+#define AUTH_DEV_NAME   "dev"
+#define AUTH_DEV_ROLE   "operator"
+#define POLICY_LINE_MAX 4096
+
+typedef struct auth_rule {
+    char who[PRINCIPAL_NAME_MAX + 2]; /* a role, or "@" and a name */
+    char glob[WIRE_METHOD_MAX];
+} auth_rule;
+
+/* What a stat said about a file, to notice a change. */
+typedef struct file_sig {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim;
+    struct timespec ctim;
+} file_sig;
+
+/* The tables of one load: entries sorted by name, whos[i] about v[i]. */
+typedef struct auth_tables {
+    principal_list plist;
+    auth_who *whos;
+    auth_rule *rules;
+    size_t nrules;
+    bool default_policy;
+} auth_tables;
+
+struct auth {
+    char principals_path[AUTH_PATH_MAX];
+    char policy_path[AUTH_PATH_MAX];
+    atomic_bool reload; /* set by any thread, taken by the executor */
+    /* Executor thread only: */
+    bool enabled;
+    auth_tables t;
+    file_sig psig;
+    file_sig polsig;
+    uint64_t checked_ms; /* nng_clock() of the last stat */
+    auth_who anon;
+};
+
+/* The default policy: the operator may do anything; a scheduler counts,
+ * holds leases and asks for grants; an agent holds leases and claims,
+ * renews and finishes grants (for its own machine: auth_machine). */
+static const char *const auth_default_policy[][2] = {
+    {"operator", "*"},
+    {"scheduler", "/once.v1.Counter/*"},
+    {"scheduler", "/once.v1.Lease/*"},
+    {"scheduler", "/once.v1.Grants/SetPlacement"},
+    {"scheduler", "/once.v1.Grants/RequestGrant"},
+    {"scheduler", "/once.v1.Grants/Enqueue"},
+    {"scheduler", "/once.v1.Grants/CancelGrant"},
+    {"scheduler", "/once.v1.Grants/LegacyClaim"},
+    {"scheduler", "/once.v1.Grants/LegacyRelease"},
+    {"scheduler", "/once.v1.Grants/GetSurface"},
+    {"scheduler", "/once.v1.Grants/ListQueue"},
+    {"scheduler", "/once.v1.Grants/GetPublicKey"},
+    {"agent", "/once.v1.Lease/*"},
+    {"agent", "/once.v1.Grants/Claim"},
+    {"agent", "/once.v1.Grants/RenewCredential"},
+    {"agent", "/once.v1.Grants/FinishGrant"},
+    {"agent", "/once.v1.Grants/GetPublicKey"},
+};
+
+static void
+tables_fini(auth_tables *t)
+{
+    principals_fini(&t->plist);
+    free(t->whos);
+    free(t->rules);
+    memset(t, 0, sizeof(*t));
+}
+
+static file_sig
+file_stat(const char *path)
+{
+    file_sig s;
+    struct stat st;
+
+    memset(&s, 0, sizeof(s));
+    if (stat(path, &st) == 0) {
+        s.exists = true;
+        s.dev = st.st_dev;
+        s.ino = st.st_ino;
+        s.size = st.st_size;
+        s.mtim = st.st_mtim;
+        s.ctim = st.st_ctim;
+    }
+    return s;
+}
+
+static bool
+file_changed(const file_sig *a, const file_sig *b)
+{
+    return a->exists != b->exists || a->dev != b->dev || a->ino != b->ino ||
+           a->size != b->size || a->mtim.tv_sec != b->mtim.tv_sec ||
+           a->mtim.tv_nsec != b->mtim.tv_nsec ||
+           a->ctim.tv_sec != b->ctim.tv_sec ||
+           a->ctim.tv_nsec != b->ctim.tv_nsec;
+}
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const principal_entry *)a)->name,
+                  ((const principal_entry *)b)->name);
+}
+
+/* Sorts the entries and derives each one's auth_who (splitting "agent:m1"
+ * in place into role "agent" and machine "m1"). */
+static int
+tables_index(auth_tables *t)
+{
+    if (t->plist.n > 0) {
+        qsort(t->plist.v, t->plist.n, sizeof(*t->plist.v), entry_cmp);
+    }
+    if ((t->whos = calloc(t->plist.n + 1, sizeof(*t->whos))) == NULL) {
+        return ENOMEM;
+    }
+    for (size_t i = 0; i < t->plist.n; i++) {
+        principal_entry *e = &t->plist.v[i];
+        char *colon = strchr(e->role, ':');
+        auth_who *w = &t->whos[i];
+
+        if (colon != NULL) {
+            *colon = '\0';
+            w->machine = colon + 1;
+        }
+        w->name = e->name;
+        w->role = e->role;
+        w->revoked = e->revoked;
+        w->operator_ = strcmp(e->role, "operator") == 0;
+    }
+    return 0;
+}
+
+static int
+rule_add(auth_tables *t, const char *who, const char *glob)
+{
+    auth_rule *r;
+
+    if (t->nrules == AUTH_RULES_MAX) {
+        return E2BIG;
+    }
+    if (t->rules == NULL &&
+        (t->rules = calloc(AUTH_RULES_MAX, sizeof(*t->rules))) == NULL) {
+        return ENOMEM;
+    }
+    r = &t->rules[t->nrules++];
+    snprintf(r->who, sizeof(r->who), "%s", who);
+    snprintf(r->glob, sizeof(r->glob), "%s", glob);
+    return 0;
+}
+
+/* Reads the policy file into t; ENOENT: the default policy is used. */
+static int
+policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
+{
+    char line[POLICY_LINE_MAX];
+    FILE *f;
+    int lineno = 0, rv = 0;
+
+    if ((f = fopen(path, "r")) == NULL) {
+        if (errno != ENOENT) {
+            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            return errno;
+        }
+        for (size_t i = 0;
+             i < sizeof(auth_default_policy) / sizeof(auth_default_policy[0]);
+             i++) {
+            if ((rv = rule_add(t, auth_default_policy[i][0],
+                               auth_default_policy[i][1])) != 0) {
+                return rv;
+            }
+        }
+        t->default_policy = true;
+        return 0;
+    }
+    while (rv == 0 && fgets(line, sizeof(line), f) != NULL) {
+        char *save = NULL, *who, *glob;
+        char *hash = strchr(line, '#');
+
+        lineno++;
+        if (hash != NULL) {
+            *hash = '\0';
+        }
+        if ((who = strtok_r(line, " \t\r\n", &save)) == NULL) {
+            continue;
+        }
+        if (!(who[0] == '@' ? principal_name_ok(who + 1)
+                            : principal_role_ok(who)) ||
+            strchr(who, ':') != NULL) {
+            snprintf(err, errlen,
+                     "%s line %d: \"%s\" is neither a role nor @NAME", path,
+                     lineno, who);
+            rv = EINVAL;
+            break;
+        }
+        if ((glob = strtok_r(NULL, " \t\r\n", &save)) == NULL) {
+            snprintf(err, errlen, "%s line %d: %s has no method pattern", path,
+                     lineno, who);
+            rv = EINVAL;
+            break;
+        }
+        for (; glob != NULL; glob = strtok_r(NULL, " \t\r\n", &save)) {
+            if (strlen(glob) >= WIRE_METHOD_MAX) {
+                snprintf(err, errlen, "%s line %d: pattern too long", path,
+                         lineno);
+                rv = EINVAL;
+                break;
+            }
+            if ((rv = rule_add(t, who, glob)) != 0) {
+                snprintf(err, errlen, "%s line %d: too many rules", path,
+                         lineno);
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return rv;
+}
+
+/* Loads both files into t. Sets *present to whether the principals file
+ * exists. 0 or an errno with err set. */
+static int
+tables_load(auth *a, auth_tables *t, bool *present, char *err, size_t errlen)
+{
+    int rv;
+
+    memset(t, 0, sizeof(*t));
+    *present = true;
+    rv = principals_read(a->principals_path, &t->plist, err, errlen);
+    if (rv == ENOENT) {
+        *present = false;
+    } else if (rv != 0) {
+        if (rv != EINVAL) {
+            snprintf(err, errlen, "cannot read %.400s: %s", a->principals_path,
+                     strerror(rv));
+        }
+        return rv;
+    }
+    if ((rv = tables_index(t)) != 0 ||
+        (rv = policy_read(a->policy_path, t, err, errlen)) != 0) {
+        tables_fini(t);
+    }
+    return rv;
+}
+
+static void
+auth_log_mode(const auth *a, const char *when)
+{
+    size_t live = 0;
+
+    if (!a->enabled) {
+        log_warn("%sno principals file %s: onced runs OPEN — requests are "
+                 "NOT authenticated, every caller may call every method and "
+                 "read any result it can name. Add principals with `oncectl "
+                 "principal add --data DIR NAME --role ROLE --key-out FILE`, "
+                 "or start with --dev",
+                 when, a->principals_path);
+        return;
+    }
+    for (size_t i = 0; i < a->t.plist.n; i++) {
+        live += !a->t.whos[i].revoked;
+    }
+    log_info("%sauthentication on: %zu principals (%zu revoked) from %s; "
+             "policy %s",
+             when, a->t.plist.n, a->t.plist.n - live, a->principals_path,
+             a->t.default_policy ? "built-in default (no policy file)"
+                                 : a->policy_path);
+    {
+        struct stat st;
+        if (stat(a->principals_path, &st) == 0 && (st.st_mode & 077) != 0) {
+            log_warn("%s is readable by others (mode %03o): chmod 600 it",
+                     a->principals_path, (unsigned)(st.st_mode & 0777));
+        }
+    }
+}
+
+/* Re-reads both files; keeps the tables in force when they cannot be
+ * parsed. */
+static void
+auth_reload(auth *a)
+{
+    auth_tables t;
+    bool present;
+    char err[512] = "";
+    int rv;
+
+    a->psig = file_stat(a->principals_path);
+    a->polsig = file_stat(a->policy_path);
+    if ((rv = tables_load(a, &t, &present, err, sizeof(err))) != 0) {
+        log_error("not reloaded, the previous principals and policy stay in "
+                  "force: %s",
+                  err[0] != '\0' ? err : strerror(rv));
+        return;
+    }
+    if (!present && a->enabled) {
+        log_error("%s disappeared: no principal is accepted until it is "
+                  "back (onced never falls back to OPEN)",
+                  a->principals_path);
+    }
+    tables_fini(&a->t);
+    a->t = t;
+    a->enabled = a->enabled || present;
+    auth_log_mode(a, "reloaded: ");
+}
+
+/* Dev mode: a principals file with the operator "dev" and its key in
+ * <data>/dev.key, created on first start. */
+static int
+auth_dev_create(const char *data_dir, const char *principals_path)
+{
+    char keypath[AUTH_PATH_MAX];
+    principal_list l = {0};
+    principal_entry e;
+    int rv;
+
+    if (snprintf(keypath, sizeof(keypath), "%s/dev.key", data_dir) >=
+        (int)sizeof(keypath)) {
+        return ENAMETOOLONG;
+    }
+    memset(&e, 0, sizeof(e));
+    snprintf(e.name, sizeof(e.name), "%s", AUTH_DEV_NAME);
+    snprintf(e.role, sizeof(e.role), "%s", AUTH_DEV_ROLE);
+    crypto_auth_keygen(e.key);
+    if ((rv = keyfile_write(keypath, e.name, e.key, true)) != 0) {
+        log_error("dev mode: cannot write %s: %s", keypath, strerror(rv));
+    } else if ((rv = principals_append(&l, &e)) != 0 ||
+               (rv = principals_write(principals_path, &l)) != 0) {
+        log_error("dev mode: cannot write %s: %s", principals_path,
+                  strerror(rv));
+    }
+    sodium_memzero(&e, sizeof(e));
+    principals_fini(&l);
+    if (rv == 0) {
+        log_warn("DEV MODE: created %s with the operator \"dev\" and wrote "
+                 "its key to %s (mode 0600). oncectl picks up ./data/dev.key "
+                 "by itself; otherwise pass --key-file %s or set "
+                 "ONCE_KEY_FILE. Not for production",
+                 principals_path, keypath, keypath);
+    }
+    return rv;
+}
+
+int
+auth_open(auth **ap, const char *data_dir, bool dev)
+{
+    auth *a;
+    char err[512] = "";
+    bool present;
+    int rv;
+
+    if (sodium_init() < 0) {
+        log_error("libsodium cannot be initialised");
+        return EIO;
+    }
+    if ((a = calloc(1, sizeof(*a))) == NULL) {
+        return ENOMEM;
+    }
+    if (snprintf(a->principals_path, sizeof(a->principals_path),
+                 "%s/principals", data_dir) >= AUTH_PATH_MAX ||
+        snprintf(a->policy_path, sizeof(a->policy_path), "%s/policy",
+                 data_dir) >= AUTH_PATH_MAX) {
+        free(a);
+        return ENAMETOOLONG;
+    }
+    a->anon.name = AUTH_ANONYMOUS;
+    a->anon.role = "operator";
+    a->anon.operator_ = true;
+    a->anon.open = true;
+    atomic_init(&a->reload, false);
+    if (dev && !file_stat(a->principals_path).exists) {
+        if ((rv = auth_dev_create(data_dir, a->principals_path)) != 0) {
+            free(a);
+            return rv;
+        }
+    } else if (dev && file_stat(a->principals_path).exists) {
+        log_warn("DEV MODE: principals from %s; the operator \"dev\" key is "
+                 "%s/dev.key (oncectl --key-file, or ONCE_KEY_FILE)",
+                 a->principals_path, data_dir);
+    }
+    a->psig = file_stat(a->principals_path);
+    a->polsig = file_stat(a->policy_path);
+    if ((rv = tables_load(a, &a->t, &present, err, sizeof(err))) != 0) {
+        log_error("%s", err[0] != '\0' ? err : strerror(rv));
+        free(a);
+        return rv;
+    }
+    a->enabled = present;
+    a->checked_ms = (uint64_t)nng_clock();
+    auth_log_mode(a, "");
+    *ap = a;
+    return 0;
+}
+
+void
+auth_close(auth *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    tables_fini(&a->t);
+    free(a);
+}
+
+void
+auth_request_reload(auth *a)
+{
+    if (a != NULL) {
+        atomic_store(&a->reload, true);
+    }
+}
+
+/* Re-reads the files when asked to, or when a stat (at most every
+ * AUTH_RECHECK_MS) shows a change. */
+static void
+auth_refresh(auth *a)
+{
+    uint64_t now = (uint64_t)nng_clock();
+    file_sig p, q;
+
+    if (atomic_exchange(&a->reload, false)) {
+        a->checked_ms = now;
+        auth_reload(a);
+        return;
+    }
+    if (now - a->checked_ms < AUTH_RECHECK_MS) {
+        return;
+    }
+    a->checked_ms = now;
+    p = file_stat(a->principals_path);
+    q = file_stat(a->policy_path);
+    if (file_changed(&p, &a->psig) || file_changed(&q, &a->polsig)) {
+        auth_reload(a);
+    }
+}
+
+static const auth_who *
+auth_find(const auth *a, const char *name, const principal_entry **ep)
+{
+    principal_entry key;
+    const principal_entry *e;
+
+    if (strlen(name) > PRINCIPAL_NAME_MAX) {
+        return NULL;
+    }
+    snprintf(key.name, sizeof(key.name), "%s", name);
+    e = a->t.plist.n == 0 ? NULL
+                          : bsearch(&key, a->t.plist.v, a->t.plist.n,
+                                    sizeof(*a->t.plist.v), entry_cmp);
+    if (e == NULL) {
+        return NULL;
+    }
+    *ep = e;
+    return &a->t.whos[e - a->t.plist.v];
+}
+
+/* A principal name as received, made safe to print. */
+static void
+auth_printable(const char *in, char *out, size_t outlen)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; in[i] != '\0' && j + 1 < outlen; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+    }
+    out[j] = '\0';
+}
+
+bool
+auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
+           const Once__V1__Request *req)
+{
+    const principal_entry *e = NULL;
+    const auth_who *w;
+    const uint8_t *tag;
+    size_t signed_len;
+    char name[64];
+
+    auth_refresh(a);
+    if (!a->enabled) {
+        c->who = &a->anon;
+        return true;
+    }
+    auth_printable(req->principal, name, sizeof(name));
+    if (!auth_tag_split(body, len, &signed_len, &tag) ||
+        req->auth_tag.len != AUTH_TAG_BYTES) {
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG",
+                  "onced authenticates every request: sign it with a "
+                  "principal's key (oncectl --key-file FILE; libonce "
+                  "once_client_open_secure)");
+        return false;
+    }
+    if (req->principal[0] == '\0') {
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_PRINCIPAL",
+                  "the request names no principal");
+        return false;
+    }
+    /* An unknown principal and a wrong key read the same from outside. */
+    if ((w = auth_find(a, req->principal, &e)) == NULL ||
+        !auth_tag_verify(tag, body, signed_len, e->key)) {
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "BAD_TAG",
+                  "the request's tag does not verify for principal \"%s\" "
+                  "(unknown principal, wrong key, or altered in transit)",
+                  name);
+        return false;
+    }
+    c->who = w;
+    return true;
+}
+
+bool
+auth_permit(const auth *a, server_call *c, const char *method)
+{
+    const auth_who *w = c->who;
+
+    if (w == NULL || w->open) {
+        return true;
+    }
+    if (w->revoked) {
+        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "PRINCIPAL_REVOKED",
+                  "principal \"%s\" is revoked: it may call nothing, retries "
+                  "of earlier calls included",
+                  w->name);
+        return false;
+    }
+    for (size_t i = 0; i < a->t.nrules; i++) {
+        const auth_rule *r = &a->t.rules[i];
+        bool mine = r->who[0] == '@' ? strcmp(r->who + 1, w->name) == 0
+                                     : strcmp(r->who, w->role) == 0;
+        if (mine && fnmatch(r->glob, method, 0) == 0) {
+            return true;
+        }
+    }
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "METHOD_DENIED",
+              "principal \"%s\" (role %s) may not call %s", w->name, w->role,
+              method);
+    return false;
+}
+
+bool
+auth_owns(server_call *c, uint64_t client_id, const char *principal)
+{
+    const auth_who *w = c->who;
+
+    if (w == NULL || w->open ||
+        strcmp(w->name, principal != NULL ? principal : "") == 0) {
+        return true;
+    }
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_LEASE",
+              "client id %llu belongs to another principal; \"%s\" may not "
+              "use it or see its results",
+              (unsigned long long)client_id, w->name);
+    return false;
+}
+
+bool
+auth_sees(server_call *c, uint64_t client_id, const char *principal)
+{
+    if (c->who != NULL && c->who->operator_) {
+        return true;
+    }
+    return auth_owns(c, client_id, principal);
+}
+
+bool
+auth_machine(server_call *c, const char *machine)
+{
+    const auth_who *w = c->who;
+
+    if (w == NULL || w->open || w->machine == NULL ||
+        strcmp(w->machine, machine) == 0) {
+        return true;
+    }
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "WRONG_MACHINE",
+              "principal \"%s\" acts for machine %s only", w->name, w->machine);
+    return false;
+}
+
+const char *
+auth_lease_principal(const server_call *c, const char *requested)
+{
+    if (c->who == NULL || c->who->open) {
+        return requested;
+    }
+    return c->who->name;
+}

@@ -1,0 +1,92 @@
+/*
+ * auth.h — who is calling, and may they (SPEC §2, §3 "Authorization is not
+ * deduplication").
+ *
+ * Owns: the principals table (<data>/principals: name, role, key, revoked)
+ * and the policy (<data>/policy, or the built-in default: which role may
+ * call which full method name), both re-read when the files change (a stat
+ * at most every AUTH_RECHECK_MS from the executor, or at once after
+ * auth_request_reload, which onced's SIGHUP calls); the check of a
+ * request's tag over the envelope bytes as received (auth_tag.h); and the
+ * scoping rules the handlers ask about: a lease belongs to the principal
+ * that opened it, an agent acts only for its own machine.
+ * Modes: with a principals file onced authenticates every request; without
+ * one it runs OPEN — no tag checked, every method allowed, no scoping, the
+ * principal a request names is a label only — and says so loudly at start.
+ * Once authenticating, a principals file that disappears leaves an empty
+ * table (every request UNAUTHENTICATED), never OPEN again.
+ * Invariant: every check runs before the completion-record lookup, on
+ * every attempt, so a stored result is never returned to a principal that
+ * does not own the lease or has lost the permission since.
+ * Concurrency: the executor thread alone reads and reloads the tables; an
+ * auth_who handed out stays valid until the executor's next call starts
+ * (reloads happen only there). auth_request_reload is the one function
+ * other threads may call.
+ * Never: compares a tag with memcmp; logs a key; records anything.
+ */
+#ifndef SERVER_AUTH_H
+#define SERVER_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "once.pb-c.h"
+
+#define AUTH_RECHECK_MS 100
+#define AUTH_ANONYMOUS  "anonymous"
+
+typedef struct auth auth;
+typedef struct server_call server_call;
+
+/* The authenticated caller of one request. */
+typedef struct auth_who {
+    const char *name;    /* the principal */
+    const char *role;    /* "operator", "scheduler", "agent", ... */
+    const char *machine; /* an agent's own machine; NULL: not bound */
+    bool revoked;
+    bool operator_; /* role "operator": sees every lease */
+    bool open;      /* onced runs OPEN: nothing was checked */
+} auth_who;
+
+/*
+ * Loads <data_dir>/principals and <data_dir>/policy. With dev and no
+ * principals file, first creates one holding the operator "dev" and writes
+ * its key to <data_dir>/dev.key (mode 0600). Logs the mode. 0 or an errno
+ * (a principals or policy file that cannot be parsed at start is fatal).
+ */
+int auth_open(auth **ap, const char *data_dir, bool dev);
+void auth_close(auth *a);
+
+/* Asks the executor to re-read both files before its next call (any
+ * thread; async-signal-safe). */
+void auth_request_reload(auth *a);
+
+/*
+ * Authenticates the request whose envelope is the len bytes at body
+ * (decoded as req): sets c->who and returns true, or sets
+ * UNAUTHENTICATED on c and returns false. Re-reads changed files first.
+ */
+bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
+                const Once__V1__Request *req);
+
+/* The policy: may c->who call method (a full name)? Otherwise sets
+ * PERMISSION_DENIED on c and returns false. */
+bool auth_permit(const auth *a, server_call *c, const char *method);
+
+/* Whether c->who owns a lease opened by principal (always in OPEN mode);
+ * otherwise sets PERMISSION_DENIED/NOT_YOUR_LEASE on c. */
+bool auth_owns(server_call *c, uint64_t client_id, const char *principal);
+
+/* auth_owns, or c->who is an operator (who may see every lease). */
+bool auth_sees(server_call *c, uint64_t client_id, const char *principal);
+
+/* Whether c->who may act for machine (an agent only for its own); sets
+ * PERMISSION_DENIED/WRONG_MACHINE on c otherwise. */
+bool auth_machine(server_call *c, const char *machine);
+
+/* The principal a new lease belongs to: the authenticated one, or in OPEN
+ * mode the one the request names (a label). */
+const char *auth_lease_principal(const server_call *c, const char *requested);
+
+#endif /* SERVER_AUTH_H */
