@@ -33,9 +33,13 @@
 
 #include "harness.h"
 
-#define POLL_MAX_MS     10000
-#define POLL_STEP_MS    20
-#define LOSS_TTL_MS     600   /* the lease of the handles whose lease is lost */
+#define POLL_MAX_MS  10000
+#define POLL_STEP_MS 20
+#define LOSS_TTL_MS                                                            \
+    1500                      /* the lease of the handles whose lease is lost; \
+                                 long enough that a busy CI machine still      \
+                                 renews it in time before the test stops       \
+                                 onced */
 #define LOSS_ATTEMPT_MS 20000 /* an attempt waits this long for a reply... */
 #define LOSS_PROMPT_MS  5000  /* ...but a lost lease ends it well before */
 #define BY              7     /* a distinctive increment */
