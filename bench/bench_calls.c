@@ -10,6 +10,10 @@
  * server appends to a file and fdatasyncs it once per request (the minimum
  * cost of any durable reply). It prints calls/s and p50/p99 latency per
  * level, writes a CSV with --csv, and reports progress on stderr.
+ * With --auth it also runs every level against a second onced that
+ * authenticates requests (started with --dev: a principals file and the
+ * operator key in its data dir), its callers signing every request, and
+ * prints what authentication costs in calls/s (issue 7: < 10%).
  * Invariant: every loop is bounded in count and in time; at the end of each
  * level the counters are read back and must sum to the calls that returned
  * OK (the "exactly-once" in the figure is checked, not assumed).
@@ -60,6 +64,8 @@ static struct {
     bool shared;      /* all callers share one once_client */
     bool baselines;   /* run the echo baselines */
     bool one_counter; /* all callers increment one counter */
+    bool auth;        /* also measure signed calls to an authenticating
+                         onced */
 } opt = {
     .levels = {1, 16, 64},
     .nlevels = 3,
@@ -92,6 +98,9 @@ usage(FILE *f)
             "  --one-counter    all callers increment one counter (default:\n"
             "                   one counter per caller)\n"
             "  --no-baselines   skip the echo baselines\n"
+            "  --auth           at every level, also signed calls to a second\n"
+            "                   onced that authenticates (started --dev), and\n"
+            "                   the cost of authentication in calls/s\n"
             "  --help           this text\n",
             ECHO_RECORD, ONCED_PATH);
 }
@@ -135,6 +144,7 @@ parse_args(int argc, char **argv)
         {"clients", required_argument, NULL, 'm'},
         {"one-counter", no_argument, NULL, '1'},
         {"no-baselines", no_argument, NULL, 'B'},
+        {"auth", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -181,6 +191,9 @@ parse_args(int argc, char **argv)
         case 'B':
             opt.baselines = false;
             break;
+        case 'A':
+            opt.auth = true;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -193,15 +206,23 @@ parse_args(int argc, char **argv)
         usage(stderr);
         return -1;
     }
+    if (opt.auth && opt.server != NULL) {
+        fprintf(stderr, "bench_calls: --auth starts its own servers; drop "
+                        "--server\n");
+        return -1;
+    }
     return 0;
 }
 
 /* ---- the onced and the echo we measure ---------------------------------- */
 
 static struct {
-    bench_onced srv; /* our own onced, unless --server */
-    const char *url; /* what the callers dial */
-    char dir[256];   /* temp dir of the echo baselines' file */
+    bench_onced srv;      /* our own onced, unless --server */
+    const char *url;      /* what the callers dial */
+    bench_onced auth_srv; /* --auth: the authenticating onced */
+    char key_file[400];   /* its operator key (auth_srv.data/dev.key) */
+    bool signing;         /* the level being run is the --auth one */
+    char dir[256];        /* temp dir of the echo baselines' file */
     char echo_ipc[128];
     char echo_url[160];
 } env;
@@ -209,7 +230,7 @@ static struct {
 /* ---- results ------------------------------------------------------------- */
 
 typedef struct result {
-    const char *kind; /* "once", "echo", "echo+fsync" */
+    const char *kind; /* "once", "once+auth", "echo", "echo+fsync" */
     int callers;
     int64_t calls;
     int64_t errors;
@@ -380,13 +401,16 @@ static int
 open_client(once_client **cp, bool lease)
 {
     once_options o;
+    once_security sec;
     once_status st;
     int rv;
 
     once_options_init(&o);
-    o.url = env.url;
+    once_security_init(&sec);
+    o.url = env.signing ? env.auth_srv.url : env.url;
     o.no_lease = !lease;
-    if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
+    sec.key_file = env.signing ? env.key_file : NULL;
+    if ((rv = once_client_open_secure(cp, &o, &sec, &st)) != ONCE_OK) {
         fprintf(stderr, "bench_calls: once_client_open: %s %s %s\n",
                 once_strerror(rv), st.reason, st.message);
     }
@@ -403,7 +427,7 @@ bench_once(int n, int level_index, result *r)
     int64_t sum = 0;
     int rv = -1;
 
-    r->kind = "once";
+    r->kind = env.signing ? "once+auth" : "once";
     if (ks == NULL || open_client(&admin, false) != ONCE_OK) {
         goto out;
     }
@@ -433,7 +457,7 @@ bench_once(int n, int level_index, result *r)
     if (once_admin_stats(admin, &s0, &st) != ONCE_OK) {
         goto out;
     }
-    run_level("once", ks, n, once_caller, r);
+    run_level(r->kind, ks, n, once_caller, r);
     if (once_admin_stats(admin, &s1, &st) != ONCE_OK) {
         goto out;
     }
@@ -561,7 +585,7 @@ print_result(const result *r)
 {
     printf("%-11s %7d %10" PRId64 " %7" PRId64 " %11.0f %9.1f %9.1f", r->kind,
            r->callers, r->calls, r->errors, r->per_s, r->p50_us, r->p99_us);
-    if (strcmp(r->kind, "once") == 0) {
+    if (strncmp(r->kind, "once", 4) == 0) {
         printf(" %8.2f %s", r->fsyncs > 0 ? (double)r->commits / r->fsyncs : 0,
                r->verified ? "yes" : "NO");
     } else {
@@ -624,6 +648,18 @@ main(int argc, char **argv)
     } else {
         env.url = opt.server;
     }
+    if (opt.auth) {
+        static const char *const dev[] = {"--dev", NULL};
+        if (bench_onced_start(&env.auth_srv, opt.onced, dev) != 0) {
+            rv = 1;
+            goto out;
+        }
+        snprintf(env.key_file, sizeof(env.key_file), "%s/dev.key",
+                 env.auth_srv.data);
+        fprintf(stderr,
+                "bench_calls: started an authenticating %s on %s (key %s)\n",
+                opt.onced, env.auth_srv.url, env.key_file);
+    }
 
     if (opt.baselines) {
         fprintf(stderr, "bench_calls: baselines on %s, %d s each\n",
@@ -651,6 +687,24 @@ main(int argc, char **argv)
             rv = 1;
         }
         nresults++;
+        if (!opt.auth) {
+            continue;
+        }
+        fprintf(stderr, "bench_calls: once+auth, %d caller%s, %d s\n",
+                opt.levels[i], opt.levels[i] == 1 ? "" : "s", opt.seconds);
+        env.signing = true;
+        if (bench_once(opt.levels[i], i, &results[nresults]) != 0) {
+            fprintf(stderr, "bench_calls: auth level %d failed\n",
+                    opt.levels[i]);
+            env.signing = false;
+            rv = 1;
+            break;
+        }
+        env.signing = false;
+        if (!results[nresults].verified) {
+            rv = 1;
+        }
+        nresults++;
     }
 
     printf("\n%-11s %7s %10s %7s %11s %9s %9s %8s %s\n", "kind", "callers",
@@ -668,12 +722,26 @@ main(int argc, char **argv)
         }
         printf("\n");
     }
+    for (int i = 1; opt.auth && i < nresults; i++) {
+        const result *a = &results[i], *u = &results[i - 1];
+        if (strcmp(a->kind, "once+auth") == 0 && strcmp(u->kind, "once") == 0 &&
+            u->per_s > 0) {
+            printf("authentication at %d caller%s: %.0f vs %.0f calls/s "
+                   "(%+.1f%%), p50 %.1f vs %.1f us\n",
+                   a->callers, a->callers == 1 ? "" : "s", a->per_s, u->per_s,
+                   100.0 * (a->per_s - u->per_s) / u->per_s, a->p50_us,
+                   u->p50_us);
+        }
+    }
     if (opt.csv != NULL && write_csv() != 0) {
         rv = 1;
     }
 out:
     if (opt.server == NULL) {
         bench_onced_stop(&env.srv);
+    }
+    if (opt.auth) {
+        bench_onced_stop(&env.auth_srv);
     }
     unlink(env.echo_ipc);
     bench_rm_tree(env.dir);
