@@ -46,9 +46,21 @@
  *   c18_legacy_and_grant_exclude    どちらの経路も、相手の確定を待たずに
  *                                   所有者を名乗れません (both orders + race)
  *   c19_input_kept_until_accepted   人の入力は、許可が受理されるまで手元に
- *                                   残します            (client input store)
+ *                                   残します — once/inputs.h: a child
+ *                                   process keeps and sends a start, onced
+ *                                   commits it and drops the reply
+ *                                   (batch_written:drop), the child is
+ *                                   SIGKILLed; a new client on the same store
+ *                                   re-sends with the SAME rpc id → replayed,
+ *                                   one grant, the input no longer kept
+ *   c19_input_lease_ended_not_resent  (same constraint) the kept id's lease
+ *                                   ended first → LEASE_ENDED, not re-sent
+ *                                   by itself; an explicit new-id resend
+ *                                   gets the same single grant
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
- *                                   して残ります        (client input store)
+ *                                   して残ります — rejected inputs
+ *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
+ *                                   listed as REJECTED, never re-sent
  *   c21_delete_keeps_uncertain_grant 機械の行や作業の行を消しても、不確実な
  *                                   許可は消しません (issue: deleted machine
  *                                   → open grant kept, late duplicate gets
@@ -100,6 +112,7 @@
 #include <sys/stat.h>
 
 #include <once/grants.h>
+#include <once/inputs.h>
 
 #include "grants.pb-c.h"
 #include "harness.h"
@@ -1378,10 +1391,386 @@ k1_credential_verify_offline(void **state)
     FREE(rn);
 }
 
+/* ---- client-side input keeping (once/inputs.h) -------------------------- */
+
+static once_inputs *
+store_at(const harness *h, char *dir, size_t len)
+{
+    once_inputs *s;
+    once_status st;
+
+    snprintf(dir, len, "%s/inputs", h->dir);
+    assert_int_equal(once_inputs_open(&s, dir, &st), ONCE_OK);
+    return s;
+}
+
+/* The kept inputs of s (at most 8) into rows; returns how many. */
+static size_t
+kept_inputs(once_inputs *s, once_input_info *rows)
+{
+    once_input_info *l;
+    once_status st;
+    size_t n;
+
+    assert_int_equal(once_grant_inputs_list(s, &l, &n, &st), ONCE_OK);
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++) {
+        rows[i] = l[i];
+        print_message("  kept %s/%u %s id %llu:%llu sends %u %s %s\n",
+                      l[i].request_id, l[i].attempt,
+                      once_input_state_name(l[i].state),
+                      (unsigned long long)l[i].id.client_id,
+                      (unsigned long long)l[i].id.seq, l[i].sends, l[i].reason,
+                      l[i].message);
+    }
+    once_free(l);
+    return n;
+}
+
+typedef struct resumed {
+    int calls;
+    int rv;
+    once_status st;
+    uint64_t grant;
+    once_rpc_id id;
+} resumed;
+
+static void
+on_resumed(const once_input_info *in, int rv, const once_status *st,
+           const void *resp, size_t len, void *arg)
+{
+    resumed *r = arg;
+    Once__V1__RequestGrantResponse *g;
+
+    r->calls++;
+    r->rv = rv;
+    r->st = *st;
+    r->id = in->id;
+    print_message("  resumed %s id %llu:%llu → %s %s replayed=%d\n",
+                  in->request_id, (unsigned long long)in->id.client_id,
+                  (unsigned long long)in->id.seq, once_strerror(rv), st->reason,
+                  st->replayed);
+    if (rv == ONCE_OK) {
+        g = once__v1__request_grant_response__unpack(NULL, len, resp);
+        assert_non_null(g);
+        assert_non_null(g->credential); /* a fresh one, on the replay too */
+        r->grant = g->grant->grant_id;
+        FREE(g);
+    }
+}
+
+/* The child process of c19 (this program run again as
+ * `test_grants --c19-child URL DIR GEN READY_FD GO_FD`, a fresh process: nng
+ * must not be used across a bare fork): keeps and sends one start, then
+ * blocks on the reply (which onced drops) until the parent kills it. */
+static int
+c19_child(const char *url, const char *dir, uint64_t gen, int ready, int go)
+{
+    once_grant_input in = {.request_id = "job-7",
+                           .attempt = 1,
+                           .surface = "s",
+                           .machine = "m1",
+                           .location = "/w",
+                           .generation = gen,
+                           .payload = "user input",
+                           .payload_len = 10};
+    once_options o;
+    once_status st;
+    once_client *k;
+    once_inputs *s;
+    char b = 'r';
+
+    once_options_init(&o);
+    o.url = url;
+    o.principal = "scheduler";
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 120000;
+    o.attempt_timeout_ms = 60000; /* no retry before the parent's SIGKILL */
+    if (once_client_open(&k, &o, &st) != ONCE_OK ||
+        once_inputs_open(&s, dir, &st) != ONCE_OK || write(ready, &b, 1) != 1 ||
+        read(go, &b, 1) != 1) {
+        return 2;
+    }
+    (void)once_grant_submit(k, s, &in, NULL, NULL, NULL, &st);
+    return 3; /* not reached: killed while waiting for the reply */
+}
+
+static void
+c19_input_kept_until_accepted(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    once_input_info rows[8];
+    Once__V1__GetSurfaceResponse *v;
+    int ready[2], go[2], ws;
+    size_t acc, pend, ended, rej;
+    resumed r = {0};
+    once_status st;
+    once_inputs *s;
+    once_client *k;
+    char dir[512], b;
+    pid_t pid;
+
+    snprintf(dir, sizeof(dir), "%s/inputs", f->h->dir);
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char gen[24], rfd[16], gfd[16];
+        snprintf(gen, sizeof(gen), "%llu", (unsigned long long)g);
+        snprintf(rfd, sizeof(rfd), "%d", ready[1]);
+        snprintf(gfd, sizeof(gfd), "%d", go[0]);
+        execl("/proc/self/exe", "test_grants", "--c19-child", f->h->url, dir,
+              gen, rfd, gfd, (char *)NULL);
+        _exit(127);
+    }
+    close(ready[1]);
+    close(go[0]);
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    /* The child holds its lease; onced now loses the reply of the first
+     * writing call — the child's RequestGrant — after committing it. */
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "batch_written:drop"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    for (int i = 0; i < 200 && owner(c, "s") == 0; i++) {
+        usleep(50 * 1000);
+    }
+    assert_int_not_equal(owner(c, "s"), 0);
+
+    /* Accepted on the server, but the client never heard it: the input is
+     * still kept, PENDING, under the child's rpc id. */
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].state, ONCE_INPUT_PENDING);
+    assert_string_equal(rows[0].request_id, "job-7");
+    assert_int_equal(rows[0].sends, 1);
+    assert_int_not_equal(rows[0].id.client_id, once_client_id(c));
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFSIGNALED(ws));
+
+    /* A new process's client (its own lease) on the same store resumes the
+     * input with the SAME rpc id: the stored result comes back. */
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+    k = client_as(f->h, "scheduler");
+    assert_int_not_equal(once_client_id(k), rows[0].id.client_id);
+    assert_int_equal(once_grant_inputs_resume(k, s, on_resumed, &r, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rv, ONCE_OK);
+    assert_true(r.st.replayed);
+    assert_int_equal(r.id.client_id, rows[0].id.client_id);
+    assert_int_equal(r.id.seq, rows[0].id.seq);
+    assert_int_equal(acc, 1);
+    assert_int_equal(pend + ended + rej, 0);
+    /* Accepted: no longer kept. One grant ever. */
+    assert_int_equal(kept_inputs(s, rows), 0);
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, r.grant);
+    assert_string_equal(v->open_grant->request_id, "job-7");
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1);
+    FREE(v);
+    once_client_close(k);
+    once_inputs_close(s);
+    close(ready[0]);
+    close(go[1]);
+}
+
+/* The lease of a kept input's rpc id ended before the input was known to be
+ * accepted: it is marked LEASE_ENDED and never re-sent under another id by
+ * itself; an explicit resend under a new id gets the same single grant. */
+static void
+c19_input_lease_ended_not_resent(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    once_grant_input in = {.request_id = "job-8",
+                           .attempt = 1,
+                           .surface = "s",
+                           .machine = "m1",
+                           .location = "/w",
+                           .generation = g,
+                           .payload = "x",
+                           .payload_len = 1};
+    Once__V1__RequestGrantResponse *gr;
+    Once__V1__GetSurfaceResponse *v;
+    once_input_info rows[8];
+    size_t acc, pend, ended, rej, rlen;
+    once_options o;
+    once_status st;
+    once_rpc_id id;
+    once_inputs *s;
+    once_client *k;
+    uint64_t kid;
+    void *resp;
+    char dir[512];
+    int rv;
+
+    s = store_at(f->h, dir, sizeof(dir));
+    once_options_init(&o);
+    o.url = f->h->url;
+    o.principal = "scheduler";
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 600;
+    o.attempt_timeout_ms = 200;
+    assert_int_equal(once_client_open(&k, &o, &st), ONCE_OK);
+    kid = once_client_id(k);
+    /* onced is stopped: the send gets no answer. */
+    assert_int_equal(kill(f->h->pid, SIGSTOP), 0);
+    rv = once_grant_submit(k, s, &in, &id, NULL, NULL, &st);
+    print_message("  submit → %s %s\n", once_strerror(rv), st.reason);
+    assert_int_equal(rv, ONCE_UNKNOWN);
+    assert_int_equal(id.client_id, kid);
+    once_client_close(k); /* an incomplete seq: the lease is left alone */
+    assert_int_equal(kill(f->h->pid, SIGCONT), 0);
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].state, ONCE_INPUT_PENDING);
+    /* The lease of that id ends before anyone resumed. */
+    assert_int_equal(once_lease_close(c, kid, NULL, &st), ONCE_OK);
+
+    k = client_as(f->h, "scheduler");
+    assert_int_equal(once_grant_inputs_resume(k, s, NULL, NULL, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(acc, 0);
+    assert_int_equal(ended, 1);
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].state, ONCE_INPUT_LEASE_ENDED);
+    assert_string_equal(rows[0].reason, "LEASE_EXPIRED");
+    assert_int_equal(rows[0].id.client_id, kid); /* still the old id */
+    assert_int_equal(rows[0].id.seq, id.seq);
+    /* Not re-sent by itself. */
+    assert_int_equal(
+        once_grant_input_resend(k, s, "job-8", 1, false, NULL, NULL, NULL, &st),
+        ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "INPUT_LEASE_ENDED");
+    /* The caller's explicit choice: a new id. (request_id, attempt) is
+     * locked on the server, so this is the one grant either way. */
+    assert_int_equal(
+        once_grant_input_resend(k, s, "job-8", 1, true, &id, &resp, &rlen, &st),
+        ONCE_OK);
+    assert_int_equal(id.client_id, once_client_id(k));
+    gr = once__v1__request_grant_response__unpack(NULL, rlen, resp);
+    assert_non_null(gr);
+    print_message("  new-id resend: grant %llu existing=%d\n",
+                  (unsigned long long)gr->grant->grant_id, gr->existing);
+    once_free(resp);
+    assert_int_equal(kept_inputs(s, rows), 0);
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, gr->grant->grant_id);
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1);
+    FREE(v);
+    FREE(gr);
+    once_client_close(k);
+    once_inputs_close(s);
+}
+
+static void
+c20_rejected_input_kept_unsent(void **state)
+{
+    FX;
+    uint64_t g1 = place(c, "s", "m1", "/w");
+    uint64_t g2 = place(c, "s", "m2", "/w"); /* the placement moved */
+    uint64_t h = place(c, "t", "m1", "/t");
+    start other = {"owner", 1, "t", "m1", "/t", h, "o", 0};
+    uint64_t tg = granted(c, &other);
+    once_grant_input stale = {.request_id = "stale",
+                              .surface = "s",
+                              .machine = "m1",
+                              .location = "/w",
+                              .generation = g1,
+                              .payload = "a",
+                              .payload_len = 1};
+    once_grant_input owned = {.request_id = "owned",
+                              .surface = "t",
+                              .machine = "m1",
+                              .location = "/t",
+                              .generation = h,
+                              .payload = "b",
+                              .payload_len = 1};
+    once_grant_input good = {.request_id = "good",
+                             .surface = "s",
+                             .machine = "m2",
+                             .location = "/w",
+                             .generation = g2,
+                             .payload = "c",
+                             .payload_len = 1};
+    Once__V1__GetSurfaceResponse *v;
+    once_input_info rows[8];
+    size_t acc, pend, ended, rej, nrej;
+    once_status st;
+    once_inputs *s;
+    char dir[512];
+
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(once_grant_submit(c, s, &stale, NULL, NULL, NULL, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "PLACEMENT_CHANGED");
+    assert_int_equal(once_grant_submit(c, s, &owned, NULL, NULL, NULL, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "ALREADY_OWNED");
+    /* Both kept, marked rejected (not sent) with the server's reason. */
+    assert_int_equal(kept_inputs(s, rows), 2);
+    assert_string_equal(rows[0].request_id, "stale");
+    assert_int_equal(rows[0].state, ONCE_INPUT_REJECTED);
+    assert_int_equal(rows[0].code, ONCE_FAILED_PRECONDITION);
+    assert_string_equal(rows[0].reason, "PLACEMENT_CHANGED");
+    assert_int_equal(rows[0].generation, g1);
+    assert_string_equal(rows[1].request_id, "owned");
+    assert_int_equal(rows[1].state, ONCE_INPUT_REJECTED);
+    assert_string_equal(rows[1].reason, "ALREADY_OWNED");
+    /* Nothing started, and nothing moved. */
+    assert_int_equal(owner(c, "s"), 0);
+    assert_int_equal(owner(c, "t"), tg);
+
+    /* A resume never re-sends rejected input: the server sees no new
+     * request (its recorded rejections stay as they were). */
+    v = surface(c, "s");
+    nrej = v->n_rejections;
+    FREE(v);
+    assert_int_equal(once_grant_inputs_resume(c, s, NULL, NULL, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(acc + pend + ended + rej, 0);
+    assert_int_equal(
+        once_grant_input_resend(c, s, "stale", 1, false, NULL, NULL, NULL, &st),
+        ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "INPUT_REJECTED");
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, nrej);
+    FREE(v);
+    /* Same request again: still kept as it was, not sent. */
+    assert_int_equal(once_grant_submit(c, s, &stale, NULL, NULL, NULL, &st),
+                     ONCE_ALREADY_EXISTS);
+    assert_string_equal(st.reason, "INPUT_KEPT");
+    assert_int_equal(kept_inputs(s, rows), 2);
+
+    /* Accepted input is not kept; forgetting removes a rejected one. */
+    assert_int_equal(once_grant_submit(c, s, &good, NULL, NULL, NULL, &st),
+                     ONCE_OK);
+    assert_int_equal(kept_inputs(s, rows), 2);
+    assert_int_equal(once_grant_input_forget(s, "stale", 1, &st), ONCE_OK);
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_string_equal(rows[0].request_id, "owned");
+    once_inputs_close(s);
+    /* Reopened (a restarted client): the rejection is still there. */
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].state, ONCE_INPUT_REJECTED);
+    once_inputs_close(s);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
-main(void)
+main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         T(c01_one_open_grant_per_surface),
@@ -1402,6 +1791,9 @@ main(void)
         T(c16_claim_checks_only_destination),
         T(c17_legacy_cannot_own_open_surface),
         T(c18_legacy_and_grant_exclude),
+        T(c19_input_kept_until_accepted),
+        T(c19_input_lease_ended_not_resent),
+        T(c20_rejected_input_kept_unsent),
         T(c21_delete_keeps_uncertain_grant),
         T(r1_not_per_entry_point),
         T(r2_not_destination_at_claim),
@@ -1417,10 +1809,17 @@ main(void)
         T(k1_credential_verify_offline),
     };
 
+    if (argc == 7 && strcmp(argv[1], "--c19-child") == 0) {
+        return c19_child(argv[2], argv[3], strtoull(argv[4], NULL, 10),
+                         atoi(argv[5]), atoi(argv[6]));
+    }
     snprintf(clock_file, sizeof(clock_file), "/tmp/once-grants-clock-%d",
              (int)getpid());
     setenv("ONCED_CLOCK_OFFSET_FILE", clock_file, 1);
     clock_set(0);
+    if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "c19*" */
+        cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
+    }
     {
         int rv = cmocka_run_group_tests(tests, NULL, NULL);
         unlink(clock_file);
