@@ -165,7 +165,8 @@ lease_renew_many_exec(server_call *c)
         res[i].client_id = r->client_ids[i];
         res[i].code = ONCE__V1__CODE__FAILED_PRECONDITION;
         if (e != NULL && c->who != NULL && !c->who->open &&
-            strcmp(c->who->name, e->principal) != 0) {
+            strcmp(c->who->name, e->principal != NULL ? e->principal : "") !=
+                0) {
             res[i].code = ONCE__V1__CODE__PERMISSION_DENIED; /* not yours */
             ptrs[i] = &res[i];
             continue;
