@@ -28,6 +28,7 @@
 #include "json_out.h"
 #include "msg_print.h"
 #include "once/client.h"
+#include "oncectl.h"
 #include "principal_cmd.h"
 #include "wire.h"
 
@@ -35,23 +36,6 @@
 /* onced --dev (make run) writes its operator key here; used when no key
  * is given otherwise. */
 #define ONCECTL_DEV_KEY "./data/dev.key"
-
-enum {
-    ONCECTL_EXIT_OK = 0,
-    ONCECTL_EXIT_CALL = 1,
-    ONCECTL_EXIT_USAGE = 2,
-    ONCECTL_EXIT_UNKNOWN = 3,
-};
-
-/* The global options. */
-typedef struct cli {
-    const char *server;
-    bool json;
-    uint64_t timeout_ms; /* 0: the library's default deadline */
-    const char *principal;
-    const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
-    const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
-} cli;
 
 static const char usage_top[] =
     "usage: oncectl [--server URL] [--json] [--timeout DURATION]\n"
@@ -67,6 +51,11 @@ static const char usage_top[] =
     "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
     "                                     increment a counter exactly once\n"
     "  counter get NAME                   read a counter\n"
+    "  grants SUBCOMMAND ...              start grants: set-placement, "
+    "request,\n"
+    "                                     enqueue, claim, finish, get-surface,"
+    "\n"
+    "                                     inputs, ... (oncectl grants --help)\n"
     "  key show                           the server's Ed25519 key for "
     "grant credentials\n"
     "  records list [--client ID] [--limit N]\n"
@@ -165,15 +154,7 @@ static const char usage_stats[] =
 
 /* ---- output ------------------------------------------------------------ */
 
-/* A usage error: text on stderr (with a hint and a pointer to --help) and,
- * with --json, the same as an INVALID_ARGUMENT/USAGE object on stdout. */
-static int usage_error(const cli *g, const char *hint, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int
+int
 usage_error(const cli *g, const char *hint, const char *fmt, ...)
 {
     char msg[512];
@@ -252,7 +233,7 @@ error_hint(const cli *g, const once_status *st, const once_rpc_id *id,
 
 /* Reports a failed call; id is NULL when no rpc id is involved. Returns
  * the exit status. */
-static int
+int
 report_error(const cli *g, const once_status *st, const once_rpc_id *id)
 {
     char idbuf[48] = "";
@@ -293,14 +274,14 @@ report_error(const cli *g, const once_status *st, const once_rpc_id *id)
 
 /* ---- argument parsing -------------------------------------------------- */
 
-static bool
+bool
 is_help(const char *a)
 {
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
 }
 
 /* A global option written after the command: worth a precise hint. */
-static bool
+bool
 is_global_opt(const char *a)
 {
     static const char *const globals[] = {"--json",     "--server",
@@ -316,15 +297,12 @@ is_global_opt(const char *a)
     return false;
 }
 
-#define GLOBAL_HINT                                                            \
-    "global options go before the command, e.g. oncectl --json counter get x"
-
 /*
  * Matches argv[*i] against option `name` taking a value, as "--name VALUE"
  * or "--name=VALUE". Returns 1 and sets *val (advancing *i past a separate
  * value), 0 when it is another argument, -1 when the value is missing.
  */
-static int
+int
 opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 {
     const char *a = argv[*i];
@@ -348,7 +326,7 @@ opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 }
 
 /* Strict decimal, no sign, no spaces. */
-static int
+int
 parse_u64(const char *s, const char **end, uint64_t *v)
 {
     uint64_t n = 0;
@@ -387,7 +365,7 @@ parse_i64(const char *s, int64_t *v)
 }
 
 /* "CLIENT:SEQ", both non-zero. */
-static int
+int
 parse_rpc_id(const char *s, once_rpc_id *id)
 {
     const char *end;
@@ -404,7 +382,7 @@ parse_rpc_id(const char *s, once_rpc_id *id)
 
 /* ---- commands ---------------------------------------------------------- */
 
-static int
+int
 open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
 {
     once_options o;
@@ -1094,6 +1072,9 @@ dispatch(const cli *g, int argc, char **argv)
     }
     if (strcmp(cmd, "principal") == 0) {
         return principal_cmd(argc - 1, argv + 1, g->json);
+    }
+    if (strcmp(cmd, "grants") == 0) {
+        return cmd_grants(g, argc - 1, argv + 1);
     }
     if (strcmp(cmd, "key") == 0) {
         if (sub != NULL && strcmp(sub, "show") == 0) {

@@ -1,0 +1,74 @@
+/*
+ * oncectl.h — what oncectl.c shares with the command files beside it
+ * (oncectl_grants.c): the global options, the exit statuses, error and
+ * usage reporting, option parsing and opening a client. Never installed.
+ *
+ * Owns nothing: declarations only; the bodies are in oncectl.c.
+ */
+#ifndef CLIENT_ONCECTL_H
+#define CLIENT_ONCECTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "once/client.h"
+
+enum {
+    ONCECTL_EXIT_OK = 0,
+    ONCECTL_EXIT_CALL = 1,
+    ONCECTL_EXIT_USAGE = 2,
+    ONCECTL_EXIT_UNKNOWN = 3,
+};
+
+/* The global options. */
+typedef struct cli {
+    const char *server;
+    bool json;
+    uint64_t timeout_ms; /* 0: the library's default deadline */
+    const char *principal;
+    const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
+    const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
+} cli;
+
+#define GLOBAL_HINT                                                            \
+    "global options go before the command, e.g. oncectl --json counter get x"
+
+/* A usage error: text on stderr (with a hint and a pointer to --help) and,
+ * with --json, the same as an INVALID_ARGUMENT/USAGE object on stdout.
+ * Returns ONCECTL_EXIT_USAGE. */
+int usage_error(const cli *g, const char *hint, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Reports a failed call (with --json as {"code","reason","message"[,
+ * "rpc_id"]}); id is NULL when no rpc id is involved. Returns the exit
+ * status. */
+int report_error(const cli *g, const once_status *st, const once_rpc_id *id);
+
+/* -h or --help. */
+bool is_help(const char *a);
+
+/* A global option written after the command. */
+bool is_global_opt(const char *a);
+
+/* "--name VALUE" or "--name=VALUE": 1 and *val, 0 another argument, -1
+ * the value is missing. */
+int opt_value(int argc, char **argv, int *i, const char *name,
+              const char **val);
+
+/* Strict decimal, no sign: 0, EINVAL or ERANGE. */
+int parse_u64(const char *s, const char **end, uint64_t *v);
+
+/* "CLIENT:SEQ", both non-zero: 0 or EINVAL. */
+int parse_rpc_id(const char *s, once_rpc_id *id);
+
+/* Opens a client from the global options (no_lease as in once_options). */
+int open_client(const cli *g, bool no_lease, once_client **cp, once_status *st);
+
+/* `oncectl grants SUBCOMMAND ...` (oncectl_grants.c); argv[0] is the
+ * subcommand. Returns the exit status. */
+int cmd_grants(const cli *g, int argc, char **argv);
+
+#endif /* CLIENT_ONCECTL_H */
