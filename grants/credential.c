@@ -2,6 +2,7 @@
  * credential.c — the signing key file and minting.
  */
 #include "credential.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,9 @@ grants_mint(const grants_signer *s, const Once__V1__CredentialBody *body,
     size_t len = protobuf_c_message_get_packed_size(&body->base);
 
     once__v1__credential__init(out);
+    if (fault_fail(FAULT_MINT)) {
+        return EIO; /* test-only: ONCED_FAULT=mint[@N]:fail */
+    }
     out->body.data = malloc(len > 0 ? len : 1);
     out->signature.data = malloc(crypto_sign_BYTES);
     if (out->body.data == NULL || out->signature.data == NULL) {

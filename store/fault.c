@@ -18,6 +18,7 @@
 static char fault_name[64];   /* "" = nothing armed */
 static long fault_at = 1;     /* act at this hit */
 static bool fault_drop_armed; /* ":drop": lose the reply, do not crash */
+static bool fault_fail_armed; /* ":fail": the operation fails, no crash */
 static _Atomic long fault_hits;
 
 void
@@ -32,10 +33,11 @@ fault_init(void)
     snprintf(fault_name, sizeof(fault_name), "%s", v);
     if ((colon = strchr(fault_name, ':')) != NULL) {
         fault_drop_armed = strcmp(colon + 1, "drop") == 0;
-        if (!fault_drop_armed) {
+        fault_fail_armed = strcmp(colon + 1, "fail") == 0;
+        if (!fault_drop_armed && !fault_fail_armed) {
             fprintf(stderr,
                     "onced: ONCED_FAULT=%s: unknown action \"%s\" "
-                    "(only :drop); crashing instead\n",
+                    "(only :drop, :fail); crashing instead\n",
                     v, colon + 1);
         }
         *colon = '\0';
@@ -46,14 +48,18 @@ fault_init(void)
     }
     fprintf(stderr, "onced: fault point \"%s\" armed (hit %ld %s)\n",
             fault_name, fault_at,
-            fault_drop_armed ? "drops its reply" : "crashes");
+            fault_drop_armed   ? "drops its reply"
+            : fault_fail_armed ? "fails"
+                               : "crashes");
 }
 
-/* True when name is armed and this hit is the one to act on. */
+/* True when name is armed with this action (drop, fail, or neither: a
+ * crash) and this hit is the one to act on. */
 static bool
-fault_due(const char *name, bool drop)
+fault_due(const char *name, bool drop, bool fail)
 {
-    if (drop != fault_drop_armed || strcmp(name, fault_name) != 0) {
+    if (drop != fault_drop_armed || fail != fault_fail_armed ||
+        strcmp(name, fault_name) != 0) {
         return false;
     }
     return atomic_fetch_add(&fault_hits, 1) + 1 == fault_at;
@@ -62,7 +68,7 @@ fault_due(const char *name, bool drop)
 void
 fault_point(const char *name)
 {
-    if (fault_name[0] == '\0' || !fault_due(name, false)) {
+    if (fault_name[0] == '\0' || !fault_due(name, false, false)) {
         return;
     }
     fprintf(stderr, "onced: fault point \"%s\": crashing\n", name);
@@ -73,9 +79,19 @@ fault_point(const char *name)
 bool
 fault_drop(const char *name)
 {
-    if (fault_name[0] == '\0' || !fault_due(name, true)) {
+    if (fault_name[0] == '\0' || !fault_due(name, true, false)) {
         return false;
     }
     fprintf(stderr, "onced: fault point \"%s\": dropping the reply\n", name);
+    return true;
+}
+
+bool
+fault_fail(const char *name)
+{
+    if (fault_name[0] == '\0' || !fault_due(name, false, true)) {
+        return false;
+    }
+    fprintf(stderr, "onced: fault point \"%s\": failing\n", name);
     return true;
 }

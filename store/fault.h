@@ -4,7 +4,9 @@
  * Owns the one armed point, read once from the environment variable
  * ONCED_FAULT: "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
  * and a ":drop" suffix ("batch_written@3:drop") turns a reply point's crash
- * into a lost reply — onced goes on, the client never hears back. A crash
+ * into a lost reply — onced goes on, the client never hears back — and a
+ * ":fail" suffix ("mint:fail") makes the operation at a fail point return
+ * an error instead of crashing. A crash
  * is raise(SIGKILL): no destructor, no flush, exactly what a power cut
  * leaves behind (LevelDB's synced log stays). Off unless the variable is
  * set; a hit costs one compare when it is off.
@@ -29,6 +31,9 @@
 #define FAULT_RECORDS_DELETED "records_deleted" /* reclaim synced */
 #define FAULT_LEASE_ENDED     "lease_ended"     /* end synced, reclaim not */
 
+/* Fail points (armed with ":fail"; every hit counts, written or not). */
+#define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
+
 /* Reads ONCED_FAULT. Call once at start-up, before any thread. */
 void fault_init(void);
 
@@ -40,5 +45,9 @@ void fault_point(const char *name);
  * is this one and the reply must be thrown away (a crash arming of this
  * point is not counted here). */
 bool fault_drop(const char *name);
+
+/* A fail point is passed: true when the armed ":fail" hit is this one and
+ * the operation must fail (other armings of this point do nothing here). */
+bool fault_fail(const char *name);
 
 #endif /* STORE_FAULT_H */

@@ -88,6 +88,9 @@
  *   a4_rejections_recorded_per_surface 拒否の理由は、許可を出した側が持ちます
  *   a5_permission_failure_rolls_back 確認が失敗したら、新しい許可も作業面の
  *                                   印も一緒に戻します
+ *   a6_mint_failure_rolls_back      (same rule) credential minting fails
+ *                                   (ONCED_FAULT=mint:fail) → no grant, no
+ *                                   lock row, no surface mark; recorded
  *
  * Invariant: every assertion about ownership reads the server's view back
  * (GetSurface), never only the reply.
@@ -1316,6 +1319,68 @@ wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Minting fails (ONCED_FAULT=mint:fail, store/fault.h): the request is
+ * refused INTERNAL/MINT_FAILED, and neither the grant, its
+ * (request_id, attempt) lock nor the surface mark (open grant, epoch) is
+ * kept; the refusal is recorded. The same request then gets a first grant
+ * with epoch 1. */
+static void
+a6_mint_failure_rolls_back(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__RequestGrantResponse *r;
+    Once__V1__GetSurfaceResponse *v;
+    once_rpc_id id = {0, 0};
+    once_client *k;
+    once_status st;
+    int rv;
+
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "mint:fail"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    rq.request_id = "r1";
+    rq.attempt = 1;
+    rq.surface = "s";
+    rq.machine = "m1";
+    rq.location = "/w";
+    rq.generation = g;
+    rq.payload.data = (uint8_t *)"x";
+    rq.payload.len = 1;
+    rv = gcall_id(c, "RequestGrant", &rq, NULL, &id, &st);
+    print_message("  mint fails: %s %s (%s)\n", once_strerror(rv), st.reason,
+                  st.message);
+    assert_int_equal(rv, ONCE_INTERNAL);
+    assert_string_equal(st.reason, "MINT_FAILED");
+    v = surface(c, "s");
+    assert_null(v->open_grant);
+    assert_int_equal(v->epoch, 0);
+    assert_int_equal(v->n_history, 0);
+    assert_true(v->n_rejections >= 1);
+    assert_string_equal(v->rejections[v->n_rejections - 1]->reason,
+                        "MINT_FAILED");
+    FREE(v);
+    /* The same rpc id again, from a lease-less handle (this one has
+     * acknowledged it): the recorded outcome, not a grant. */
+    assert_int_equal(harness_client(f->h, true, &k), ONCE_OK);
+    rv = gcall_id(k, "RequestGrant", &rq, NULL, &id, &st);
+    once_client_close(k);
+    assert_int_equal(rv, ONCE_INTERNAL);
+    assert_true(st.replayed);
+    assert_int_equal(owner(c, "s"), 0);
+    /* The same request under a new id (the fault acts once): no lock row
+     * was kept, so this is a first grant, epoch 1. */
+    id.seq = 0;
+    assert_int_equal(gcall_id(c, "RequestGrant", &rq, &r, &id, &st), ONCE_OK);
+    assert_false(r->existing);
+    assert_int_equal(r->grant->epoch, 1);
+    assert_non_null(r->credential);
+    assert_int_equal(owner(c, "s"), r->grant->grant_id);
+    FREE(r);
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+}
+
 static void
 k1_credential_verify_offline(void **state)
 {
@@ -1806,6 +1871,7 @@ main(int argc, char **argv)
         T(a3_newer_pending_replaces_in_place),
         T(a4_rejections_recorded_per_surface),
         T(a5_permission_failure_rolls_back),
+        T(a6_mint_failure_rolls_back),
         T(k1_credential_verify_offline),
     };
 
