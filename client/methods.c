@@ -6,7 +6,7 @@
  *
  * Owns: packing each method's request message, calling once_call with the
  * method's full name taken from the generated service descriptors (through
- * wire_methods, so the .proto file stays the only list of names), and
+ * wire_method_name, so the .proto file stays the only list of names), and
  * unpacking the response message.
  * Invariant: an OK reply whose payload does not unpack as the method's
  * response type ends ONCE_INTERNAL with reason BAD_RESPONSE; st keeps the
@@ -24,21 +24,6 @@
 #include "retry.h"
 #include "status.h"
 #include "wire.h"
-
-/* The full name of svc's method called name, or NULL. Static storage. */
-static const char *
-methods_name(const ProtobufCServiceDescriptor *svc, const char *name)
-{
-    size_t n;
-    const wire_method *t = wire_methods(&n);
-
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].service == svc && strcmp(t[i].method->name, name) == 0) {
-            return t[i].full_name;
-        }
-    }
-    return NULL;
-}
 
 /*
  * Calls svc/name with the packed req and unpacks the reply as the method's
@@ -60,7 +45,7 @@ methods_invoke_d(once_client *c, const ProtobufCServiceDescriptor *svc,
 
     *out = NULL;
     md = protobuf_c_service_descriptor_get_method_by_name(svc, name);
-    if (md == NULL || (full = methods_name(svc, name)) == NULL ||
+    if (md == NULL || (full = wire_method_name(svc, name)) == NULL ||
         md->input != req->descriptor) {
         return status_set(st, ONCE_INTERNAL, "NO_METHOD",
                           "%s.%s is not in the compiled-in proto", svc->name,

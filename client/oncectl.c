@@ -920,22 +920,6 @@ cmd_records_list(const cli *g, int argc, char **argv)
     return ONCECTL_EXIT_OK;
 }
 
-/* The full name of svc's method called name, from the generated
- * descriptors (wire_methods), or NULL. */
-static const char *
-method_name(const ProtobufCServiceDescriptor *svc, const char *name)
-{
-    size_t n;
-    const wire_method *t = wire_methods(&n);
-
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].service == svc && strcmp(t[i].method->name, name) == 0) {
-            return t[i].full_name;
-        }
-    }
-    return NULL;
-}
-
 /* Stats goes through once_call rather than once_admin_stats so that every
  * field of StatsResponse is printed, including fields added to the .proto
  * after once_stats was frozen into the public ABI. */
@@ -965,7 +949,8 @@ cmd_stats(const cli *g, int argc, char **argv)
         return usage_error(g, "stats takes no arguments",
                            "unexpected argument '%s' to stats", argv[i]);
     }
-    if ((method = method_name(&once__v1__admin__descriptor, "Stats")) == NULL) {
+    if ((method = wire_method_name(&once__v1__admin__descriptor, "Stats")) ==
+        NULL) {
         fprintf(stderr, "oncectl: built without once.v1.Admin/Stats\n");
         return ONCECTL_EXIT_CALL;
     }

@@ -73,6 +73,20 @@ wire_method_find(const char *name, size_t len)
 }
 
 const char *
+wire_method_name(const ProtobufCServiceDescriptor *svc, const char *name)
+{
+    size_t n;
+    const wire_method *t = wire_methods(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].service == svc && strcmp(t[i].method->name, name) == 0) {
+            return t[i].full_name;
+        }
+    }
+    return NULL;
+}
+
+const char *
 wire_code_name(int code)
 {
     const ProtobufCEnumValue *v =

@@ -37,6 +37,11 @@ const wire_method *wire_methods(size_t *count);
  * name as received need not be NUL-terminated). */
 const wire_method *wire_method_find(const char *name, size_t len);
 
+/* The full name ("/once.v1.Counter/Increment") of svc's method called name
+ * ("Increment"), or NULL. Static storage. */
+const char *wire_method_name(const ProtobufCServiceDescriptor *svc,
+                             const char *name);
+
 /* "ALREADY_EXISTS" for 6; "CODE_<n>" style text is never returned: unknown
  * codes give "UNKNOWN_CODE". Static strings. */
 const char *wire_code_name(int code);
