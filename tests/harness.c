@@ -38,16 +38,16 @@
 
 static atomic_int harness_seq;
 
-static int64_t
-now_ms(void)
+int64_t
+harness_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
-sleep_ms(int ms)
+void
+harness_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -221,9 +221,9 @@ probe(const harness *h)
 static int
 wait_ready(harness *h)
 {
-    int64_t deadline = now_ms() + HARNESS_READY_MS;
+    int64_t deadline = harness_now_ms() + HARNESS_READY_MS;
 
-    for (int i = 0; i < 1000 && now_ms() < deadline; i++) {
+    for (int i = 0; i < 1000 && harness_now_ms() < deadline; i++) {
         int status;
         pid_t w = waitpid(h->pid, &status, WNOHANG);
         if (w == h->pid) {
@@ -238,7 +238,7 @@ wait_ready(harness *h)
         if (probe(h)) {
             return 0;
         }
-        sleep_ms(20);
+        harness_sleep_ms(20);
     }
     fprintf(stderr, "harness: onced did not answer on %s within %d ms\n",
             h->url, HARNESS_READY_MS);
@@ -328,7 +328,7 @@ harness_restart(harness *h)
 static int
 reap(harness *h, int ms, int *status)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = harness_now_ms() + ms;
 
     for (int i = 0; i < 100000; i++) {
         pid_t w = waitpid(h->pid, status, WNOHANG);
@@ -336,10 +336,10 @@ reap(harness *h, int ms, int *status)
             h->pid = 0;
             return 1;
         }
-        if (now_ms() >= deadline) {
+        if (harness_now_ms() >= deadline) {
             break;
         }
-        sleep_ms(5);
+        harness_sleep_ms(5);
     }
     return 0;
 }

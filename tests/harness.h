@@ -104,6 +104,12 @@ int harness_stop(harness *h);
  * frees h. NULL is accepted. */
 void harness_free(harness *h);
 
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t harness_now_ms(void);
+
+/* Sleeps ms milliseconds (the whole time, across EINTR). */
+void harness_sleep_ms(int ms);
+
 /* Prints onced's log to stderr (for failure diagnosis). */
 void harness_dump_log(const harness *h);
 

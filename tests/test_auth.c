@@ -43,22 +43,6 @@
 #define INCR         "/once.v1.Counter/Increment"
 #define BY           7
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* Runs oncectl with args (NULL-terminated) and returns its exit status. */
 static int
 oncectl(const char *const *args)
@@ -197,16 +181,16 @@ wait_auth_on(const harness *h)
 {
     uint8_t *req;
     size_t len;
-    int64_t end = now_ms() + POLL_MAX_MS;
+    int64_t end = harness_now_ms() + POLL_MAX_MS;
     int code = 0;
 
     assert_int_equal(
         harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len), 0);
-    for (int i = 0; i < 1000 && now_ms() < end; i++) {
+    for (int i = 0; i < 1000 && harness_now_ms() < end; i++) {
         if ((code = raw(h, req, len, NULL, 0, NULL)) == ONCE_UNAUTHENTICATED) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     free(req);
     assert_int_equal(code, ONCE_UNAUTHENTICATED);
@@ -554,15 +538,15 @@ static int
 retry_until(once_client *a, once_rpc_id id, int want, int64_t *v,
             once_status *st)
 {
-    int64_t end = now_ms() + POLL_MAX_MS;
+    int64_t end = harness_now_ms() + POLL_MAX_MS;
     int code = -1;
 
-    for (int i = 0; i < 1000 && now_ms() < end; i++) {
+    for (int i = 0; i < 1000 && harness_now_ms() < end; i++) {
         once_rpc_id r = id;
         if ((code = once_counter_incr(a, "jobs", BY, &r, v, st)) == want) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     return code;
 }
@@ -641,7 +625,7 @@ t_revocation(void **state)
     fputs("operator\n", f);
     fclose(f);
     kill(h->pid, SIGHUP);
-    sleep_ms(300); /* onced re-reads before its next request */
+    harness_sleep_ms(300); /* onced re-reads before its next request */
     assert_int_equal(retry_until(r, id, ONCE_OK, &v, &st), ONCE_OK);
     assert_true(log_has(h, "not reloaded"));
     unlink(pol);
@@ -668,11 +652,12 @@ t_agent_machine(void **state)
     add_principal(h, "agent-m1", "agent:m1");
     /* wait until onced knows the new principal */
     {
-        int64_t end = now_ms() + POLL_MAX_MS;
+        int64_t end = harness_now_ms() + POLL_MAX_MS;
         int rv = -1;
-        for (int i = 0; i < 1000 && now_ms() < end && rv != ONCE_OK; i++) {
+        for (int i = 0; i < 1000 && harness_now_ms() < end && rv != ONCE_OK;
+             i++) {
             if ((rv = client_as(h, "agent-m1", false, &ag, &st)) != ONCE_OK) {
-                sleep_ms(POLL_STEP_MS);
+                harness_sleep_ms(POLL_STEP_MS);
             }
         }
         assert_int_equal(rv, ONCE_OK);

@@ -43,22 +43,6 @@
 
 static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 static int
 setup_fast_gc(void **state)
 {
@@ -138,16 +122,16 @@ static void
 wait_collected(once_client *c, uint64_t cid)
 {
     struct once_lease_info li;
-    int64_t deadline = now_ms() + POLL_MAX_MS;
+    int64_t deadline = harness_now_ms() + POLL_MAX_MS;
 
     memset(&li, 0, sizeof(li));
-    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS && now_ms() < deadline;
-         i++) {
+    for (int i = 0;
+         i < POLL_MAX_MS / POLL_STEP_MS && harness_now_ms() < deadline; i++) {
         lease_info(c, cid, &li);
         if (li.state == ONCE_LEASE_STATE_COLLECTED) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     if (li.state != ONCE_LEASE_STATE_COLLECTED) {
         print_error("client %llu: state %d, %llu records retained after "
@@ -189,7 +173,7 @@ static void *
 worker_main(void *arg)
 {
     worker *w = arg;
-    int64_t deadline = now_ms() + WORKER_MAX_MS;
+    int64_t deadline = harness_now_ms() + WORKER_MAX_MS;
 
     if (harness_client(w->h, false, &w->c) != ONCE_OK) {
         snprintf(w->err, sizeof(w->err), "cannot open a client");
@@ -214,7 +198,7 @@ worker_main(void *arg)
         w->last = id;
         w->last_value = v;
         w->done++;
-        if ((i & 255) == 0 && now_ms() > deadline) {
+        if ((i & 255) == 0 && harness_now_ms() > deadline) {
             snprintf(w->err, sizeof(w->err), "only %d calls within %d ms",
                      i + 1, WORKER_MAX_MS);
             return NULL;
@@ -232,7 +216,7 @@ test_acks_bound_retention(void **state)
     once_client *b = NULL;
     once_stats s0, s1;
     once_collector_stats c0, c1;
-    int64_t t0 = now_ms(), v;
+    int64_t t0 = harness_now_ms(), v;
     once_status st;
 
     memset(ws, 0, sizeof(ws));
@@ -247,7 +231,7 @@ test_acks_bound_retention(void **state)
         pthread_join(tids[i], NULL);
     }
     print_message("%d × %d acknowledged calls in %lld ms\n", WORKERS, CALLS,
-                  (long long)(now_ms() - t0));
+                  (long long)(harness_now_ms() - t0));
     for (int i = 0; i < WORKERS; i++) {
         if (ws[i].err[0] != '\0') {
             print_error("worker %d: %s\n", i, ws[i].err);
@@ -269,7 +253,7 @@ test_acks_bound_retention(void **state)
             s1.records_stored <= (uint64_t)WORKERS * WINDOW) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     print_message("after the collector: %llu records (%llu bytes) retained, "
                   "%llu reclaimed\n",

@@ -47,22 +47,6 @@
 static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
 static const char *const window4[] = {"--window", "4", NULL};
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 static int
 setup_args(void **state, const char *const *args)
 {
@@ -201,7 +185,7 @@ wait_gc_passes(once_client *c, uint64_t n)
         if (c1.gc_passes >= c0.gc_passes + n) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     assert_true(c1.gc_passes >= c0.gc_passes + n);
 }
@@ -383,10 +367,10 @@ static void *
 inflight_main(void *arg)
 {
     inflight *f = arg;
-    int64_t t0 = now_ms(), v;
+    int64_t t0 = harness_now_ms(), v;
 
     f->rv = once_counter_incr(f->c, f->name, 1, &f->id, &v, &f->st);
-    f->elapsed_ms = now_ms() - t0;
+    f->elapsed_ms = harness_now_ms() - t0;
     atomic_store(&f->done, 1);
     return NULL;
 }
@@ -395,13 +379,13 @@ inflight_main(void *arg)
 static bool
 inflight_wait(inflight *f, int ms)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = harness_now_ms() + ms;
 
-    for (int i = 0; i < ms / 10 + 1 && now_ms() < deadline; i++) {
+    for (int i = 0; i < ms / 10 + 1 && harness_now_ms() < deadline; i++) {
         if (atomic_load(&f->done)) {
             return true;
         }
-        sleep_ms(10);
+        harness_sleep_ms(10);
     }
     return atomic_load(&f->done) != 0;
 }
@@ -442,7 +426,7 @@ wait_stopped(pid_t pid)
         if (all) {
             return true;
         }
-        sleep_ms(5);
+        harness_sleep_ms(5);
     }
     return false;
 }
@@ -459,7 +443,7 @@ expect_fail_fast(once_client *a, once_client *b, const char *name)
     int64_t t0;
 
     stats(b, &s0, &c0);
-    t0 = now_ms();
+    t0 = harness_now_ms();
     assert_int_equal(once_counter_incr(a, name, 1, NULL, &v, &st),
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
@@ -469,7 +453,7 @@ expect_fail_fast(once_client *a, once_client *b, const char *name)
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
     assert_int_equal(st.attempts, 0);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(harness_now_ms() - t0 < 1000);
     stats(b, &s1, &c1);
     assert_int_equal(s1.requests, s0.requests + 1); /* the second Stats */
 }
@@ -573,7 +557,7 @@ test_closed_lease_fails_fast(void **state)
         if (once_client_lease_state(a) == ONCE_CLIENT_LEASE_LOST) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
     assert_int_equal(atomic_load(&ls.calls), 1);
@@ -723,7 +707,7 @@ test_stale_and_bad_ack(void **state)
         if (li.watermark_durable == 3) {
             break;
         }
-        sleep_ms(POLL_STEP_MS);
+        harness_sleep_ms(POLL_STEP_MS);
     }
     assert_int_equal(li.watermark, 3);
     assert_int_equal(li.watermark_durable, 3);

@@ -61,21 +61,6 @@ typedef struct soak {
     atomic_int running;
 } soak;
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static uint64_t
 rng_next(uint64_t *s)
 {
@@ -138,7 +123,7 @@ soak_call(soak *s, once_client *c)
             return;
         }
         unknown = true;
-        sleep_ms(20);
+        harness_sleep_ms(20);
     }
     pthread_mutex_lock(&s->mtx);
     s->attempts += attempts;
@@ -179,7 +164,7 @@ soak_worker(void *arg)
     /* OpenLease may meet a crash or a lost reply too: try again. */
     for (int i = 0; i < 50 && rv != ONCE_OK; i++) {
         if ((rv = once_client_open(&c, &o, &st)) != ONCE_OK) {
-            sleep_ms(100);
+            harness_sleep_ms(100);
         }
     }
     if (rv != ONCE_OK) {
@@ -188,7 +173,7 @@ soak_worker(void *arg)
         atomic_fetch_sub(&s->running, 1);
         return NULL;
     }
-    while (now_ms() < s->stop_calls_ms && !soak_failed(s)) {
+    while (harness_now_ms() < s->stop_calls_ms && !soak_failed(s)) {
         soak_call(s, c);
     }
     once_client_close(c);
@@ -250,7 +235,7 @@ test_soak(void **state)
                   (unsigned long long)s->seed);
     assert_true((proxy = proxy_start(s, h->url)) > 0);
 
-    s->stop_calls_ms = now_ms() + seconds * 1000;
+    s->stop_calls_ms = harness_now_ms() + seconds * 1000;
     atomic_store(&s->running, WORKERS);
     for (int i = 0; i < WORKERS; i++) {
         assert_int_equal(pthread_create(&th[i], NULL, soak_worker, s), 0);
@@ -260,13 +245,13 @@ test_soak(void **state)
     while (atomic_load(&s->running) > 0) {
         int wait = KILL_MIN_MS + (int)(rng_next(&rng) % KILL_SPREAD_MS);
         for (int t = 0; t < wait && atomic_load(&s->running) > 0; t += 10) {
-            sleep_ms(10);
+            harness_sleep_ms(10);
         }
-        if (now_ms() >= s->stop_calls_ms) {
+        if (harness_now_ms() >= s->stop_calls_ms) {
             continue; /* let the last unknowns resolve on a quiet server */
         }
         assert_int_not_equal(harness_kill(h, SIGKILL), -1);
-        sleep_ms((int)(rng_next(&rng) % 200));
+        harness_sleep_ms((int)(rng_next(&rng) % 200));
         assert_int_equal(harness_restart(h), 0);
         kills++;
     }
