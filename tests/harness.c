@@ -1,8 +1,9 @@
 /*
  * harness.c — a real onced child process for each test fixture.
  *
- * Owns: the onced child (fork/exec), its temp dir and ipc file, and the raw
- * REQ sockets used to probe it.
+ * Owns: the onced child (fork/exec), its temp dir and ipc file, the raw
+ * REQ sockets used to probe it, and the checked libonce calls the test
+ * files share (cmocka assertions, test thread only).
  * Invariant: every loop here is bounded both in iterations and in wall time;
  * the child is always reaped before a harness is freed, so no test leaves an
  * onced behind.
@@ -28,6 +29,11 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
 
 #ifndef ONCED_PATH
 #error "ONCED_PATH must name the onced binary (set by tests/CMakeLists.txt)"
@@ -138,6 +144,37 @@ spawn_env(const harness *h, char ***envp, char **fault_var)
     return 0;
 }
 
+/*
+ * execve(bin, argv), or — when ONCE_TEST_ONCED_WRAPPER is set, e.g. to
+ * "/usr/bin/valgrind --error-exitcode=99 -q" (make valgrind) — the wrapper's
+ * words followed by bin and its arguments. Returns only on failure. Runs in
+ * the forked child: no allocation beyond the stack.
+ */
+static void
+spawn_exec(char *bin, char **argv, char **envp)
+{
+    const char *w = getenv("ONCE_TEST_ONCED_WRAPPER");
+    char words[1024];
+    char *wargv[32 + 6 + HARNESS_MAX_ARGS];
+    size_t n = 0;
+    char *save = NULL;
+
+    if (w == NULL || w[0] == '\0' || strlen(w) >= sizeof(words)) {
+        execve(bin, argv, envp);
+        return;
+    }
+    memcpy(words, w, strlen(w) + 1);
+    for (char *t = strtok_r(words, " ", &save); t != NULL && n < 32;
+         t = strtok_r(NULL, " ", &save)) {
+        wargv[n++] = t;
+    }
+    for (size_t i = 0; argv[i] != NULL; i++) {
+        wargv[n++] = argv[i];
+    }
+    wargv[n] = NULL;
+    execve(wargv[0], wargv, envp);
+}
+
 /* fork/exec onced; stdout and stderr append to h->log. */
 static int
 spawn(harness *h)
@@ -184,7 +221,7 @@ spawn(harness *h)
         }
         dup2(fd, 1);
         dup2(fd, 2);
-        execve(bin, argv, envp);
+        spawn_exec(bin, argv, envp);
         _exit(127);
     }
     close(fd);
@@ -453,9 +490,15 @@ harness_client(const harness *h, bool no_lease, once_client **cp)
 int
 harness_setup(void **state)
 {
+    return harness_setup_args(state, NULL);
+}
+
+int
+harness_setup_args(void **state, const char *const *args)
+{
     harness *h;
 
-    if (harness_start(&h) != 0) {
+    if (harness_start_args(&h, args) != 0) {
         return -1;
     }
     *state = h;
@@ -474,6 +517,70 @@ harness_teardown(void **state)
     harness_free(h);
     *state = NULL;
     return rv;
+}
+
+/* ---- checked libonce calls ------------------------------------------- */
+
+void
+harness_stats(once_client *c, once_stats *s)
+{
+    once_status st;
+    int rv = once_admin_stats(c, s, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_stats: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+void
+harness_collector_stats(once_client *c, once_stats *s, once_collector_stats *cs)
+{
+    once_status st;
+    int rv = once_admin_collector_stats(c, s, cs, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_admin_collector_stats: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+int64_t
+harness_get(once_client *c, const char *name)
+{
+    once_status st;
+    int64_t v = -1;
+    int rv = once_counter_get(c, name, &v, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return v;
+}
+
+void
+harness_lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
+{
+    once_status st;
+    int rv = once_lease_info(c, cid, li, &st);
+    if (rv != ONCE_OK) {
+        print_error("once_lease_info(%llu): %s %s %s\n",
+                    (unsigned long long)cid, once_strerror(rv), st.reason,
+                    st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+}
+
+int
+harness_incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
+                uint64_t seq, int64_t *value, once_status *st)
+{
+    once_rpc_id id = {cid, seq};
+
+    *value = -1;
+    memset(st, 0, sizeof(*st));
+    return once_counter_incr(c, name, by, &id, value, st);
 }
 
 /* ---- raw envelopes ------------------------------------------------------- */

@@ -7,7 +7,8 @@
  * (ONCED_FAULT); killing, restarting and stopping it, and waiting for it to
  * crash by itself; removing its files; and the
  * raw nng REQ helpers the hostile-input tests use to speak the envelope
- * protocol without libonce.
+ * protocol without libonce; and the small helpers the test files share (the
+ * monotonic clock, sleeping, libonce calls checked with cmocka assertions).
  * Invariant: every wait is bounded in count and time; a harness never shares
  * a directory or address with another harness, in this process or another,
  * so test programs may run in parallel.
@@ -121,6 +122,33 @@ int harness_client(const harness *h, bool no_lease, once_client **cp);
  * with SIGTERM (failing the test unless it exits 0) and frees the harness. */
 int harness_setup(void **state);
 int harness_teardown(void **state);
+
+/* harness_setup with extra onced arguments, as in harness_start_args. */
+int harness_setup_args(void **state, const char *const *args);
+
+/* ---- checked libonce calls ----------------------------------------------
+ * Each fails the test (cmocka assertion, after printing the code, reason and
+ * message) unless the call returns ONCE_OK; call them from the test's own
+ * thread only. */
+
+/* once_admin_stats into *s. */
+void harness_stats(once_client *c, once_stats *s);
+
+/* once_admin_collector_stats into *s and *cs. */
+void harness_collector_stats(once_client *c, once_stats *s,
+                             once_collector_stats *cs);
+
+/* The value of counter name (once_counter_get). */
+int64_t harness_get(once_client *c, const char *name);
+
+/* once_lease_info of cid into *li. */
+void harness_lease_info(once_client *c, uint64_t cid,
+                        struct once_lease_info *li);
+
+/* Not checked: sends Increment(name, by) under exactly cid:seq (*value -1
+ * and *st zeroed first) and returns the code. */
+int harness_incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
+                    uint64_t seq, int64_t *value, once_status *st);
 
 /* ---- raw envelopes (no libonce) ---------------------------------------- */
 

@@ -46,52 +46,7 @@ static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
 static int
 setup_fast_gc(void **state)
 {
-    harness *h;
-
-    if (harness_start_args(&h, gc_fast) != 0) {
-        return -1;
-    }
-    *state = h;
-    return 0;
-}
-
-static void
-stats(once_client *c, once_stats *s, once_collector_stats *cs)
-{
-    once_status st;
-    int rv = once_admin_collector_stats(c, s, cs, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_admin_collector_stats: %s %s %s\n", once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-}
-
-static int64_t
-get(once_client *c, const char *name)
-{
-    once_status st;
-    int64_t v = -1;
-    int rv = once_counter_get(c, name, &v, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-    return v;
-}
-
-static void
-lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
-{
-    once_status st;
-    int rv = once_lease_info(c, cid, li, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_lease_info(%llu): %s %s %s\n",
-                    (unsigned long long)cid, once_strerror(rv), st.reason,
-                    st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
+    return harness_setup_args(state, gc_fast);
 }
 
 /* Records the server holds for cid, per ListRecords. */
@@ -127,7 +82,7 @@ wait_collected(once_client *c, uint64_t cid)
     memset(&li, 0, sizeof(li));
     for (int i = 0;
          i < POLL_MAX_MS / POLL_STEP_MS && harness_now_ms() < deadline; i++) {
-        lease_info(c, cid, &li);
+        harness_lease_info(c, cid, &li);
         if (li.state == ONCE_LEASE_STATE_COLLECTED) {
             break;
         }
@@ -142,17 +97,6 @@ wait_collected(once_client *c, uint64_t cid)
     assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
     assert_int_equal(li.records_retained, 0);
     assert_int_equal(records_of(c, cid), 0);
-}
-
-/* Sends Increment(name, by) under exactly id; returns the code. */
-static int
-incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
-        uint64_t seq, int64_t *value, once_status *st)
-{
-    once_rpc_id id = {cid, seq};
-
-    *value = -1;
-    return once_counter_incr(c, name, by, &id, value, st);
 }
 
 /* ---- a) acknowledgements bound retention ------------------------------ */
@@ -242,13 +186,13 @@ test_acks_bound_retention(void **state)
 
     assert_int_equal(harness_client(h, true, &b), ONCE_OK);
     for (int i = 0; i < WORKERS; i++) {
-        assert_int_equal(get(b, ws[i].name), CALLS); /* no duplicate */
+        assert_int_equal(harness_get(b, ws[i].name), CALLS); /* no duplicate */
     }
 
     /* Let the collector run two more passes, then look at what is left. */
-    stats(b, &s0, &c0);
+    harness_collector_stats(b, &s0, &c0);
     for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
-        stats(b, &s1, &c1);
+        harness_collector_stats(b, &s1, &c1);
         if (c1.gc_passes >= c0.gc_passes + 2 &&
             s1.records_stored <= (uint64_t)WORKERS * WINDOW) {
             break;
@@ -267,13 +211,14 @@ test_acks_bound_retention(void **state)
     /* A late duplicate of an acknowledged call: refused, nothing runs. */
     for (int i = 0; i < WORKERS; i++) {
         memset(&st, 0, sizeof(st));
-        assert_int_equal(incr_id(b, ws[i].name, 1, ws[i].first.client_id,
-                                 ws[i].first.seq, &v, &st),
+        assert_int_equal(harness_incr_id(b, ws[i].name, 1,
+                                         ws[i].first.client_id, ws[i].first.seq,
+                                         &v, &st),
                          ONCE_FAILED_PRECONDITION);
         assert_string_equal(st.reason, "STALE_RPC");
-        assert_int_equal(get(b, ws[i].name), CALLS);
+        assert_int_equal(harness_get(b, ws[i].name), CALLS);
     }
-    stats(b, &s0, &c0);
+    harness_collector_stats(b, &s0, &c0);
     assert_true(c0.stale >= c1.stale + WORKERS);
     assert_int_equal(s0.commits, s1.commits);
 
@@ -281,12 +226,12 @@ test_acks_bound_retention(void **state)
      * after it): its record must still be there and replay. */
     for (int i = 0; i < WORKERS; i++) {
         memset(&st, 0, sizeof(st));
-        assert_int_equal(incr_id(b, ws[i].name, 1, ws[i].last.client_id,
-                                 ws[i].last.seq, &v, &st),
+        assert_int_equal(harness_incr_id(b, ws[i].name, 1, ws[i].last.client_id,
+                                         ws[i].last.seq, &v, &st),
                          ONCE_OK);
         assert_true(st.replayed);
         assert_int_equal(v, ws[i].last_value);
-        assert_int_equal(get(b, ws[i].name), CALLS);
+        assert_int_equal(harness_get(b, ws[i].name), CALLS);
     }
 
     for (int i = 0; i < WORKERS; i++) {
@@ -312,7 +257,7 @@ one_call_short_lease(once_client *a, const char *name)
                      ONCE_OK);
     assert_int_not_equal(cid, 0);
     assert_int_equal(ttl, SHORT_TTL_MS);
-    assert_int_equal(incr_id(a, name, 1, cid, 1, &v, &st), ONCE_OK);
+    assert_int_equal(harness_incr_id(a, name, 1, cid, 1, &v, &st), ONCE_OK);
     assert_int_equal(v, 1);
     assert_false(st.replayed);
     return cid;
@@ -327,10 +272,10 @@ expect_lease_expired(once_client *a, const char *name, uint64_t cid)
     int64_t v;
 
     memset(&st, 0, sizeof(st));
-    assert_int_equal(incr_id(a, name, 1, cid, 1, &v, &st),
+    assert_int_equal(harness_incr_id(a, name, 1, cid, 1, &v, &st),
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
-    assert_int_equal(get(a, name), 1);
+    assert_int_equal(harness_get(a, name), 1);
 }
 
 static void
@@ -347,24 +292,25 @@ test_unrenewed_lease_reclaimed(void **state)
 
     assert_int_equal(harness_client(h, true, &a), ONCE_OK);
     cid = one_call_short_lease(a, "unrenewed");
-    lease_info(a, cid, &li);
+    harness_lease_info(a, cid, &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
     assert_int_equal(li.records_retained, 1);
     assert_int_equal(records_of(a, cid), 1);
 
     /* While the lease lives, the record replays (no acknowledgement was
      * sent: first_incomplete is 0 on an explicit id of another client). */
-    assert_int_equal(incr_id(a, "unrenewed", 1, cid, 1, &v, &st), ONCE_OK);
+    assert_int_equal(harness_incr_id(a, "unrenewed", 1, cid, 1, &v, &st),
+                     ONCE_OK);
     assert_true(st.replayed);
     assert_int_equal(v, 1);
-    stats(a, &s0, &c0);
+    harness_collector_stats(a, &s0, &c0);
 
     wait_collected(a, cid);
-    stats(a, &s1, &c1);
+    harness_collector_stats(a, &s1, &c1);
     assert_true(c1.reclaimed_total >= c0.reclaimed_total + 1);
 
     expect_lease_expired(a, "unrenewed", cid);
-    stats(a, &s0, &c0);
+    harness_collector_stats(a, &s0, &c0);
     assert_true(c0.lease_expired >= c1.lease_expired + 1);
     assert_int_equal(s0.commits, s1.commits);
     once_client_close(a);

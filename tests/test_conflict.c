@@ -22,22 +22,6 @@
 
 #include "harness.h"
 
-static void
-stats(once_client *c, once_stats *s)
-{
-    once_status st;
-    assert_int_equal(once_admin_stats(c, s, &st), ONCE_OK);
-}
-
-static int64_t
-get(once_client *c, const char *name)
-{
-    once_status st;
-    int64_t v = -1;
-    assert_int_equal(once_counter_get(c, name, &v, &st), ONCE_OK);
-    return v;
-}
-
 /* Sends Increment(name, by) under a copy of id and expects a conflict. */
 static void
 expect_conflict(once_client *c, const char *name, int64_t by,
@@ -88,16 +72,16 @@ test_conflicting_payload(void **state)
     assert_int_equal(v, 100);
     once_client_close(c);
 
-    stats(b, &s0);
+    harness_stats(b, &s0);
 
     expect_conflict(b, "jobs", 2, &id);  /* another by */
     expect_conflict(b, "jobs", -1, &id); /* another sign */
     expect_conflict(b, "other", 1, &id); /* same by, another name */
 
-    assert_int_equal(get(b, "jobs"), 1);
-    assert_int_equal(get(b, "other"), 100);
+    assert_int_equal(harness_get(b, "jobs"), 1);
+    assert_int_equal(harness_get(b, "other"), 100);
 
-    stats(b, &s1);
+    harness_stats(b, &s1);
     assert_int_equal(s1.commits, s0.commits);
     assert_int_equal(s1.records_stored, s0.records_stored);
     assert_true(s1.conflicts >= s0.conflicts + 3);
@@ -107,7 +91,7 @@ test_conflicting_payload(void **state)
     assert_int_equal(once_counter_incr(b, "jobs", 1, &again, &v, &st), ONCE_OK);
     assert_int_equal(v, 1);
     assert_true(st.replayed);
-    assert_int_equal(get(b, "jobs"), 1);
+    assert_int_equal(harness_get(b, "jobs"), 1);
 
     once_client_close(b);
     once_client_close(a);
@@ -133,7 +117,7 @@ test_conflict_after_sigkill(void **state)
 
     assert_int_equal(harness_client(h, true, &b), ONCE_OK);
     expect_conflict(b, "jobs", 4, &id);
-    assert_int_equal(get(b, "jobs"), 3);
+    assert_int_equal(harness_get(b, "jobs"), 3);
     once_client_close(b);
     once_client_close(a);
 }

@@ -48,66 +48,15 @@ static const char *const gc_fast[] = {"--gc-interval", "50ms", NULL};
 static const char *const window4[] = {"--window", "4", NULL};
 
 static int
-setup_args(void **state, const char *const *args)
-{
-    harness *h;
-
-    if (harness_start_args(&h, args) != 0) {
-        return -1;
-    }
-    *state = h;
-    return 0;
-}
-
-static int
 setup_fast_gc(void **state)
 {
-    return setup_args(state, gc_fast);
+    return harness_setup_args(state, gc_fast);
 }
 
 static int
 setup_window4(void **state)
 {
-    return setup_args(state, window4);
-}
-
-static void
-stats(once_client *c, once_stats *s, once_collector_stats *cs)
-{
-    once_status st;
-    int rv = once_admin_collector_stats(c, s, cs, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_admin_collector_stats: %s %s %s\n", once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-}
-
-static int64_t
-get(once_client *c, const char *name)
-{
-    once_status st;
-    int64_t v = -1;
-    int rv = once_counter_get(c, name, &v, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-    return v;
-}
-
-static void
-lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
-{
-    once_status st;
-    int rv = once_lease_info(c, cid, li, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_lease_info(%llu): %s %s %s\n",
-                    (unsigned long long)cid, once_strerror(rv), st.reason,
-                    st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
+    return harness_setup_args(state, window4);
 }
 
 /* The seqs the server holds records of for cid (at most max), per
@@ -132,18 +81,6 @@ record_seqs(once_client *c, uint64_t cid, uint64_t *seqs, size_t max)
     }
     once_free(l);
     return n;
-}
-
-/* Sends Increment(name, by) under exactly cid:seq; returns the code. */
-static int
-incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
-        uint64_t seq, int64_t *value, once_status *st)
-{
-    once_rpc_id id = {cid, seq};
-
-    *value = -1;
-    memset(st, 0, sizeof(*st));
-    return once_counter_incr(c, name, by, &id, value, st);
 }
 
 /* A libonce handle with its own lease of ttl_ms, whose attempts wait
@@ -178,10 +115,10 @@ wait_gc_passes(once_client *c, uint64_t n)
     once_stats s;
     once_collector_stats c0, c1;
 
-    stats(c, &s, &c0);
+    harness_collector_stats(c, &s, &c0);
     c1 = c0;
     for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
-        stats(c, &s, &c1);
+        harness_collector_stats(c, &s, &c1);
         if (c1.gc_passes >= c0.gc_passes + n) {
             break;
         }
@@ -281,7 +218,7 @@ test_restart_keeps_live_leases(void **state)
     assert_int_equal(once_lease_open(b, NULL, 120000, &cid, &ttl, &st),
                      ONCE_OK);
     for (uint64_t s = 1; s <= 3; s++) {
-        assert_int_equal(incr_id(b, "c-explicit", BY, cid, s, &v, &st),
+        assert_int_equal(harness_incr_id(b, "c-explicit", BY, cid, s, &v, &st),
                          ONCE_OK);
         assert_int_equal(v, (int64_t)s * BY);
     }
@@ -291,30 +228,31 @@ test_restart_keeps_live_leases(void **state)
     assert_int_equal(harness_restart(h), 0);
     wait_gc_passes(b, 3);
 
-    lease_info(b, cid, &li);
+    harness_lease_info(b, cid, &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
     assert_int_equal(li.records_retained, 3);
     assert_int_equal(record_seqs(b, cid, seqs, 8), 3);
-    lease_info(b, once_client_id(a), &li);
+    harness_lease_info(b, once_client_id(a), &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
 
     for (uint64_t s = 1; s <= 3; s++) {
-        assert_int_equal(incr_id(b, "c-explicit", BY, cid, s, &v, &st),
+        assert_int_equal(harness_incr_id(b, "c-explicit", BY, cid, s, &v, &st),
                          ONCE_OK);
         assert_true(st.replayed);
         assert_int_equal(v, (int64_t)s * BY);
     }
-    assert_int_equal(get(b, "c-explicit"), 3 * BY);
+    assert_int_equal(harness_get(b, "c-explicit"), 3 * BY);
 
     /* a's last call was never acknowledged: it replays. Its earlier ones
      * were: each replays or is STALE_RPC, and never runs again. */
     assert_int_equal(
-        incr_id(b, "c-lib", BY, ids[2].client_id, ids[2].seq, &v, &st),
+        harness_incr_id(b, "c-lib", BY, ids[2].client_id, ids[2].seq, &v, &st),
         ONCE_OK);
     assert_true(st.replayed);
     assert_int_equal(v, 3 * BY);
     for (int i = 0; i < 2; i++) {
-        int rv = incr_id(b, "c-lib", BY, ids[i].client_id, ids[i].seq, &v, &st);
+        int rv = harness_incr_id(b, "c-lib", BY, ids[i].client_id, ids[i].seq,
+                                 &v, &st);
         if (rv == ONCE_OK) {
             assert_true(st.replayed);
             assert_int_equal(v, (i + 1) * BY);
@@ -323,7 +261,7 @@ test_restart_keeps_live_leases(void **state)
             assert_string_equal(st.reason, "STALE_RPC");
         }
     }
-    assert_int_equal(get(b, "c-lib"), 3 * BY);
+    assert_int_equal(harness_get(b, "c-lib"), 3 * BY);
 
     /* And a's lease is still its own: new calls run. */
     assert_int_equal(once_counter_incr(a, "c-lib", BY, NULL, &v, &st), ONCE_OK);
@@ -442,19 +380,19 @@ expect_fail_fast(once_client *a, once_client *b, const char *name)
     int64_t v;
     int64_t t0;
 
-    stats(b, &s0, &c0);
+    harness_collector_stats(b, &s0, &c0);
     t0 = harness_now_ms();
     assert_int_equal(once_counter_incr(a, name, 1, NULL, &v, &st),
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
     assert_int_equal(st.attempts, 0);
     /* An explicit retry of the handle's own id: the same. */
-    assert_int_equal(incr_id(a, name, 1, once_client_id(a), 1, &v, &st),
+    assert_int_equal(harness_incr_id(a, name, 1, once_client_id(a), 1, &v, &st),
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
     assert_int_equal(st.attempts, 0);
     assert_true(harness_now_ms() - t0 < 1000);
-    stats(b, &s1, &c1);
+    harness_collector_stats(b, &s1, &c1);
     assert_int_equal(s1.requests, s0.requests + 1); /* the second Stats */
 }
 
@@ -519,8 +457,8 @@ test_stopped_server_ends_inflight(void **state)
     /* The server saw at most the one rpc id of the in-flight call: the
      * counter moved at most once, and no record exists under any seq but
      * the two this handle used. */
-    assert_true(get(b, "d-stop-inflight") <= 1);
-    assert_int_equal(get(b, "d-stop"), 1);
+    assert_true(harness_get(b, "d-stop-inflight") <= 1);
+    assert_int_equal(harness_get(b, "d-stop"), 1);
     n = record_seqs(b, once_client_id(a), seqs, 8);
     assert_true(n <= 2);
     for (size_t i = 0; i < n; i++) {
@@ -564,7 +502,7 @@ test_closed_lease_fails_fast(void **state)
     assert_string_equal(ls.reason, "LEASE_EXPIRED");
 
     expect_fail_fast(a, b, "d-close");
-    assert_int_equal(get(b, "d-close"), 1);
+    assert_int_equal(harness_get(b, "d-close"), 1);
 
     /* A callback runs at most once per handle: one set after it ran does
      * not run, and the first never runs again. */
@@ -605,18 +543,19 @@ test_close_ends_lease(void **state)
     assert_int_equal(once_lease_renew(a, 0, &ttl, &remaining, &st), ONCE_OK);
     assert_int_equal(ttl, 120000);
     assert_true(remaining > 0 && remaining <= ttl);
-    lease_info(b, cid, &li);
+    harness_lease_info(b, cid, &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
     assert_int_equal(li.max_seq, id.seq);
     once_client_close(a);
 
-    lease_info(b, cid, &li);
+    harness_lease_info(b, cid, &li);
     assert_true(li.state == ONCE_LEASE_STATE_CLOSED ||
                 li.state == ONCE_LEASE_STATE_COLLECTED);
-    assert_int_equal(incr_id(b, "close", BY, id.client_id, id.seq, &v, &st),
-                     ONCE_FAILED_PRECONDITION);
+    assert_int_equal(
+        harness_incr_id(b, "close", BY, id.client_id, id.seq, &v, &st),
+        ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
-    assert_int_equal(get(b, "close"), BY);
+    assert_int_equal(harness_get(b, "close"), BY);
     once_client_close(b);
 }
 
@@ -640,7 +579,7 @@ test_window_full(void **state)
                      ONCE_OK);
     /* --window 4: four unacknowledged calls are allowed... */
     for (uint64_t s = 1; s <= 4; s++) {
-        int rv = incr_id(a, "e-window", 1, cid, s, &v, &st);
+        int rv = harness_incr_id(a, "e-window", 1, cid, s, &v, &st);
         if (rv != ONCE_OK) {
             print_error("seq %llu of 4 allowed: %s %s %s\n",
                         (unsigned long long)s, once_strerror(rv), st.reason,
@@ -651,16 +590,16 @@ test_window_full(void **state)
     }
     /* ...the fifth is refused, retried within the deadline, and never
      * runs. */
-    stats(a, &s0, &c0);
-    assert_int_equal(incr_id(a, "e-window", 1, cid, 5, &v, &st),
+    harness_collector_stats(a, &s0, &c0);
+    assert_int_equal(harness_incr_id(a, "e-window", 1, cid, 5, &v, &st),
                      ONCE_RESOURCE_EXHAUSTED);
     assert_string_equal(st.reason, "WINDOW_FULL");
     assert_true(st.attempts >= 2);
-    stats(a, &s1, &c1);
+    harness_collector_stats(a, &s1, &c1);
     assert_int_equal(s1.commits, s0.commits);
     assert_int_equal(s1.records_stored, s0.records_stored);
     assert_true(c1.window_full >= c0.window_full + st.attempts);
-    assert_int_equal(get(a, "e-window"), 4);
+    assert_int_equal(harness_get(a, "e-window"), 4);
     assert_int_equal(record_seqs(a, cid, seqs, 8), 4);
     once_client_close(a);
 }
@@ -684,7 +623,8 @@ test_stale_and_bad_ack(void **state)
     assert_int_equal(once_lease_open(a, NULL, 120000, &cid, &ttl, &st),
                      ONCE_OK);
     for (uint64_t s = 1; s <= 3; s++) {
-        assert_int_equal(incr_id(a, "e-ack", BY, cid, s, &v, &st), ONCE_OK);
+        assert_int_equal(harness_incr_id(a, "e-ack", BY, cid, s, &v, &st),
+                         ONCE_OK);
         assert_int_equal(v, (int64_t)s * BY);
     }
     /* Seq 3 again, acknowledging 1 and 2: a replay that raises the
@@ -703,7 +643,7 @@ test_stale_and_bad_ack(void **state)
      * batch; wait for that so the commit count below is ours alone. */
     memset(&li, 0, sizeof(li));
     for (i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
-        lease_info(a, cid, &li);
+        harness_lease_info(a, cid, &li);
         if (li.watermark_durable == 3) {
             break;
         }
@@ -713,23 +653,23 @@ test_stale_and_bad_ack(void **state)
     assert_int_equal(li.watermark_durable, 3);
     assert_int_equal(record_seqs(a, cid, seqs, 8), 1);
     assert_int_equal(seqs[0], 3);
-    stats(a, &s0, &c0);
+    harness_collector_stats(a, &s0, &c0);
 
     /* Late duplicates of acknowledged calls: STALE_RPC, raw or libonce. */
     raw_expect(h, cid, 2, 0, "e-ack", ONCE_FAILED_PRECONDITION, "STALE_RPC");
-    assert_int_equal(incr_id(a, "e-ack", BY, cid, 1, &v, &st),
+    assert_int_equal(harness_incr_id(a, "e-ack", BY, cid, 1, &v, &st),
                      ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "STALE_RPC");
     /* An acknowledgement above the call's own seq: BAD_ACK, and the
      * watermark does not move. */
     raw_expect(h, cid, 4, 5, "e-ack", ONCE_INVALID_ARGUMENT, "BAD_ACK");
 
-    stats(a, &s1, &c1);
+    harness_collector_stats(a, &s1, &c1);
     assert_int_equal(s1.commits, s0.commits);
     assert_int_equal(s1.records_stored, s0.records_stored);
     assert_true(c1.stale >= c0.stale + 2);
-    assert_int_equal(get(a, "e-ack"), 3 * BY);
-    lease_info(a, cid, &li);
+    assert_int_equal(harness_get(a, "e-ack"), 3 * BY);
+    harness_lease_info(a, cid, &li);
     assert_int_equal(li.watermark, 3);
     assert_int_equal(record_seqs(a, cid, seqs, 8), 1);
 
@@ -738,7 +678,7 @@ test_stale_and_bad_ack(void **state)
     assert_int_equal(resp_code(r), ONCE_OK);
     assert_false(r->replayed);
     once__v1__response__free_unpacked(r, NULL);
-    assert_int_equal(get(a, "e-ack"), 4 * BY);
+    assert_int_equal(harness_get(a, "e-ack"), 4 * BY);
     once_client_close(a);
 }
 

@@ -34,32 +34,6 @@
 
 #define BY 5 /* a distinctive increment: a double execution shows as 10 */
 
-static void
-stats(once_client *c, once_stats *s)
-{
-    once_status st;
-    int rv = once_admin_stats(c, s, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_admin_stats: %s %s %s\n", once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-}
-
-static int64_t
-get(once_client *c, const char *name)
-{
-    once_status st;
-    int64_t v = -1;
-    int rv = once_counter_get(c, name, &v, &st);
-    if (rv != ONCE_OK) {
-        print_error("once_counter_get(%s): %s %s %s\n", name, once_strerror(rv),
-                    st.reason, st.message);
-    }
-    assert_int_equal(rv, ONCE_OK);
-    return v;
-}
-
 /* Sends Increment(name, by) under exactly *id; returns the code. */
 static int
 incr(once_client *c, const char *name, int64_t by, once_rpc_id *id,
@@ -100,7 +74,7 @@ test_resend_same_id(void **state)
     assert_int_equal(id.client_id, once_client_id(a));
     assert_int_not_equal(id.seq, 0);
 
-    stats(b, &s0);
+    harness_stats(b, &s0);
 
     /* Resend of exactly that id: stored value, replayed, nothing executed. */
     once_rpc_id again = id;
@@ -108,9 +82,9 @@ test_resend_same_id(void **state)
     assert_int_equal(v, BY);
     assert_true(st.replayed);
     assert_memory_equal(&again, &id, sizeof(id));
-    assert_int_equal(get(b, "jobs"), BY);
+    assert_int_equal(harness_get(b, "jobs"), BY);
 
-    stats(b, &s1);
+    harness_stats(b, &s1);
     assert_int_equal(s1.commits, s0.commits);
     assert_int_equal(s1.records_stored, s0.records_stored);
     assert_true(s1.replays >= s0.replays + 1);
@@ -120,14 +94,14 @@ test_resend_same_id(void **state)
     assert_int_equal(incr(b, "jobs", BY, &again, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     assert_true(st.replayed);
-    assert_int_equal(get(b, "jobs"), BY);
+    assert_int_equal(harness_get(b, "jobs"), BY);
 
     /* A new id is a new call: deduplication is by id, not by content. */
     assert_int_equal(incr(a, "jobs", BY, &fresh, &v, &st), ONCE_OK);
     assert_int_equal(v, 2 * BY);
     assert_false(st.replayed);
     assert_true(fresh.seq > id.seq);
-    assert_int_equal(get(b, "jobs"), 2 * BY);
+    assert_int_equal(harness_get(b, "jobs"), 2 * BY);
 
     once_client_close(b);
     once_client_close(a);
@@ -154,13 +128,13 @@ test_resend_after_sigkill(void **state)
     assert_int_equal(harness_restart(h), 0);
 
     assert_int_equal(harness_client(h, true, &b), ONCE_OK);
-    assert_int_equal(get(b, "crash"), BY);
+    assert_int_equal(harness_get(b, "crash"), BY);
 
     once_rpc_id again = id;
     assert_int_equal(incr(b, "crash", BY, &again, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     assert_true(st.replayed);
-    assert_int_equal(get(b, "crash"), BY);
+    assert_int_equal(harness_get(b, "crash"), BY);
 
     /* And once more across a second crash. */
     once_client_close(b);
@@ -171,7 +145,7 @@ test_resend_after_sigkill(void **state)
     assert_int_equal(incr(b, "crash", BY, &again, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     assert_true(st.replayed);
-    assert_int_equal(get(b, "crash"), BY);
+    assert_int_equal(harness_get(b, "crash"), BY);
     once_client_close(b);
     once_client_close(a);
 }
@@ -202,7 +176,7 @@ test_resend_after_ack_is_stale(void **state)
                   once_strerror(rv), st.reason);
     assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "STALE_RPC");
-    assert_int_equal(get(b, "acked"), BY);
+    assert_int_equal(harness_get(b, "acked"), BY);
 
     once_client_close(b);
     once_client_close(a);
@@ -233,7 +207,7 @@ test_resend_after_lease_end(void **state)
                   once_strerror(rv), st.reason);
     assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
-    assert_int_equal(get(b, "ended"), BY);
+    assert_int_equal(harness_get(b, "ended"), BY);
     once_client_close(b);
 
     /* A restart never revives an ended lease. */
@@ -244,7 +218,7 @@ test_resend_after_lease_end(void **state)
     rv = once_counter_incr(b, "ended", BY, &again, &v, &st);
     assert_int_equal(rv, ONCE_FAILED_PRECONDITION);
     assert_string_equal(st.reason, "LEASE_EXPIRED");
-    assert_int_equal(get(b, "ended"), BY);
+    assert_int_equal(harness_get(b, "ended"), BY);
     once_client_close(b);
 }
 
@@ -318,7 +292,7 @@ test_sigkill_in_flight(void **state)
         assert_int_equal(incr(b, "inflight", BY, &id, &v, &st), ONCE_OK);
         assert_int_equal(v, (int64_t)(i + 1) * BY);
         replays += st.replayed ? 1 : 0;
-        assert_int_equal(get(b, "inflight"), (int64_t)(i + 1) * BY);
+        assert_int_equal(harness_get(b, "inflight"), (int64_t)(i + 1) * BY);
 
         /* A further resend is a replay now, whatever happened before. */
         id = (once_rpc_id){cid, (uint64_t)i + 1};
