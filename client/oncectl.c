@@ -380,6 +380,50 @@ parse_rpc_id(const char *s, once_rpc_id *id)
     return 0;
 }
 
+/* The arguments every command here takes the same way: -h/--help prints
+ * usage and ends the command with ONCECTL_EXIT_OK; a global option written
+ * after the command is a usage error. Returns true when a was one of them,
+ * with the exit status in *ex. */
+static bool
+common_arg(const cli *g, const char *a, const char *usage, int *ex)
+{
+    if (is_help(a)) {
+        fputs(usage, stdout);
+        *ex = ONCECTL_EXIT_OK;
+        return true;
+    }
+    if (is_global_opt(a)) {
+        *ex = usage_error(g, GLOBAL_HINT, "misplaced option '%s'", a);
+        return true;
+    }
+    return false;
+}
+
+/* Takes argv[*i], which no option of `counter sub` matched, as its one NAME
+ * ("--" first lets a NAME start with '-'). Returns 0, or the exit status of
+ * the usage error it reported. */
+static int
+counter_name_arg(const cli *g, const char *sub, int argc, char **argv, int *i,
+                 const char **name)
+{
+    char hint[64];
+
+    if (argv[*i][0] == '-' && argv[*i][1] != '\0' && strcmp(argv[*i], "--")) {
+        snprintf(hint, sizeof(hint), "see 'oncectl counter %s --help'", sub);
+        return usage_error(g, hint, "unknown option '%s' to counter %s",
+                           argv[*i], sub);
+    }
+    if (strcmp(argv[*i], "--") == 0 && *i + 1 < argc) {
+        ++*i;
+    }
+    if (*name != NULL) {
+        snprintf(hint, sizeof(hint), "counter %s takes one NAME", sub);
+        return usage_error(g, hint, "unexpected argument '%s'", argv[*i]);
+    }
+    *name = argv[*i];
+    return 0;
+}
+
 /* ---- commands ---------------------------------------------------------- */
 
 int
@@ -418,13 +462,8 @@ cmd_lease_open(const cli *g, int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *v;
         int m;
-        if (is_help(argv[i])) {
-            fputs(usage_lease, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_lease, &rv)) {
+            return rv;
         }
         if ((m = opt_value(argc, argv, &i, "--ttl", &v)) < 0) {
             return usage_error(g, NULL, "--ttl needs a DURATION");
@@ -473,13 +512,8 @@ cmd_counter_incr(const cli *g, int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *v;
         int m;
-        if (is_help(argv[i])) {
-            fputs(usage_incr, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_incr, &rv)) {
+            return rv;
         }
         if ((m = opt_value(argc, argv, &i, "--by", &v)) != 0) {
             if (m < 0 || parse_i64(v, &by) != 0) {
@@ -497,18 +531,9 @@ cmd_counter_incr(const cli *g, int argc, char **argv)
             explicit_id = true;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--")) {
-            return usage_error(g, "see 'oncectl counter incr --help'",
-                               "unknown option '%s' to counter incr", argv[i]);
+        if ((rv = counter_name_arg(g, "incr", argc, argv, &i, &name)) != 0) {
+            return rv;
         }
-        if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
-            i++;
-        }
-        if (name != NULL) {
-            return usage_error(g, "counter incr takes one NAME",
-                               "unexpected argument '%s'", argv[i]);
-        }
-        name = argv[i];
     }
     if (name == NULL) {
         return usage_error(g, "e.g. oncectl counter incr jobs --by 2",
@@ -550,26 +575,12 @@ cmd_counter_get(const cli *g, int argc, char **argv)
     int rv;
 
     for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(usage_get, stdout);
-            return ONCECTL_EXIT_OK;
+        if (common_arg(g, argv[i], usage_get, &rv)) {
+            return rv;
         }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if ((rv = counter_name_arg(g, "get", argc, argv, &i, &name)) != 0) {
+            return rv;
         }
-        if (argv[i][0] == '-' && argv[i][1] != '\0' && strcmp(argv[i], "--")) {
-            return usage_error(g, "see 'oncectl counter get --help'",
-                               "unknown option '%s' to counter get", argv[i]);
-        }
-        if (strcmp(argv[i], "--") == 0 && i + 1 < argc) {
-            i++;
-        }
-        if (name != NULL) {
-            return usage_error(g, "counter get takes one NAME",
-                               "unexpected argument '%s'", argv[i]);
-        }
-        name = argv[i];
     }
     if (name == NULL) {
         return usage_error(g, "e.g. oncectl counter get jobs",
@@ -612,23 +623,21 @@ lease_state_name(int state)
 }
 
 /* Parses the one CLIENT_ID argument of `lease renew|close|info`. Returns
- * 0, or the exit status of the usage error it reported. */
+ * 0, or the exit status of the usage error it reported; *done is set when
+ * the command is over all the same (it printed --help). */
 static int
 lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
-             bool *help)
+             bool *done)
 {
     const char *arg = NULL;
     const char *end;
 
-    *help = false;
+    *done = false;
     for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            *help = true;
-            return 0;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        int ex;
+        if (common_arg(g, argv[i], usage_lease, &ex)) {
+            *done = true;
+            return ex;
         }
         if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return usage_error(g, "see 'oncectl lease --help'",
@@ -658,13 +667,10 @@ cmd_lease_renew(const cli *g, int argc, char **argv)
     once_client *c = NULL;
     once_status st;
     char b1[64], b2[64];
-    bool help;
+    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &help)) != 0 || help) {
-        if (help) {
-            fputs(usage_lease, stdout);
-        }
+    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &done)) != 0 || done) {
         return rv;
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
@@ -695,13 +701,10 @@ cmd_lease_close(const cli *g, int argc, char **argv)
     uint64_t id = 0, retained = 0;
     once_client *c = NULL;
     once_status st;
-    bool help;
+    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &help)) != 0 || help) {
-        if (help) {
-            fputs(usage_lease, stdout);
-        }
+    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &done)) != 0 || done) {
         return rv;
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
@@ -733,13 +736,10 @@ cmd_lease_info(const cli *g, int argc, char **argv)
     once_client *c = NULL;
     once_status st;
     char b1[64], b2[64], b3[64];
-    bool help;
+    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &help)) != 0 || help) {
-        if (help) {
-            fputs(usage_lease, stdout);
-        }
+    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &done)) != 0 || done) {
         return rv;
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
@@ -877,13 +877,8 @@ cmd_records_list(const cli *g, int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *v, *end;
         int m;
-        if (is_help(argv[i])) {
-            fputs(usage_records, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_records, &rv)) {
+            return rv;
         }
         if ((m = opt_value(argc, argv, &i, "--client", &v)) != 0) {
             if (m < 0 || parse_u64(v, &end, &id) != 0 || *end != '\0' ||
@@ -938,13 +933,8 @@ cmd_stats(const cli *g, int argc, char **argv)
     int rv;
 
     for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(usage_stats, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_stats, &rv)) {
+            return rv;
         }
         return usage_error(g, "stats takes no arguments",
                            "unexpected argument '%s' to stats", argv[i]);
