@@ -231,6 +231,27 @@ grant_store(const grants_env *e, const Once__V1__Grant *g)
     return rows_put(e->txn, &k, &g->base);
 }
 
+/* Loads the grant a request names. Returns true with *g (freed by the
+ * caller with ROW_FREE) when it exists; otherwise false with o failed
+ * NOT_FOUND/NO_GRANT, or o->err set on a store error. */
+static bool
+grant_named(const grants_env *e, uint64_t id, Once__V1__Grant **g,
+            grants_outcome *o)
+{
+    int rv = grant_load(e, id, g);
+
+    if (rv == ENOENT) {
+        grants_fail(o, CODE(NOT_FOUND), "NO_GRANT", "no grant %llu",
+                    (unsigned long long)id);
+        return false;
+    }
+    if (rv != 0) {
+        o->err = rv;
+        return false;
+    }
+    return true;
+}
+
 /* Appends a rejection to the surface's log and marks the outcome kept, so
  * the reason is on the server while the machine is silent. */
 static void reject(const grants_env *e, grants_outcome *o, const char *surface,
@@ -790,13 +811,10 @@ grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
     gkey k;
     int rv;
 
-    rv = grant_load(e, r->grant_id, &g);
-    if (rv == ENOENT) {
-        grants_fail(o, CODE(NOT_FOUND), "NO_GRANT", "no grant %llu",
-                    (unsigned long long)r->grant_id);
+    if (!grant_named(e, r->grant_id, &g, o)) {
         return;
     }
-    if (rv != 0 || (rv = principal_denied(e, &denied)) != 0 ||
+    if ((rv = principal_denied(e, &denied)) != 0 ||
         (rv = machine_deleted(e, g->machine, &deleted)) != 0) {
         goto err;
     }
@@ -888,14 +906,7 @@ grants_finish(const grants_env *e, const Once__V1__FinishGrantRequest *r,
     Once__V1__Grant *g = NULL;
     int rv;
 
-    rv = grant_load(e, r->grant_id, &g);
-    if (rv == ENOENT) {
-        grants_fail(o, CODE(NOT_FOUND), "NO_GRANT", "no grant %llu",
-                    (unsigned long long)r->grant_id);
-        return;
-    }
-    if (rv != 0) {
-        o->err = rv;
+    if (!grant_named(e, r->grant_id, &g, o)) {
         return;
     }
     if (e->machine != NULL && strcmp(e->machine, g->machine) != 0) {
@@ -933,14 +944,7 @@ grants_cancel(const grants_env *e, const Once__V1__CancelGrantRequest *r,
     Once__V1__Grant *g = NULL;
     int rv;
 
-    rv = grant_load(e, r->grant_id, &g);
-    if (rv == ENOENT) {
-        grants_fail(o, CODE(NOT_FOUND), "NO_GRANT", "no grant %llu",
-                    (unsigned long long)r->grant_id);
-        return;
-    }
-    if (rv != 0) {
-        o->err = rv;
+    if (!grant_named(e, r->grant_id, &g, o)) {
         return;
     }
     /* Cancelling withdraws the intent: no retry of the request is accepted
