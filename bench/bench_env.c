@@ -150,6 +150,28 @@ bench_open_lease(nng_socket s, uint64_t ttl_ms)
     return id;
 }
 
+uint64_t
+bench_server_fsyncs(const char *url)
+{
+    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    nng_socket s;
+    uint64_t f = 0;
+    int code;
+
+    if (bench_dial(&s, url) != 0) {
+        return 0;
+    }
+    if (bench_rpc(s, "/once.v1.Admin/Stats", 0, 0, 0, &req.base,
+                  &once__v1__stats_response__descriptor, &resp, &code) == 0 &&
+        resp != NULL) {
+        f = ((Once__V1__StatsResponse *)resp)->fsyncs;
+        protobuf_c_message_free_unpacked(resp, NULL);
+    }
+    nng_close(s);
+    return f;
+}
+
 static void
 rm_tree(const char *path, int depth)
 {

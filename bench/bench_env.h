@@ -65,6 +65,10 @@ int bench_rpc(nng_socket s, const char *method, uint64_t client_id,
  * The client id, or 0 when no lease came back. */
 uint64_t bench_open_lease(nng_socket s, uint64_t ttl_ms);
 
+/* The server's fsync count (Stats.fsyncs) over a connection of its own,
+ * or 0 when it cannot be read. */
+uint64_t bench_server_fsyncs(const char *url);
+
 /* A REQ socket dialed to url (blocking dial, nng's own resend off).
  * 0 or an nng error. */
 int bench_dial(nng_socket *s, const char *url);

@@ -144,28 +144,6 @@ surface_view(nng_socket s, const char *surface, uint64_t *gen, uint64_t *epoch)
     return 0;
 }
 
-static uint64_t
-server_fsyncs(void)
-{
-    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    nng_socket s;
-    uint64_t f = 0;
-    int code;
-
-    if (bench_dial(&s, url) != 0) {
-        return 0;
-    }
-    if (bench_rpc(s, "/once.v1.Admin/Stats", 0, 0, 0, &req.base,
-                  &once__v1__stats_response__descriptor, &resp, &code) == 0 &&
-        resp != NULL) {
-        f = ((Once__V1__StatsResponse *)resp)->fsyncs;
-        protobuf_c_message_free_unpacked(resp, NULL);
-    }
-    nng_close(s);
-    return f;
-}
-
 /* ---- schedulers --------------------------------------------------------- */
 
 typedef struct worker {
@@ -374,7 +352,7 @@ run_schedulers(bool contended, result *r)
             return -1;
         }
     }
-    f0 = server_fsyncs();
+    f0 = bench_server_fsyncs(url);
     t0 = bench_now_ns();
     for (int i = 0; i < opt.schedulers; i++) {
         ws[i].index = i;
@@ -404,7 +382,7 @@ run_schedulers(bool contended, result *r)
     }
     r->p50_us = bench_pct_us(all, nall, 50);
     r->p99_us = bench_pct_us(all, nall, 99);
-    r->fsyncs = server_fsyncs() - f0;
+    r->fsyncs = bench_server_fsyncs(url) - f0;
     /* The server's view: one epoch per grant ever made of a surface. */
     for (int k = 0; k < nsurf; k++) {
         uint64_t e = 0;
@@ -475,7 +453,7 @@ run_claims(result *r)
         }
     }
     bench_progress("enqueue", 1.0, 1);
-    f0 = server_fsyncs();
+    f0 = bench_server_fsyncs(url);
     t0 = bench_now_ns();
     for (int i = 0; i < opt.pollers; i++) {
         ws[i].index = i;
@@ -504,7 +482,7 @@ run_claims(result *r)
     }
     r->p50_us = bench_pct_us(all, nall, 50);
     r->p99_us = bench_pct_us(all, nall, 99);
-    r->fsyncs = server_fsyncs() - f0;
+    r->fsyncs = bench_server_fsyncs(url) - f0;
     snprintf(r->checkbuf, sizeof(r->checkbuf),
              "%s (%" PRId64 " rows claimed, %" PRId64 " by another machine)",
              wrong == 0 ? "ok" : "WRONG_MACHINE", claimed, wrong);

@@ -68,28 +68,6 @@ usage(FILE *f)
             ONCED_PATH);
 }
 
-static uint64_t
-server_fsyncs(void)
-{
-    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    nng_socket s;
-    uint64_t f = 0;
-    int code;
-
-    if (bench_dial(&s, url) != 0) {
-        return 0;
-    }
-    if (bench_rpc(s, "/once.v1.Admin/Stats", 0, 0, 0, &req.base,
-                  &once__v1__stats_response__descriptor, &resp, &code) == 0 &&
-        resp != NULL) {
-        f = ((Once__V1__StatsResponse *)resp)->fsyncs;
-        protobuf_c_message_free_unpacked(resp, NULL);
-    }
-    nng_close(s);
-    return f;
-}
-
 static void *
 open_leases(void *p)
 {
@@ -201,7 +179,7 @@ run_mode(bool batched, result *r)
     worker *ws = calloc((size_t)opt.threads, sizeof(*ws));
     int64_t *all;
     size_t nall = 0;
-    uint64_t f0 = server_fsyncs();
+    uint64_t f0 = bench_server_fsyncs(url);
     int64_t t0 = bench_now_ns();
 
     for (int i = 0; i < opt.threads; i++) {
@@ -232,7 +210,7 @@ run_mode(bool batched, result *r)
     r->per_s = (double)r->renewals * 1e9 / (double)(bench_now_ns() - t0);
     r->p50_us = bench_pct_us(all, nall, 50);
     r->p99_us = bench_pct_us(all, nall, 99);
-    r->fsyncs = server_fsyncs() - f0;
+    r->fsyncs = bench_server_fsyncs(url) - f0;
     free(all);
     free(ws);
 }
