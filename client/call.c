@@ -72,17 +72,7 @@ call_start(once_client *c, const call_spec *cs, lost_op op, nng_ctx ctx,
     if (cs->tracked) {
         return lost_start(c, op, ctx, aio, ms);
     }
-    switch (op) {
-    case LOST_OP_SEND:
-        nng_ctx_send(ctx, aio);
-        break;
-    case LOST_OP_RECV:
-        nng_ctx_recv(ctx, aio);
-        break;
-    case LOST_OP_SLEEP:
-        nng_sleep_aio(ms, aio);
-        break;
-    }
+    lost_op_start(op, ctx, aio, ms);
     return true;
 }
 

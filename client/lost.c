@@ -71,15 +71,9 @@ lost_untrack(once_client *c, lost_call *lc)
     pthread_mutex_unlock(&c->lease_lock);
 }
 
-bool
-lost_start(once_client *c, lost_op op, nng_ctx ctx, nng_aio *aio,
-           nng_duration ms)
+void
+lost_op_start(lost_op op, nng_ctx ctx, nng_aio *aio, nng_duration ms)
 {
-    pthread_mutex_lock(&c->lease_lock);
-    if (c->lease_state == ONCE_CLIENT_LEASE_LOST) {
-        pthread_mutex_unlock(&c->lease_lock);
-        return false;
-    }
     switch (op) {
     case LOST_OP_SEND:
         nng_ctx_send(ctx, aio);
@@ -91,6 +85,18 @@ lost_start(once_client *c, lost_op op, nng_ctx ctx, nng_aio *aio,
         nng_sleep_aio(ms, aio);
         break;
     }
+}
+
+bool
+lost_start(once_client *c, lost_op op, nng_ctx ctx, nng_aio *aio,
+           nng_duration ms)
+{
+    pthread_mutex_lock(&c->lease_lock);
+    if (c->lease_state == ONCE_CLIENT_LEASE_LOST) {
+        pthread_mutex_unlock(&c->lease_lock);
+        return false;
+    }
+    lost_op_start(op, ctx, aio, ms);
     pthread_mutex_unlock(&c->lease_lock);
     return true;
 }

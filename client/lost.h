@@ -5,7 +5,8 @@
  * Owns: the handle's view of its lease (enum once_client_lease: LIVE,
  * FAILING, LOST), the list of *tracked* calls in flight (mutating calls
  * under the handle's own client id), the start of every nng operation of a
- * tracked call, and the lease-lost callback.
+ * call (lost_op_start; for a tracked call under lease_lock, lost_start),
+ * and the lease-lost callback.
  * Invariant: LOST is final — the state never leaves it. A tracked call
  * starts an nng operation (send, receive, backoff sleep) only under
  * lease_lock and only while the lease is not lost, and lost_declare cancels
@@ -50,6 +51,10 @@ bool lost_track(once_client *c, lost_call *lc, nng_aio *aio);
 
 /* Unlinks lc. */
 void lost_untrack(once_client *c, lost_call *lc);
+
+/* Starts op on an aio (ms only for LOST_OP_SLEEP), unconditionally: an
+ * untracked call's path; tracked calls go through lost_start. */
+void lost_op_start(lost_op op, nng_ctx ctx, nng_aio *aio, nng_duration ms);
 
 /* Starts op on a tracked call's aio (ms only for LOST_OP_SLEEP). Returns
  * false, starting nothing, when the lease is lost. */
