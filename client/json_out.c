@@ -2,7 +2,8 @@
  * json_out.c — a flat JSON object writer with proper string escaping.
  *
  * Owns: the escaping rules of RFC 8259 section 7, UTF-8 validation, and
- * the separators of members and array elements.
+ * the separators of members and array elements, and oncectl's error
+ * object (json_error).
  * Never: emits bytes that are not valid UTF-8 inside a string.
  */
 #include "json_out.h"
@@ -191,4 +192,16 @@ void
 json_elem_end(json_obj *e)
 {
     fputc('}', e->f);
+}
+
+void
+json_error(FILE *f, const char *code, const char *reason, const char *message)
+{
+    json_obj j;
+
+    json_begin(&j, f);
+    json_str(&j, "code", code);
+    json_str(&j, "reason", reason);
+    json_str(&j, "message", message);
+    json_end(&j);
 }

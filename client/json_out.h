@@ -3,7 +3,8 @@
  *
  * Owns: string escaping (quotes, backslashes, control characters, and
  * invalid UTF-8 replaced by U+FFFD so the output is always valid JSON) and
- * the commas between members and array elements. One level of nesting is
+ * the commas between members and array elements, and the error object
+ * every oncectl failure prints. One level of nesting is
  * enough for oncectl: a member may be an array of flat objects.
  * Never: buffers output; never writes anything but the object and a final
  * newline.
@@ -20,6 +21,11 @@ typedef struct json_obj {
     int members; /* members written so far */
     int elems;   /* elements of the array member being written */
 } json_obj;
+
+/* One whole object {"code":...,"reason":...,"message":...}: how oncectl
+ * reports a failure with --json. */
+void json_error(FILE *f, const char *code, const char *reason,
+                const char *message);
 
 /* Writes "{" to f. */
 void json_begin(json_obj *j, FILE *f);

@@ -169,12 +169,7 @@ usage_error(const cli *g, const char *hint, const char *fmt, ...)
     }
     fprintf(stderr, "Try 'oncectl --help'.\n");
     if (g->json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        json_str(&j, "code", "INVALID_ARGUMENT");
-        json_str(&j, "reason", "USAGE");
-        json_str(&j, "message", msg);
-        json_end(&j);
+        json_error(stdout, "INVALID_ARGUMENT", "USAGE", msg);
     }
     return ONCECTL_EXIT_USAGE;
 }

@@ -55,12 +55,7 @@ pcmd_usage(bool json, const char *fmt, const char *arg)
 
     snprintf(msg, sizeof(msg), fmt, arg != NULL ? arg : "");
     if (json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        json_str(&j, "code", "INVALID_ARGUMENT");
-        json_str(&j, "reason", "USAGE");
-        json_str(&j, "message", msg);
-        json_end(&j);
+        json_error(stdout, "INVALID_ARGUMENT", "USAGE", msg);
     }
     fprintf(stderr, "oncectl principal: %s\n(see oncectl principal --help)\n",
             msg);
@@ -71,12 +66,7 @@ static int
 pcmd_fail(bool json, const char *reason, const char *msg)
 {
     if (json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        json_str(&j, "code", "FAILED_PRECONDITION");
-        json_str(&j, "reason", reason);
-        json_str(&j, "message", msg);
-        json_end(&j);
+        json_error(stdout, "FAILED_PRECONDITION", reason, msg);
     }
     fprintf(stderr, "oncectl principal: %s\n", msg);
     return 1;
