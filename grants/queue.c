@@ -68,48 +68,6 @@ queue_store(const grants_env *e, const char *machine,
     return rows_put(e->txn, &k, &q->base);
 }
 
-/* Appends v to a protobuf-c repeated uint64 (malloc'd array). */
-static int
-ids_push(uint64_t **a, size_t *n, uint64_t v)
-{
-    uint64_t *b = realloc(*a, (*n + 1) * sizeof(*b));
-
-    if (b == NULL) {
-        return ENOMEM;
-    }
-    b[(*n)++] = v;
-    *a = b;
-    return 0;
-}
-
-static void
-ids_drop(uint64_t *a, size_t *n, uint64_t v)
-{
-    size_t j = 0;
-
-    for (size_t i = 0; i < *n; i++) {
-        if (a[i] != v) {
-            a[j++] = a[i];
-        }
-    }
-    *n = j;
-}
-
-/* Keeps the newest GRANTS_EXPIRED_MAX ids. */
-static int
-expired_push(Once__Grants__V1__MachineQueue *q, uint64_t id)
-{
-    int rv = ids_push(&q->expired, &q->n_expired, id);
-
-    if (rv == 0 && q->n_expired > GRANTS_EXPIRED_MAX) {
-        size_t cut = q->n_expired - GRANTS_EXPIRED_MAX;
-        memmove(q->expired, q->expired + cut,
-                GRANTS_EXPIRED_MAX * sizeof(*q->expired));
-        q->n_expired = GRANTS_EXPIRED_MAX;
-    }
-    return rv;
-}
-
 /* Clears g/q/<surface> when it names work_id. */
 static int
 pending_clear(const grants_env *e, const char *surface, uint64_t work_id)
@@ -142,7 +100,7 @@ work_close(const grants_env *e, Once__V1__WorkRow *w,
     nw.state = state;
     nw.reason = (char *)reason;
     if (q != NULL) {
-        ids_drop(q->pending, &q->n_pending, w->work_id);
+        rows_ids_drop(q->pending, &q->n_pending, w->work_id);
     }
     if ((rv = work_store(e, &nw)) != 0) {
         return rv;
@@ -242,7 +200,7 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         nw.generation = p->generation;
         nw.state = ONCE__V1__WORK_ROW__STATE__PENDING;
         if ((rv = queue_load(e, p->machine, &q)) != 0 ||
-            (rv = ids_push(&q->pending, &q->n_pending, nw.work_id)) != 0 ||
+            (rv = rows_ids_push(&q->pending, &q->n_pending, nw.work_id)) != 0 ||
             (rv = queue_store(e, p->machine, q)) != 0) {
             goto err;
         }
@@ -351,7 +309,8 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         /* Not moved: expired on its own machine, and kept. */
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__EXPIRED,
                              "PENDING_OVER_12H")) != 0 ||
-            (rv = expired_push(q, w->work_id)) != 0 ||
+            (rv = rows_ids_push_newest(&q->expired, &q->n_expired, w->work_id,
+                                       GRANTS_EXPIRED_MAX)) != 0 ||
             (rv = work_reload(e, &w)) != 0) {
             ROW_FREE(w);
             return rv;
@@ -449,7 +408,7 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
         }
         if (w->state != ONCE__V1__WORK_ROW__STATE__PENDING ||
             strcmp(w->machine, r->machine) != 0) {
-            ids_drop(q->pending, &q->n_pending, w->work_id);
+            rows_ids_drop(q->pending, &q->n_pending, w->work_id);
             ROW_FREE(w);
             continue;
         }

@@ -1,10 +1,11 @@
 /*
- * rows.c — protobuf rows over a store_txn.
+ * rows.c — protobuf rows over a store_txn, and the id lists inside them.
  */
 #include "rows.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "wire.h"
 
@@ -105,4 +106,43 @@ rows_set_flag(store_txn *t, const gkey *k, bool on)
 
     return on ? store_txn_put(t, k->b, k->n, &one, 1)
               : store_txn_del(t, k->b, k->n);
+}
+
+int
+rows_ids_push(uint64_t **a, size_t *n, uint64_t v)
+{
+    uint64_t *b = realloc(*a, (*n + 1) * sizeof(*b));
+
+    if (b == NULL) {
+        return ENOMEM;
+    }
+    b[(*n)++] = v;
+    *a = b;
+    return 0;
+}
+
+int
+rows_ids_push_newest(uint64_t **a, size_t *n, uint64_t v, size_t max)
+{
+    int rv = rows_ids_push(a, n, v);
+
+    if (rv == 0 && *n > max) {
+        size_t cut = *n - max;
+        memmove(*a, *a + cut, max * sizeof(**a));
+        *n = max;
+    }
+    return rv;
+}
+
+void
+rows_ids_drop(uint64_t *a, size_t *n, uint64_t v)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < *n; i++) {
+        if (a[i] != v) {
+            a[j++] = a[i];
+        }
+    }
+    *n = j;
 }

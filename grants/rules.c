@@ -353,7 +353,6 @@ static int
 machine_open_drop(const grants_env *e, const char *machine, uint64_t id)
 {
     Once__Grants__V1__MachineQueue *q = NULL;
-    size_t j = 0;
     gkey k;
     int rv;
 
@@ -361,12 +360,7 @@ machine_open_drop(const grants_env *e, const char *machine, uint64_t id)
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__machine_queue, &q)) != 0) {
         return rv;
     }
-    for (size_t i = 0; i < q->n_open_grants; i++) {
-        if (q->open_grants[i] != id) {
-            q->open_grants[j++] = q->open_grants[i];
-        }
-    }
-    q->n_open_grants = j;
+    rows_ids_drop(q->open_grants, &q->n_open_grants, id);
     rv = rows_put(e->txn, &k, &q->base);
     ROW_FREE(q);
     return rv;
@@ -376,7 +370,6 @@ static int
 machine_open_add(const grants_env *e, const char *machine, uint64_t id)
 {
     Once__Grants__V1__MachineQueue *q = NULL;
-    uint64_t *ids;
     gkey k;
     int rv;
 
@@ -384,15 +377,9 @@ machine_open_add(const grants_env *e, const char *machine, uint64_t id)
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__machine_queue, &q)) != 0) {
         return rv;
     }
-    /* Unpacked arrays belong to protobuf-c's allocator (malloc); grow. */
-    ids = realloc(q->open_grants, (q->n_open_grants + 1) * sizeof(*ids));
-    if (ids == NULL) {
-        ROW_FREE(q);
-        return ENOMEM;
+    if ((rv = rows_ids_push(&q->open_grants, &q->n_open_grants, id)) == 0) {
+        rv = rows_put(e->txn, &k, &q->base);
     }
-    ids[q->n_open_grants++] = id;
-    q->open_grants = ids;
-    rv = rows_put(e->txn, &k, &q->base);
     ROW_FREE(q);
     return rv;
 }
@@ -868,8 +855,6 @@ static int
 surface_close(const grants_env *e, const Once__V1__Grant *g)
 {
     Once__Grants__V1__SurfaceRow *s = NULL;
-    uint64_t *h;
-    size_t n, skip;
     gkey k;
     int rv;
 
@@ -880,20 +865,10 @@ surface_close(const grants_env *e, const Once__V1__Grant *g)
     if (s->open_grant == g->grant_id) {
         s->open_grant = 0;
     }
-    n = s->n_history;
-    skip = n + 1 > GRANTS_HISTORY_MAX ? n + 1 - GRANTS_HISTORY_MAX : 0;
-    if ((h = malloc((n + 1) * sizeof(*h))) == NULL) {
-        ROW_FREE(s);
-        return ENOMEM;
+    if ((rv = rows_ids_push_newest(&s->history, &s->n_history, g->grant_id,
+                                   GRANTS_HISTORY_MAX)) == 0) {
+        rv = rows_put(e->txn, &k, &s->base);
     }
-    for (size_t i = skip; i < n; i++) {
-        h[i - skip] = s->history[i];
-    }
-    h[n - skip] = g->grant_id;
-    free(s->history);
-    s->history = h;
-    s->n_history = n - skip + 1;
-    rv = rows_put(e->txn, &k, &s->base);
     ROW_FREE(s);
     return rv != 0 ? rv : machine_open_drop(e, g->machine, g->grant_id);
 }
