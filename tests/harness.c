@@ -634,12 +634,22 @@ harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
                  const void *payload, size_t payload_len, uint8_t **out,
                  size_t *out_len)
 {
+    return harness_envelope_fi(method, client_id, seq, 0, payload, payload_len,
+                               out, out_len);
+}
+
+int
+harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
+                    uint64_t fi, const void *payload, size_t payload_len,
+                    uint8_t **out, size_t *out_len)
+{
     Once__V1__Request r = ONCE__V1__REQUEST__INIT;
     size_t len;
 
     r.method = (char *)method;
     r.client_id = client_id;
     r.seq = seq;
+    r.first_incomplete = fi;
     r.attempt = 1;
     r.principal = "anonymous";
     r.payload.data = (uint8_t *)payload;

@@ -169,6 +169,12 @@ int harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
                      const void *payload, size_t payload_len, uint8_t **out,
                      size_t *out_len);
 
+/* harness_envelope carrying first_incomplete fi (harness_envelope sends
+ * 0). */
+int harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
+                        uint64_t fi, const void *payload, size_t payload_len,
+                        uint8_t **out, size_t *out_len);
+
 /* Packs an IncrementRequest. *out is malloc'd (free()). 0 or -1. */
 int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
                          size_t *out_len);

@@ -58,27 +58,22 @@ static reply
 incr(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
      const char *name, int timeout_ms)
 {
-    Once__V1__IncrementRequest ir = ONCE__V1__INCREMENT_REQUEST__INIT;
-    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
     Once__V1__Response *resp = NULL;
-    uint8_t pl[512], env[1024];
+    uint8_t *pl = NULL, *env = NULL;
+    size_t plen, elen;
     reply out;
-    size_t elen;
 
     memset(&out, 0, sizeof(out));
     out.value = -1;
-    ir.name = (char *)name;
-    ir.by = 1;
-    r.method = INCR;
-    r.client_id = cid;
-    r.seq = seq;
-    r.first_incomplete = fi;
-    r.attempt = 1;
-    r.principal = "anonymous";
-    r.payload.data = pl;
-    r.payload.len = once__v1__increment_request__pack(&ir, pl);
-    elen = once__v1__request__pack(&r, env);
-    if ((out.rv = harness_raw_rpc(h->url, env, elen, &resp, timeout_ms)) != 0) {
+    if (harness_incr_payload(name, 1, &pl, &plen) != 0 ||
+        harness_envelope_fi(INCR, cid, seq, fi, pl, plen, &env, &elen) != 0) {
+        out.rv = -1;
+    } else {
+        out.rv = harness_raw_rpc(h->url, env, elen, &resp, timeout_ms);
+    }
+    free(pl);
+    free(env);
+    if (out.rv != 0) {
         return out;
     }
     out.code = resp->status != NULL ? (int)resp->status->code : 0;

@@ -135,23 +135,13 @@ static void
 raw_incr(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
          const char *name, int64_t by, Once__V1__Response **rp)
 {
-    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
-    uint8_t *payload = NULL, *buf;
+    uint8_t *payload = NULL, *buf = NULL;
     size_t plen, len;
 
     assert_int_equal(harness_incr_payload(name, by, &payload, &plen), 0);
-    r.method = "/once.v1.Counter/Increment";
-    r.client_id = cid;
-    r.seq = seq;
-    r.first_incomplete = fi;
-    r.attempt = 1;
-    r.principal = "anonymous";
-    r.payload.data = payload;
-    r.payload.len = plen;
-    len = once__v1__request__get_packed_size(&r);
-    buf = malloc(len > 0 ? len : 1);
-    assert_non_null(buf);
-    once__v1__request__pack(&r, buf);
+    assert_int_equal(harness_envelope_fi("/once.v1.Counter/Increment", cid, seq,
+                                         fi, payload, plen, &buf, &len),
+                     0);
     assert_int_equal(harness_raw_rpc(h->url, buf, len, rp, 5000), 0);
     free(buf);
     free(payload);
