@@ -370,7 +370,19 @@ expect_fail_fast(once_client *a, once_client *b, const char *name)
     int64_t v;
     int64_t t0;
 
+    /* Requests sent before the loss may still be reaching onced (a server
+     * that was SIGSTOPped works off its backlog after SIGCONT): wait until
+     * only our own Stats calls move the count (bounded: 5 s). */
     harness_collector_stats(b, &s0, &c0);
+    for (int i = 0; i < 100; i++) {
+        harness_sleep_ms(50);
+        harness_collector_stats(b, &s1, &c1);
+        if (s1.requests == s0.requests + 1) {
+            s0 = s1;
+            break;
+        }
+        s0 = s1;
+    }
     t0 = harness_now_ms();
     assert_int_equal(once_counter_incr(a, name, 1, NULL, &v, &st),
                      ONCE_FAILED_PRECONDITION);
