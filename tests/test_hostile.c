@@ -32,6 +32,7 @@
 
 #include <nng/nng.h>
 
+#include "grants.pb-c.h"
 #include "harness.h"
 
 #define INCREMENT "/once.v1.Counter/Increment"
@@ -837,6 +838,39 @@ test_overlong_names(void **state)
     id_still_free(f, f->cid, seq);
 }
 
+/* Enum fields carry numbers the schema does not name (proto3 keeps them as
+ * plain integers on decode): a FinishGrant outcome of 99 or -1 is refused
+ * before anything runs. */
+static void
+test_unknown_enum_values(void **state)
+{
+    fixture *f = *state;
+    const int64_t bad[] = {99, -1, 0};
+    uint64_t seq = f->seq++;
+
+    mark(f);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        Once__V1__FinishGrantRequest req = ONCE__V1__FINISH_GRANT_REQUEST__INIT;
+        uint8_t payload[64];
+        uint8_t *env;
+        size_t plen, len;
+        char what[64];
+
+        req.grant_id = 1;
+        req.outcome = (Once__V1__GrantOutcome)bad[i];
+        plen = once__v1__finish_grant_request__pack(&req, payload);
+        assert_int_equal(harness_envelope("/once.v1.Grants/FinishGrant", f->cid,
+                                          seq, payload, plen, &env, &len),
+                         0);
+        snprintf(what, sizeof(what), "FinishGrant outcome %lld",
+                 (long long)bad[i]);
+        expect_code(f, what, env, len, ONCE_INVALID_ARGUMENT, -1, NULL);
+        free(env);
+        nothing_written(f);
+    }
+    id_still_free(f, f->cid, seq);
+}
+
 int
 main(void)
 {
@@ -855,6 +889,7 @@ main(void)
         T(test_repeated_singular_fields),
         T(test_extreme_numbers),
         T(test_overlong_names),
+        T(test_unknown_enum_values),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
