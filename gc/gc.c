@@ -266,7 +266,7 @@ expire_lease(void *arg, lease_entry *e)
     }
 }
 
-/* Committer thread: everything staged before the barrier is durable. */
+/* In store_sync: everything staged before the barrier is durable. */
 static void
 gc_barrier_done(void *arg)
 {
@@ -312,7 +312,7 @@ gc_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Runs on the committer thread (or the executor on failure). */
+/* Runs in store_sync on the executor thread (or directly on failure). */
 static void
 gc_pass_done(void *arg)
 {

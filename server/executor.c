@@ -36,6 +36,10 @@ typedef struct exec_task {
     struct exec_task *next;
 } exec_task;
 
+/* Calls executed before a group is synced even if more are queued: bounds
+ * the wait of the first call of a group under a steady stream. */
+#define EXEC_GROUP_MAX 1024
+
 struct executor {
     server *srv;
     pthread_t thread;
@@ -381,6 +385,15 @@ exec_main(void *arg)
         exec_task *t;
 
         pthread_mutex_lock(&ex->mtx);
+        if ((ex->head == NULL && ex->task_head == NULL) ||
+            store_pending(ex->srv->st) >= EXEC_GROUP_MAX) {
+            /* Out of queued calls (or a full group): make everything
+             * executed durable, one fsync, and reply. Calls that arrive
+             * meanwhile form the next group. */
+            pthread_mutex_unlock(&ex->mtx);
+            store_sync(ex->srv->st);
+            pthread_mutex_lock(&ex->mtx);
+        }
         while (ex->head == NULL && ex->task_head == NULL && !ex->stopping) {
             pthread_cond_wait(&ex->cv, &ex->mtx);
         }

@@ -6,12 +6,12 @@
  * here, one after another: that single order is what makes concurrent
  * duplicates execute once and same-key calls serialized, without locks on
  * application keys. Effects and records are staged in one store
- * transaction and handed to the group committer; the reply leaves from the
- * committer thread once that transaction, and every one before it, is
- * durable — so no reply (not even a read or an error) ever shows state that
- * a crash could take back.
- * Never: waits on the disk for a sync (the committer does), or replies
- * directly.
+ * transaction and handed over; whenever the queue runs dry (or a group
+ * reaches EXEC_GROUP_MAX) the executor calls store_sync: one synced write
+ * for everything executed since, then the replies, in order — so no reply
+ * (not even a read or an error) ever shows state that a crash could take
+ * back, and no call pays a thread hand-off to reach the disk.
+ * Never: replies before the sync that holds the call.
  */
 #ifndef SERVER_EXECUTOR_H
 #define SERVER_EXECUTOR_H
@@ -29,8 +29,8 @@ void executor_submit(void *ex, listener_req *r);
  * queued. Thread-safe, never blocks beyond a short mutex. */
 void executor_post(void *ex, void (*fn)(void *), void *fn_arg);
 
-/* Executes everything still queued, hands it to the committer, and stops
- * the thread. NULL is ok. */
+/* Executes everything still queued, syncs it, and stops the thread. NULL
+ * is ok. */
 void executor_close(executor *ex);
 
 #endif /* SERVER_EXECUTOR_H */

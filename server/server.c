@@ -1,7 +1,7 @@
 /*
  * server.c — wiring the store, the executor and the listener together, and
  * taking them down in the order that keeps every commit: stop the network,
- * execute what was already received, let the committer sync it, close.
+ * execute what was already received and sync it, close.
  */
 #include "server.h"
 

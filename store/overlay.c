@@ -1,7 +1,7 @@
 /*
  * overlay.c — a chained hash table of pending writes, guarded by one mutex.
  *
- * The executor thread puts and gets; the committer thread settles. Entries
+ * The owner's thread puts, gets and (in store_sync) settles. Entries
  * are few (bounded by what one or two commit groups hold), so one lock and
  * a table that grows by doubling are enough.
  */

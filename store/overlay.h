@@ -3,7 +3,7 @@
  *
  * Owns: an in-memory map from LevelDB key to the newest staged value (or a
  * tombstone) of every key written by a transaction that has been handed to
- * the group committer but whose batch is not yet synced.
+ * over for group commit but whose batch is not yet synced.
  * Invariant: a key is in the overlay from the moment its transaction is
  * published until the batch holding its newest write is in LevelDB; so a
  * reader that checks the overlay first and LevelDB second never misses a

@@ -1,8 +1,8 @@
 /*
  * store.c — opening and closing the LevelDB, counters, and scans.
  *
- * Owns the LevelDB handle and its options. Transactions live in txn.c, the
- * committer thread in commit.c.
+ * Owns the LevelDB handle and its options. Transactions live in txn.c,
+ * group commit in commit.c.
  */
 #include "store_impl.h"
 
@@ -37,8 +37,6 @@ store_free(store *s)
     }
     overlay_free(s->ov);
     pthread_mutex_destroy(&s->mtx);
-    pthread_cond_destroy(&s->cv);
-    pthread_cond_destroy(&s->done_cv);
     free(s);
 }
 
@@ -53,8 +51,6 @@ store_open(store **sp, const char *dir, char **errmsg)
         return ENOMEM;
     }
     pthread_mutex_init(&s->mtx, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    pthread_cond_init(&s->done_cv, NULL);
     s->next_ticket = 1;
     if ((rv = overlay_alloc(&s->ov)) != 0) {
         store_free(s);
@@ -83,10 +79,6 @@ store_open(store **sp, const char *dir, char **errmsg)
         store_free(s);
         return EIO;
     }
-    if ((rv = commit_start(s)) != 0) {
-        store_free(s);
-        return rv;
-    }
     *sp = s;
     return 0;
 }
@@ -97,7 +89,7 @@ store_close(store *s)
     if (s == NULL) {
         return;
     }
-    commit_stop(s);
+    store_sync(s); /* nothing handed over is dropped */
     store_free(s);
 }
 

@@ -1,15 +1,15 @@
 /*
  * store.h — onced's durable state: one LevelDB, transactions that stage
- * their writes in a batch, and a group committer that makes them durable.
+ * their writes in a batch, and group commit that makes them durable.
  *
- * The model: ONE thread (the server's executor) runs transactions one after
- * another. A transaction reads through (its own writes → the overlay of
- * executed-but-not-yet-synced writes → LevelDB), stages writes in a LevelDB
- * write batch, and is handed to the committer with store_txn_commit(). From
- * that moment later transactions see its writes; its done callback runs on
- * the committer thread once its batch has been written with sync=true.
- * Many transactions' batches are merged into one synced write (group
- * commit): one fsync for all of them.
+ * The model: ONE thread (the server's executor, "the owner") runs
+ * transactions one after another. A transaction reads through (its own
+ * writes → the overlay of executed-but-not-yet-synced writes → LevelDB),
+ * stages writes in a LevelDB write batch, and is handed over with
+ * store_txn_commit(). From that moment later transactions see its writes.
+ * When the owner runs out of work it calls store_sync(): every batch handed
+ * over is merged into one synced write (group commit: one fsync for all of
+ * them), then the done callbacks run, in order, on the owner's thread.
  *
  * Invariant: a done callback with err == 0 runs only after the transaction's
  * batch — and every batch handed over before it — is durable. Nothing is
@@ -30,25 +30,26 @@
 typedef struct store store;
 typedef struct store_txn store_txn;
 
-/* Runs on the committer thread when the transaction is durable. */
+/* Runs in store_sync (the owner's thread) when the transaction is
+ * durable. */
 typedef void (*store_done_fn)(void *arg);
 
 typedef struct store_counters {
     uint64_t commits;   /* transactions with writes made durable */
     uint64_t fsyncs;    /* synced LevelDB writes */
-    uint64_t groups;    /* committer wake-ups that handled >= 1 transaction */
+    uint64_t groups;    /* synced writes that held >= 1 transaction */
     uint64_t max_group; /* most transactions in one synced write */
 } store_counters;
 
 /*
- * Opens (creating if missing) the LevelDB in dir and starts the committer
- * thread. On failure returns an errno-style code and, when errmsg is not
- * NULL, a malloc'd message (free with free()).
+ * Opens (creating if missing) the LevelDB in dir. On failure returns an
+ * errno-style code and, when errmsg is not NULL, a malloc'd message (free
+ * with free()).
  */
 int store_open(store **sp, const char *dir, char **errmsg);
 
-/* Waits for every handed-over transaction to become durable (their done
- * callbacks run), stops the committer and closes LevelDB. NULL is ok. */
+/* Makes every handed-over transaction durable (store_sync: their done
+ * callbacks run) and closes LevelDB. NULL is ok. */
 void store_close(store *s);
 
 void store_counters_get(store *s, store_counters *out);
@@ -72,13 +73,25 @@ int store_txn_del(store_txn *t, const void *key, size_t klen);
 bool store_txn_dirty(const store_txn *t);
 
 /*
- * Hands the transaction to the committer and gives up ownership of it. done
- * (may be NULL) runs on the committer thread after the transaction — and
- * all handed over before it — is durable. A transaction without writes
- * costs no fsync but still waits for the ones before it: that is how a read
- * or a replay answers only with durable state.
+ * Hands the transaction over and gives up ownership of it. done (may be
+ * NULL) runs in the next store_sync, after the transaction — and all handed
+ * over before it — is durable. A transaction without writes costs no fsync
+ * but still waits for the ones before it: that is how a read or a replay
+ * answers only with durable state.
  */
 void store_txn_commit(store_txn *t, store_done_fn done, void *arg);
+
+/*
+ * Writes everything handed over, merged into synced LevelDB writes (at most
+ * 4096 transactions each), then runs their done callbacks in hand-over
+ * order; repeats while callbacks hand over more. Returns how many
+ * transactions it made durable. The owner calls it whenever it has no more
+ * queued work — that is what makes a group.
+ */
+size_t store_sync(store *s);
+
+/* Transactions handed over and not yet synced. Thread-safe. */
+size_t store_pending(store *s);
 
 /* Drops a transaction without writing anything. NULL is ok. */
 void store_txn_abort(store_txn *t);

@@ -26,7 +26,7 @@ struct store_txn {
     txn_write *writes; /* in staging order; newest last */
     size_t nwrites;
     size_t cap;
-    uint64_t ticket; /* set when handed to the committer */
+    uint64_t ticket; /* set when handed over (store_txn_commit) */
     store_done_fn done;
     void *arg;
     struct store_txn *next; /* commit queue link */
@@ -41,30 +41,17 @@ struct store {
     leveldb_writeoptions_t *wsync;
     overlay *ov;
 
-    pthread_mutex_t mtx; /* protects both queues, next_ticket, stopping */
-    pthread_cond_t cv;
-    store_txn *head; /* handed over, not yet written */
+    pthread_mutex_t mtx; /* protects the queue, queued and next_ticket */
+    store_txn *head;     /* handed over, not yet written */
     store_txn *tail;
+    size_t queued;
     uint64_t next_ticket;
-    bool stopping;
-    bool running;
-    pthread_t committer;
-
-    pthread_cond_t done_cv;
-    store_txn *done_head; /* durable, callbacks not yet run */
-    store_txn *done_tail;
-    bool committer_exited;
-    pthread_t finisher;
 
     _Atomic uint64_t commits;
     _Atomic uint64_t fsyncs;
     _Atomic uint64_t groups;
     _Atomic uint64_t max_group;
 };
-
-/* commit.c */
-int commit_start(store *s);
-void commit_stop(store *s);
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
 void commit_split_write(store *s, store_txn *group);

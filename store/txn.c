@@ -3,7 +3,7 @@
  * LevelDB; writes staged in a LevelDB batch.
  *
  * Owns the transaction object until store_txn_commit hands it to the
- * committer (commit.c), which frees it after its done callback.
+ * commit queue (commit.c), which frees it after its done callback.
  * Never: writes to LevelDB itself.
  */
 #include "store_impl.h"

@@ -3,8 +3,8 @@
  * dispatch of every method (SPEC §2: hostile input).
  *
  * Owns: one in-process onced (server_open: real store in a temp dir, real
- * executor, committer and collector, an ipc listener) built with ASan and
- * UBSan, one live lease, and a REQ socket that sends each input as one
+ * executor (which also syncs) and collector, an ipc listener) built with ASan
+ * and UBSan, one live lease, and a REQ socket that sends each input as one
  * message. Input byte 0 picks the shape: even — the rest is a raw envelope;
  * odd — byte 1 picks a method of every once.v1 service, byte 2 the client
  * id (none, the live lease, a never-issued one, UINT64_MAX), bytes 3..10

@@ -198,11 +198,11 @@ test_fsyncs_fewer_than_commits(void **state)
         store_txn_commit(t, NULL, NULL);
     }
     store_txn_commit(store_txn_begin(f->st), barrier_done, NULL);
-    for (int i = 0;
-         i < 2000 && !__atomic_load_n(&barrier_hit, __ATOMIC_SEQ_CST); i++) {
-        usleep(5000); /* at most 10 s */
-    }
+    assert_int_equal(store_pending(f->st), 1001);
+    assert_false(barrier_hit); /* nothing is durable before the sync */
+    assert_int_equal(store_sync(f->st), 1001);
     assert_true(barrier_hit);
+    assert_int_equal(store_pending(f->st), 0);
     store_counters_get(f->st, &sc);
     assert_int_equal(sc.commits, 1000);
     /* 1000 transactions handed over back to back share fsyncs. */
