@@ -36,6 +36,7 @@
 #include "auth_tag.h"
 #include "client_impl.h"
 #include "lost.h"
+#include "slot.h"
 #include "status.h"
 #include "wire.h"
 
@@ -353,6 +354,9 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     lost_call lc;
     bool tracking = false;
     bool complete = false;
+    call_slot *slot = NULL;
+    bool clean = false; /* ended on a reply, never slept: slot reusable */
+    bool slept = false;
     nng_ctx ctx;
     nng_aio *aio = NULL;
     uint64_t deadline = retry_now_ms() + deadline_ms;
@@ -363,19 +367,13 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
 
     memset(&cst, 0, sizeof(cst));
     snprintf(cst.last_err, sizeof(cst.last_err), "deadline too short");
-    if ((rv = nng_ctx_open(&ctx, c->sock)) != 0) {
+    if ((rv = slot_take(c, &slot)) != 0) {
         return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
-                          "nng_ctx_open: %s; nothing was sent",
+                          "nng context setup: %s; nothing was sent",
                           nng_strerror(rv));
     }
-    if ((rv = nng_ctx_set_ms(ctx, NNG_OPT_REQ_RESENDTIME,
-                             NNG_DURATION_INFINITE)) != 0 ||
-        (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
-        rv = status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
-                        "nng context setup: %s; nothing was sent",
-                        nng_strerror(rv));
-        goto out;
-    }
+    ctx = slot->ctx;
+    aio = slot->aio;
     if (cs->tracked) {
         if (!lost_track(c, &lc, aio)) {
             cst.lost = true;
@@ -443,6 +441,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
             call_start(c, cs, LOST_OP_SLEEP, ctx, aio,
                        (nng_duration)(b > INT32_MAX ? INT32_MAX : b))) {
             nng_aio_wait(aio);
+            slept = true;
         }
         if (cs->tracked && lost_is_lost(c)) {
             cst.lost = true;
@@ -459,6 +458,7 @@ give_up:
     goto out;
 
 final:
+    clean = !slept;
     call_status_from(st, r);
     st->attempts = cst.sent;
     rv = st->code;
@@ -503,8 +503,7 @@ out:
     if (r != NULL) {
         once__v1__response__free_unpacked(r, NULL);
     }
-    nng_aio_free(aio);
-    nng_ctx_close(ctx);
+    slot_give(c, slot, clean);
     return rv;
 }
 

@@ -24,6 +24,7 @@
 #include "lost.h"
 #include "principals.h"
 #include "renew.h"
+#include "slot.h"
 #include "status.h"
 
 #define CLIENT_RECVMAXSZ          (4u * 1024u * 1024u)
@@ -69,9 +70,11 @@ client_free(once_client *c)
     /* Stops renewal first; it closes the socket so a renewal in flight
      * ends at once. */
     renew_stop(c);
+    slot_fini(c);
     if (nng_socket_id(c->sock) > 0) {
         nng_close(c->sock);
     }
+    pthread_mutex_destroy(&c->slot_lock);
     pthread_mutex_destroy(&c->lock);
     renew_fini(c);
     lost_fini(c);
@@ -230,6 +233,7 @@ once_client_open_secure(once_client **cp, const once_options *o,
                           "out of memory");
     }
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->slot_lock, NULL);
     renew_init(c);
     lost_init(c);
     window_init(&c->win, 1);

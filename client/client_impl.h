@@ -7,8 +7,8 @@
  * is written once in once_client_open and read-only afterwards, so calls
  * read it without a lock; win is only touched under lock, renew_stop under
  * renew_lock, the lease-health block under lease_lock. Lock order:
- * renew_lock, then lease_lock, then lock; none is held across network I/O
- * or a user callback.
+ * renew_lock, then lease_lock, then lock; slot_lock is a leaf (nothing is
+ * taken under it); none is held across network I/O or a user callback.
  * Never: exposes nng or protobuf-c types through the public header.
  */
 #ifndef CLIENT_CLIENT_IMPL_H
@@ -40,6 +40,10 @@ struct once_client {
     uint8_t key[32];             /* the principal's key; read-only after
                                     open, wiped at close */
     nng_tls_config *tls;         /* tls+tcp:// client config, or NULL */
+
+    pthread_mutex_t slot_lock; /* protects slots and nslots */
+    struct call_slot *slots;   /* free call slots (slot.h) */
+    size_t nslots;
 
     pthread_mutex_t lock; /* protects win */
     window win;           /* incomplete seqs of client_id; under lock */

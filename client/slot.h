@@ -1,0 +1,41 @@
+/*
+ * slot.h — call slots: an nng REQ context and its aio, kept for reuse.
+ *
+ * A call takes a slot for all its attempts and gives it back at the end.
+ * Opening a context and allocating an aio cost nng's global socket lock and
+ * an allocation each; under many callers that lock is contended, so slots
+ * that ended cleanly are kept (up to SLOT_KEEP per handle) for the next
+ * call.
+ *
+ * Owns: the handle's free slots (once_client.slots, under slot_lock).
+ * Invariant: a kept slot has no operation in flight, no message on its aio
+ * and was never used for a sleep (nng 1.5 reports a later timeout on such
+ * an aio as success without a message, see call.c).
+ * Never: keeps a slot whose last operation ended in an error.
+ */
+#ifndef CLIENT_SLOT_H
+#define CLIENT_SLOT_H
+
+#include <stdbool.h>
+
+#include <nng/nng.h>
+
+typedef struct once_client once_client;
+
+typedef struct call_slot {
+    nng_ctx ctx;
+    nng_aio *aio;
+    struct call_slot *next; /* in the free list */
+} call_slot;
+
+/* A slot with an open context (resend timer off) and an aio, reused when
+ * one is free. Returns 0 or an nng error. */
+int slot_take(once_client *c, call_slot **sp);
+
+/* Ends a call's use of s: kept for reuse when clean, closed otherwise. */
+void slot_give(once_client *c, call_slot *s, bool clean);
+
+/* Closes every kept slot (once_client close). */
+void slot_fini(once_client *c);
+
+#endif /* CLIENT_SLOT_H */
