@@ -237,7 +237,7 @@ call_status_from(once_status *st, const Once__V1__Response *r)
     const char *reason = r->status != NULL ? r->status->reason : NULL;
     const char *msg = r->status != NULL ? r->status->message : NULL;
 
-    status_set(st, call_code(r), reason, "%s", msg != NULL ? msg : "");
+    status_take(st, call_code(r), reason, msg);
     st->replayed = r->replayed;
 }
 
@@ -366,7 +366,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     int rv;
 
     memset(&cst, 0, sizeof(cst));
-    snprintf(cst.last_err, sizeof(cst.last_err), "deadline too short");
+    memcpy(cst.last_err, "deadline too short", sizeof("deadline too short"));
     if ((rv = slot_take(c, &slot)) != 0) {
         return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
                           "nng context setup: %s; nothing was sent",

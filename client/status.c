@@ -21,6 +21,28 @@ status_clear(once_status *st)
     }
 }
 
+/* Copies s into dst[n], truncated, always terminated. */
+static void
+status_copy(char *dst, size_t n, const char *s)
+{
+    size_t len = s != NULL ? strnlen(s, n - 1) : 0;
+
+    memcpy(dst, s != NULL ? s : "", len);
+    dst[len] = '\0';
+}
+
+int
+status_take(once_status *st, int code, const char *reason, const char *msg)
+{
+    if (st == NULL) {
+        return code;
+    }
+    st->code = code;
+    status_copy(st->reason, sizeof(st->reason), reason);
+    status_copy(st->message, sizeof(st->message), msg);
+    return code;
+}
+
 int
 status_set(once_status *st, int code, const char *reason, const char *fmt, ...)
 {
@@ -30,8 +52,7 @@ status_set(once_status *st, int code, const char *reason, const char *fmt, ...)
         return code;
     }
     st->code = code;
-    snprintf(st->reason, sizeof(st->reason), "%s",
-             reason != NULL ? reason : "");
+    status_copy(st->reason, sizeof(st->reason), reason);
     if (fmt == NULL) {
         st->message[0] = '\0';
         return code;

@@ -16,6 +16,10 @@ void status_clear(once_status *st);
 /* Sets code, reason (NULL: "") and a printf-style message; leaves replayed
  * and attempts alone. Returns code, so callers can `return status_set(...)`.
  */
+/* status_set with a message taken as it is (no formatting): the cheap
+ * path for a reply's own status. */
+int status_take(once_status *st, int code, const char *reason, const char *msg);
+
 int status_set(once_status *st, int code, const char *reason, const char *fmt,
                ...)
 #if defined(__GNUC__)
