@@ -25,7 +25,10 @@ typedef struct gc_sample {
 
 struct gc {
     store *st;
-    lease_table *lt; /* executor thread only */
+    lease_table *lt;       /* executor thread only */
+    uint64_t resume_after; /* where the next reclaim walk starts past (the
+                              lease that ran out the last budget); executor
+                              thread only */
     uint64_t (*now_ms)(void);
     gc_post_fn post;
     void *post_arg;
@@ -162,6 +165,7 @@ typedef struct reclaim_pass {
     lease_entry **forget; /* ended leases with nothing left */
     size_t nforget;
     size_t cap;
+    uint64_t ran_out_at; /* the lease that used up the budget, or 0 */
     int err;
 } reclaim_pass;
 
@@ -202,6 +206,9 @@ reclaim_lease(void *arg, lease_entry *e)
     if (rv != 0) {
         p->err = rv;
     }
+    if (p->rc.budget == 0 && p->ran_out_at == 0) {
+        p->ran_out_at = e->client_id;
+    }
 }
 
 static void gc_pass_done(void *arg);
@@ -221,7 +228,11 @@ gc_step_reclaim(void *arg)
     p.rc.g = g;
     p.rc.txn = txn;
     p.rc.budget = g->cfg.budget;
-    lease_table_each(g->lt, reclaim_lease, &p);
+    /* Round robin under a backlog: start past the lease where the last
+     * pass ran out of budget, so leases late in the table are not starved
+     * by early ones that keep acknowledging. */
+    lease_table_each_after(g->lt, g->resume_after, reclaim_lease, &p);
+    g->resume_after = p.ran_out_at;
     for (size_t i = 0; i < p.nforget && p.err == 0; i++) {
         p.err = lease_forget(g->lt, txn, p.forget[i]);
     }

@@ -145,7 +145,17 @@ void
 lease_table_each(lease_table *t, void (*fn)(void *arg, lease_entry *e),
                  void *arg)
 {
-    for (size_t i = 0; i < t->nbuckets; i++) {
+    lease_table_each_after(t, 0, fn, arg);
+}
+
+void
+lease_table_each_after(lease_table *t, uint64_t after_id,
+                       void (*fn)(void *arg, lease_entry *e), void *arg)
+{
+    size_t start = after_id != 0 ? table_slot(t, after_id) + 1 : 0;
+
+    for (size_t k = 0; k < t->nbuckets; k++) {
+        size_t i = (start + k) & (t->nbuckets - 1);
         for (lease_entry *e = t->buckets[i]; e != NULL; e = e->next) {
             fn(arg, e);
         }

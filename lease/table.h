@@ -64,6 +64,14 @@ void lease_table_remove(lease_table *t, lease_entry *e);
 void lease_table_each(lease_table *t, void (*fn)(void *arg, lease_entry *e),
                       void *arg);
 
+/* lease_table_each in a rotated order: starting just past after_id's place
+ * in the table (from the start when after_id is 0) and wrapping around, so
+ * a caller with a budget can resume where the last walk ran out instead of
+ * always serving the same entries first. Every entry is still visited
+ * once. */
+void lease_table_each_after(lease_table *t, uint64_t after_id,
+                            void (*fn)(void *arg, lease_entry *e), void *arg);
+
 size_t lease_table_count(lease_table *t);
 
 /* The next client id to issue; ids below it were issued. */

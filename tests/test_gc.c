@@ -349,6 +349,33 @@ test_budget_bounds_each_pass(void **state)
     assert_int_equal(persisted_watermark(f, id), 11);
 }
 
+/* Under a backlog larger than the budget, with every lease acknowledging
+ * more each pass, the walk resumes past the lease that ran out the budget:
+ * no lease is starved because others come first in the table. */
+static void
+test_budget_rotates_across_leases(void **state)
+{
+    fixture *f = *state;
+    lease_entry *e[4];
+    uint64_t next[4];
+
+    for (int i = 0; i < 4; i++) {
+        e[i] = open_lease(f, 30000);
+        next[i] = 1;
+    }
+    for (int pass = 0; pass < 8; pass++) {
+        for (int i = 0; i < 4; i++) {
+            put_records(f, e[i], next[i], next[i] + 2);
+            next[i] += 3;
+            lease_entry_ack(e[i], next[i]);
+        }
+        run_pass(f); /* budget 3: one lease's new records per pass */
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_true(e[i]->watermark_durable > 1);
+    }
+}
+
 int
 main(void)
 {
@@ -360,6 +387,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restart_keeps_ended_and_live_state,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_bounds_each_pass,
+                                        setup_small_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_rotates_across_leases,
                                         setup_small_budget, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
