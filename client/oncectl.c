@@ -61,6 +61,8 @@ static const char usage_top[] =
     "  records list [--client ID] [--limit N]\n"
     "                                     retained completion records\n"
     "  stats                              server statistics\n"
+    "  admin compact [--wait]             compact onced's LevelDB now "
+    "(operators)\n"
     "  principal add|list|revoke|restore  the principals of a local data\n"
     "                                     folder (oncectl principal --help)\n"
     "\n"
@@ -144,13 +146,6 @@ static const char usage_counter[] =
     "       oncectl [GLOBAL OPTIONS] counter get NAME\n"
     "`oncectl counter incr --help` and `oncectl counter get --help` say "
     "more.\n";
-
-static const char usage_stats[] =
-    "usage: oncectl [GLOBAL OPTIONS] stats\n"
-    "\n"
-    "Prints every field of the server's StatsResponse (requests, replays,\n"
-    "conflicts, commits, fsyncs, records_stored, rejected, leases_opened,\n"
-    "...), one per line, or as one JSON object with --json.\n";
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -910,64 +905,6 @@ cmd_records_list(const cli *g, int argc, char **argv)
     return ONCECTL_EXIT_OK;
 }
 
-/* Stats goes through once_call rather than once_admin_stats so that every
- * field of StatsResponse is printed, including fields added to the .proto
- * after once_stats was frozen into the public ABI. */
-static int
-cmd_stats(const cli *g, int argc, char **argv)
-{
-    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
-    Once__V1__StatsResponse *r = NULL;
-    const char *method;
-    uint8_t buf[16];
-    size_t len;
-    void *resp = NULL;
-    size_t resp_len = 0;
-    once_client *c = NULL;
-    once_status st;
-    int rv;
-
-    for (int i = 0; i < argc; i++) {
-        if (common_arg(g, argv[i], usage_stats, &rv)) {
-            return rv;
-        }
-        return usage_error(g, "stats takes no arguments",
-                           "unexpected argument '%s' to stats", argv[i]);
-    }
-    if ((method = wire_method_name(&once__v1__admin__descriptor, "Stats")) ==
-        NULL) {
-        fprintf(stderr, "oncectl: built without once.v1.Admin/Stats\n");
-        return ONCECTL_EXIT_CALL;
-    }
-    len = once__v1__stats_request__pack(&req, buf);
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK &&
-        (rv = once_call(c, method, false, NULL, buf, len, &resp, &resp_len,
-                        &st)) == ONCE_OK) {
-        r = once__v1__stats_response__unpack(NULL, resp_len, resp);
-        if (r == NULL) {
-            st.code = rv = ONCE_INTERNAL;
-            snprintf(st.reason, sizeof(st.reason), "BAD_RESPONSE");
-            snprintf(st.message, sizeof(st.message),
-                     "the reply payload is not a once.v1.StatsResponse");
-        }
-    }
-    once_free(resp);
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
-    }
-    if (g->json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        msg_print_json(&j, &r->base);
-        json_end(&j);
-    } else {
-        msg_print_text(stdout, &r->base);
-    }
-    once__v1__stats_response__free_unpacked(r, NULL);
-    return ONCECTL_EXIT_OK;
-}
-
 /* ---- main -------------------------------------------------------------- */
 
 /* --json anywhere before a "--" makes usage errors JSON too, even ones
@@ -1040,6 +977,9 @@ dispatch(const cli *g, int argc, char **argv)
     if (strcmp(cmd, "stats") == 0) {
         return cmd_stats(g, argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "admin") == 0) {
+        return cmd_admin(g, argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "principal") == 0) {
         return principal_cmd(argc - 1, argv + 1, g->json);
     }
@@ -1108,7 +1048,8 @@ dispatch(const cli *g, int argc, char **argv)
     }
     return usage_error(g,
                        "commands are: lease open|renew|close|info, counter "
-                       "incr, counter get, records list, stats",
+                       "incr, counter get, records list, stats, admin "
+                       "compact",
                        "unknown command '%s'", cmd);
 }
 

@@ -1,7 +1,8 @@
 /*
  * oncectl.h — what oncectl.c shares with the command files beside it
- * (oncectl_grants.c): the global options, the exit statuses, error and
- * usage reporting, option parsing and opening a client. Never installed.
+ * (oncectl_grants.c, oncectl_admin.c): the global options, the exit statuses,
+ * error and usage reporting, option parsing and opening a client. Never
+ * installed.
  *
  * Owns nothing: declarations only; the bodies are in oncectl.c.
  */
@@ -70,5 +71,11 @@ int open_client(const cli *g, bool no_lease, once_client **cp, once_status *st);
 /* `oncectl grants SUBCOMMAND ...` (oncectl_grants.c); argv[0] is the
  * subcommand. Returns the exit status. */
 int cmd_grants(const cli *g, int argc, char **argv);
+
+/* `oncectl stats` and `oncectl admin SUBCOMMAND ...` (oncectl_admin.c);
+ * argv[0] is the first argument after the command. Return the exit
+ * status. */
+int cmd_stats(const cli *g, int argc, char **argv);
+int cmd_admin(const cli *g, int argc, char **argv);
 
 #endif /* CLIENT_ONCECTL_H */

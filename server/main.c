@@ -2,8 +2,9 @@
  * main.c — onced: options, signals, start-up and clean shutdown.
  *
  * SIGINT/SIGTERM: stop receiving, execute what was received, wait for every
- * commit to be synced, close LevelDB, exit 0. Nothing is half-written: a
- * call's effect and record are one LevelDB batch. SIGHUP: re-read
+ * commit to be synced and for a running compaction (Admin.Compact) to end,
+ * close LevelDB, exit 0. Nothing is half-written: a call's effect and
+ * record are one LevelDB batch. SIGHUP: re-read
  * <data>/principals and <data>/policy (auth.h; onced also notices changes
  * by itself within AUTH_RECHECK_MS).
  */

@@ -1,9 +1,12 @@
 /*
- * svc_admin.c — once.v1.Admin: Stats and ListRecords.
+ * svc_admin.c — once.v1.Admin: Stats, ListRecords and Compact.
  *
  * Retention figures are derived from the lease table when asked (it is the
  * one place that counts records per client), so there is no second counter
- * to drift. Runs on the executor thread like every handler.
+ * to drift; bytes on disk by listing the data folder when asked. Runs on
+ * the executor thread like every handler.
+ * Never: waits for a compaction — Compact hands it to the store's
+ * compaction thread (store/compact.c) and answers at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include "gc.h"
 #include "lease.h"
 #include "lease_wire.h"
+#include "log.h"
 #include "once.pb-c.h"
 #include "records.h"
 #include "server.h"
@@ -54,8 +58,12 @@ admin_stats(server_call *c)
     admin_sum sum = {c->now_ms, 0, 0, 0, 0, 0};
     store_counters sc;
     gc_stats gs;
+    bool compacting;
+    uint64_t compactions, disk = 0;
 
     store_counters_get(c->srv->st, &sc);
+    store_compact_state(c->srv->st, &compacting, &compactions);
+    (void)store_disk_bytes(c->srv->st, &disk); /* 0 if unreadable */
     gc_stats_get(c->srv->gc, &gs);
     lease_table_each(c->srv->leases, admin_sum_one, &sum);
     resp.requests = atomic_load(&ss->requests);
@@ -78,6 +86,36 @@ admin_stats(server_call *c)
     resp.reclaimed_total = gs.reclaimed_total;
     resp.reclaimed_per_sec = gs.reclaimed_per_sec;
     resp.gc_passes = gs.passes;
+    resp.compacting = compacting;
+    resp.compactions = compactions;
+    resp.disk_bytes = disk;
+    call_reply(c, &resp.base);
+}
+
+/* ---- Compact --------------------------------------------------------------
+ */
+
+static void
+admin_compact(server_call *c)
+{
+    Once__V1__CompactResponse resp = ONCE__V1__COMPACT_RESPONSE__INIT;
+    bool running, already = false;
+    uint64_t finished;
+    int rv;
+
+    store_compact_state(c->srv->st, &running, &finished);
+    if ((rv = store_compact_start(c->srv->st, &already)) != 0) {
+        call_fail(c, ONCE__V1__CODE__UNAVAILABLE, "COMPACT_NOT_STARTED",
+                  "cannot start the compaction thread (error %d)", rv);
+        return;
+    }
+    if (!already) {
+        log_info("Compact: full-range compaction started (%llu finished "
+                 "before)",
+                 (unsigned long long)finished);
+    }
+    resp.already_running = already;
+    resp.compactions = finished;
     call_reply(c, &resp.base);
 }
 
@@ -239,6 +277,7 @@ admin_list_validate(server_call *c)
 const dispatch_entry svc_admin_methods[] = {
     {"/once.v1.Admin/Stats", 0, NULL, admin_stats},
     {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records},
+    {"/once.v1.Admin/Compact", 0, NULL, admin_compact},
 };
 const size_t svc_admin_count =
     sizeof(svc_admin_methods) / sizeof(svc_admin_methods[0]);

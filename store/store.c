@@ -2,7 +2,8 @@
  * store.c — opening and closing the LevelDB, counters, and scans.
  *
  * Owns the LevelDB handle and its options. Transactions live in txn.c,
- * group commit in commit.c.
+ * group commit in commit.c, the compaction thread in compact.c (closing
+ * waits for it before LevelDB is closed).
  */
 #include "store_impl.h"
 
@@ -37,6 +38,8 @@ store_free(store *s)
     }
     overlay_free(s->ov);
     pthread_mutex_destroy(&s->mtx);
+    pthread_mutex_destroy(&s->compact_mtx);
+    free(s->dir);
     free(s);
 }
 
@@ -51,7 +54,12 @@ store_open(store **sp, const char *dir, char **errmsg)
         return ENOMEM;
     }
     pthread_mutex_init(&s->mtx, NULL);
+    compact_init(s);
     s->next_ticket = 1;
+    if ((s->dir = strdup(dir)) == NULL) {
+        store_free(s);
+        return ENOMEM;
+    }
     if ((rv = overlay_alloc(&s->ov)) != 0) {
         store_free(s);
         return rv;
@@ -89,7 +97,8 @@ store_close(store *s)
     if (s == NULL) {
         return;
     }
-    store_sync(s); /* nothing handed over is dropped */
+    store_sync(s);   /* nothing handed over is dropped */
+    compact_join(s); /* a running compaction ends before LevelDB does */
     store_free(s);
 }
 

@@ -112,4 +112,26 @@ int store_scan_from(store *s, const void *start, size_t slen,
                     const void *prefix, size_t plen, store_scan_fn fn,
                     void *arg);
 
+/* ---- compact.c: full-range compaction, bytes on disk -------------------
+ * Deleted records leave the disk only when LevelDB compacts the tables
+ * (and the log) that hold them; store_compact_start has that done for the
+ * whole key range on a thread of the store's own, one at a time, and
+ * store_close waits for it before closing LevelDB. */
+
+/*
+ * Starts a full-range compaction on the store's compaction thread and
+ * returns at once. When one is already running none is started and
+ * *already_running is set (it is cleared otherwise). Returns 0, or the
+ * pthread_create error. Call from one thread at a time (the owner).
+ */
+int store_compact_start(store *s, bool *already_running);
+
+/* Whether a compaction runs now, and how many finished since store_open.
+ * Thread-safe. */
+void store_compact_state(store *s, bool *running, uint64_t *finished);
+
+/* Sum of the sizes of the regular files in the store's folder, found by
+ * listing it (a handful of files). Returns 0, or an errno from opendir. */
+int store_disk_bytes(store *s, uint64_t *bytes);
+
 #endif /* STORE_STORE_H */

@@ -51,6 +51,20 @@ struct store {
     _Atomic uint64_t fsyncs;
     _Atomic uint64_t groups;
     _Atomic uint64_t max_group;
+
+    char *dir; /* the LevelDB folder (store_disk_bytes) */
+
+    /* compact.c: the one compaction thread. */
+    pthread_mutex_t compact_mtx; /* protects compact_thread, compact_joinable
+                                    against store_close; the starter is the
+                                    owner */
+    pthread_t compact_thread;
+    bool compact_joinable;        /* started, not yet joined */
+    _Atomic bool compacting;      /* set by the starter, cleared by the
+                                     thread as its last act */
+    _Atomic uint64_t compactions; /* finished; raised before compacting is
+                                     cleared */
+    unsigned compact_hold_ms;     /* test-only, see compact.c */
 };
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
@@ -58,5 +72,11 @@ void commit_split_write(store *s, store_txn *group);
 
 /* txn.c */
 void txn_free(store_txn *t);
+
+/* compact.c: compact_init before any compaction (store_open);
+ * compact_join waits for a running one (store_close, before LevelDB is
+ * closed). */
+void compact_init(store *s);
+void compact_join(store *s);
 
 #endif /* STORE_STORE_IMPL_H */

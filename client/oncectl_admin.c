@@ -1,0 +1,297 @@
+/*
+ * oncectl_admin.c — `oncectl stats` and `oncectl admin compact`: the
+ * once.v1.Admin methods oncectl sends through once_call, so every field of
+ * their replies is printed, including fields added to the .proto after
+ * libonce's once_stats was frozen into the public ABI.
+ *
+ * Owns: the Stats and Compact requests and their output; `compact --wait`
+ * polling Stats until the compaction has ended.
+ * Invariant: --wait never waits past the global deadline (--timeout,
+ * default 10s): the compaction goes on in onced, and oncectl says so and
+ * exits 1.
+ * Never: prints more than one JSON object.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+#include "json_out.h"
+#include "msg_print.h"
+#include "once/client.h"
+#include "oncectl.h"
+#include "wire.h"
+
+/* Library default of once_options.deadline_ms, used when no --timeout. */
+#define ADMIN_DEADLINE_MS 10000
+#define ADMIN_POLL_MS     100
+
+static const char usage_stats[] =
+    "usage: oncectl [GLOBAL OPTIONS] stats\n"
+    "\n"
+    "Prints every field of the server's StatsResponse (requests, replays,\n"
+    "conflicts, commits, fsyncs, records_stored, rejected, leases_opened,\n"
+    "..., compacting, compactions, disk_bytes), one per line, or as one\n"
+    "JSON object with --json.\n";
+
+static const char usage_admin[] =
+    "usage: oncectl [GLOBAL OPTIONS] admin compact [--wait]\n"
+    "\n"
+    "compact  has onced compact its LevelDB over the whole key range, on a\n"
+    "         thread of its own: the call answers at once. Deleted records\n"
+    "         leave the disk only through compactions, so afterwards\n"
+    "         `oncectl stats` disk_bytes is the size of what is kept. One\n"
+    "         runs at a time; asking while one runs starts nothing else\n"
+    "         (already_running). Operators only (Admin methods).\n"
+    "           --wait  poll Stats until the compaction has ended, at most\n"
+    "                   until --timeout (default 10s); past it oncectl\n"
+    "                   exits 1 (DEADLINE_EXCEEDED/STILL_COMPACTING) and the\n"
+    "                   compaction goes on\n"
+    "         Output: compaction started | --json "
+    "{\"already_running\":B,\"compactions_before\":N}\n"
+    "         with --wait also: compactions N, disk_bytes B, waited T |\n"
+    "         \"compactions\":N,\"disk_bytes\":N,\"waited_ms\":N\n";
+
+static uint64_t
+admin_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+admin_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
+}
+
+static int
+admin_fail(once_status *st, int code, const char *reason, const char *msg)
+{
+    st->code = code;
+    snprintf(st->reason, sizeof(st->reason), "%s", reason);
+    snprintf(st->message, sizeof(st->message), "%s", msg);
+    return code;
+}
+
+/*
+ * Calls /once.v1.Admin/<name> with req (an empty or small message) and
+ * unpacks the reply as rd into *out (free with
+ * protobuf_c_message_free_unpacked). Returns ONCE_OK, or the code with *st
+ * filled.
+ */
+static int
+admin_call(once_client *c, const char *name, const ProtobufCMessage *req,
+           const ProtobufCMessageDescriptor *rd, ProtobufCMessage **out,
+           once_status *st)
+{
+    const char *method = wire_method_name(&once__v1__admin__descriptor, name);
+    uint8_t buf[64];
+    void *resp = NULL;
+    size_t len, resp_len = 0;
+    int rv;
+
+    *out = NULL;
+    if (method == NULL) {
+        return admin_fail(st, ONCE_UNIMPLEMENTED, "NO_METHOD",
+                          "oncectl was built without this Admin method");
+    }
+    if (protobuf_c_message_get_packed_size(req) > sizeof(buf)) {
+        return admin_fail(st, ONCE_INTERNAL, "REQUEST_TOO_LARGE",
+                          "request does not fit");
+    }
+    len = protobuf_c_message_pack(req, buf);
+    if ((rv = once_call(c, method, false, NULL, buf, len, &resp, &resp_len,
+                        st)) != ONCE_OK) {
+        return rv;
+    }
+    *out = protobuf_c_message_unpack(rd, NULL, resp_len, resp);
+    once_free(resp);
+    if (*out == NULL) {
+        return admin_fail(st, ONCE_INTERNAL, "BAD_RESPONSE",
+                          "the reply payload is not the method's response");
+    }
+    return ONCE_OK;
+}
+
+static int
+admin_stats(once_client *c, Once__V1__StatsResponse **r, once_status *st)
+{
+    Once__V1__StatsRequest req = ONCE__V1__STATS_REQUEST__INIT;
+
+    return admin_call(c, "Stats", &req.base,
+                      &once__v1__stats_response__descriptor,
+                      (ProtobufCMessage **)r, st);
+}
+
+int
+cmd_stats(const cli *g, int argc, char **argv)
+{
+    Once__V1__StatsResponse *r = NULL;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_stats, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        return usage_error(g, "stats takes no arguments",
+                           "unexpected argument '%s' to stats", argv[i]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = admin_stats(c, &r, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        msg_print_json(&j, &r->base);
+        json_end(&j);
+    } else {
+        msg_print_text(stdout, &r->base);
+    }
+    once__v1__stats_response__free_unpacked(r, NULL);
+    return ONCECTL_EXIT_OK;
+}
+
+/* Polls Stats until compacting is false or deadline (monotonic ms) has
+ * passed; on OK *last is the final reply (free_unpacked). */
+static int
+compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
+             once_status *st)
+{
+    uint64_t now = admin_now_ms();
+    uint64_t max_polls =
+        (deadline > now ? deadline - now : 0) / ADMIN_POLL_MS + 2;
+    char msg[160];
+    int rv;
+
+    *last = NULL;
+    for (uint64_t n = 0; n < max_polls; n++) {
+        if ((rv = admin_stats(c, last, st)) != ONCE_OK) {
+            return rv;
+        }
+        if (!(*last)->compacting) {
+            return ONCE_OK;
+        }
+        once__v1__stats_response__free_unpacked(*last, NULL);
+        *last = NULL;
+        if (admin_now_ms() + ADMIN_POLL_MS > deadline) {
+            break;
+        }
+        admin_sleep_ms(ADMIN_POLL_MS);
+    }
+    snprintf(msg, sizeof(msg),
+             "the compaction still runs at the deadline; it goes on in "
+             "onced (see oncectl stats: compacting)");
+    return admin_fail(st, ONCE_DEADLINE_EXCEEDED, "STILL_COMPACTING", msg);
+}
+
+static int
+cmd_admin_compact(const cli *g, int argc, char **argv)
+{
+    Once__V1__CompactRequest req = ONCE__V1__COMPACT_REQUEST__INIT;
+    Once__V1__CompactResponse *r = NULL;
+    Once__V1__StatsResponse *sr = NULL;
+    uint64_t t0 = admin_now_ms();
+    uint64_t deadline =
+        t0 + (g->timeout_ms != 0 ? g->timeout_ms : ADMIN_DEADLINE_MS);
+    bool wait = false;
+    once_client *c = NULL;
+    once_status st;
+    char b[64];
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_admin, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
+                               argv[i]);
+        }
+        if (strcmp(argv[i], "--wait") == 0) {
+            wait = true;
+            continue;
+        }
+        return usage_error(g, "see 'oncectl admin --help'",
+                           "unexpected argument '%s' to admin compact",
+                           argv[i]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = admin_call(c, "Compact", &req.base,
+                        &once__v1__compact_response__descriptor,
+                        (ProtobufCMessage **)&r, &st);
+    }
+    if (rv == ONCE_OK && wait) {
+        rv = compact_wait(c, deadline, &sr, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        if (r != NULL) {
+            once__v1__compact_response__free_unpacked(r, NULL);
+        }
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_bool(&j, "already_running", r->already_running);
+        json_u64(&j, "compactions_before", r->compactions);
+        if (sr != NULL) {
+            json_u64(&j, "compactions", sr->compactions);
+            json_u64(&j, "disk_bytes", sr->disk_bytes);
+            json_u64(&j, "waited_ms", admin_now_ms() - t0);
+        }
+        json_end(&j);
+    } else {
+        printf("%s\n", r->already_running
+                           ? "a compaction was already running; no other "
+                             "started"
+                           : "compaction started");
+        if (sr != NULL) {
+            printf("compaction ended: compactions %" PRIu64
+                   ", disk_bytes %" PRIu64 ", waited %s\n",
+                   sr->compactions, sr->disk_bytes,
+                   duration_format(admin_now_ms() - t0, b, sizeof(b)));
+        }
+    }
+    once__v1__compact_response__free_unpacked(r, NULL);
+    if (sr != NULL) {
+        once__v1__stats_response__free_unpacked(sr, NULL);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+int
+cmd_admin(const cli *g, int argc, char **argv)
+{
+    const char *sub = argc > 0 ? argv[0] : NULL;
+
+    if (sub != NULL && strcmp(sub, "compact") == 0) {
+        return cmd_admin_compact(g, argc - 1, argv + 1);
+    }
+    if (sub != NULL && is_help(sub)) {
+        fputs(usage_admin, stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    return usage_error(g, "the admin command is: admin compact [--wait]",
+                       sub == NULL ? "admin needs a subcommand"
+                                   : "unknown admin subcommand '%s'",
+                       sub != NULL ? sub : "");
+}
