@@ -36,6 +36,9 @@ store_free(store *s)
     if (s->wsync != NULL) {
         leveldb_writeoptions_destroy(s->wsync);
     }
+    if (s->wnosync != NULL) {
+        leveldb_writeoptions_destroy(s->wnosync);
+    }
     overlay_free(s->ov);
     pthread_mutex_destroy(&s->mtx);
     pthread_mutex_destroy(&s->compact_mtx);
@@ -77,6 +80,7 @@ store_open(store **sp, const char *dir, char **errmsg)
     s->ropts = leveldb_readoptions_create();
     s->wsync = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(s->wsync, 1);
+    s->wnosync = leveldb_writeoptions_create();
 
     s->db = leveldb_open(s->opts, dir, &err);
     if (err != NULL) {

@@ -39,6 +39,7 @@ struct store {
     leveldb_cache_t *cache;
     leveldb_readoptions_t *ropts;
     leveldb_writeoptions_t *wsync;
+    leveldb_writeoptions_t *wnosync; /* compact.c's spanning deletes */
     overlay *ov;
 
     pthread_mutex_t mtx; /* protects the queue, queued and next_ticket */
