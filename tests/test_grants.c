@@ -91,6 +91,10 @@
  *   a6_mint_failure_rolls_back      (same rule) credential minting fails
  *                                   (ONCED_FAULT=mint:fail) → no grant, no
  *                                   lock row, no surface mark; recorded
+ *   a6_mint_failure_keeps_grant     (same rule) minting fails on a resend of
+ *                                   a granted request and on a renewal →
+ *                                   INTERNAL/MINT_FAILED, the open grant,
+ *                                   its epoch and history stay as they were
  *
  * Invariant: every assertion about ownership reads the server's view back
  * (GetSurface), never only the reply.
@@ -1381,6 +1385,61 @@ a6_mint_failure_rolls_back(void **state)
     assert_int_equal(harness_set_fault(f->h, NULL), 0);
 }
 
+/* Minting fails where a grant already exists: a resend of the granted
+ * request (start_existing) and a credential renewal (grants_renew) are
+ * refused INTERNAL/MINT_FAILED, and nothing about the grant changes — the
+ * surface keeps its open grant, epoch and history; the next resend and
+ * renewal (the fault acts once per start) succeed under the same grant. */
+static void
+a6_mint_failure_keeps_grant(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__RequestGrantResponse *r;
+    Once__V1__RenewCredentialResponse *rn;
+    Once__V1__GetSurfaceResponse *v;
+    once_status st;
+    uint64_t id = granted(c, &a);
+    size_t history;
+
+    v = surface(c, "s");
+    history = v->n_history;
+    FREE(v);
+
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "mint:fail"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    assert_int_equal(request(c, &a, &r, &st), ONCE_INTERNAL);
+    assert_string_equal(st.reason, "MINT_FAILED");
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->epoch, 1);
+    assert_int_equal(v->n_history, history);
+    FREE(v);
+    assert_int_equal(request(c, &a, &r, &st), ONCE_OK);
+    assert_true(r->existing);
+    assert_int_equal(r->grant->grant_id, id);
+    assert_non_null(r->credential);
+    FREE(r);
+
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_restart(f->h), 0); /* the fault armed again */
+    assert_int_equal(renew(c, id, "m1", &rn, &st), ONCE_INTERNAL);
+    assert_string_equal(st.reason, "MINT_FAILED");
+    assert_int_equal(owner(c, "s"), id);
+    assert_int_equal(renew(c, id, "m1", &rn, &st), ONCE_OK);
+    assert_non_null(rn->credential);
+    FREE(rn);
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->epoch, 1);
+    assert_int_equal(v->n_history, history);
+    FREE(v);
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+}
+
 static void
 k1_credential_verify_offline(void **state)
 {
@@ -1872,6 +1931,7 @@ main(int argc, char **argv)
         T(a4_rejections_recorded_per_surface),
         T(a5_permission_failure_rolls_back),
         T(a6_mint_failure_rolls_back),
+        T(a6_mint_failure_keeps_grant),
         T(k1_credential_verify_offline),
     };
 
