@@ -41,7 +41,9 @@ extern char **environ;
 
 #define POLL_MAX_MS  30000
 #define POLL_STEP_MS 20
-#define HOLD_MS      3000
+#define HOLD_MS      4000 /* ONCED_COMPACT_HOLD_MS of the held onced */
+#define STR_(x)      #x
+#define STR(x)       STR_(x)
 #define NRECORDS     400
 
 /* ---- Admin calls through once_call -------------------------------------- */
@@ -470,7 +472,7 @@ t_sigterm_while_compacting(void **state)
 
     /* This onced: the next start gets the hold. */
     assert_int_equal(harness_kill(h, SIGTERM), 0);
-    setenv("ONCED_COMPACT_HOLD_MS", "3000", 1);
+    setenv("ONCED_COMPACT_HOLD_MS", STR(HOLD_MS), 1);
     assert_int_equal(harness_restart(h), 0);
     unsetenv("ONCED_COMPACT_HOLD_MS");
 
