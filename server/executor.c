@@ -363,6 +363,11 @@ exec_one(executor *ex, listener_req *lr)
     if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
         STATS_INC(&srv->stats, rejected);
     }
+    if (c.code == ONCE__V1__CODE__UNAUTHENTICATED && !replayed) {
+        STATS_INC(&srv->stats, unauthenticated);
+    } else if (c.code == ONCE__V1__CODE__PERMISSION_DENIED && !replayed) {
+        STATS_INC(&srv->stats, permission_denied);
+    }
     r->req = lr;
     lr->wrote = store_txn_dirty(c.txn);
     if (wire_response_pack(c.code, c.reason, c.message,

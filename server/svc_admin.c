@@ -74,6 +74,8 @@ admin_stats(server_call *c)
     resp.stale = atomic_load(&ss->stale);
     resp.window_full = atomic_load(&ss->window_full);
     resp.lease_expired = atomic_load(&ss->lease_expired);
+    resp.unauthenticated = atomic_load(&ss->unauthenticated);
+    resp.permission_denied = atomic_load(&ss->permission_denied);
     resp.commits = sc.commits;
     resp.fsyncs = sc.fsyncs;
     resp.records_stored = sum.records;

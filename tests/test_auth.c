@@ -224,6 +224,30 @@ stats(const harness *h, once_stats *out)
     once_client_close(c);
 }
 
+/* Stats' refusal counters (not in libonce's once_stats, whose size is part
+ * of its ABI), read by the operator. */
+static void
+refusals(const harness *h, uint64_t *unauthenticated, uint64_t *denied)
+{
+    once_client *c = NULL;
+    once_status st;
+    Once__V1__StatsResponse *r;
+    void *resp = NULL;
+    size_t len = 0;
+
+    assert_int_equal(client_as(h, "op", true, &c, &st), ONCE_OK);
+    assert_int_equal(once_call(c, "/once.v1.Admin/Stats", false, NULL, NULL, 0,
+                               &resp, &len, &st),
+                     ONCE_OK);
+    once_client_close(c);
+    r = once__v1__stats_response__unpack(NULL, len, resp);
+    free(resp);
+    assert_non_null(r);
+    *unauthenticated = r->unauthenticated;
+    *denied = r->permission_denied;
+    once__v1__stats_response__free_unpacked(r, NULL);
+}
+
 static int64_t
 counter(const harness *h, const char *name)
 {
@@ -338,6 +362,7 @@ t_rejected_write_nothing(void **state)
     once_client *a = NULL;
     once_status st;
     once_stats before, after;
+    uint64_t unauth0, denied0, unauth1, denied1;
     struct once_lease_info li;
     uint8_t *pl, *req;
     size_t pl_len, len, signed_len = 0;
@@ -351,6 +376,7 @@ t_rejected_write_nothing(void **state)
     assert_true(cid != 0);
     assert_int_equal(harness_incr_payload("jobs", BY, &pl, &pl_len), 0);
     stats(h, &before);
+    refusals(h, &unauth0, &denied0);
 
     /* no tag */
     envelope(h, "alice", NULL, INCR, cid, 1, 0, pl, pl_len, &req, &len);
@@ -418,6 +444,10 @@ t_rejected_write_nothing(void **state)
     assert_int_equal(after.records_stored, before.records_stored);
     assert_int_equal(after.replays, before.replays);
     assert_int_equal(counter(h, "jobs"), 0);
+    /* each of the eight refusals above counted once, as UNAUTHENTICATED */
+    refusals(h, &unauth1, &denied1);
+    assert_int_equal(unauth1 - unauth0, 8);
+    assert_int_equal(denied1, denied0);
     assert_int_equal(once_lease_info(a, 0, &li, &st), ONCE_OK);
     assert_int_equal(li.max_seq, 0);
 
@@ -446,6 +476,7 @@ t_other_principal(void **state)
     once_client *a = NULL, *b = NULL, *op = NULL;
     once_status st;
     once_stats before, after;
+    uint64_t unauth0, denied0, unauth1, denied1;
     once_rpc_id id = {0, 0};
     struct once_lease_info li;
     uint8_t *pl, *req, *resp = NULL;
@@ -462,6 +493,7 @@ t_other_principal(void **state)
     assert_int_equal(once_lease_info(a, 0, &li, &st), ONCE_OK);
     assert_string_equal(li.principal, "alice");
     stats(h, &before);
+    refusals(h, &unauth0, &denied0);
 
     /* bob retries alice's exact id with alice's exact payload */
     assert_int_equal(harness_incr_payload("secret", BY, &pl, &pl_len), 0);
@@ -501,6 +533,10 @@ t_other_principal(void **state)
     /* a scheduler may not read the server's statistics */
     assert_int_equal(once_admin_stats(b, &after, &st), ONCE_PERMISSION_DENIED);
     assert_string_equal(st.reason, "METHOD_DENIED");
+    /* eleven refusals above, each counted once as PERMISSION_DENIED */
+    refusals(h, &unauth1, &denied1);
+    assert_int_equal(denied1 - denied0, 11);
+    assert_int_equal(unauth1, unauth0);
 
     /* the operator sees alice's lease; alice's lease is untouched */
     assert_int_equal(client_as(h, "op", true, &op, &st), ONCE_OK);
