@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -694,4 +695,51 @@ harness_raw_rpc(const char *url, const void *req, size_t len,
     *rp = once__v1__response__unpack(NULL, blen, buf);
     free(buf);
     return *rp != NULL ? 0 : -1;
+}
+
+extern char **environ;
+
+int
+harness_oncectl(const harness *h, const char *key, char *out, size_t cap,
+                size_t *outlen, const char *const *args)
+{
+    char *argv[32] = {(char *)ONCECTL_PATH, "--server", (char *)h->url,
+                      "--json"};
+    posix_spawn_file_actions_t fa;
+    int n = 4, p[2], st;
+    size_t len = 0;
+    ssize_t r;
+    pid_t pid;
+
+    if (key != NULL) {
+        argv[n++] = "--key-file";
+        argv[n++] = (char *)key;
+    }
+    for (int i = 0; args[i] != NULL && n < 31; i++) {
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    assert_int_equal(pipe(p), 0);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_addclose(&fa, p[0]);
+    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0) {
+        len += (size_t)r;
+    }
+    out[len] = '\0';
+    close(p[0]);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    print_message(
+        "  oncectl %s %s %s → %d %s", args[0],
+        args[0] != NULL && args[1] != NULL ? args[1] : "",
+        args[0] != NULL && args[1] != NULL && args[2] != NULL ? args[2] : "",
+        WEXITSTATUS(st), out);
+    if (outlen != NULL) {
+        *outlen = len;
+    }
+    return WEXITSTATUS(st);
 }

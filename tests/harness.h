@@ -188,4 +188,10 @@ int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
 int harness_raw_rpc(const char *url, const void *req, size_t len,
                     Once__V1__Response **rp, int timeout_ms);
 
+/* Runs the real oncectl --server URL [--key-file KEY] --json ARGS...
+ * (NULL-terminated), its stdout into out (at most cap - 1 bytes, *outlen
+ * of them when outlen is not NULL); returns its exit status. */
+int harness_oncectl(const harness *h, const char *key, char *out, size_t cap,
+                    size_t *outlen, const char *const *args);
+
 #endif /* TESTS_HARNESS_H */

@@ -32,39 +32,14 @@ extern char **environ;
 static int
 run(const harness *h, char *out, size_t cap, const char *const *args)
 {
-    char *argv[32] = {(char *)ONCECTL_PATH, "--server", (char *)h->url,
-                      "--json"};
-    posix_spawn_file_actions_t fa;
-    int n = 4, p[2], st;
     size_t len = 0;
-    ssize_t r;
-    pid_t pid;
+    int rv = harness_oncectl(h, NULL, out, cap, &len, args);
 
-    for (int i = 0; args[i] != NULL && n < 31; i++) {
-        argv[n++] = (char *)args[i];
-    }
-    argv[n] = NULL;
-    assert_int_equal(pipe(p), 0);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_addclose(&fa, p[0]);
-    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    while (len + 1 < cap && (r = read(p[0], out + len, cap - 1 - len)) > 0) {
-        len += (size_t)r;
-    }
-    out[len] = '\0';
-    close(p[0]);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    print_message("  oncectl grants %s %s → %d %s", args[1] ? args[1] : "",
-                  args[2] ? args[2] : "", WEXITSTATUS(st), out);
     /* One object, one line. */
     assert_true(len >= 3 && out[0] == '{' && out[len - 2] == '}' &&
                 out[len - 1] == '\n');
     assert_null(memchr(out, '\n', len - 1));
-    return WEXITSTATUS(st);
+    return rv;
 }
 
 #define HAS(out, s) assert_non_null(strstr((out), (s)))
