@@ -209,7 +209,7 @@ lease_entry_first_unacked(const lease_entry *e)
 void
 lease_entry_ack(lease_entry *e, uint64_t first_incomplete)
 {
-    if (first_incomplete > e->watermark) {
+    if (first_incomplete > e->watermark && first_incomplete > 1) {
         e->watermark = first_incomplete;
     }
 }

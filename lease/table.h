@@ -92,7 +92,9 @@ void lease_entry_renew(lease_entry *e, uint64_t now);
  * acknowledgement (seqs start at 1). The window counts from here. */
 uint64_t lease_entry_first_unacked(const lease_entry *e);
 
-/* Applies an acknowledgement: the watermark becomes max(watermark, ack). */
+/* Applies an acknowledgement: the watermark becomes max(watermark, ack).
+ * An ack of 1 acknowledges nothing (seqs start at 1) and leaves a fresh
+ * watermark at 0, so the collector has nothing to persist for it. */
 void lease_entry_ack(lease_entry *e, uint64_t first_incomplete);
 
 /* A record of seq, bytes long, completed at now, was staged. */

@@ -376,6 +376,24 @@ test_budget_rotates_across_leases(void **state)
     }
 }
 
+/* An acknowledgement of 1 acknowledges nothing (seqs start at 1): no pass
+ * persists a watermark for it, so a lease's first call costs the collector
+ * no write. */
+static void
+test_ack_of_one_writes_nothing(void **state)
+{
+    fixture *f = *state;
+    lease_entry *e = open_lease(f, 30000);
+    uint64_t id = e->client_id;
+
+    put_records(f, e, 1, 1);
+    lease_entry_ack(e, 1);
+    run_pass(f);
+    assert_int_equal(e->watermark_durable, 0);
+    sync_store(f);
+    assert_int_equal(persisted_watermark(f, id), 0);
+}
+
 int
 main(void)
 {
@@ -388,6 +406,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_bounds_each_pass,
                                         setup_small_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_ack_of_one_writes_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_budget_rotates_across_leases,
                                         setup_small_budget, teardown),
     };
