@@ -4,8 +4,9 @@
  * Owns: the Request envelope of every attempt (method, rpc id,
  * first_incomplete, attempt number, time left, principal, payload, and the
  * authentication tag over those bytes when the handle has a key), the
- * per-call nng context and aio, and the decision after each attempt: final
- * reply, or retry the *same* rpc id after a jittered backoff.
+ * call's nng context and aio (a slot taken for all its attempts, slot.h),
+ * and the decision after each attempt: final reply, or retry the *same*
+ * rpc id after a jittered backoff.
  * Invariant: a mutating call that nng accepted for sending at least once is
  * never reported as a plain failure — it ends with the server's final reply
  * or ONCE_UNKNOWN/OUTCOME_UNKNOWN with its rpc id; its seq stays incomplete
