@@ -78,6 +78,7 @@ static const char usage_top[] =
     "                      (\"NAME KEYHEX\"); default: $ONCE_KEY_FILE, else\n"
     "                      " ONCECTL_DEV_KEY " when it exists (onced --dev)\n"
     "  --tls-ca FILE       PEM CA that a tls+tcp:// server must be signed by\n"
+    "  --version           oncectl's version\n"
     "  -h, --help          this text; `oncectl COMMAND --help` for a command\n"
     "\n"
     "DURATION is <number><unit> with unit ms, s, m or h (200ms, 2s, 5m, 1h,\n"
@@ -1080,6 +1081,10 @@ main(int argc, char **argv)
         }
         if (is_help(a)) {
             fputs(usage_top, stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("oncectl %s\n", ONCE_VERSION);
             return ONCECTL_EXIT_OK;
         }
         if (strcmp(a, "--json") == 0) {

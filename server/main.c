@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <leveldb/c.h>
+#include <nng/nng.h>
+
 #include "auth.h"
 #include "duration.h"
 #include "log.h"
@@ -65,6 +68,7 @@ usage(FILE *f)
             "so. SIGHUP re-reads DIR/principals and DIR/policy.\n"
             "\n"
             "Durations are written 200ms, 2s, 5m, 1h.\n"
+            "  --version         the versions of onced, nng and LevelDB\n"
             "  -h, --help        this text\n"
             "\n"
             "Stop with SIGINT or SIGTERM: received calls finish and are "
@@ -127,6 +131,7 @@ main(int argc, char **argv)
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     server_config cfg;
@@ -211,6 +216,11 @@ main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return 0;
+        case 'V':
+            printf("onced %s (nng %s, LevelDB %d.%d)\n", ONCE_VERSION,
+                   nng_version(), leveldb_major_version(),
+                   leveldb_minor_version());
             return 0;
         default:
             usage(stderr);
