@@ -107,7 +107,8 @@ client_dial(once_client *c, once_status *st)
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT,
                                 CLIENT_RECONNECT_MIN_MS)) != 0 ||
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT,
-                                CLIENT_RECONNECT_MAX_MS)) != 0) {
+                                CLIENT_RECONNECT_MAX_MS)) != 0 ||
+        (rv = slot_watch(c)) != 0) {
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }

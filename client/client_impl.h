@@ -15,6 +15,7 @@
 #define CLIENT_CLIENT_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,7 @@ struct once_client {
     pthread_mutex_t slot_lock; /* protects slots and nslots */
     struct call_slot *slots;   /* free call slots (slot.h) */
     size_t nslots;
+    _Atomic uint64_t pipes_lost; /* connections closed so far (slot.h) */
 
     pthread_mutex_t lock; /* protects win */
     window win;           /* incomplete seqs of client_id; under lock */

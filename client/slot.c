@@ -21,18 +21,46 @@ slot_close(call_slot *s)
     free(s);
 }
 
+/* nng's pipe callback: runs on an nng thread, only counts. */
+static void
+slot_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    once_client *c = arg;
+
+    (void)p;
+    (void)ev;
+    atomic_fetch_add(&c->pipes_lost, 1);
+}
+
+int
+slot_watch(once_client *c)
+{
+    return nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, slot_pipe_gone, c);
+}
+
 int
 slot_take(once_client *c, call_slot **sp)
 {
-    call_slot *s;
+    uint64_t lost = atomic_load(&c->pipes_lost);
+    call_slot *s, *stale = NULL;
     int rv;
 
     pthread_mutex_lock(&c->slot_lock);
-    if ((s = c->slots) != NULL) {
+    while ((s = c->slots) != NULL) {
         c->slots = s->next;
         c->nslots--;
+        if (s->pipes_lost == lost) {
+            break;
+        }
+        s->next = stale; /* kept before a connection closed */
+        stale = s;
     }
     pthread_mutex_unlock(&c->slot_lock);
+    while (stale != NULL) {
+        call_slot *next = stale->next;
+        slot_close(stale);
+        stale = next;
+    }
     if (s != NULL) {
         *sp = s;
         return 0;
@@ -62,6 +90,7 @@ slot_give(once_client *c, call_slot *s, bool clean)
         return;
     }
     if (clean) {
+        s->pipes_lost = atomic_load(&c->pipes_lost);
         pthread_mutex_lock(&c->slot_lock);
         if (c->nslots < SLOT_KEEP) {
             s->next = c->slots;

@@ -10,7 +10,10 @@
  * Owns: the handle's free slots (once_client.slots, under slot_lock).
  * Invariant: a kept slot has no operation in flight, no message on its aio
  * and was never used for a sleep (nng 1.5 reports a later timeout on such
- * an aio as success without a message, see call.c).
+ * an aio as success without a message, see call.c); and no connection of
+ * the handle has closed since it was kept: a context that last talked over
+ * a connection that is gone is closed, not reused (slot_watch), so after a
+ * server restart every call starts on a fresh context, as before slots.
  * Never: keeps a slot whose last operation ended in an error.
  */
 #ifndef CLIENT_SLOT_H
@@ -25,8 +28,13 @@ typedef struct once_client once_client;
 typedef struct call_slot {
     nng_ctx ctx;
     nng_aio *aio;
+    uint64_t pipes_lost;    /* the handle's count when it was kept */
     struct call_slot *next; /* in the free list */
 } call_slot;
+
+/* Counts the handle's closed connections (an nng pipe notification on
+ * c->sock), so kept slots from before a disconnection are not reused. */
+int slot_watch(once_client *c);
 
 /* A slot with an open context (resend timer off) and an aio, reused when
  * one is free. Returns 0 or an nng error. */

@@ -92,9 +92,10 @@
  *                                   (ONCED_FAULT=mint:fail) → no grant, no
  *                                   lock row, no surface mark; recorded
  *   a6_mint_failure_keeps_grant     (same rule) minting fails on a resend of
- *                                   a granted request and on a renewal →
- *                                   INTERNAL/MINT_FAILED, the open grant,
- *                                   its epoch and history stay as they were
+ *                                   a granted request → INTERNAL/MINT_FAILED,
+ *                                   the open grant, its epoch and history
+ *                                   stay as they were
+ *   a6_mint_failure_keeps_grant_on_renewal  the same on a renewal
  *
  * Invariant: every assertion about ownership reads the server's view back
  * (GetSurface), never only the reply.
@@ -1385,11 +1386,42 @@ a6_mint_failure_rolls_back(void **state)
     assert_int_equal(harness_set_fault(f->h, NULL), 0);
 }
 
-/* Minting fails where a grant already exists: a resend of the granted
- * request (start_existing) and a credential renewal (grants_renew) are
- * refused INTERNAL/MINT_FAILED, and nothing about the grant changes — the
- * surface keeps its open grant, epoch and history; the next resend and
- * renewal (the fault acts once per start) succeed under the same grant. */
+/* Grants "r1" on a fresh surface and returns its id; *history is the
+ * surface's history length then. onced is then restarted with minting set
+ * to fail once (ONCED_FAULT=mint:fail). */
+static uint64_t
+granted_then_mint_fails(fx *f, const start *a, size_t *history)
+{
+    once_client *c = f->c;
+    Once__V1__GetSurfaceResponse *v;
+    uint64_t id = granted(c, a);
+
+    v = surface(c, "s");
+    *history = v->n_history;
+    FREE(v);
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "mint:fail"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    return id;
+}
+
+/* The surface still has grant id open, at epoch 1, with its history as it
+ * was. */
+static void
+grant_unchanged(once_client *c, uint64_t id, size_t history)
+{
+    Once__V1__GetSurfaceResponse *v = surface(c, "s");
+
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->epoch, 1);
+    assert_int_equal(v->n_history, history);
+    FREE(v);
+}
+
+/* Minting fails on a resend of a granted request (start_existing): refused
+ * INTERNAL/MINT_FAILED and nothing about the grant changes; the next
+ * resend (the fault acts once) gets the same grant with a credential. */
 static void
 a6_mint_failure_keeps_grant(void **state)
 {
@@ -1397,46 +1429,49 @@ a6_mint_failure_keeps_grant(void **state)
     uint64_t g = place(c, "s", "m1", "/w");
     start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
     Once__V1__RequestGrantResponse *r;
-    Once__V1__RenewCredentialResponse *rn;
-    Once__V1__GetSurfaceResponse *v;
     once_status st;
-    uint64_t id = granted(c, &a);
     size_t history;
+    uint64_t id = granted_then_mint_fails(f, &a, &history);
+    int rv;
 
-    v = surface(c, "s");
-    history = v->n_history;
-    FREE(v);
-
-    assert_true(harness_kill(f->h, SIGKILL) >= 0);
-    assert_int_equal(harness_set_fault(f->h, "mint:fail"), 0);
-    assert_int_equal(harness_restart(f->h), 0);
-    assert_int_equal(request(c, &a, &r, &st), ONCE_INTERNAL);
+    rv = request(c, &a, &r, &st);
+    print_message("  resend, mint fails: %s %s (%s)\n", once_strerror(rv),
+                  st.reason, st.message);
+    assert_int_equal(rv, ONCE_INTERNAL);
     assert_string_equal(st.reason, "MINT_FAILED");
-    v = surface(c, "s");
-    assert_non_null(v->open_grant);
-    assert_int_equal(v->open_grant->grant_id, id);
-    assert_int_equal(v->epoch, 1);
-    assert_int_equal(v->n_history, history);
-    FREE(v);
+    grant_unchanged(c, id, history);
     assert_int_equal(request(c, &a, &r, &st), ONCE_OK);
     assert_true(r->existing);
     assert_int_equal(r->grant->grant_id, id);
     assert_non_null(r->credential);
     FREE(r);
+    grant_unchanged(c, id, history);
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+}
 
-    assert_true(harness_kill(f->h, SIGKILL) >= 0);
-    assert_int_equal(harness_restart(f->h), 0); /* the fault armed again */
-    assert_int_equal(renew(c, id, "m1", &rn, &st), ONCE_INTERNAL);
+/* The same on a credential renewal (grants_renew). */
+static void
+a6_mint_failure_keeps_grant_on_renewal(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__RenewCredentialResponse *rn;
+    once_status st;
+    size_t history;
+    uint64_t id = granted_then_mint_fails(f, &a, &history);
+    int rv;
+
+    rv = renew(c, id, "m1", &rn, &st);
+    print_message("  renewal, mint fails: %s %s (%s)\n", once_strerror(rv),
+                  st.reason, st.message);
+    assert_int_equal(rv, ONCE_INTERNAL);
     assert_string_equal(st.reason, "MINT_FAILED");
-    assert_int_equal(owner(c, "s"), id);
+    grant_unchanged(c, id, history);
     assert_int_equal(renew(c, id, "m1", &rn, &st), ONCE_OK);
     assert_non_null(rn->credential);
     FREE(rn);
-    v = surface(c, "s");
-    assert_int_equal(v->open_grant->grant_id, id);
-    assert_int_equal(v->epoch, 1);
-    assert_int_equal(v->n_history, history);
-    FREE(v);
+    grant_unchanged(c, id, history);
     assert_int_equal(harness_set_fault(f->h, NULL), 0);
 }
 
@@ -1932,6 +1967,7 @@ main(int argc, char **argv)
         T(a5_permission_failure_rolls_back),
         T(a6_mint_failure_rolls_back),
         T(a6_mint_failure_keeps_grant),
+        T(a6_mint_failure_keeps_grant_on_renewal),
         T(k1_credential_verify_offline),
     };
 

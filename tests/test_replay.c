@@ -307,6 +307,45 @@ test_sigkill_in_flight(void **state)
                   replays, n);
 }
 
+/* One handle across three server crashes: its next call after each restart
+ * goes through (on a fresh nng context: the kept ones talked over the dead
+ * connection, client/slot.h) within one attempt timeout or two, runs once,
+ * and the counter counts every call exactly once. */
+static void
+test_same_handle_across_crashes(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL;
+    once_rpc_id id;
+    once_status st;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, false, &a), ONCE_OK);
+    for (int round = 1; round <= 3; round++) {
+        int64_t t0;
+
+        for (int i = 0; i < 4; i++) { /* several slots kept */
+            id = (once_rpc_id){0, 0};
+            assert_int_equal(incr(a, "handle", 1, &id, &v, &st), ONCE_OK);
+        }
+        assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+        assert_int_equal(harness_restart(h), 0);
+        t0 = harness_now_ms();
+        id = (once_rpc_id){0, 0};
+        if (incr(a, "handle", 1, &id, &v, &st) != ONCE_OK) {
+            fail_msg("round %d: the call after the restart: %s %s %s", round,
+                     once_strerror(st.code), st.reason, st.message);
+        }
+        print_message("  round %d: first call after the restart took %lld "
+                      "ms\n",
+                      round, (long long)(harness_now_ms() - t0));
+        assert_int_equal(v, (int64_t)round * 5);
+        assert_int_equal(st.attempts, 1);
+    }
+    assert_int_equal(harness_get(a, "handle"), 15);
+    once_client_close(a);
+}
+
 /* The collector stays out of the way: its passes are commits (a raised
  * watermark persisted, an ended lease's records deleted), and these tests
  * compare Stats.commits to show that a resend wrote nothing. */
@@ -325,6 +364,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_resend_same_id, setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(test_resend_after_sigkill, setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_same_handle_across_crashes, setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(test_resend_after_ack_is_stale, setup,
                                         harness_teardown),
