@@ -169,6 +169,9 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         /* The message is still ours after a failed send. */
         nng_msg_free(nng_aio_get_msg(aio));
         nng_aio_set_msg(aio, NULL);
+        if (rv == NNG_ETIMEDOUT) {
+            client_redial(c); /* no connection for a whole attempt */
+        }
         snprintf(cst->last_err, sizeof(cst->last_err), "send: %s",
                  nng_strerror(rv));
         return rv;

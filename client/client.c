@@ -35,8 +35,10 @@
 #define CLIENT_BACKOFF_MAX_MS     500u
 #define CLIENT_RECONNECT_MIN_MS   10
 #define CLIENT_RECONNECT_MAX_MS   1000
-#define CLIENT_PRINCIPAL_DEFAULT  "anonymous"
-#define CLIENT_CLOSE_DEADLINE_MS  2000u
+/* At most one new dialer per this many ms (client_redial). */
+#define CLIENT_REDIAL_MIN_MS     1000u
+#define CLIENT_PRINCIPAL_DEFAULT "anonymous"
+#define CLIENT_CLOSE_DEADLINE_MS 2000u
 
 void
 once_options_init(once_options *o)
@@ -75,6 +77,7 @@ client_free(once_client *c)
         nng_close(c->sock);
     }
     pthread_mutex_destroy(&c->slot_lock);
+    pthread_mutex_destroy(&c->dial_lock);
     pthread_mutex_destroy(&c->lock);
     renew_fini(c);
     lost_fini(c);
@@ -87,6 +90,8 @@ client_free(once_client *c)
     free(c->principal);
     free(c);
 }
+
+static int client_dialer_start(once_client *c);
 
 /* Opens the REQ socket with our options and starts the non-blocking dial. */
 static int
@@ -112,22 +117,48 @@ client_dial(once_client *c, once_status *st)
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }
-    if (c->tls != NULL) {
-        nng_dialer d;
-        if ((rv = nng_dialer_create(&d, c->sock, c->url)) != 0 ||
-            (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0 ||
-            (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
-            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
-                              "cannot dial %s with TLS: %s", c->url,
-                              nng_strerror(rv));
-        }
-        return ONCE_OK;
-    }
-    if ((rv = nng_dial(c->sock, c->url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+    if ((rv = client_dialer_start(c)) != 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
-                          "cannot dial %s: %s", c->url, nng_strerror(rv));
+                          "cannot dial %s%s: %s", c->url,
+                          c->tls != NULL ? " with TLS" : "", nng_strerror(rv));
     }
     return ONCE_OK;
+}
+
+/* A new dialer on c->url (with the TLS configuration when there is one),
+ * started without waiting for the connection. Under dial_lock or before
+ * the handle is shared. */
+static int
+client_dialer_start(once_client *c)
+{
+    nng_dialer d;
+    int rv;
+
+    if ((rv = nng_dialer_create(&d, c->sock, c->url)) != 0) {
+        return rv;
+    }
+    if ((c->tls != NULL &&
+         (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c->tls)) != 0) ||
+        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+        nng_dialer_close(d);
+        return rv;
+    }
+    c->dialer = d;
+    return 0;
+}
+
+void
+client_redial(once_client *c)
+{
+    uint64_t now = retry_now_ms();
+
+    pthread_mutex_lock(&c->dial_lock);
+    if (now - c->redial_ms >= CLIENT_REDIAL_MIN_MS) {
+        c->redial_ms = now;
+        nng_dialer_close(c->dialer);
+        (void)client_dialer_start(c); /* on failure the next stall retries */
+    }
+    pthread_mutex_unlock(&c->dial_lock);
 }
 
 /* The host of "tls+tcp://HOST:PORT" ("[v6]" without brackets) into out. */
@@ -235,6 +266,7 @@ once_client_open_secure(once_client **cp, const once_options *o,
     }
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->slot_lock, NULL);
+    pthread_mutex_init(&c->dial_lock, NULL);
     renew_init(c);
     lost_init(c);
     window_init(&c->win, 1);

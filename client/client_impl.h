@@ -47,6 +47,10 @@ struct once_client {
     size_t nslots;
     _Atomic uint64_t pipes_lost; /* connections closed so far (slot.h) */
 
+    pthread_mutex_t dial_lock; /* protects dialer and redial_ms */
+    nng_dialer dialer;         /* the one dialer of sock */
+    uint64_t redial_ms;        /* retry_now_ms() of the last redial */
+
     pthread_mutex_t lock; /* protects win */
     window win;           /* incomplete seqs of client_id; under lock */
 
@@ -97,6 +101,12 @@ int client_lease_renew(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
 int client_lease_close(once_client *c, uint64_t client_id,
                        uint64_t *records_retained, once_status *st,
                        uint32_t deadline_ms);
+
+/* A send found no connection for a whole attempt: replaces the dialer
+ * with a new one (at most once a second per handle). nng 1.5's dialer can
+ * stop redialing after a connection fails during its handshake; a new
+ * dialer starts over. */
+void client_redial(once_client *c);
 
 /* once_call with an explicit deadline over all attempts (ms, > 0). */
 int client_call(once_client *c, const char *method, bool mutating,
