@@ -53,23 +53,6 @@ static const char usage_admin[] =
     "         with --wait also: compactions N, disk_bytes B, waited T |\n"
     "         \"compactions\":N,\"disk_bytes\":N,\"waited_ms\":N\n";
 
-static uint64_t
-admin_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-admin_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
-}
-
 static int
 admin_fail(once_status *st, int code, const char *reason, const char *msg)
 {
@@ -174,7 +157,7 @@ static int
 compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
              once_status *st)
 {
-    uint64_t now = admin_now_ms();
+    uint64_t now = duration_now_ms();
     uint64_t max_polls =
         (deadline > now ? deadline - now : 0) / ADMIN_POLL_MS + 2;
     char msg[160];
@@ -190,10 +173,10 @@ compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
         }
         once__v1__stats_response__free_unpacked(*last, NULL);
         *last = NULL;
-        if (admin_now_ms() + ADMIN_POLL_MS > deadline) {
+        if (duration_now_ms() + ADMIN_POLL_MS > deadline) {
             break;
         }
-        admin_sleep_ms(ADMIN_POLL_MS);
+        duration_sleep_ms(ADMIN_POLL_MS);
     }
     snprintf(msg, sizeof(msg),
              "the compaction still runs at the deadline; it goes on in "
@@ -207,7 +190,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
     Once__V1__CompactRequest req = ONCE__V1__COMPACT_REQUEST__INIT;
     Once__V1__CompactResponse *r = NULL;
     Once__V1__StatsResponse *sr = NULL;
-    uint64_t t0 = admin_now_ms();
+    uint64_t t0 = duration_now_ms();
     uint64_t deadline =
         t0 + (g->timeout_ms != 0 ? g->timeout_ms : ADMIN_DEADLINE_MS);
     bool wait = false;
@@ -256,7 +239,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
         if (sr != NULL) {
             json_u64(&j, "compactions", sr->compactions);
             json_u64(&j, "disk_bytes", sr->disk_bytes);
-            json_u64(&j, "waited_ms", admin_now_ms() - t0);
+            json_u64(&j, "waited_ms", duration_now_ms() - t0);
         }
         json_end(&j);
     } else {
@@ -268,7 +251,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
             printf("compaction ended: compactions %" PRIu64
                    ", disk_bytes %" PRIu64 ", waited %s\n",
                    sr->compactions, sr->disk_bytes,
-                   duration_format(admin_now_ms() - t0, b, sizeof(b)));
+                   duration_format(duration_now_ms() - t0, b, sizeof(b)));
         }
     }
     once__v1__compact_response__free_unpacked(r, NULL);

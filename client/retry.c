@@ -9,6 +9,8 @@
  */
 #include "retry.h"
 
+#include "duration.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,10 +21,7 @@ static atomic_uint_fast64_t retry_seed_counter;
 uint64_t
 retry_now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return duration_now_ms();
 }
 
 uint64_t

@@ -3,6 +3,8 @@
  */
 #include "gc.h"
 
+#include "duration.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -315,20 +317,12 @@ gc_step_expire(void *arg)
 
 /* ---- the pass and the thread --------------------------------------------- */
 
-static uint64_t
-gc_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Runs in store_sync on the executor thread (or directly on failure). */
 static void
 gc_pass_done(void *arg)
 {
     gc *g = arg;
-    uint64_t now = gc_mono_ms();
+    uint64_t now = duration_now_ms();
     size_t oldest;
 
     pthread_mutex_lock(&g->mtx);

@@ -8,6 +8,9 @@
 #include "duration.h"
 
 #include <errno.h>
+#include <time.h>
+
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,4 +120,22 @@ duration_format(uint64_t ms, char *buf, size_t len)
         off += (size_t)w;
     }
     return buf;
+}
+
+uint64_t
+duration_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void
+duration_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }

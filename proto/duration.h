@@ -6,6 +6,7 @@
  * milliseconds ("250" = 250ms). No sign, no fractions, no spaces; the total
  * must fit in uint64_t milliseconds.
  * Never: accepts a partially parsed string (trailing garbage is an error).
+ * Also the one monotonic millisecond clock (and sleep) of the tree.
  */
 #ifndef PROTO_DURATION_H
 #define PROTO_DURATION_H
@@ -21,5 +22,12 @@ int duration_parse(const char *s, uint64_t *ms);
  * "1500ms" becomes "1s500ms", 0 is "0ms") into buf, always
  * NUL-terminated. Returns buf. */
 char *duration_format(uint64_t ms, char *buf, size_t len);
+
+/* Milliseconds on the monotonic clock (CLOCK_MONOTONIC): for deadlines and
+ * elapsed times, never for wall-clock dates. */
+uint64_t duration_now_ms(void);
+
+/* Sleeps ms milliseconds, resuming after signals. */
+void duration_sleep_ms(uint64_t ms);
 
 #endif /* PROTO_DURATION_H */

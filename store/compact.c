@@ -41,6 +41,8 @@
  */
 #include "store_impl.h"
 
+#include "duration.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,24 +52,6 @@
 #include <time.h>
 
 #define COMPACT_HOLD_MAX_MS 60000
-
-static uint64_t
-compact_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-compact_hold(unsigned ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* Table files in all levels, from LevelDB's properties. */
 static uint64_t
@@ -117,11 +101,11 @@ static void *
 compact_main(void *arg)
 {
     store *s = arg;
-    uint64_t t0 = compact_now_ms();
+    uint64_t t0 = duration_now_ms();
     int passes = 1;
 
     if (s->compact_hold_ms > 0) {
-        compact_hold(s->compact_hold_ms);
+        duration_sleep_ms(s->compact_hold_ms);
     }
     if (compact_table_files(s) == 0) {
         passes = 2; /* the first flush only makes the first table */
@@ -134,7 +118,7 @@ compact_main(void *arg)
     fprintf(stderr,
             "onced: compaction of the whole key range finished in %llu ms "
             "(%d pass%s)\n",
-            (unsigned long long)(compact_now_ms() - t0), passes,
+            (unsigned long long)(duration_now_ms() - t0), passes,
             passes == 1 ? "" : "es");
     atomic_fetch_add(&s->compactions, 1);
     atomic_store(&s->compacting, false);
