@@ -114,6 +114,10 @@ call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
     return 0;
 }
 
+/* How long a send waits for a connection before the dial is started over
+ * (client_redial, itself at most once a second per handle). */
+#define CALL_SEND_SLICE_MS 1000u
+
 /* Milliseconds until `until` (a retry_now_ms value), at least 1 so nng
  * never treats it as "no wait" (NNG_DURATION_ZERO is still a timeout). */
 static nng_duration
@@ -151,27 +155,39 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         return rv;
     }
     nng_aio_set_msg(aio, m);
-    nng_aio_set_timeout(aio, call_wait(attempt_end));
-    if (!call_start(c, cs, LOST_OP_SEND, ctx, aio, 0)) {
-        nng_msg_free(nng_aio_get_msg(aio));
-        nng_aio_set_msg(aio, NULL);
-        snprintf(cst->last_err, sizeof(cst->last_err), "the lease was lost");
-        return NNG_ECANCELED;
-    }
-    nng_aio_wait(aio);
-    /* nng 1.5 reports a timeout as success (0, the message still on the
-     * aio) on an aio that has slept (nng_sleep_aio, our backoff): a
-     * message left on the aio was not sent. */
-    if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) != NULL) {
-        rv = NNG_ETIMEDOUT;
+    /* Waiting for a connection, in slices: a send still unsent after one
+     * starts the dial over (client_redial) and waits on, until attempt_end.
+     * A send that timed out never reached a pipe, so sending the same
+     * message again is the same attempt. */
+    for (;;) {
+        uint64_t slice = retry_now_ms() + CALL_SEND_SLICE_MS;
+
+        nng_aio_set_timeout(
+            aio, call_wait(slice < attempt_end ? slice : attempt_end));
+        if (!call_start(c, cs, LOST_OP_SEND, ctx, aio, 0)) {
+            nng_msg_free(nng_aio_get_msg(aio));
+            nng_aio_set_msg(aio, NULL);
+            snprintf(cst->last_err, sizeof(cst->last_err),
+                     "the lease was lost");
+            return NNG_ECANCELED;
+        }
+        nng_aio_wait(aio);
+        /* nng 1.5 reports a timeout as success (0, the message still on
+         * the aio) on an aio that has slept (nng_sleep_aio, our backoff): a
+         * message left on the aio was not sent. */
+        if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) != NULL) {
+            rv = NNG_ETIMEDOUT;
+        }
+        if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL ||
+            retry_remaining_ms(attempt_end) == 0) {
+            break;
+        }
+        client_redial(c); /* no connection for a whole slice */
     }
     if (rv != 0) {
         /* The message is still ours after a failed send. */
         nng_msg_free(nng_aio_get_msg(aio));
         nng_aio_set_msg(aio, NULL);
-        if (rv == NNG_ETIMEDOUT) {
-            client_redial(c); /* no connection for a whole attempt */
-        }
         snprintf(cst->last_err, sizeof(cst->last_err), "send: %s",
                  nng_strerror(rv));
         return rv;

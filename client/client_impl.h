@@ -102,7 +102,7 @@ int client_lease_close(once_client *c, uint64_t client_id,
                        uint64_t *records_retained, once_status *st,
                        uint32_t deadline_ms);
 
-/* A send found no connection for a whole attempt: replaces the dialer
+/* A send found no connection for a second: replaces the dialer
  * with a new one (at most once a second per handle). nng 1.5's dialer can
  * stop redialing after a connection fails during its handshake; a new
  * dialer starts over. */
