@@ -15,9 +15,9 @@ typedef struct server_stats {
     _Atomic uint64_t conflicts; /* same rpc id, other payload */
     _Atomic uint64_t rejected;  /* answered before execution, not OK */
     _Atomic uint64_t leases_opened;
-    _Atomic uint64_t stale;         /* seq below the watermark */
-    _Atomic uint64_t window_full;   /* too many unacknowledged seqs */
-    _Atomic uint64_t lease_expired; /* call under an ended lease */
+    _Atomic uint64_t stale;             /* seq below the watermark */
+    _Atomic uint64_t window_full;       /* too many unacknowledged seqs */
+    _Atomic uint64_t lease_expired;     /* call under an ended lease */
     _Atomic uint64_t unauthenticated;   /* refused UNAUTHENTICATED */
     _Atomic uint64_t permission_denied; /* refused PERMISSION_DENIED */
 } server_stats;
