@@ -188,6 +188,18 @@ int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
 int harness_raw_rpc(const char *url, const void *req, size_t len,
                     Once__V1__Response **rp, int timeout_ms);
 
+/* Runs the real oncectl with exactly ARGS (NULL-terminated), its stdout
+ * into out (at most cap - 1 bytes, *outlen of them when outlen is not
+ * NULL; out NULL: read and dropped); returns its exit status. */
+int harness_oncectl_run(const char *const *args, char *out, size_t cap,
+                        size_t *outlen);
+
+/* oncectl principal add NAME --role ROLE --data DATA --key-out
+ * DIR/NAME.key (no server involved: it edits the data folder); asserts it
+ * succeeded. */
+void harness_add_principal(const harness *h, const char *name,
+                           const char *role);
+
 /* Runs the real oncectl --server URL [--key-file KEY] --json ARGS...
  * (NULL-terminated), its stdout into out (at most cap - 1 bytes, *outlen
  * of them when outlen is not NULL); returns its exit status. */

@@ -47,26 +47,7 @@
 static int
 oncectl(const char *const *args)
 {
-    char *argv[16] = {(char *)ONCECTL_PATH};
-    pid_t pid;
-    int st, n = 1;
-
-    for (; args[n - 1] != NULL && n < 15; n++) {
-        argv[n] = (char *)args[n - 1];
-    }
-    argv[n] = NULL;
-    if ((pid = fork()) == 0) {
-        int null = open("/dev/null", 1);
-        if (null >= 0) {
-            dup2(null, 1);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-        return -1;
-    }
-    return WEXITSTATUS(st);
+    return harness_oncectl_run(args, NULL, 0, NULL);
 }
 
 /* The key file of principal name in the harness's temp dir. */
@@ -74,17 +55,6 @@ static void
 key_path(const harness *h, const char *name, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s.key", h->dir, name);
-}
-
-/* oncectl principal add NAME --role ROLE --data DATA --key-out DIR/NAME.key */
-static void
-add_principal(const harness *h, const char *name, const char *role)
-{
-    char kp[512];
-    key_path(h, name, kp, sizeof(kp));
-    const char *args[] = {"principal", "add",   name,        "--role", role,
-                          "--data",    h->data, "--key-out", kp,       NULL};
-    assert_int_equal(oncectl(args), 0);
 }
 
 static void
@@ -206,9 +176,9 @@ start_auth(void)
     harness *h;
 
     assert_int_equal(harness_start_args(&h, no_gc), 0);
-    add_principal(h, "op", "operator");
-    add_principal(h, "alice", "scheduler");
-    add_principal(h, "bob", "scheduler");
+    harness_add_principal(h, "op", "operator");
+    harness_add_principal(h, "alice", "scheduler");
+    harness_add_principal(h, "bob", "scheduler");
     wait_auth_on(h);
     return h;
 }
@@ -685,7 +655,7 @@ t_agent_machine(void **state)
     void *resp = NULL;
     size_t resp_len = 0;
 
-    add_principal(h, "agent-m1", "agent:m1");
+    harness_add_principal(h, "agent-m1", "agent:m1");
     /* wait until onced knows the new principal */
     {
         int64_t end = harness_now_ms() + POLL_MAX_MS;

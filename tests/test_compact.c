@@ -27,17 +27,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "wire.h"
-
-extern char **environ;
 
 #define POLL_MAX_MS  30000
 #define POLL_STEP_MS 20
@@ -189,33 +185,6 @@ oncectl(const harness *h, const char *key, char *out, size_t cap,
 
 #define HAS(out, s) assert_non_null(strstr((out), (s)))
 
-/* oncectl principal add NAME --role ROLE --data DATA --key-out DIR/NAME.key
- * (no server involved: it edits the data folder). */
-static void
-add_principal(const harness *h, const char *name, const char *role)
-{
-    char kp[512];
-    char *argv[12];
-    pid_t pid;
-    int st;
-
-    snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
-    argv[0] = (char *)ONCECTL_PATH;
-    argv[1] = "principal";
-    argv[2] = "add";
-    argv[3] = (char *)name;
-    argv[4] = "--role";
-    argv[5] = (char *)role;
-    argv[6] = "--data";
-    argv[7] = (char *)h->data;
-    argv[8] = "--key-out";
-    argv[9] = kp;
-    argv[10] = NULL;
-    assert_int_equal(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 /* A client signing with DIR/name.key (no lease). */
 static void
 client_as(const harness *h, const char *name, once_client **cp)
@@ -359,9 +328,9 @@ t_compact_permission(void **state)
     once_status st;
     char out[4096], kp[512];
 
-    add_principal(h, "op", "operator");
-    add_principal(h, "alice", "scheduler");
-    add_principal(h, "m1", "agent:m1");
+    harness_add_principal(h, "op", "operator");
+    harness_add_principal(h, "alice", "scheduler");
+    harness_add_principal(h, "m1", "agent:m1");
     client_as(h, "op", &op);
     client_as(h, "alice", &sched);
     client_as(h, "m1", &agent);

@@ -16,16 +16,12 @@
 #include <cmocka.h>
 
 #include <inttypes.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
-
-extern char **environ;
 
 /* Runs oncectl --server URL --json ARGS... (NULL-terminated), the reply
  * into out; returns the exit status. */
