@@ -506,6 +506,14 @@ harness_setup_args(void **state, const char *const *args)
     return 0;
 }
 
+const char *const harness_no_gc[] = {"--gc-interval", "1h", NULL};
+
+int
+harness_setup_no_gc(void **state)
+{
+    return harness_setup_args(state, harness_no_gc);
+}
+
 int
 harness_teardown(void **state)
 {

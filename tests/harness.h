@@ -126,6 +126,15 @@ int harness_teardown(void **state);
 /* harness_setup with extra onced arguments, as in harness_start_args. */
 int harness_setup_args(void **state, const char *const *args);
 
+/* onced arguments that keep the collector's timer out of the way (one pass
+ * an hour): its passes are commits (a raised watermark persisted, an ended
+ * lease's records deleted), and tests that compare Stats.commits to show a
+ * request wrote nothing must not count them. */
+extern const char *const harness_no_gc[];
+
+/* harness_setup_args(state, harness_no_gc). */
+int harness_setup_no_gc(void **state);
+
 /* ---- checked libonce calls ----------------------------------------------
  * Each fails the test (cmocka assertion, after printing the code, reason and
  * message) unless the call returns ONCE_OK; call them from the test's own

@@ -172,10 +172,9 @@ wait_auth_on(const harness *h)
 static harness *
 start_auth(void)
 {
-    static const char *const no_gc[] = {"--gc-interval", "1h", NULL};
     harness *h;
 
-    assert_int_equal(harness_start_args(&h, no_gc), 0);
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
     harness_add_principal(h, "op", "operator");
     harness_add_principal(h, "alice", "scheduler");
     harness_add_principal(h, "bob", "scheduler");

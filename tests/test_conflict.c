@@ -122,25 +122,14 @@ test_conflict_after_sigkill(void **state)
     once_client_close(a);
 }
 
-/* The collector stays out of the way: its passes are commits (a raised
- * watermark persisted, an ended lease's records deleted), and these tests
- * compare Stats.commits to show that a resend wrote nothing. */
-static int
-setup(void **state)
-{
-    static const char *const no_gc[] = {"--gc-interval", "1h", NULL};
-
-    return harness_setup_args(state, no_gc);
-}
-
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_conflicting_payload, setup,
-                                        harness_teardown),
-        cmocka_unit_test_setup_teardown(test_conflict_after_sigkill, setup,
-                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_conflicting_payload,
+                                        harness_setup_no_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_conflict_after_sigkill,
+                                        harness_setup_no_gc, harness_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,11 +56,9 @@ fx_setup(void **state)
     uint64_t ttl;
     int64_t v;
 
-    /* No collector timer: its passes are commits, and every test here
-     * compares Stats.commits to show a refused request wrote nothing. */
-    static const char *const no_gc[] = {"--gc-interval", "1h", NULL};
-
-    if (f == NULL || harness_start_args(&f->h, no_gc) != 0) {
+    /* Every test here compares Stats.commits to show a refused request
+     * wrote nothing (harness_no_gc). */
+    if (f == NULL || harness_start_args(&f->h, harness_no_gc) != 0) {
         free(f);
         return -1;
     }
