@@ -542,6 +542,25 @@ harness_stats(once_client *c, once_stats *s)
     assert_int_equal(rv, ONCE_OK);
 }
 
+int
+harness_stats_all(once_client *c, Once__V1__StatsResponse **out)
+{
+    void *resp = NULL;
+    size_t len = 0;
+    once_status st;
+    int rv;
+
+    *out = NULL;
+    if ((rv = once_call(c, "/once.v1.Admin/Stats", false, NULL, NULL, 0, &resp,
+                        &len, &st)) != ONCE_OK) {
+        return rv;
+    }
+    *out = once__v1__stats_response__unpack(NULL, len, resp);
+    once_free(resp);
+    assert_non_null(*out);
+    return ONCE_OK;
+}
+
 void
 harness_collector_stats(once_client *c, once_stats *s, once_collector_stats *cs)
 {

@@ -143,6 +143,11 @@ int harness_setup_no_gc(void **state);
 /* once_admin_stats into *s. */
 void harness_stats(once_client *c, once_stats *s);
 
+/* The whole Admin.Stats reply, fields libonce's once_stats (a fixed ABI)
+ * does not carry included, as c's principal. Returns the code; on OK *out
+ * is the reply (once__v1__stats_response__free_unpacked), else NULL. */
+int harness_stats_all(once_client *c, Once__V1__StatsResponse **out);
+
 /* once_admin_collector_stats into *s and *cs. */
 void harness_collector_stats(once_client *c, once_stats *s,
                              once_collector_stats *cs);

@@ -201,17 +201,10 @@ refusals(const harness *h, uint64_t *unauthenticated, uint64_t *denied)
     once_client *c = NULL;
     once_status st;
     Once__V1__StatsResponse *r;
-    void *resp = NULL;
-    size_t len = 0;
 
     assert_int_equal(client_as(h, "op", true, &c, &st), ONCE_OK);
-    assert_int_equal(once_call(c, "/once.v1.Admin/Stats", false, NULL, NULL, 0,
-                               &resp, &len, &st),
-                     ONCE_OK);
+    assert_int_equal(harness_stats_all(c, &r), ONCE_OK);
     once_client_close(c);
-    r = once__v1__stats_response__unpack(NULL, len, resp);
-    free(resp);
-    assert_non_null(r);
     *unauthenticated = r->unauthenticated;
     *denied = r->permission_denied;
     once__v1__stats_response__free_unpacked(r, NULL);

@@ -44,34 +44,12 @@
 
 /* ---- Admin calls through once_call -------------------------------------- */
 
-/* Stats as the handle's principal; returns the code, *out on OK
- * (free_unpacked). */
-static int
-stats_try(once_client *c, Once__V1__StatsResponse **out)
-{
-    const char *m = wire_method_name(&once__v1__admin__descriptor, "Stats");
-    void *resp = NULL;
-    size_t resp_len = 0;
-    once_status st;
-    int rv;
-
-    *out = NULL;
-    if ((rv = once_call(c, m, false, NULL, NULL, 0, &resp, &resp_len, &st)) !=
-        ONCE_OK) {
-        return rv;
-    }
-    *out = once__v1__stats_response__unpack(NULL, resp_len, resp);
-    once_free(resp);
-    assert_non_null(*out);
-    return ONCE_OK;
-}
-
 static Once__V1__StatsResponse *
 stats(once_client *c)
 {
     Once__V1__StatsResponse *s;
 
-    assert_int_equal(stats_try(c, &s), ONCE_OK);
+    assert_int_equal(harness_stats_all(c, &s), ONCE_OK);
     return s;
 }
 
@@ -346,7 +324,7 @@ t_compact_permission(void **state)
         o.deadline_ms = 5000;
         assert_int_equal(once_client_open(&anon, &o, &st), ONCE_OK);
         for (int i = 0; i < 1000 && harness_now_ms() < end; i++) {
-            if ((rv = stats_try(anon, &s)) != ONCE_OK) {
+            if ((rv = harness_stats_all(anon, &s)) != ONCE_OK) {
                 break;
             }
             once__v1__stats_response__free_unpacked(s, NULL);
@@ -362,7 +340,7 @@ t_compact_permission(void **state)
                      ONCE_PERMISSION_DENIED);
     assert_int_equal(compact(anon, &already, &n0, &st), ONCE_UNAUTHENTICATED);
     /* As restricted as Stats, the most restricted Admin method. */
-    assert_int_equal(stats_try(sched, &s), ONCE_PERMISSION_DENIED);
+    assert_int_equal(harness_stats_all(sched, &s), ONCE_PERMISSION_DENIED);
     snprintf(kp, sizeof(kp), "%s/alice.key", h->dir);
     {
         const char *a[] = {"admin", "compact", "--wait", NULL};
