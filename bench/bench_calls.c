@@ -10,6 +10,10 @@
  * server appends to a file and fdatasyncs it once per request (the minimum
  * cost of any durable reply). It prints calls/s and p50/p99 latency per
  * level, writes a CSV with --csv, and reports progress on stderr.
+ * At every level it also measures the floor: once_floor (floor_server.c),
+ * onced's shape with nothing in it — nng REP contexts, one executor, one
+ * synced LevelDB batch per group — driven by as many bare nng REQ callers;
+ * once/floor is how close onced gets to what its design can do here.
  * With --auth it also runs every level against a second onced that
  * authenticates requests (started with --dev: a principals file and the
  * operator key in its data dir), its callers signing every request, and
@@ -31,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +49,9 @@
 
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"
+#endif
+#ifndef FLOOR_PATH
+#define FLOOR_PATH "once_floor"
 #endif
 
 #define MAX_LEVELS             16
@@ -61,11 +69,12 @@ static struct {
     const char *server; /* NULL: start our own onced */
     const char *csv;
     const char *onced;
-    bool shared;      /* all callers share one once_client */
-    bool baselines;   /* run the echo baselines */
-    bool one_counter; /* all callers increment one counter */
-    bool auth;        /* also measure signed calls to an authenticating
-                         onced */
+    bool shared;       /* all callers share one once_client */
+    bool baselines;    /* run the echo baselines */
+    const char *floor; /* once_floor's path; NULL: --no-floor */
+    bool one_counter;  /* all callers increment one counter */
+    bool auth;         /* also measure signed calls to an authenticating
+                          onced */
 } opt = {
     .levels = {1, 16, 64},
     .nlevels = 3,
@@ -73,6 +82,7 @@ static struct {
     .onced = ONCED_PATH,
     .shared = false,
     .baselines = true,
+    .floor = FLOOR_PATH,
 };
 
 static void
@@ -98,11 +108,14 @@ usage(FILE *f)
             "  --one-counter    all callers increment one counter (default:\n"
             "                   one counter per caller)\n"
             "  --no-baselines   skip the echo baselines\n"
+            "  --floor PATH     once_floor, onced's shape with nothing in it,\n"
+            "                   run at every level after once (default %s)\n"
+            "  --no-floor       skip the floor\n"
             "  --auth           at every level, also signed calls to a second\n"
             "                   onced that authenticates (started --dev), and\n"
             "                   the cost of authentication in calls/s\n"
             "  --help           this text\n",
-            ECHO_RECORD, ONCED_PATH);
+            ECHO_RECORD, ONCED_PATH, FLOOR_PATH);
 }
 
 static int
@@ -144,6 +157,8 @@ parse_args(int argc, char **argv)
         {"clients", required_argument, NULL, 'm'},
         {"one-counter", no_argument, NULL, '1'},
         {"no-baselines", no_argument, NULL, 'B'},
+        {"floor", required_argument, NULL, 'F'},
+        {"no-floor", no_argument, NULL, 'f'},
         {"auth", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -188,6 +203,12 @@ parse_args(int argc, char **argv)
         case '1':
             opt.one_counter = true;
             break;
+        case 'F':
+            opt.floor = optarg;
+            break;
+        case 'f':
+            opt.floor = NULL;
+            break;
         case 'B':
             opt.baselines = false;
             break;
@@ -230,7 +251,7 @@ static struct {
 /* ---- results ------------------------------------------------------------- */
 
 typedef struct result {
-    const char *kind; /* "once", "once+auth", "echo", "echo+fsync" */
+    const char *kind; /* "once", "once+auth", "floor", "echo", "echo+fsync" */
     int callers;
     int64_t calls;
     int64_t errors;
@@ -243,7 +264,7 @@ typedef struct result {
     bool verified; /* counters read back equal the OK calls */
 } result;
 
-static result results[MAX_LEVELS + 2];
+static result results[MAX_LEVELS * 3 + 2];
 static int nresults;
 
 /* ---- callers ------------------------------------------------------------- */
@@ -578,6 +599,79 @@ out:
     return rv == 0 ? 0 : -1;
 }
 
+/* ---- the floor: onced's shape with nothing in it ------------------------ */
+
+/* Waits (bounded) until once_floor echoes a probe. */
+static int
+floor_wait_ready(bench_onced *b)
+{
+    int64_t deadline = bench_now_ns() + 10 * 1000000000LL;
+
+    for (int i = 0; i < 200 && bench_now_ns() < deadline; i++) {
+        nng_socket s;
+        nng_msg *m = NULL;
+        int status, rv = -1;
+
+        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+            fprintf(stderr, "bench_calls: once_floor exited; see %s\n", b->log);
+            b->pid = 0;
+            return -1;
+        }
+        if (bench_dial(&s, b->url) == 0) {
+            nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 300);
+            if ((rv = nng_send(s, "?", 1, 0)) == 0 &&
+                (rv = nng_recvmsg(s, &m, 0)) == 0) {
+                nng_msg_free(m);
+            }
+            nng_close(s);
+        }
+        if (rv == 0) {
+            return 0;
+        }
+        bench_sleep_ms(50);
+    }
+    fprintf(stderr, "bench_calls: once_floor did not answer; see %s\n", b->log);
+    return -1;
+}
+
+/* n bare REQ callers, a socket each, against a fresh once_floor. */
+static int
+bench_floor(int n, result *r)
+{
+    bench_onced fl;
+    caller *ks;
+    int rv = -1;
+
+    r->kind = "floor";
+    if ((ks = calloc((size_t)n, sizeof(*ks))) == NULL) {
+        return -1;
+    }
+    if (bench_spawn(&fl, opt.floor, NULL) != 0 || floor_wait_ready(&fl) != 0) {
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        int e = bench_dial(&ks[i].s, fl.url);
+        if (e != 0) {
+            fprintf(stderr, "bench_calls: floor caller: %s\n", nng_strerror(e));
+            for (int j = 0; j < i; j++) {
+                nng_close(ks[j].s);
+            }
+            goto out;
+        }
+        ks[i].index = i;
+    }
+    run_level(r->kind, ks, n, echo_caller, r);
+    r->verified = r->errors == 0;
+    for (int i = 0; i < n; i++) {
+        nng_close(ks[i].s);
+    }
+    rv = 0;
+out:
+    bench_onced_stop(&fl);
+    free(ks);
+    return rv;
+}
+
 /* ---- output -------------------------------------------------------------- */
 
 static void
@@ -687,6 +781,17 @@ main(int argc, char **argv)
             rv = 1;
         }
         nresults++;
+        if (opt.floor != NULL) {
+            fprintf(stderr, "bench_calls: floor, %d caller%s, %d s\n",
+                    opt.levels[i], opt.levels[i] == 1 ? "" : "s", opt.seconds);
+            if (bench_floor(opt.levels[i], &results[nresults]) != 0) {
+                fprintf(stderr, "bench_calls: floor at %d failed\n",
+                        opt.levels[i]);
+                rv = 1;
+                break;
+            }
+            nresults++;
+        }
         if (!opt.auth) {
             continue;
         }
@@ -721,6 +826,20 @@ main(int argc, char **argv)
                    echo->p50_us);
         }
         printf("\n");
+    }
+    for (int i = 0; i < nresults; i++) {
+        const result *o = &results[i], *f = NULL;
+        for (int j = i + 1; j < nresults && f == NULL; j++) {
+            if (strcmp(results[j].kind, "floor") == 0 &&
+                results[j].callers == o->callers) {
+                f = &results[j];
+            }
+        }
+        if (strcmp(o->kind, "once") == 0 && f != NULL && f->per_s > 0) {
+            printf("once/floor at %d caller%s: %.0f / %.0f calls/s = %.2f\n",
+                   o->callers, o->callers == 1 ? "" : "s", o->per_s, f->per_s,
+                   o->per_s / f->per_s);
+        }
     }
     for (int i = 1; opt.auth && i < nresults; i++) {
         const result *a = &results[i], *u = &results[i - 1];

@@ -241,7 +241,7 @@ bench_wait_ready(bench_onced *b)
 }
 
 int
-bench_onced_start(bench_onced *b, const char *path, const char *const *extra)
+bench_spawn(bench_onced *b, const char *path, const char *const *extra)
 {
     static int n;
     const char *argv[BENCH_ARGS_MAX];
@@ -286,6 +286,15 @@ bench_onced_start(bench_onced *b, const char *path, const char *const *extra)
         _exit(127);
     }
     close(fd);
+    return 0;
+}
+
+int
+bench_onced_start(bench_onced *b, const char *path, const char *const *extra)
+{
+    if (bench_spawn(b, path, extra) != 0) {
+        return -1;
+    }
     return bench_wait_ready(b);
 }
 

@@ -35,6 +35,14 @@ typedef struct bench_onced {
 int bench_onced_start(bench_onced *b, const char *path,
                       const char *const *extra);
 
+/*
+ * The start of bench_onced_start without the wait: path (any server taking
+ * --data DIR --listen URL) on a fresh temp dir and ipc address, its output
+ * in b->log. Returns 0 once it is forked; readiness is the caller's to
+ * check. bench_onced_stop stops it.
+ */
+int bench_spawn(bench_onced *b, const char *path, const char *const *extra);
+
 /* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
 void bench_onced_stop(bench_onced *b);
 
