@@ -97,7 +97,8 @@ clean:
 # benchmarks' own packages first (scripts/bench-deps.sh, never run by test).
 # plots: PNGs from the benchmarks' CSVs; measures retention first when
 # build/retention.csv is missing (delete it to measure again; its summary,
-# build/retention-summary.csv, draws the bytes-per-record panel).
+# build/retention-summary.csv, draws the bytes-per-record panel), and
+# build/compare.png and build/bench.png when their CSVs are there.
 COMPARE_ARGS      ?=
 RETENTION_RATE    ?= 1000
 RETENTION_TTL     ?= 5
@@ -125,6 +126,9 @@ plots: deps
 	if [ -f $(BUILD)/compare.csv ]; then \
 	    gnuplot -e "csv='$(BUILD)/compare.csv'; png='$(BUILD)/compare.png'" \
 	        bench/plot/compare.gp && echo "plot in $(BUILD)/compare.png"; fi
+	if [ -f $(BUILD)/bench.csv ]; then \
+	    gnuplot -e "csv='$(BUILD)/bench.csv'; png='$(BUILD)/bench.png'" \
+	        bench/plot/calls.gp && echo "plot in $(BUILD)/bench.png"; fi
 
 # retransmit: effects per logical call when replies are lost at rate p
 # (through bench/once_proxy), same rpc id vs a new id per retry, against
