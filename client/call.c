@@ -4,9 +4,9 @@
  * Owns: the Request envelope of every attempt (method, rpc id,
  * first_incomplete, attempt number, time left, principal, payload, and the
  * authentication tag over those bytes when the handle has a key), the
- * call's nng context and aio (a slot taken for all its attempts, slot.h),
- * and the decision after each attempt: final reply, or retry the *same*
- * rpc id after a jittered backoff.
+ * call's nng context, its aio and its sleep aio (a slot taken for all its
+ * attempts, slot.h), and the decision after each attempt: final reply, or
+ * retry the *same* rpc id after a jittered backoff.
  * Invariant: a mutating call that nng accepted for sending at least once is
  * never reported as a plain failure — it ends with the server's final reply
  * or ONCE_UNKNOWN/OUTCOME_UNKNOWN with its rpc id; its seq stays incomplete
@@ -23,7 +23,9 @@
  * id are tracked (lost.h): when the lease is lost they end at once.
  * Never: assigns a new seq to a retry; never waits past the call deadline;
  * never holds the handle's lock across network I/O; never sends a tracked
- * call after its lease was lost.
+ * call after its lease was lost; never sleeps on the aio it sends and
+ * receives on (nng 1.5 then reports a later timeout of that aio as
+ * success, slot.h): the backoff has an aio of its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -65,8 +67,9 @@ typedef struct call_state {
     bool lost;               /* stopped because the lease was lost */
 } call_state;
 
-/* Starts op on the call's aio; a tracked call goes through lost_start, so
- * nothing starts once the lease is lost. Returns false when not started. */
+/* Starts op on one of the call's aios (its sleep aio for LOST_OP_SLEEP); a
+ * tracked call goes through lost_start, so nothing starts once the lease
+ * is lost. Returns false when not started. */
 static bool
 call_start(once_client *c, const call_spec *cs, lost_op op, nng_ctx ctx,
            nng_aio *aio, nng_duration ms)
@@ -172,9 +175,10 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
             return NNG_ECANCELED;
         }
         nng_aio_wait(aio);
-        /* nng 1.5 reports a timeout as success (0, the message still on
-         * the aio) on an aio that has slept (nng_sleep_aio, our backoff): a
-         * message left on the aio was not sent. */
+        /* A send that worked took the message off the aio: one still
+         * there was not sent, whatever the result says. (nng 1.5 says 0
+         * for a timed-out send on an aio that has slept; this one never
+         * sleeps, slot.h, so here the check is only a guard.) */
         if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) != NULL) {
             rv = NNG_ETIMEDOUT;
         }
@@ -207,8 +211,9 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         return NNG_ECANCELED;
     }
     nng_aio_wait(aio);
-    /* The same nng 1.5 quirk: a receive that timed out after a backoff
-     * sleep on this aio says 0 with no message. No message, no reply. */
+    /* No message, no reply, whatever the result says (only a guard, as
+     * for the send: the nng 1.5 quirk that says 0 for a timed-out receive
+     * needs a sleep on this aio). */
     if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) == NULL) {
         rv = NNG_ETIMEDOUT;
     }
@@ -375,8 +380,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     bool tracking = false;
     bool complete = false;
     call_slot *slot = NULL;
-    bool clean = false; /* ended on a reply, never slept: slot reusable */
-    bool slept = false;
+    bool clean = false; /* ended on a reply: slot reusable */
     nng_ctx ctx;
     nng_aio *aio = NULL;
     uint64_t deadline = retry_now_ms() + deadline_ms;
@@ -395,7 +399,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     ctx = slot->ctx;
     aio = slot->aio;
     if (cs->tracked) {
-        if (!lost_track(c, &lc, aio)) {
+        if (!lost_track(c, &lc, aio, slot->sleep)) {
             cst.lost = true;
             goto give_up;
         }
@@ -456,12 +460,12 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         if (b > left) {
             b = left;
         }
-        /* On the call's aio, so a lost lease cuts the backoff short. */
+        /* On the slot's sleep aio, never on aio (slot.h); tracked with
+         * the call, so a lost lease cuts the backoff short. */
         if (b > 0 &&
-            call_start(c, cs, LOST_OP_SLEEP, ctx, aio,
+            call_start(c, cs, LOST_OP_SLEEP, ctx, slot->sleep,
                        (nng_duration)(b > INT32_MAX ? INT32_MAX : b))) {
-            nng_aio_wait(aio);
-            slept = true;
+            nng_aio_wait(slot->sleep);
         }
         if (cs->tracked && lost_is_lost(c)) {
             cst.lost = true;
@@ -478,7 +482,7 @@ give_up:
     goto out;
 
 final:
-    clean = !slept;
+    clean = true;
     call_status_from(st, r);
     st->attempts = cst.sent;
     rv = st->code;

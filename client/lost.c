@@ -37,11 +37,12 @@ lost_fini(once_client *c)
 }
 
 bool
-lost_track(once_client *c, lost_call *lc, nng_aio *aio)
+lost_track(once_client *c, lost_call *lc, nng_aio *aio, nng_aio *sleep)
 {
     bool ok;
 
     lc->aio = aio;
+    lc->sleep = sleep;
     lc->prev = NULL;
     pthread_mutex_lock(&c->lease_lock);
     if ((ok = c->lease_state != ONCE_CLIENT_LEASE_LOST)) {
@@ -144,7 +145,10 @@ lost_declare(once_client *c, const char *fmt, ...)
     c->lease_state = ONCE_CLIENT_LEASE_LOST;
     c->lost_why = why;
     for (lost_call *lc = c->calls; lc != NULL; lc = lc->next) {
+        /* Both: the call may be waiting for a reply or in its backoff. An
+         * aio with nothing in flight ignores the cancel. */
         nng_aio_cancel(lc->aio);
+        nng_aio_cancel(lc->sleep);
     }
     quiet = c->closing;
     if (!quiet && c->lost_fn != NULL && !c->lost_notified) {

@@ -9,9 +9,10 @@
  * and the lease-lost callback.
  * Invariant: LOST is final — the state never leaves it. A tracked call
  * starts an nng operation (send, receive, backoff sleep) only under
- * lease_lock and only while the lease is not lost, and lost_declare cancels
- * every tracked aio under that same lock, so no tracked operation started
- * before the loss outlives it and none starts after it.
+ * lease_lock, only while the lease is not lost and only on one of the aios
+ * it registered with lost_track, and lost_declare cancels every registered
+ * aio under that same lock, so no tracked operation started before the
+ * loss outlives it and none starts after it.
  * Never: sends anything, re-sends a call or gives it a new id; never runs
  * the user's callback with a lock held, or twice.
  */
@@ -27,7 +28,8 @@
 /* One tracked call, linked into once_client.calls while in flight. Lives
  * on the calling thread's stack. */
 typedef struct lost_call {
-    nng_aio *aio;
+    nng_aio *aio;   /* its sends and receives */
+    nng_aio *sleep; /* its backoff sleeps */
     struct lost_call *prev;
     struct lost_call *next;
 } lost_call;
@@ -45,9 +47,10 @@ void lost_init(once_client *c);
 /* Destroys what lost_init made. */
 void lost_fini(once_client *c);
 
-/* Links lc (with aio) into the tracked calls. Returns false, linking
- * nothing, when the lease is already lost. */
-bool lost_track(once_client *c, lost_call *lc, nng_aio *aio);
+/* Links lc into the tracked calls, with the call's two aios: aio (send
+ * and receive) and sleep (backoff); a loss cancels both. Returns false,
+ * linking nothing, when the lease is already lost. */
+bool lost_track(once_client *c, lost_call *lc, nng_aio *aio, nng_aio *sleep);
 
 /* Unlinks lc. */
 void lost_untrack(once_client *c, lost_call *lc);
@@ -56,7 +59,8 @@ void lost_untrack(once_client *c, lost_call *lc);
  * untracked call's path; tracked calls go through lost_start. */
 void lost_op_start(lost_op op, nng_ctx ctx, nng_aio *aio, nng_duration ms);
 
-/* Starts op on a tracked call's aio (ms only for LOST_OP_SLEEP). Returns
+/* Starts op on one of a tracked call's aios — the sleep aio for
+ * LOST_OP_SLEEP (ms only for it), the other for send and receive. Returns
  * false, starting nothing, when the lease is lost. */
 bool lost_start(once_client *c, lost_op op, nng_ctx ctx, nng_aio *aio,
                 nng_duration ms);

@@ -16,6 +16,7 @@
 static void
 slot_close(call_slot *s)
 {
+    nng_aio_free(s->sleep);
     nng_aio_free(s->aio);
     nng_ctx_close(s->ctx);
     free(s);
@@ -74,7 +75,11 @@ slot_take(once_client *c, call_slot **sp)
     }
     if ((rv = nng_ctx_set_ms(s->ctx, NNG_OPT_REQ_RESENDTIME,
                              NNG_DURATION_INFINITE)) != 0 ||
-        (rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0) {
+        (rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0 ||
+        (rv = nng_aio_alloc(&s->sleep, NULL, NULL)) != 0) {
+        if (s->aio != NULL) {
+            nng_aio_free(s->aio);
+        }
         nng_ctx_close(s->ctx);
         free(s);
         return rv;
