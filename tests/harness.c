@@ -382,6 +382,45 @@ reap(harness *h, int ms, int *status)
     return 0;
 }
 
+bool
+harness_wait_stopped(pid_t pid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+    for (int i = 0; i < 10000 / 5; i++) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        bool all = d != NULL;
+
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            char stat[400], buf[512], *p;
+            FILE *f;
+            if (e->d_name[0] == '.') {
+                continue;
+            }
+            snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
+            if ((f = fopen(stat, "r")) == NULL) {
+                continue;
+            }
+            if (fgets(buf, sizeof(buf), f) != NULL &&
+                (p = strrchr(buf, ')')) != NULL && p[1] == ' ' && p[2] != 'T' &&
+                p[2] != 't') {
+                all = false;
+            }
+            fclose(f);
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+        if (all) {
+            return true;
+        }
+        harness_sleep_ms(5);
+    }
+    return false;
+}
+
 int
 harness_kill(harness *h, int sig)
 {

@@ -5,15 +5,15 @@
  * (mkdtemp under /tmp) and a unique ipc:///tmp/once-test-<pid>-<n>.ipc
  * address, with optional extra arguments and an armed crash point
  * (ONCED_FAULT); killing, restarting and stopping it, and waiting for it to
- * crash by itself; removing its files; and the
- * raw nng REQ helpers the hostile-input tests use to speak the envelope
- * protocol without libonce; and the small helpers the test files share (the
- * monotonic clock, sleeping, libonce calls checked with cmocka assertions).
- * Invariant: every wait is bounded in count and time; a harness never shares
- * a directory or address with another harness, in this process or another,
- * so test programs may run in parallel.
- * Never: mocks server behaviour, edits the data dir behind onced's back, or
- * calls cmocka assertions from a thread other than the test's own.
+ * crash by itself, or for a SIGSTOPped one to stop; removing its files;
+ * and the raw nng REQ helpers the hostile-input tests use to speak the
+ * envelope protocol without libonce; and the small helpers the test files share
+ * (the monotonic clock, sleeping, libonce calls checked with cmocka
+ * assertions). Invariant: every wait is bounded in count and time; a harness
+ * never shares a directory or address with another harness, in this process or
+ * another, so test programs may run in parallel. Never: mocks server behaviour,
+ * edits the data dir behind onced's back, or calls cmocka assertions from a
+ * thread other than the test's own.
  */
 #ifndef TESTS_HARNESS_H
 #define TESTS_HARNESS_H
@@ -96,6 +96,11 @@ int harness_restart(harness *h);
 /* Sends sig to onced and reaps it (bounded: SIGKILL after 10 s). Returns the
  * wait status, or -1 when nothing was running. */
 int harness_kill(harness *h, int sig);
+
+/* Waits (bounded: 10 s) until every thread of pid is stopped:
+ * kill(SIGSTOP) returns before a thread running on another CPU has
+ * stopped. True when they all did. */
+bool harness_wait_stopped(pid_t pid);
 
 /* SIGTERM, then waitpid (bounded). Returns 0 only when onced exited on its
  * own with status 0; otherwise prints what happened and returns -1. */

@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -333,47 +332,6 @@ inflight_wait(inflight *f, int ms)
     return atomic_load(&f->done) != 0;
 }
 
-/* Waits (bounded) until every thread of pid is stopped: kill(SIGSTOP)
- * returns before a thread running on another CPU has stopped. */
-static bool
-wait_stopped(pid_t pid)
-{
-    char path[64];
-
-    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
-    for (int i = 0; i < POLL_MAX_MS / 5; i++) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        bool all = d != NULL;
-
-        while (d != NULL && (e = readdir(d)) != NULL) {
-            char stat[400], buf[512], *p;
-            FILE *f;
-            if (e->d_name[0] == '.') {
-                continue;
-            }
-            snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
-            if ((f = fopen(stat, "r")) == NULL) {
-                continue;
-            }
-            if (fgets(buf, sizeof(buf), f) != NULL &&
-                (p = strrchr(buf, ')')) != NULL && p[1] == ' ' && p[2] != 'T' &&
-                p[2] != 't') {
-                all = false;
-            }
-            fclose(f);
-        }
-        if (d != NULL) {
-            closedir(d);
-        }
-        if (all) {
-            return true;
-        }
-        harness_sleep_ms(5);
-    }
-    return false;
-}
-
 /* The lease is lost: new mutating calls under it fail at once, sending
  * nothing (the server's request count does not move). */
 static void
@@ -437,7 +395,7 @@ test_stopped_server_ends_inflight(void **state)
 
     /* onced stops answering anything: renewals and the call hang. */
     assert_int_equal(kill(h->pid, SIGSTOP), 0);
-    if (!wait_stopped(h->pid)) {
+    if (!harness_wait_stopped(h->pid)) {
         kill(h->pid, SIGCONT);
         fail_msg("onced did not stop");
     }
