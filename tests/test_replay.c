@@ -6,7 +6,11 @@
  * holds when onced is SIGKILLed and restarted between the two sends, and
  * when it is SIGKILLed while the first send may still be in flight. A
  * resend after the client acknowledged the seq is STALE_RPC, and after its
- * lease ended LEASE_EXPIRED — neither executes again.
+ * lease ended LEASE_EXPIRED — neither executes again. libonce's own
+ * retries, with backoffs between them, resend the same id: a call whose
+ * attempts time out while onced is stopped gets its reply once onced
+ * continues, and executes once; a call that never reaches onced ends
+ * NOT_SENT and its id executes later, once.
  * Invariant: every check is on an effect that reveals duplicates (a counter
  * incremented by a distinctive amount), so a server that executed twice
  * fails the test.
@@ -20,7 +24,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +352,181 @@ test_same_handle_across_crashes(void **state)
     once_client_close(a);
 }
 
+/* A handle whose attempts wait attempt_ms for a reply, with backoffs of
+ * backoff_ms to 2 * backoff_ms at most between them (jittered: any amount
+ * up to that), at most max_attempts within deadline_ms. */
+static once_client *
+open_retrying(const harness *h, bool no_lease, uint32_t attempt_ms,
+              uint32_t backoff_ms, uint32_t max_attempts, uint32_t deadline_ms)
+{
+    once_options o;
+    once_client *c = NULL;
+    once_status st;
+    int rv;
+
+    once_options_init(&o);
+    o.url = h->url;
+    o.no_lease = no_lease;
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = deadline_ms;
+    o.attempt_timeout_ms = attempt_ms;
+    o.max_attempts = max_attempts;
+    o.backoff_initial_ms = backoff_ms;
+    o.backoff_max_ms = 2 * backoff_ms;
+    if ((rv = once_client_open(&c, &o, &st)) != ONCE_OK) {
+        print_error("once_client_open: %s %s %s\n", once_strerror(rv),
+                    st.reason, st.message);
+    }
+    assert_int_equal(rv, ONCE_OK);
+    return c;
+}
+
+/* One libonce call on its own thread (cmocka assertions stay on the
+ * test's thread: this one only records). */
+typedef struct background {
+    once_client *c;
+    const char *name;
+    once_rpc_id id;
+    int rv;
+    int64_t value;
+    once_status st;
+    atomic_int done;
+} background;
+
+static void *
+background_main(void *arg)
+{
+    background *b = arg;
+
+    b->rv = once_counter_incr(b->c, b->name, BY, &b->id, &b->value, &b->st);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+/* Waits (bounded) for the background call to return; true when it did. */
+static bool
+background_wait(background *b, int ms)
+{
+    for (int i = 0; i < ms / 10 + 1; i++) {
+        if (atomic_load(&b->done)) {
+            return true;
+        }
+        harness_sleep_ms(10);
+    }
+    return atomic_load(&b->done) != 0;
+}
+
+/*
+ * onced is SIGSTOPped while a call waits for its reply: its attempts (150
+ * ms each) time out and are retried with the same id after backoffs of up
+ * to 80 ms. Once onced continues it works off every copy; the call gets a
+ * reply (the first copy's result or its replay), the counter moved exactly
+ * once, and the handle's next call goes through on the first attempt.
+ * (With the backoff sleeping on the aio that also receives, nng 1.5 said 0
+ * with no message for the next timed-out receive: without a guard, a
+ * reply that was never there.)
+ */
+static void
+test_backoff_then_reply(void **state)
+{
+    harness *h = *state;
+    once_client *a;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    background bg;
+    pthread_t t;
+    bool returned;
+    int64_t v;
+
+    memset(&bg, 0, sizeof(bg));
+    a = open_retrying(h, false, 150, 40, 60, 20000);
+    assert_int_equal(incr(a, "backoff-warm", 1, &id, &v, &st), ONCE_OK);
+
+    assert_int_equal(kill(h->pid, SIGSTOP), 0);
+    if (!harness_wait_stopped(h->pid)) {
+        kill(h->pid, SIGCONT);
+        fail_msg("onced did not stop");
+    }
+    bg.c = a;
+    bg.name = "backoff";
+    if (pthread_create(&t, NULL, background_main, &bg) != 0) {
+        kill(h->pid, SIGCONT);
+        fail_msg("pthread_create");
+    }
+    /* Nothing to poll for: the attempts time out by themselves. 600 ms is
+     * at least three attempts and two backoffs. */
+    harness_sleep_ms(600);
+    kill(h->pid, SIGCONT);
+    returned = background_wait(&bg, 30000);
+    pthread_join(t, NULL);
+    print_message("call across the stop: %s %s after %u attempt(s)%s\n",
+                  once_strerror(bg.rv), bg.st.reason, bg.st.attempts,
+                  bg.st.replayed ? ", replayed" : "");
+    assert_true(returned);
+    assert_int_equal(bg.rv, ONCE_OK);
+    assert_int_equal(bg.value, BY);
+    assert_true(bg.st.attempts >= 2);
+    assert_int_equal(bg.id.client_id, once_client_id(a));
+    assert_int_equal(bg.id.seq, id.seq + 1); /* one seq for all attempts */
+    assert_int_equal(harness_get(a, "backoff"), BY);
+
+    /* The slot that slept is kept and reused: the next call is one
+     * attempt, a new execution. */
+    id = (once_rpc_id){0, 0};
+    assert_int_equal(incr(a, "backoff", BY, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, 2 * BY);
+    assert_false(st.replayed);
+    assert_int_equal(st.attempts, 1);
+    assert_int_equal(harness_get(a, "backoff"), 2 * BY);
+    once_client_close(a);
+}
+
+/*
+ * With onced down, every send of a call times out (100 ms attempts, 4 of
+ * them, backoffs between): it ends UNAVAILABLE/NOT_SENT with 0 attempts.
+ * That is the truth: after a restart the counter is untouched and the same
+ * id executes for the first time. (With the backoff sleeping on the aio
+ * that also sends, nng 1.5 said 0 for the next timed-out send with the
+ * message still on the aio: without a guard, an attempt counted as sent,
+ * and the call ended OUTCOME_UNKNOWN.)
+ */
+static void
+test_backoff_not_sent(void **state)
+{
+    harness *h = *state;
+    once_client *a = NULL, *c;
+    once_status st;
+    uint64_t cid = 0, ttl = 0;
+    int64_t v;
+    int rv;
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(once_lease_open(a, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    once_client_close(a);
+    a = NULL;
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+
+    c = open_retrying(h, true, 100, 20, 4, 10000);
+    rv = harness_incr_id(c, "unsent", BY, cid, 1, &v, &st);
+    print_message("call with onced down: %s %s after %u attempt(s): %s\n",
+                  once_strerror(rv), st.reason, st.attempts, st.message);
+    assert_int_equal(rv, ONCE_UNAVAILABLE);
+    assert_string_equal(st.reason, "NOT_SENT");
+    assert_int_equal(st.attempts, 0);
+    once_client_close(c);
+
+    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(harness_get(a, "unsent"), 0);
+    assert_int_equal(harness_incr_id(a, "unsent", BY, cid, 1, &v, &st),
+                     ONCE_OK);
+    assert_int_equal(v, BY);
+    assert_false(st.replayed);
+    assert_int_equal(harness_get(a, "unsent"), BY);
+    once_client_close(a);
+}
+
 int
 main(void)
 {
@@ -361,6 +542,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_resend_after_lease_end,
                                         harness_setup_no_gc, harness_teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_in_flight,
+                                        harness_setup_no_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_backoff_then_reply,
+                                        harness_setup_no_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_backoff_not_sent,
                                         harness_setup_no_gc, harness_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
