@@ -443,6 +443,92 @@ test_stopped_server_ends_inflight(void **state)
     once_client_close(b);
 }
 
+/*
+ * The same with the calls in their backoff rather than waiting for a
+ * reply: attempts of 100 ms, backoffs of up to 60 s, onced stopped. The
+ * loss cancels the sleeps (each on an aio of its own, tracked with its
+ * call), so every call ends within LOSS_PROMPT_MS, not at the end of its
+ * backoff. (The backoff is jittered: the loss finds a call asleep with
+ * more than LOSS_PROMPT_MS of it left about nine times in ten, so with
+ * BACKOFF_CALLS calls a loss that left sleeps running fails the test
+ * almost surely.)
+ */
+#define BACKOFF_CALLS 4
+
+static void
+test_stopped_server_ends_backoff(void **state)
+{
+    harness *h = *state;
+    once_client *a, *b = NULL;
+    once_options o;
+    lost_seen ls;
+    inflight f[BACKOFF_CALLS];
+    pthread_t t[BACKOFF_CALLS];
+    once_status st;
+    bool returned = true;
+    int started = 0;
+    int64_t v;
+
+    memset(&ls, 0, sizeof(ls));
+    memset(f, 0, sizeof(f));
+    once_options_init(&o);
+    o.url = h->url;
+    o.lease_ttl_ms = LOSS_TTL_MS;
+    o.deadline_ms = 120000;
+    o.attempt_timeout_ms = 100;
+    o.max_attempts = 10;
+    o.backoff_initial_ms = 60000;
+    o.backoff_max_ms = 60000;
+    assert_int_equal(once_client_open(&a, &o, &st), ONCE_OK);
+    once_client_on_lease_lost(a, on_lost, &ls);
+    assert_int_equal(once_counter_incr(a, "d-sleep", 1, NULL, &v, &st),
+                     ONCE_OK);
+
+    assert_int_equal(kill(h->pid, SIGSTOP), 0);
+    if (!harness_wait_stopped(h->pid)) {
+        kill(h->pid, SIGCONT);
+        fail_msg("onced did not stop");
+    }
+    for (; started < BACKOFF_CALLS; started++) {
+        f[started].c = a;
+        f[started].name = "d-sleep-inflight";
+        if (pthread_create(&t[started], NULL, inflight_main, &f[started]) !=
+            0) {
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++) {
+        returned = inflight_wait(&f[i], 3 * LOSS_PROMPT_MS) && returned;
+    }
+    kill(h->pid, SIGCONT);
+    for (int i = 0; i < started; i++) {
+        inflight_wait(&f[i], 70000); /* a sleep left running: <= 60 s */
+        pthread_join(t[i], NULL);
+        print_message("call %d in its backoff ended after %lld ms: %s %s "
+                      "(%u attempt(s))\n",
+                      i, (long long)f[i].elapsed_ms, once_strerror(f[i].rv),
+                      f[i].st.reason, f[i].st.attempts);
+    }
+    assert_int_equal(started, BACKOFF_CALLS);
+    assert_true(returned);
+    for (int i = 0; i < BACKOFF_CALLS; i++) {
+        assert_int_equal(f[i].rv, ONCE_UNKNOWN);
+        assert_string_equal(f[i].st.reason, "OUTCOME_UNKNOWN");
+        assert_true(f[i].st.attempts >= 1);
+        assert_true(f[i].elapsed_ms < LOSS_PROMPT_MS);
+    }
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(lost_calls(&ls), 1);
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    expect_fail_fast(a, b, "d-sleep");
+    /* Each call ran at most once. */
+    assert_true(harness_get(b, "d-sleep-inflight") <= BACKOFF_CALLS);
+    assert_int_equal(harness_get(b, "d-sleep"), 1);
+    once_client_close(a);
+    once_client_close(b);
+}
+
 static void
 test_closed_lease_fails_fast(void **state)
 {
@@ -664,6 +750,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restart_keeps_live_leases,
                                         setup_fast_gc, harness_teardown),
         cmocka_unit_test_setup_teardown(test_stopped_server_ends_inflight,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_server_ends_backoff,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_closed_lease_fails_fast,
                                         harness_setup, harness_teardown),
