@@ -158,10 +158,11 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         return rv;
     }
     nng_aio_set_msg(aio, m);
-    /* Waiting for a connection, in slices: a send still unsent after one
-     * starts the dial over (client_redial) and waits on, until attempt_end.
-     * A send that timed out never reached a pipe, so sending the same
-     * message again is the same attempt. */
+    /* Waiting for a connection, in slices: a send still unsent after one,
+     * or at attempt_end (an attempt shorter than a slice), starts the dial
+     * over (client_redial) — and, before attempt_end, waits on. A send that
+     * timed out never reached a pipe, so sending the same message again is
+     * the same attempt. */
     for (;;) {
         uint64_t slice = retry_now_ms() + CALL_SEND_SLICE_MS;
 
@@ -182,11 +183,13 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         if ((rv = nng_aio_result(aio)) == 0 && nng_aio_get_msg(aio) != NULL) {
             rv = NNG_ETIMEDOUT;
         }
-        if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL ||
-            retry_remaining_ms(attempt_end) == 0) {
+        if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL) {
             break;
         }
-        client_redial(c); /* no connection for a whole slice */
+        client_redial(c); /* no connection for a slice, or a whole attempt */
+        if (retry_remaining_ms(attempt_end) == 0) {
+            break;
+        }
     }
     if (rv != 0) {
         /* The message is still ours after a failed send. */

@@ -150,9 +150,12 @@ client_dialer_start(once_client *c)
 void
 client_redial(once_client *c)
 {
-    uint64_t now = retry_now_ms();
+    uint64_t now;
 
     pthread_mutex_lock(&c->dial_lock);
+    /* Read under the lock: a time taken before it may be older than the
+     * redial_ms another caller just set, and now - redial_ms would wrap. */
+    now = retry_now_ms();
     if (now - c->redial_ms >= CLIENT_REDIAL_MIN_MS) {
         c->redial_ms = now;
         nng_dialer_close(c->dialer);

@@ -102,10 +102,17 @@ int client_lease_close(once_client *c, uint64_t client_id,
                        uint64_t *records_retained, once_status *st,
                        uint32_t deadline_ms);
 
-/* A send found no connection for a second: replaces the dialer
- * with a new one (at most once a second per handle). nng 1.5's dialer can
- * stop redialing after a connection fails during its handshake; a new
- * dialer starts over. */
+/* A send found no connection for a second (or for a whole attempt, when
+ * attempts are shorter): replaces the dialer with a new one (at most once a
+ * second per handle). nng 1.5.2's dialer stops for good when a connection
+ * fails during its handshake with NNG_ECLOSED (dialer_connect_cb: "no
+ * further action"), and a handshake write that meets EPIPE is reported as
+ * NNG_ECLOSED: a client that redials while onced dies (SIGKILL) connects
+ * into the dying listener's backlog and writes its SP header after the
+ * listener is gone. A new dialer starts over. Closing the old dialer while
+ * its handshake is under way can in turn stop onced's nng 1.5.2 ipc
+ * listener (the same ECLOSED rule on the server side, tests/README.md "Not
+ * covered"), hence at most once a second. */
 void client_redial(once_client *c);
 
 /* once_call with an explicit deadline over all attempts (ms, > 0). */

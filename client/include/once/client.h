@@ -150,7 +150,8 @@ int once_client_open_secure(once_client **cp, const once_options *o,
 /*
  * Opens a client: dials o->url (non-blocking dial, the socket reconnects by
  * itself, 10 ms to 1 s apart; a call that finds no connection for a
- * second also starts the dial over) and, unless o->no_lease, opens a lease
+ * second, or for a whole attempt when attempts are shorter, also starts the
+ * dial over, at most once a second) and, unless o->no_lease, opens a lease
  * to get a client id. On
  * success *cp is the handle (free with once_client_close) and ONCE_OK is
  * returned.
