@@ -1,7 +1,8 @@
 /*
  * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern, and
  * the listeners: ipc://, tcp:// and tls+tcp:// (nng's TLS over mbedTLS,
- * with the certificate and key of --tls-cert/--tls-key).
+ * with the certificate and key of --tls-cert/--tls-key); ipc:// listeners
+ * are watched (listen_watch.h, --listen-check).
  */
 #include "listener.h"
 
@@ -17,6 +18,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "fault.h"
+#include "listen_watch.h"
 #include "log.h"
 
 typedef enum { LCTX_RECV, LCTX_WAIT, LCTX_SEND } lctx_state;
@@ -39,6 +41,7 @@ struct listener {
     void *arg;
     pthread_mutex_t mtx; /* protects closed */
     bool closed;
+    listen_watch *watch; /* ipc:// listeners kept accepting; NULL: off */
 };
 
 static void
@@ -178,7 +181,10 @@ listener_listen(listener *l, const server_config *cfg, const char *url)
     int rv;
 
     if (strncmp(url, "tls+", 4) != 0) {
-        return nng_listen(l->sock, url, NULL, 0);
+        if ((rv = nng_listen(l->sock, url, &nl, 0)) == 0 && l->watch != NULL) {
+            rv = listen_watch_add(l->watch, url, nl);
+        }
+        return rv;
     }
     if (l->tls == NULL && (rv = listener_tls(l, cfg)) != 0) {
         return rv;
@@ -212,6 +218,12 @@ listener_open(listener **lp, const server_config *cfg,
         return rv;
     }
     nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, cfg->recv_max);
+    if (cfg->listen_check_ms > 0 &&
+        (rv = listen_watch_open(&l->watch, l->sock, cfg->listen_check_ms)) !=
+            0) {
+        log_error("cannot watch the listeners: %s", nng_strerror(rv));
+        goto fail;
+    }
     if ((l->ctxs = calloc(cfg->contexts, sizeof(*l->ctxs))) == NULL) {
         rv = NNG_ENOMEM;
         goto fail;
@@ -239,6 +251,10 @@ listener_open(listener **lp, const server_config *cfg,
         l->ctxs[i].state = LCTX_RECV;
         nng_ctx_recv(l->ctxs[i].ctx, l->ctxs[i].aio);
     }
+    if (l->watch != NULL && (rv = listen_watch_start(l->watch)) != 0) {
+        log_error("cannot start the listener watch: %s", nng_strerror(rv));
+        goto fail;
+    }
     *lp = l;
     return 0;
 fail:
@@ -247,12 +263,19 @@ fail:
     return rv;
 }
 
+uint64_t
+listener_restarts(listener *l)
+{
+    return l == NULL ? 0 : listen_watch_restarts(l->watch);
+}
+
 void
 listener_shutdown(listener *l)
 {
     pthread_mutex_lock(&l->mtx);
     l->closed = true;
     pthread_mutex_unlock(&l->mtx);
+    listen_watch_stop(l->watch); /* no probe or new listener from here */
     nng_close(l->sock);
     /* nng_close does not wait for callbacks already running: stop every
      * aio, which does, so no request reaches the executor after this. */
@@ -271,6 +294,7 @@ listener_free(listener *l)
         nng_aio_free(l->ctxs[i].aio); /* waits for a running callback */
     }
     free(l->ctxs);
+    listen_watch_free(l->watch); /* after nng_close: no pipe callback left */
     if (l->tls != NULL) {
         nng_tls_config_free(l->tls);
     }

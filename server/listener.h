@@ -44,6 +44,10 @@ int listener_open(listener **lp, const server_config *cfg,
  * batch_written before sending, reply_sent once the send completed. */
 void listener_reply(listener_req *r, const void *buf, size_t len);
 
+/* ipc:// listeners the watch has started again (listen_watch.h); NULL:
+ * 0. */
+uint64_t listener_restarts(listener *l);
+
 /* Closes the socket: no more requests, replies not yet sent are dropped
  * (clients retry and get the stored result). */
 void listener_shutdown(listener *l);

@@ -62,6 +62,11 @@ usage(FILE *f)
             "                    write its key to DIR/dev.key (make run)\n"
             "  --tls-cert FILE   PEM certificate (chain) for tls+tcp:// URLs\n"
             "  --tls-key FILE    its PEM private key\n"
+            "  --listen-check DUR  how often each ipc:// listener is probed\n"
+            "                    and, if it stopped accepting, started again\n"
+            "                    (default 1s; nng 1.5 ends an ipc listener\n"
+            "                    when a peer hangs up during its handshake)\n"
+            "  --no-listen-check do not probe\n"
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
@@ -130,6 +135,8 @@ main(int argc, char **argv)
         {"dev", no_argument, NULL, 'D'},
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
+        {"listen-check", required_argument, NULL, 'L'},
+        {"no-listen-check", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -148,6 +155,7 @@ main(int argc, char **argv)
     cfg.lease_ttl_max_ms = 3600000;
     cfg.window = 512;
     cfg.gc_interval_ms = 200;
+    cfg.listen_check_ms = 1000;
     cfg.gc_budget = 20000;
 
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -213,6 +221,15 @@ main(int argc, char **argv)
             break;
         case 'K':
             cfg.tls_key = optarg;
+            break;
+        case 'L':
+            if (parse_dur("--listen-check", optarg, 100, 3600000, &v) != 0) {
+                return 2;
+            }
+            cfg.listen_check_ms = v;
+            break;
+        case 'N':
+            cfg.listen_check_ms = 1000;
             break;
         case 'h':
             usage(stdout);

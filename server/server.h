@@ -31,6 +31,8 @@ typedef struct server_config {
     bool dev;                  /* --dev: create a dev principal (auth.h) */
     const char *tls_cert;      /* PEM certificate for tls+tcp:// listeners */
     const char *tls_key;       /* its PEM private key */
+    uint64_t listen_check_ms;  /* probe ipc:// listeners this often
+                                  (listen_watch.h); 0: never */
 } server_config;
 
 typedef struct server server;

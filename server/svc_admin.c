@@ -15,6 +15,7 @@
 #include "gc.h"
 #include "lease.h"
 #include "lease_wire.h"
+#include "listener.h"
 #include "log.h"
 #include "once.pb-c.h"
 #include "records.h"
@@ -91,6 +92,7 @@ admin_stats(server_call *c)
     resp.compacting = compacting;
     resp.compactions = compactions;
     resp.disk_bytes = disk;
+    resp.listener_restarts = listener_restarts(c->srv->ls);
     call_reply(c, &resp.base);
 }
 

@@ -7,7 +7,9 @@
  * name, a zero increment and a never-issued client id. Each must get its
  * status code (decoded from the Response envelope), write nothing (Stats
  * commits and records_stored unchanged, the counter unchanged, and the rpc
- * id it used still free for a real call), and leave onced serving.
+ * id it used still free for a real call), and leave onced serving. Also
+ * peers that connect to the ipc path and hang up before the handshake:
+ * onced must go on accepting new clients.
  * Invariant: the rpc ids used by rejected requests are reused afterwards for
  * a valid call, which must execute (not replay, not conflict) — proof that
  * the rejection stored no completion record.
@@ -452,6 +454,74 @@ out:
     return rv;
 }
 
+/* Connects to path over a plain AF_UNIX socket and hangs up at once,
+ * before the SP handshake, as a port scan, a health check or a client that
+ * gives up a dial does. 0, or -1 when it could not connect. */
+static int
+hang_up_early(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd, rv;
+
+    if (strlen(path) >= sizeof(sa.sun_path) ||
+        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    rv = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    close(fd);
+    return rv == 0 ? 0 : -1;
+}
+
+/*
+ * Peers that connect to the ipc path and hang up before the handshake. nng
+ * 1.5.2 then ends its ipc listener for good: later clients connect into the
+ * backlog, finish their handshake and are never read
+ * (server/listen_watch.h). onced must go on serving: a client opened
+ * afterwards gets its call through within its 20 s deadline (the watch
+ * needs up to ~5 s), and so does the client connected before. Without the
+ * watch (onced --no-listen-check) the new client's call ends
+ * DEADLINE_EXCEEDED.
+ */
+static void
+test_hang_up_before_handshake(void **state)
+{
+    fixture *f = *state;
+    Once__V1__StatsResponse *r = NULL;
+    once_client *c = NULL;
+    once_options o;
+    once_status st;
+    int64_t v = 0, t0;
+    int rv;
+
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(hang_up_early(f->h->path), 0);
+    }
+    once_options_init(&o);
+    o.url = f->h->url;
+    o.no_lease = true;
+    o.deadline_ms = 20000;
+    t0 = harness_now_ms();
+    assert_int_equal(once_client_open(&c, &o, &st), ONCE_OK);
+    rv = once_counter_get(c, "hostile", &v, &st);
+    print_message("  a new client after the hang-ups: %s %s, %lld ms\n",
+                  once_strerror(rv), st.reason,
+                  (long long)(harness_now_ms() - t0));
+    once_client_close(c);
+    assert_int_equal(rv, ONCE_OK);
+    assert_int_equal(v, START);
+    /* It was the watch: the listener was started again (and Stats says so). */
+    assert_int_equal(harness_stats_all(f->c, &r), ONCE_OK);
+    print_message("  listener_restarts %llu\n",
+                  (unsigned long long)r->listener_restarts);
+    assert_true(r->listener_restarts >= 1);
+    once__v1__stats_response__free_unpacked(r, NULL);
+    /* The client connected before: its connection was closed with the
+     * stopped listener, and it reconnects. */
+    assert_int_equal(once_counter_get(f->c, "hostile", &v, &st), ONCE_OK);
+    assert_int_equal(v, START);
+}
+
 static void
 test_oversized_message(void **state)
 {
@@ -892,6 +962,7 @@ main(void)
         T(test_extreme_numbers),
         T(test_overlong_names),
         T(test_unknown_enum_values),
+        T(test_hang_up_before_handshake),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

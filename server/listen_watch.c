@@ -1,0 +1,274 @@
+/*
+ * listen_watch.c — the ipc:// listener watch (listen_watch.h).
+ */
+#include "listen_watch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+#include "duration.h"
+#include "log.h"
+
+#define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
+#define WATCH_POLL_MS  10 /* how often a probe looks at the pipe count */
+#define IPC_PREFIX     "ipc://"
+#define IPC_PREFIX_LEN (sizeof(IPC_PREFIX) - 1)
+
+typedef struct watch_entry {
+    char *url;
+    nng_listener nl;              /* the listener now serving url */
+    _Atomic uint32_t listener_id; /* its id, for the pipe callback */
+    _Atomic uint64_t pipes;       /* pipes it has added */
+} watch_entry;
+
+struct listen_watch {
+    nng_socket sock;
+    uint64_t interval_ms;
+    watch_entry entries[WATCH_MAX];
+    _Atomic size_t n; /* entries in use: set up before it counts them, as
+                         the pipe callback may already run */
+    _Atomic uint64_t restarts;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock; /* guards stopping; cv wakes the thread */
+    pthread_cond_t cv;
+    bool stopping;
+};
+
+/* nng's thread, for every new pipe of the socket: count it against its
+ * listener. Only atomics: never blocks. */
+static void
+watch_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    listen_watch *w = arg;
+    int id = nng_listener_id(nng_pipe_listener(p));
+
+    size_t n = atomic_load(&w->n);
+
+    (void)ev;
+    if (id <= 0) {
+        return; /* not from a listener */
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (atomic_load(&w->entries[i].listener_id) == (uint32_t)id) {
+            atomic_fetch_add(&w->entries[i].pipes, 1);
+            return;
+        }
+    }
+}
+
+static bool
+watch_stopping(listen_watch *w)
+{
+    bool s;
+
+    pthread_mutex_lock(&w->lock);
+    s = w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    return s;
+}
+
+/* Dials e->url and waits up to LISTEN_WATCH_PROBE_MS for a new pipe of its
+ * listener (any client's counts: it shows the listener accepts). Returns
+ * false only when none came; true also when it could not tell. The wait is
+ * counted in sleeps, not read off a clock, so time onced spends stopped
+ * (SIGSTOP, a debugger) or starved does not count against the listener. */
+static bool
+watch_probe(listen_watch *w, watch_entry *e)
+{
+    uint64_t before = atomic_load(&e->pipes);
+    bool accepted = false;
+    nng_socket s;
+
+    if (nng_req0_open(&s) != 0) {
+        return true;
+    }
+    /* Non-blocking: nng keeps dialing in the background; a refused or
+     * missing path shows as no new pipe. */
+    nng_dial(s, e->url, NULL, NNG_FLAG_NONBLOCK);
+    for (int i = 0; i < LISTEN_WATCH_PROBE_MS / WATCH_POLL_MS + 1; i++) {
+        if (atomic_load(&e->pipes) != before) {
+            accepted = true;
+            break;
+        }
+        if (watch_stopping(w)) {
+            break;
+        }
+        duration_sleep_ms(WATCH_POLL_MS);
+    }
+    nng_close(s);
+    return accepted || watch_stopping(w);
+}
+
+/* The listener on e->url has stopped accepting: close it, remove its socket
+ * file and listen there again. */
+static void
+watch_relisten(listen_watch *w, watch_entry *e)
+{
+    const char *path = e->url + IPC_PREFIX_LEN;
+    nng_listener nl;
+    int rv;
+
+    /* Closing it also closes the connections it holds: those it accepted
+     * (their clients reconnect; a request in flight is resent under its
+     * rpc id and deduplicated) and those it negotiated but never handed to
+     * the socket (their clients would otherwise wait for good). */
+    if (e->nl.id != 0) {
+        nng_listener_close(e->nl);
+        e->nl.id = 0;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        log_error("the listener on %s accepts no connections and its "
+                  "socket file cannot be removed: %s",
+                  e->url, strerror(errno));
+        return;
+    }
+    if ((rv = nng_listen(w->sock, e->url, &nl, 0)) != 0) {
+        log_error("the listener on %s accepts no connections and listening "
+                  "there again failed: %s (trying again in %llu ms)",
+                  e->url, nng_strerror(rv), (unsigned long long)w->interval_ms);
+        return;
+    }
+    e->nl = nl;
+    atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
+    atomic_fetch_add(&w->restarts, 1);
+    log_warn("the listener on %s stopped accepting new connections (nng "
+             "1.5 ends an ipc listener when a peer hangs up during its "
+             "handshake); listening there again (its clients reconnect)",
+             e->url);
+}
+
+static void *
+watch_main(void *arg)
+{
+    listen_watch *w = arg;
+
+    for (;;) {
+        struct timespec ts;
+        uint64_t ns;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ns = (uint64_t)ts.tv_nsec + w->interval_ms * 1000000u;
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_mutex_lock(&w->lock);
+        while (!w->stopping &&
+               pthread_cond_timedwait(&w->cv, &w->lock, &ts) != ETIMEDOUT) {
+        }
+        if (w->stopping) {
+            pthread_mutex_unlock(&w->lock);
+            return NULL;
+        }
+        pthread_mutex_unlock(&w->lock);
+        /* Two probes in a row must go unanswered: one alone may have met
+         * a moment when onced could not run. */
+        for (size_t i = 0; i < atomic_load(&w->n); i++) {
+            if (!watch_probe(w, &w->entries[i]) &&
+                !watch_probe(w, &w->entries[i])) {
+                watch_relisten(w, &w->entries[i]);
+            }
+        }
+    }
+}
+
+int
+listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms)
+{
+    listen_watch *w;
+    pthread_condattr_t ca;
+    int rv;
+
+    if ((w = calloc(1, sizeof(*w))) == NULL) {
+        return NNG_ENOMEM;
+    }
+    w->sock = sock;
+    w->interval_ms = interval_ms;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, watch_pipe_added,
+                              w)) != 0) {
+        listen_watch_free(w);
+        return rv;
+    }
+    *wp = w;
+    return 0;
+}
+
+int
+listen_watch_add(listen_watch *w, const char *url, nng_listener nl)
+{
+    size_t n = atomic_load(&w->n);
+    watch_entry *e;
+
+    if (strncmp(url, IPC_PREFIX, IPC_PREFIX_LEN) != 0 || n == WATCH_MAX) {
+        return 0; /* only ipc:// is affected; more than WATCH_MAX: unwatched */
+    }
+    e = &w->entries[n];
+    if ((e->url = strdup(url)) == NULL) {
+        return NNG_ENOMEM;
+    }
+    e->nl = nl;
+    atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
+    atomic_store(&e->pipes, 0);
+    atomic_store(&w->n, n + 1); /* after the entry is whole */
+    return 0;
+}
+
+int
+listen_watch_start(listen_watch *w)
+{
+    if (atomic_load(&w->n) == 0) {
+        return 0;
+    }
+    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+        return NNG_ENOMEM;
+    }
+    w->started = true;
+    return 0;
+}
+
+uint64_t
+listen_watch_restarts(listen_watch *w)
+{
+    return w == NULL ? 0 : atomic_load(&w->restarts);
+}
+
+void
+listen_watch_stop(listen_watch *w)
+{
+    if (w == NULL || !w->started) {
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    w->started = false;
+}
+
+void
+listen_watch_free(listen_watch *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    listen_watch_stop(w);
+    for (size_t i = 0; i < atomic_load(&w->n); i++) {
+        free(w->entries[i].url);
+    }
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}

@@ -1,0 +1,70 @@
+/*
+ * listen_watch.h — keeps onced's ipc:// listeners accepting.
+ *
+ * nng 1.5.2 (Debian 12's) ends a listener for good when one incoming
+ * connection fails its SP handshake with NNG_ECLOSED (the socket core's
+ * accept callback takes "no further action" on that error), and over
+ * ipc:// a handshake write that meets EPIPE is reported as NNG_ECLOSED. So
+ * one local process that connects to the socket path and hangs up before
+ * onced has written its header — a port scanner, a health check, a client
+ * that gives up on a dial — leaves onced serving the connections it has
+ * and accepting none: later clients connect into the kernel's backlog and
+ * are never answered. (tcp:// sees ECONNRESET there, after which nng
+ * accepts again.)
+ *
+ * The watch: a thread of its own probes each ipc:// listener every
+ * interval — it dials the URL and waits for the REP socket to report a new
+ * pipe from that listener (NNG_PIPE_EV_ADD_POST). No new pipe within
+ * LISTEN_WATCH_PROBE_MS, twice in a row: the listener has stopped (or its
+ * socket file is gone). It closes that listener, removes the socket file, listens on the
+ * same URL again and says so in the log. Closing the listener closes its
+ * connections too — the ones it negotiated but never handed over (clients
+ * that connected after it stopped would otherwise wait for good) and the
+ * ones it served: their clients reconnect, and libonce resends a call in
+ * flight under the same rpc id, which onced answers once.
+ *
+ * Owns: the watch thread, its probe sockets and the table of watched
+ * listeners (url, the current listener, pipes counted); a listener it
+ * started again is its own until the socket closes.
+ * Invariant: the nng pipe callback only counts (atomics, no lock, never
+ * blocks); everything else runs on the watch thread.
+ * Never: touches tcp:// or tls+tcp:// listeners; closes a listener that
+ * answered its probe.
+ */
+#ifndef SERVER_LISTEN_WATCH_H
+#define SERVER_LISTEN_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+/* How long a probe waits for its connection to be accepted. */
+#define LISTEN_WATCH_PROBE_MS 2000
+
+typedef struct listen_watch listen_watch;
+
+/* A watch over sock's listeners, probing every interval_ms (> 0); it
+ * starts with listen_watch_start. Returns 0 or an nng error. */
+int listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms);
+
+/* Watches nl, an ipc:// listener of the socket on url (copied). Before
+ * listen_watch_start only. Returns 0 or NNG_ENOMEM. */
+int listen_watch_add(listen_watch *w, const char *url, nng_listener nl);
+
+/* Starts the thread (none when nothing was added). Returns 0 or an nng
+ * error. */
+int listen_watch_start(listen_watch *w);
+
+/* Listeners started again since open. */
+uint64_t listen_watch_restarts(listen_watch *w);
+
+/* Stops the thread (waits for a probe under way, at most
+ * LISTEN_WATCH_PROBE_MS). Call before closing the socket. NULL is ok. */
+void listen_watch_stop(listen_watch *w);
+
+/* Frees w (stopping it first if need be). Call after the socket is closed:
+ * nng's pipe callback may run until then. NULL is ok. */
+void listen_watch_free(listen_watch *w);
+
+#endif /* SERVER_LISTEN_WATCH_H */
