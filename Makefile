@@ -71,9 +71,11 @@ tsan: deps
 # definite leak makes onced exit 99, and the test's teardown (which wants a
 # clean exit 0) fails. VALGRIND_EXCLUDE leaves out test_collector, whose
 # 8 x 20,000 calls do not fit its time bounds at valgrind's speed (about
-# 20x slower here); every other integration suite runs.
+# 20x slower here); every other integration suite runs. tests/valgrind.supp
+# names the one leak not counted (inside nng 1.5.2, and why).
 VALGRIND_EXCLUDE ?= test_collector
-VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+                    --suppressions=$(CURDIR)/tests/valgrind.supp
 
 valgrind: deps build
 	scripts/deps.sh valgrind
