@@ -35,7 +35,7 @@ struct listen_watch {
     watch_entry entries[WATCH_MAX];
     _Atomic size_t n; /* entries in use: set up before it counts them, as
                          the pipe callback may already run */
-    _Atomic uint64_t restarts;
+    _Atomic uint64_t *restarts; /* the caller's counter */
     pthread_t thread;
     bool started;
     pthread_mutex_t lock; /* guards stopping; cv wakes the thread */
@@ -139,7 +139,7 @@ watch_relisten(listen_watch *w, watch_entry *e)
     }
     e->nl = nl;
     atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
-    atomic_fetch_add(&w->restarts, 1);
+    atomic_fetch_add(w->restarts, 1);
     log_warn("the listener on %s stopped accepting new connections (nng "
              "1.5 ends an ipc listener when a peer hangs up during its "
              "handshake); listening there again (its clients reconnect)",
@@ -180,7 +180,8 @@ watch_main(void *arg)
 }
 
 int
-listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms)
+listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
+                  _Atomic uint64_t *restarts)
 {
     listen_watch *w;
     pthread_condattr_t ca;
@@ -191,6 +192,7 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms)
     }
     w->sock = sock;
     w->interval_ms = interval_ms;
+    w->restarts = restarts;
     pthread_mutex_init(&w->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -236,12 +238,6 @@ listen_watch_start(listen_watch *w)
     }
     w->started = true;
     return 0;
-}
-
-uint64_t
-listen_watch_restarts(listen_watch *w)
-{
-    return w == NULL ? 0 : atomic_load(&w->restarts);
 }
 
 void

@@ -16,11 +16,11 @@
  * interval — it dials the URL and waits for the REP socket to report a new
  * pipe from that listener (NNG_PIPE_EV_ADD_POST). No new pipe within
  * LISTEN_WATCH_PROBE_MS, twice in a row: the listener has stopped (or its
- * socket file is gone). It closes that listener, removes the socket file, listens on the
- * same URL again and says so in the log. Closing the listener closes its
- * connections too — the ones it negotiated but never handed over (clients
- * that connected after it stopped would otherwise wait for good) and the
- * ones it served: their clients reconnect, and libonce resends a call in
+ * socket file is gone). It closes that listener, removes the socket file,
+ * listens on the same URL again and says so in the log. Closing the listener
+ * closes its connections too — the ones it negotiated but never handed over
+ * (clients that connected after it stopped would otherwise wait for good) and
+ * the ones it served: their clients reconnect, and libonce resends a call in
  * flight under the same rpc id, which onced answers once.
  *
  * Owns: the watch thread, its probe sockets and the table of watched
@@ -44,9 +44,11 @@
 
 typedef struct listen_watch listen_watch;
 
-/* A watch over sock's listeners, probing every interval_ms (> 0); it
- * starts with listen_watch_start. Returns 0 or an nng error. */
-int listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms);
+/* A watch over sock's listeners, probing every interval_ms (> 0) and
+ * adding 1 to *restarts (the caller's, Stats) for every listener it starts
+ * again; it starts with listen_watch_start. Returns 0 or an nng error. */
+int listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
+                      _Atomic uint64_t *restarts);
 
 /* Watches nl, an ipc:// listener of the socket on url (copied). Before
  * listen_watch_start only. Returns 0 or NNG_ENOMEM. */
@@ -55,9 +57,6 @@ int listen_watch_add(listen_watch *w, const char *url, nng_listener nl);
 /* Starts the thread (none when nothing was added). Returns 0 or an nng
  * error. */
 int listen_watch_start(listen_watch *w);
-
-/* Listeners started again since open. */
-uint64_t listen_watch_restarts(listen_watch *w);
 
 /* Stops the thread (waits for a probe under way, at most
  * LISTEN_WATCH_PROBE_MS). Call before closing the socket. NULL is ok. */

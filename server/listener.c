@@ -201,7 +201,7 @@ listener_listen(listener *l, const server_config *cfg, const char *url)
 
 int
 listener_open(listener **lp, const server_config *cfg,
-              listener_submit_fn submit, void *arg)
+              listener_submit_fn submit, void *arg, _Atomic uint64_t *restarts)
 {
     listener *l;
     int rv;
@@ -219,8 +219,8 @@ listener_open(listener **lp, const server_config *cfg,
     }
     nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, cfg->recv_max);
     if (cfg->listen_check_ms > 0 &&
-        (rv = listen_watch_open(&l->watch, l->sock, cfg->listen_check_ms)) !=
-            0) {
+        (rv = listen_watch_open(&l->watch, l->sock, cfg->listen_check_ms,
+                                restarts)) != 0) {
         log_error("cannot watch the listeners: %s", nng_strerror(rv));
         goto fail;
     }
@@ -261,12 +261,6 @@ fail:
     listener_shutdown(l);
     listener_free(l);
     return rv;
-}
-
-uint64_t
-listener_restarts(listener *l)
-{
-    return l == NULL ? 0 : listen_watch_restarts(l->watch);
 }
 
 void

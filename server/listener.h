@@ -34,19 +34,18 @@ typedef struct listener_req {
 typedef void (*listener_submit_fn)(void *arg, listener_req *r);
 
 /* Opens the socket, starts listening on every cfg->listen URL and starts
- * receiving. Returns 0 or an nng error (logged). */
+ * receiving; with cfg->listen_check_ms, watches the ipc:// listeners
+ * (listen_watch.h), counting those started again in *restarts. Returns 0
+ * or an nng error (logged). */
 int listener_open(listener **lp, const server_config *cfg,
-                  listener_submit_fn submit, void *arg);
+                  listener_submit_fn submit, void *arg,
+                  _Atomic uint64_t *restarts);
 
 /* Sends buf as the reply to r (copied; the caller keeps buf). After
  * listener_shutdown the reply is dropped. Never blocks. For a call that
  * wrote (r->wrote) it passes the reply fault points (store/fault.h):
  * batch_written before sending, reply_sent once the send completed. */
 void listener_reply(listener_req *r, const void *buf, size_t len);
-
-/* ipc:// listeners the watch has started again (listen_watch.h); NULL:
- * 0. */
-uint64_t listener_restarts(listener *l);
 
 /* Closes the socket: no more requests, replies not yet sent are dropped
  * (clients retry and get the stored result). */

@@ -102,7 +102,8 @@ server_open(server **sp, const server_config *cfg)
         log_error("cannot start the collector thread");
         goto fail;
     }
-    if ((rv = listener_open(&s->ls, cfg, executor_submit, s->ex)) != 0) {
+    if ((rv = listener_open(&s->ls, cfg, executor_submit, s->ex,
+                            &s->stats.listener_restarts)) != 0) {
         goto fail;
     }
     log_info("data %s: %llu completion records (%llu bytes), %zu leases "

@@ -20,6 +20,8 @@ typedef struct server_stats {
     _Atomic uint64_t lease_expired;     /* call under an ended lease */
     _Atomic uint64_t unauthenticated;   /* refused UNAUTHENTICATED */
     _Atomic uint64_t permission_denied; /* refused PERMISSION_DENIED */
+    _Atomic uint64_t listener_restarts; /* ipc listeners started again
+                                           (listen_watch.h) */
 } server_stats;
 
 #define STATS_INC(s, field) atomic_fetch_add(&(s)->field, 1)

@@ -15,7 +15,6 @@
 #include "gc.h"
 #include "lease.h"
 #include "lease_wire.h"
-#include "listener.h"
 #include "log.h"
 #include "once.pb-c.h"
 #include "records.h"
@@ -92,7 +91,7 @@ admin_stats(server_call *c)
     resp.compacting = compacting;
     resp.compactions = compactions;
     resp.disk_bytes = disk;
-    resp.listener_restarts = listener_restarts(c->srv->ls);
+    resp.listener_restarts = atomic_load(&ss->listener_restarts);
     call_reply(c, &resp.base);
 }
 
