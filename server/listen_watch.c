@@ -4,17 +4,18 @@
 #include "listen_watch.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <nng/protocol/reqrep0/req.h>
-
-#include "duration.h"
 #include "log.h"
 
 #define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
@@ -76,25 +77,58 @@ watch_stopping(listen_watch *w)
     return s;
 }
 
-/* Dials e->url and waits up to LISTEN_WATCH_PROBE_MS for a new pipe of its
- * listener (any client's counts: it shows the listener accepts). Returns
- * false only when none came; true also when it could not tell. The wait is
- * counted in sleeps, not read off a clock, so time onced spends stopped
- * (SIGSTOP, a debugger) or starved does not count against the listener. */
+/* Connects to path as an SP REQ peer over a plain AF_UNIX socket and sends
+ * its 8-byte header (the REP side answers with its own). Returns the
+ * non-blocking fd, or -1 when nothing listens there (no file, refused). */
+static int
+watch_connect(const char *path)
+{
+    static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30 /* REQ0 */, 0, 0};
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path) ||
+        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        fcntl(fd, F_SETFL, O_NONBLOCK) != 0 ||
+        send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * Connects to e's path and waits up to LISTEN_WATCH_PROBE_MS for a new
+ * pipe of its listener (any client's counts: it shows the listener
+ * accepts). Returns false only when none came; true also when it could
+ * not tell. The wait is counted in polls of WATCH_POLL_MS, not read off a
+ * clock, so time onced spends stopped (SIGSTOP, a debugger) does not count
+ * against the listener.
+ *
+ * A plain socket rather than an nng dialer: closing an nng socket whose
+ * dialer is still in its handshake leaks the dialer in nng 1.5.2, and a
+ * probe that times out does exactly that. The probe's own header is sent
+ * at once, and the socket is closed only after onced accepted it or the
+ * wait ran out, so a live listener never sees it hang up mid-handshake.
+ */
 static bool
 watch_probe(listen_watch *w, watch_entry *e)
 {
     uint64_t before = atomic_load(&e->pipes);
     bool accepted = false;
-    nng_socket s;
+    int fd;
 
-    if (nng_req0_open(&s) != 0) {
-        return true;
+    if ((fd = watch_connect(e->url + IPC_PREFIX_LEN)) < 0) {
+        return watch_stopping(w); /* no listener there at all */
     }
-    /* Non-blocking: nng keeps dialing in the background; a refused or
-     * missing path shows as no new pipe. */
-    nng_dial(s, e->url, NULL, NNG_FLAG_NONBLOCK);
     for (int i = 0; i < LISTEN_WATCH_PROBE_MS / WATCH_POLL_MS + 1; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        uint8_t buf[64];
+
         if (atomic_load(&e->pipes) != before) {
             accepted = true;
             break;
@@ -102,9 +136,16 @@ watch_probe(listen_watch *w, watch_entry *e)
         if (watch_stopping(w)) {
             break;
         }
-        duration_sleep_ms(WATCH_POLL_MS);
+        /* Drain what onced sends (its header); poll doubles as the wait. */
+        if (poll(&p, 1, WATCH_POLL_MS) > 0 &&
+            recv(fd, buf, sizeof(buf), 0) == 0) {
+            break; /* onced hung up on the probe */
+        }
     }
-    nng_close(s);
+    if (!accepted && atomic_load(&e->pipes) != before) {
+        accepted = true;
+    }
+    close(fd);
     return accepted || watch_stopping(w);
 }
 

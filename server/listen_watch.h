@@ -13,7 +13,8 @@
  * accepts again.)
  *
  * The watch: a thread of its own probes each ipc:// listener every
- * interval — it dials the URL and waits for the REP socket to report a new
+ * interval — it connects to the socket path as an SP REQ peer (a plain
+ * socket, see watch_probe) and waits for the REP socket to report a new
  * pipe from that listener (NNG_PIPE_EV_ADD_POST). No new pipe within
  * LISTEN_WATCH_PROBE_MS, twice in a row: the listener has stopped (or its
  * socket file is gone). It closes that listener, removes the socket file,

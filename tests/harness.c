@@ -421,6 +421,16 @@ harness_wait_stopped(pid_t pid)
     return false;
 }
 
+void
+harness_pause(harness *h)
+{
+    assert_int_equal(kill(h->pid, SIGSTOP), 0);
+    if (!harness_wait_stopped(h->pid)) {
+        kill(h->pid, SIGCONT); /* the teardown's SIGTERM must get through */
+        fail_msg("onced (pid %ld) did not stop", (long)h->pid);
+    }
+}
+
 int
 harness_kill(harness *h, int sig)
 {

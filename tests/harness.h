@@ -102,6 +102,11 @@ int harness_kill(harness *h, int sig);
  * stopped. True when they all did. */
 bool harness_wait_stopped(pid_t pid);
 
+/* SIGSTOPs onced and waits until it has stopped (cmocka assertions, test
+ * thread only): on failure it sends SIGCONT and fails the test. SIGCONT
+ * resumes it. */
+void harness_pause(harness *h);
+
 /* SIGTERM, then waitpid (bounded). Returns 0 only when onced exited on its
  * own with status 0; otherwise prints what happened and returns -1. */
 int harness_stop(harness *h);

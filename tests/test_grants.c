@@ -1780,11 +1780,7 @@ c19_input_lease_ended_not_resent(void **state)
     assert_int_equal(once_client_open(&k, &o, &st), ONCE_OK);
     kid = once_client_id(k);
     /* onced is stopped: the send gets no answer. */
-    assert_int_equal(kill(f->h->pid, SIGSTOP), 0);
-    if (!harness_wait_stopped(f->h->pid)) {
-        kill(f->h->pid, SIGCONT);
-        fail_msg("onced did not stop");
-    }
+    harness_pause(f->h);
     rv = once_grant_submit(k, s, &in, &id, NULL, NULL, &st);
     print_message("  submit → %s %s\n", once_strerror(rv), st.reason);
     assert_int_equal(rv, ONCE_UNKNOWN);

@@ -394,11 +394,7 @@ test_stopped_server_ends_inflight(void **state)
     assert_int_equal(v, 1);
 
     /* onced stops answering anything: renewals and the call hang. */
-    assert_int_equal(kill(h->pid, SIGSTOP), 0);
-    if (!harness_wait_stopped(h->pid)) {
-        kill(h->pid, SIGCONT);
-        fail_msg("onced did not stop");
-    }
+    harness_pause(h);
     f.c = a;
     f.name = "d-stop-inflight";
     if (pthread_create(&t, NULL, inflight_main, &f) != 0) {
@@ -484,11 +480,7 @@ test_stopped_server_ends_backoff(void **state)
     assert_int_equal(once_counter_incr(a, "d-sleep", 1, NULL, &v, &st),
                      ONCE_OK);
 
-    assert_int_equal(kill(h->pid, SIGSTOP), 0);
-    if (!harness_wait_stopped(h->pid)) {
-        kill(h->pid, SIGCONT);
-        fail_msg("onced did not stop");
-    }
+    harness_pause(h);
     for (; started < BACKOFF_CALLS; started++) {
         f[started].c = a;
         f[started].name = "d-sleep-inflight";

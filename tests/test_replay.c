@@ -442,11 +442,7 @@ test_backoff_then_reply(void **state)
     a = open_retrying(h, false, 150, 40, 60, 20000);
     assert_int_equal(incr(a, "backoff-warm", 1, &id, &v, &st), ONCE_OK);
 
-    assert_int_equal(kill(h->pid, SIGSTOP), 0);
-    if (!harness_wait_stopped(h->pid)) {
-        kill(h->pid, SIGCONT);
-        fail_msg("onced did not stop");
-    }
+    harness_pause(h);
     bg.c = a;
     bg.name = "backoff";
     if (pthread_create(&t, NULL, background_main, &bg) != 0) {
