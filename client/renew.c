@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "duration.h"
 #include "lost.h"
 #include "retry.h"
 #include "status.h"
@@ -37,13 +38,8 @@
 void
 renew_init(once_client *c)
 {
-    pthread_condattr_t ca;
-
     pthread_mutex_init(&c->renew_lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->renew_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    duration_cond_init(&c->renew_cv);
 }
 
 void
@@ -58,15 +54,8 @@ renew_fini(once_client *c)
 static bool
 renew_wait(once_client *c, uint64_t ms)
 {
-    struct timespec ts;
+    struct timespec ts = duration_deadline(ms);
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     while (!c->renew_stop &&
            pthread_cond_timedwait(&c->renew_cv, &c->renew_lock, &ts) !=
                ETIMEDOUT) {

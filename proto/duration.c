@@ -139,3 +139,29 @@ duration_sleep_ms(uint64_t ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
+
+int
+duration_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    int rv;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    rv = pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return rv;
+}
+
+struct timespec
+duration_deadline(uint64_t ms)
+{
+    struct timespec ts;
+    uint64_t ns;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ns = (uint64_t)ts.tv_nsec + (ms % 1000) * 1000000u;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    return ts;
+}

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "duration.h"
 #include "log.h"
 
 #define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
@@ -119,7 +119,7 @@ static bool
 watch_probe(listen_watch *w, watch_entry *e)
 {
     uint64_t before = atomic_load(&e->pipes);
-    bool accepted = false;
+    bool accepted;
     int fd;
 
     if ((fd = watch_connect(e->url + IPC_PREFIX_LEN)) < 0) {
@@ -129,11 +129,7 @@ watch_probe(listen_watch *w, watch_entry *e)
         struct pollfd p = {.fd = fd, .events = POLLIN};
         uint8_t buf[64];
 
-        if (atomic_load(&e->pipes) != before) {
-            accepted = true;
-            break;
-        }
-        if (watch_stopping(w)) {
+        if (atomic_load(&e->pipes) != before || watch_stopping(w)) {
             break;
         }
         /* Drain what onced sends (its header); poll doubles as the wait. */
@@ -142,9 +138,7 @@ watch_probe(listen_watch *w, watch_entry *e)
             break; /* onced hung up on the probe */
         }
     }
-    if (!accepted && atomic_load(&e->pipes) != before) {
-        accepted = true;
-    }
+    accepted = atomic_load(&e->pipes) != before;
     close(fd);
     return accepted || watch_stopping(w);
 }
@@ -193,13 +187,8 @@ watch_main(void *arg)
     listen_watch *w = arg;
 
     for (;;) {
-        struct timespec ts;
-        uint64_t ns;
+        struct timespec ts = duration_deadline(w->interval_ms);
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ns = (uint64_t)ts.tv_nsec + w->interval_ms * 1000000u;
-        ts.tv_sec += (time_t)(ns / 1000000000u);
-        ts.tv_nsec = (long)(ns % 1000000000u);
         pthread_mutex_lock(&w->lock);
         while (!w->stopping &&
                pthread_cond_timedwait(&w->cv, &w->lock, &ts) != ETIMEDOUT) {
@@ -225,7 +214,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
                   _Atomic uint64_t *restarts)
 {
     listen_watch *w;
-    pthread_condattr_t ca;
     int rv;
 
     if ((w = calloc(1, sizeof(*w))) == NULL) {
@@ -235,10 +223,7 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     w->interval_ms = interval_ms;
     w->restarts = restarts;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    duration_cond_init(&w->cv);
     if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, watch_pipe_added,
                               w)) != 0) {
         listen_watch_free(w);

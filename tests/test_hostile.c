@@ -404,6 +404,25 @@ wait_fd(int fd, short ev, int ms)
     return n > 0 ? p.revents : 0;
 }
 
+/* A blocking AF_UNIX stream socket connected to path, or -1. */
+static int
+unix_connect(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path) ||
+        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /*
  * Sends one message of len bytes to onced over a plain AF_UNIX socket,
  * speaking nng's SP framing by hand as a REQ peer (8-byte handshake, then a
@@ -418,19 +437,15 @@ send_oversized(const char *path, const uint8_t *body, size_t len, int ms,
                bool *closed)
 {
     static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     uint8_t hdr[13], peer[8];
     size_t got = 0, sent = 0, total = sizeof(hdr) + len;
     int fd, rv = -1;
 
     *closed = false;
-    if (strlen(path) >= sizeof(sa.sun_path) ||
-        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+    if ((fd = unix_connect(path)) < 0) {
         return -1;
     }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        fcntl(fd, F_SETFL, O_NONBLOCK) != 0 ||
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0 ||
         send(fd, hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello)) {
         goto out;
     }
@@ -490,17 +505,13 @@ out:
 static int
 hang_up_early(const char *path)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int fd, rv;
+    int fd = unix_connect(path);
 
-    if (strlen(path) >= sizeof(sa.sun_path) ||
-        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+    if (fd < 0) {
         return -1;
     }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    rv = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
     close(fd);
-    return rv == 0 ? 0 : -1;
+    return 0;
 }
 
 /*
