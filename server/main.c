@@ -229,7 +229,7 @@ main(int argc, char **argv)
             cfg.listen_check_ms = v;
             break;
         case 'N':
-            cfg.listen_check_ms = 1000;
+            cfg.listen_check_ms = 0; /* listener_open: no watch */
             break;
         case 'h':
             usage(stdout);
