@@ -372,14 +372,9 @@ gc_main(void *arg)
 
     pthread_mutex_lock(&g->mtx);
     while (!g->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)(g->cfg.interval_ms / 1000);
-        ts.tv_nsec += (long)(g->cfg.interval_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        /* On the monotonic clock: a wall clock set back must not hold the
+         * collector off for as long. */
+        struct timespec ts = duration_deadline(g->cfg.interval_ms);
         /* Sleep until the tick, a kick or stop; other wake-ups (a pass
          * finishing) go back to sleep. */
         while (!g->kicked && !g->stopping) {
@@ -429,8 +424,14 @@ gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
         g->cfg.budget = 20000;
     }
     pthread_mutex_init(&g->mtx, NULL);
-    pthread_cond_init(&g->cv, NULL);
+    if ((rv = duration_cond_init(&g->cv)) != 0) {
+        pthread_mutex_destroy(&g->mtx);
+        free(g);
+        return rv;
+    }
     if ((rv = pthread_create(&g->thread, NULL, gc_main, g)) != 0) {
+        pthread_cond_destroy(&g->cv);
+        pthread_mutex_destroy(&g->mtx);
         free(g);
         return rv;
     }
