@@ -219,15 +219,9 @@ exec_admit(server_call *c, const Once__V1__Request *req)
                       : "ended");
         return NULL;
     }
-    if (req->first_incomplete > c->seq) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_ACK",
-                  "first_incomplete %llu is above the call's own seq %llu",
-                  (unsigned long long)req->first_incomplete,
-                  (unsigned long long)c->seq);
-        return NULL;
-    }
-    lease_entry_ack(e, req->first_incomplete);
-    fault_point(FAULT_ACK_APPLIED);
+    /* A seq below the watermark is stale whatever else the request says
+     * (SPEC §2), its acknowledgement included; a call's own acknowledgement
+     * (at most its seq) cannot make it stale, so this may come first. */
     if (c->seq < e->watermark) {
         STATS_INC(&srv->stats, stale);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "STALE_RPC",
@@ -237,6 +231,15 @@ exec_admit(server_call *c, const Once__V1__Request *req)
                   (unsigned long long)e->watermark);
         return NULL;
     }
+    if (req->first_incomplete > c->seq) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_ACK",
+                  "first_incomplete %llu is above the call's own seq %llu",
+                  (unsigned long long)req->first_incomplete,
+                  (unsigned long long)c->seq);
+        return NULL;
+    }
+    lease_entry_ack(e, req->first_incomplete);
+    fault_point(FAULT_ACK_APPLIED);
     if (c->seq - lease_entry_first_unacked(e) >= srv->cfg.window) {
         STATS_INC(&srv->stats, window_full);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "WINDOW_FULL",
