@@ -500,3 +500,36 @@ once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
     *listp = l;
     return ONCE_OK;
 }
+
+int
+once_admin_compact(once_client *c, bool *already_running,
+                   uint64_t *compactions_before, once_status *st)
+{
+    Once__V1__CompactRequest req = ONCE__V1__COMPACT_REQUEST__INIT;
+    Once__V1__CompactResponse *r;
+    ProtobufCMessage *out;
+    once_status local;
+    int rv;
+
+    if (st == NULL) {
+        st = &local;
+    }
+    status_clear(st);
+    if (c == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+                          "handle is NULL");
+    }
+    if ((rv = methods_invoke(c, &once__v1__admin__descriptor, "Compact", false,
+                             NULL, &req.base, &out, st)) != ONCE_OK) {
+        return rv;
+    }
+    r = (Once__V1__CompactResponse *)out;
+    if (already_running != NULL) {
+        *already_running = r->already_running;
+    }
+    if (compactions_before != NULL) {
+        *compactions_before = r->compactions;
+    }
+    once__v1__compact_response__free_unpacked(r, NULL);
+    return ONCE_OK;
+}

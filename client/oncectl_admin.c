@@ -1,8 +1,8 @@
 /*
- * oncectl_admin.c — `oncectl stats` and `oncectl admin compact`: the
- * once.v1.Admin methods oncectl sends through once_call, so every field of
- * their replies is printed, including fields added to the .proto after
- * libonce's once_stats was frozen into the public ABI.
+ * oncectl_admin.c — `oncectl stats` and `oncectl admin compact`. Stats goes
+ * through once_call, so every field of its reply is printed, including
+ * fields added to the .proto after libonce's once_stats was frozen into the
+ * public ABI; Compact through once_admin_compact.
  *
  * Owns: the Stats and Compact requests and their output; `compact --wait`
  * polling Stats until the compaction has ended.
@@ -187,9 +187,9 @@ compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
 static int
 cmd_admin_compact(const cli *g, int argc, char **argv)
 {
-    Once__V1__CompactRequest req = ONCE__V1__COMPACT_REQUEST__INIT;
-    Once__V1__CompactResponse *r = NULL;
     Once__V1__StatsResponse *sr = NULL;
+    bool already_running = false;
+    uint64_t before = 0;
     uint64_t t0 = duration_now_ms();
     uint64_t deadline =
         t0 + (g->timeout_ms != 0 ? g->timeout_ms : ADMIN_DEADLINE_MS);
@@ -217,25 +217,20 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
                            argv[i]);
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = admin_call(c, "Compact", &req.base,
-                        &once__v1__compact_response__descriptor,
-                        (ProtobufCMessage **)&r, &st);
+        rv = once_admin_compact(c, &already_running, &before, &st);
     }
     if (rv == ONCE_OK && wait) {
         rv = compact_wait(c, deadline, &sr, &st);
     }
     once_client_close(c);
     if (rv != ONCE_OK) {
-        if (r != NULL) {
-            once__v1__compact_response__free_unpacked(r, NULL);
-        }
         return report_error(g, &st, NULL);
     }
     if (g->json) {
         json_obj j;
         json_begin(&j, stdout);
-        json_bool(&j, "already_running", r->already_running);
-        json_u64(&j, "compactions_before", r->compactions);
+        json_bool(&j, "already_running", already_running);
+        json_u64(&j, "compactions_before", before);
         if (sr != NULL) {
             json_u64(&j, "compactions", sr->compactions);
             json_u64(&j, "disk_bytes", sr->disk_bytes);
@@ -243,7 +238,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
         }
         json_end(&j);
     } else {
-        printf("%s\n", r->already_running
+        printf("%s\n", already_running
                            ? "a compaction was already running; no other "
                              "started"
                            : "compaction started");
@@ -254,7 +249,6 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
                    duration_format(duration_now_ms() - t0, b, sizeof(b)));
         }
     }
-    once__v1__compact_response__free_unpacked(r, NULL);
     if (sr != NULL) {
         once__v1__stats_response__free_unpacked(sr, NULL);
     }

@@ -7,9 +7,9 @@
  *
  * Owns: records written under explicit rpc ids (no acknowledgement, so
  * each one stays until its lease ends) with long counter names (so the
- * log holds many bytes), reclaimed by closing the lease; Stats and Compact
- * sent with once_call and unpacked here (once_stats keeps its ABI and has
- * none of the new fields).
+ * log holds many bytes), reclaimed by closing the lease; Compact through
+ * libonce's once_admin_compact, Stats through once_call, unpacked here
+ * (once_stats keeps its ABI and has none of the new fields).
  * Invariant: every wait polls a condition, bounded in count and time.
  * "Compact answers at once" and "shutdown waits for the compaction" are
  * made certain with onced's test-only ONCED_COMPACT_HOLD_MS (the
@@ -42,7 +42,8 @@
 #define STR(x)       STR_(x)
 #define NRECORDS     400
 
-/* ---- Admin calls through once_call -------------------------------------- */
+/* ---- Admin calls ----------------------------------------------------------
+ */
 
 static Once__V1__StatsResponse *
 stats(once_client *c)
@@ -51,30 +52,6 @@ stats(once_client *c)
 
     assert_int_equal(harness_stats_all(c, &s), ONCE_OK);
     return s;
-}
-
-/* Compact; returns the code with *st, and on OK the reply's fields. */
-static int
-compact(once_client *c, bool *already, uint64_t *before, once_status *st)
-{
-    const char *m = wire_method_name(&once__v1__admin__descriptor, "Compact");
-    Once__V1__CompactResponse *r;
-    void *resp = NULL;
-    size_t resp_len = 0;
-    int rv;
-
-    assert_non_null(m);
-    if ((rv = once_call(c, m, false, NULL, NULL, 0, &resp, &resp_len, st)) !=
-        ONCE_OK) {
-        return rv;
-    }
-    r = once__v1__compact_response__unpack(NULL, resp_len, resp);
-    once_free(resp);
-    assert_non_null(r);
-    *already = r->already_running;
-    *before = r->compactions;
-    once__v1__compact_response__free_unpacked(r, NULL);
-    return ONCE_OK;
 }
 
 /* Polls Stats until no compaction runs; returns the last Stats. */
@@ -255,7 +232,7 @@ t_compact_after_reclaim(void **state)
     /* The log holds every counter put with its 200-byte key. */
     assert_true(before > (uint64_t)NRECORDS * 200);
 
-    assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
     assert_false(already);
     assert_int_equal(n0, count0);
     s = wait_compacted(c);
@@ -280,7 +257,7 @@ t_compact_after_reclaim(void **state)
     assert_int_equal(once_counter_incr(c, name, 1, NULL, &v, &st), ONCE_OK);
     assert_int_equal(v, NRECORDS + 1);
     /* A second compaction works too (the first thread was reaped). */
-    assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
     assert_false(already);
     assert_int_equal(n0, count0 + 1);
     s = wait_compacted(c);
@@ -333,12 +310,13 @@ t_compact_permission(void **state)
         assert_int_equal(rv, ONCE_UNAUTHENTICATED);
     }
 
-    assert_int_equal(compact(sched, &already, &n0, &st),
+    assert_int_equal(once_admin_compact(sched, &already, &n0, &st),
                      ONCE_PERMISSION_DENIED);
     assert_string_equal(st.reason, "METHOD_DENIED");
-    assert_int_equal(compact(agent, &already, &n0, &st),
+    assert_int_equal(once_admin_compact(agent, &already, &n0, &st),
                      ONCE_PERMISSION_DENIED);
-    assert_int_equal(compact(anon, &already, &n0, &st), ONCE_UNAUTHENTICATED);
+    assert_int_equal(once_admin_compact(anon, &already, &n0, &st),
+                     ONCE_UNAUTHENTICATED);
     /* As restricted as Stats, the most restricted Admin method. */
     assert_int_equal(harness_stats_all(sched, &s), ONCE_PERMISSION_DENIED);
     snprintf(kp, sizeof(kp), "%s/alice.key", h->dir);
@@ -353,7 +331,7 @@ t_compact_permission(void **state)
     assert_int_equal(s->compactions, 0);
     once__v1__stats_response__free_unpacked(s, NULL);
 
-    assert_int_equal(compact(op, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(op, &already, &n0, &st), ONCE_OK);
     assert_false(already);
     s = wait_compacted(op);
     assert_int_equal(s->compactions, 1);
@@ -400,7 +378,7 @@ t_sigterm_while_compacting(void **state)
     wait_records(c, 100);
 
     t0 = harness_now_ms();
-    assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
     took = harness_now_ms() - t0;
     assert_false(already);
     assert_int_equal(n0, 0);
@@ -410,7 +388,7 @@ t_sigterm_while_compacting(void **state)
     assert_int_equal(harness_client(h, false, &k), ONCE_OK);
     assert_int_equal(once_counter_incr(k, "during", 1, NULL, &v, &st), ONCE_OK);
     once_client_close(k);
-    assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
     assert_true(already);
     assert_int_equal(n0, 0);
     {
@@ -482,7 +460,7 @@ t_sigkill_while_compacting(void **state)
 
     for (size_t i = 0; i < sizeof(delays_ms) / sizeof(delays_ms[0]); i++) {
         assert_int_equal(harness_client(h, true, &c), ONCE_OK);
-        assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+        assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
         once_client_close(c);
         harness_sleep_ms(delays_ms[i]);
         assert_true(harness_kill(h, SIGKILL) >= 0);
@@ -502,7 +480,7 @@ t_sigkill_while_compacting(void **state)
     }
     /* And a compaction now runs to its end, changing nothing. */
     assert_int_equal(harness_client(h, true, &c), ONCE_OK);
-    assert_int_equal(compact(c, &already, &n0, &st), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, &already, &n0, &st), ONCE_OK);
     s = wait_compacted(c);
     assert_int_equal(s->records_stored, NRECORDS);
     once__v1__stats_response__free_unpacked(s, NULL);

@@ -340,6 +340,16 @@ typedef struct once_collector_stats {
 int once_admin_collector_stats(once_client *c, once_stats *base,
                                once_collector_stats *out, once_status *st);
 
+/*
+ * Compact: has onced compact its LevelDB over the whole key range on a
+ * thread of its own (operator-only under the default policy). It answers
+ * at once; Stats compacting tells when it has ended. *already_running
+ * (may be NULL): one was running and no other started; *compactions_before
+ * (may be NULL): compactions finished before this call.
+ */
+int once_admin_compact(once_client *c, bool *already_running,
+                       uint64_t *compactions_before, once_status *st);
+
 /* ListRecords rows: per-client retention (ClientRecords) ... */
 typedef struct once_client_records {
     uint64_t client_id;
