@@ -452,6 +452,46 @@ out:
 
 /* ---- the start decision ------------------------------------------------- */
 
+/*
+ * The credential accepted grant g may carry now: minted afresh into *credp
+ * (ttl 0: the default), or withheld, with the reason in withheld, when the
+ * grant is closed or cancelled, its machine deleted or its surface placed
+ * again. A mint failure fails o (MINT_FAILED). The caller has checked the
+ * principal's permission. Reads only. Returns a store error or 0.
+ */
+static int
+credential_now(const grants_env *e, const Once__V1__Grant *g, uint64_t ttl,
+               Once__V1__Credential **credp, char *withheld,
+               size_t withheld_len, grants_outcome *o)
+{
+    Once__Grants__V1__Placement *p = NULL;
+    bool deleted;
+    gkey k;
+    int rv;
+
+    *credp = NULL;
+    withheld[0] = '\0';
+    gkey_placement(&k, g->surface);
+    if ((rv = machine_deleted(e, g->machine, &deleted)) != 0 ||
+        (rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
+        return rv;
+    }
+    if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
+        snprintf(withheld, withheld_len, "GRANT_CLOSED");
+    } else if (g->cancelled) {
+        snprintf(withheld, withheld_len, "GRANT_CANCELLED");
+    } else if (deleted) {
+        snprintf(withheld, withheld_len, "MACHINE_DELETED");
+    } else if (g->stop_requested || p->generation != g->generation) {
+        snprintf(withheld, withheld_len, "PLACEMENT_CHANGED");
+    } else if (mint(e, g, ttl, credp) != 0) {
+        grants_fail(o, CODE(INTERNAL), "MINT_FAILED",
+                    "could not mint a credential");
+    }
+    ROW_FREE(p);
+    return 0;
+}
+
 /* A retry of an accepted (request_id, attempt) with the same digest: the
  * same grant, never a second; permission is evaluated again and a fresh
  * credential minted only if it still holds. */
@@ -461,15 +501,12 @@ start_existing(const grants_env *e, const Once__V1__RequestGrantRequest *r,
                Once__V1__Credential **credp, char *withheld,
                size_t withheld_len, grants_outcome *o)
 {
-    Once__Grants__V1__Placement *p = NULL;
     Once__V1__Grant *g = NULL;
-    bool denied, deleted;
-    gkey k;
+    bool denied;
     int rv;
 
     if ((rv = grant_load(e, grant_id, &g)) != 0 ||
-        (rv = principal_denied(e, &denied)) != 0 ||
-        (rv = machine_deleted(e, g->machine, &deleted)) != 0) {
+        (rv = principal_denied(e, &denied)) != 0) {
         goto err;
     }
     if (strcmp(g->principal, e->principal) != 0) {
@@ -495,20 +532,12 @@ start_existing(const grants_env *e, const Once__V1__RequestGrantRequest *r,
                (unsigned long long)g->grant_id, r->request_id, r->attempt);
         goto out;
     }
-    gkey_placement(&k, g->surface);
-    if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
+    if ((rv = credential_now(e, g, r->credential_ttl_ms, credp, withheld,
+                             withheld_len, o)) != 0) {
         goto err;
     }
-    if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        snprintf(withheld, withheld_len, "GRANT_CLOSED");
-    } else if (deleted) {
-        snprintf(withheld, withheld_len, "MACHINE_DELETED");
-    } else if (g->stop_requested || p->generation != g->generation) {
-        snprintf(withheld, withheld_len, "PLACEMENT_CHANGED");
-    } else if ((rv = mint(e, g, r->credential_ttl_ms, credp)) != 0) {
-        grants_fail(o, CODE(INTERNAL), "MINT_FAILED",
-                    "could not mint a credential");
-        goto out;
+    if (o->code != CODE(OK)) {
+        goto out; /* MINT_FAILED */
     }
     *grantp = g;
     g = NULL;
@@ -517,7 +546,6 @@ start_existing(const grants_env *e, const Once__V1__RequestGrantRequest *r,
 err:
     o->err = rv;
 out:
-    ROW_FREE(p);
     ROW_FREE(g);
 }
 
@@ -781,6 +809,166 @@ grants_request(const grants_env *e, const Once__V1__RequestGrantRequest *r,
     if (cred != NULL) {
         grants_credential_free(cred);
     }
+}
+
+/* ---- replays: a stored credential never stands in for permission -------- */
+
+/* Whether the caller may still obtain credentials; fails o when not. */
+static int
+replay_permitted(const grants_env *e, const char *what, bool *ok,
+                 grants_outcome *o)
+{
+    bool denied;
+    int rv;
+
+    *ok = false;
+    if ((rv = principal_denied(e, &denied)) != 0) {
+        return rv;
+    }
+    if (denied) {
+        grants_fail(o, CODE(PERMISSION_DENIED), "PRINCIPAL_DENIED",
+                    "principal %s may no longer obtain grants: the stored "
+                    "reply of this %s is not returned (its grants are kept)",
+                    e->principal, what);
+        return 0;
+    }
+    *ok = true;
+    return 0;
+}
+
+/* *cred and *withheld of one stored grant, made again now; *old_cred and
+ * *old_withheld keep what the unpacked reply had, for replay_restore. */
+typedef struct replay_slot {
+    Once__V1__Credential **cred;
+    char **withheld;
+    Once__V1__Credential *old_cred;
+    char *old_withheld;
+    Once__V1__Credential *fresh;
+    char reason[64];
+} replay_slot;
+
+static int
+replay_refresh(const grants_env *e, uint64_t grant_id, uint64_t ttl,
+               replay_slot *sl, grants_outcome *o)
+{
+    Once__V1__Grant *g = NULL;
+    int rv;
+
+    sl->old_cred = *sl->cred;
+    sl->old_withheld = *sl->withheld;
+    if ((rv = grant_load(e, grant_id, &g)) != 0) {
+        return rv;
+    }
+    rv = credential_now(e, g, ttl, &sl->fresh, sl->reason, sizeof(sl->reason),
+                        o);
+    ROW_FREE(g);
+    *sl->cred = sl->fresh;
+    *sl->withheld = sl->reason;
+    return rv;
+}
+
+/* Puts the unpacked reply's own pointers back (before free_unpacked) and
+ * frees the fresh credential. */
+static void
+replay_restore(replay_slot *sl)
+{
+    if (sl->cred == NULL) {
+        return;
+    }
+    *sl->cred = sl->old_cred;
+    *sl->withheld = sl->old_withheld;
+    if (sl->fresh != NULL) {
+        grants_credential_free(sl->fresh);
+    }
+}
+
+void
+grants_replay_request(const grants_env *e,
+                      const Once__V1__RequestGrantRequest *r,
+                      const uint8_t *stored, size_t len, grants_outcome *o)
+{
+    Once__V1__RequestGrantResponse *resp =
+        once__v1__request_grant_response__unpack(NULL, len, stored);
+    replay_slot sl;
+    bool ok;
+    int rv;
+
+    memset(&sl, 0, sizeof(sl));
+    if (resp == NULL) {
+        o->err = EIO; /* a stored reply that does not decode */
+        return;
+    }
+    if (resp->grant == NULL) {
+        grants_ok(o, &resp->base);
+        goto out;
+    }
+    if ((rv = replay_permitted(e, "RequestGrant", &ok, o)) != 0) {
+        o->err = rv;
+        goto out;
+    }
+    if (!ok) {
+        goto out;
+    }
+    sl.cred = &resp->credential;
+    sl.withheld = &resp->credential_withheld;
+    if ((rv = replay_refresh(e, resp->grant->grant_id, r->credential_ttl_ms,
+                             &sl, o)) != 0) {
+        o->err = rv;
+    } else if (o->code == CODE(OK)) {
+        grants_ok(o, &resp->base);
+    }
+out:
+    replay_restore(&sl);
+    once__v1__request_grant_response__free_unpacked(resp, NULL);
+}
+
+void
+grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
+                    const uint8_t *stored, size_t len, grants_outcome *o)
+{
+    Once__V1__ClaimResponse *resp =
+        once__v1__claim_response__unpack(NULL, len, stored);
+    replay_slot *sl = NULL;
+    bool ok = true;
+    int rv = 0;
+
+    if (resp == NULL) {
+        o->err = EIO;
+        return;
+    }
+    if (resp->n_claimed > 0 &&
+        ((rv = replay_permitted(e, "Claim", &ok, o)) != 0 || !ok)) {
+        o->err = rv;
+        goto out;
+    }
+    if (resp->n_claimed > 0 &&
+        (sl = calloc(resp->n_claimed, sizeof(*sl))) == NULL) {
+        o->err = ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < resp->n_claimed && rv == 0 && o->code == CODE(OK);
+         i++) {
+        Once__V1__Claimed *cl = resp->claimed[i];
+
+        if (cl->grant == NULL) {
+            continue;
+        }
+        sl[i].cred = &cl->credential;
+        sl[i].withheld = &cl->credential_withheld;
+        rv = replay_refresh(e, cl->grant->grant_id, r->credential_ttl_ms,
+                            &sl[i], o);
+    }
+    if (rv != 0) {
+        o->err = rv;
+    } else if (o->code == CODE(OK)) {
+        grants_ok(o, &resp->base);
+    }
+out:
+    for (size_t i = 0; sl != NULL && i < resp->n_claimed; i++) {
+        replay_restore(&sl[i]);
+    }
+    free(sl);
+    once__v1__claim_response__free_unpacked(resp, NULL);
 }
 
 /* ---- RenewCredential, FinishGrant, CancelGrant -------------------------- */

@@ -105,6 +105,24 @@ void grants_get_surface(const grants_env *e,
                         const Once__V1__GetSurfaceRequest *r,
                         grants_outcome *o);
 
+/*
+ * Replays of a recorded OK result whose reply carries credentials (SPEC
+ * §3, §6: each accept, first or retried, mints a fresh credential after
+ * re-evaluating permission; a stored record never stands in for a
+ * permission since withdrawn). stored/len: the recorded reply. On OK,
+ * o->resp is that reply with every credential minted afresh, or withheld
+ * with its reason when the grant can no longer start; a principal denied
+ * since fails o with PERMISSION_DENIED/PRINCIPAL_DENIED. Reads only:
+ * stages nothing. RenewCredential needs no replay of its own: grants_renew
+ * only reads, so it is run again.
+ */
+void grants_replay_request(const grants_env *e,
+                           const Once__V1__RequestGrantRequest *r,
+                           const uint8_t *stored, size_t len,
+                           grants_outcome *o);
+void grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
+                         const uint8_t *stored, size_t len, grants_outcome *o);
+
 /* queue.c */
 void grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
                     grants_outcome *o);

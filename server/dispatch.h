@@ -27,6 +27,13 @@ typedef struct dispatch_entry {
     /* Executes the method: reads and stages writes through c->txn, sets
      * the outcome. Every outcome of a mutating method is recorded. */
     handler_fn execute;
+    /* A recorded OK result of this mutating method is replayed, c->resp
+     * holding the stored reply: makes again what a record must not stand
+     * in for (svc_grants: credentials, minted afresh after permission is
+     * evaluated again), replacing c->resp, or replaces the outcome with a
+     * refusal. Reads only: stages no writes. NULL: the record is returned
+     * as stored. */
+    handler_fn replay;
 } dispatch_entry;
 
 /* Service tables, one per svc_*.c file. */

@@ -103,7 +103,8 @@ exec_reset_txn(server_call *c)
  * table counts every record staged, and start-up counts every record
  * stored), so a first send costs no LevelDB read. */
 static bool
-exec_dedup(server_call *c, const Once__V1__Request *req,
+exec_dedup(server_call *c, const dispatch_entry *de,
+           const Once__V1__Request *req,
            const uint8_t digest[RECORD_DIGEST_LEN], const lease_entry *le,
            bool *replayed)
 {
@@ -144,6 +145,11 @@ exec_dedup(server_call *c, const Once__V1__Request *req,
     }
     *replayed = true;
     records_free(rec);
+    if (de->replay != NULL && c->code == ONCE__V1__CODE__OK) {
+        de->replay(c);
+        /* A refusal made now is no stored result. */
+        *replayed = c->code == ONCE__V1__CODE__OK;
+    }
     return true;
 }
 
@@ -333,7 +339,7 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     fault_point(FAULT_REQUEST_ACCEPTED);
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
-    if (!exec_dedup(c, req, digest, le, replayed)) {
+    if (!exec_dedup(c, de, req, digest, le, replayed)) {
         exec_mutating(c, de, req, digest, le);
     }
 out:

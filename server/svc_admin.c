@@ -278,9 +278,10 @@ admin_list_validate(server_call *c)
 }
 
 const dispatch_entry svc_admin_methods[] = {
-    {"/once.v1.Admin/Stats", 0, NULL, admin_stats},
-    {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records},
-    {"/once.v1.Admin/Compact", 0, NULL, admin_compact},
+    {"/once.v1.Admin/Stats", 0, NULL, admin_stats, NULL},
+    {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records,
+     NULL},
+    {"/once.v1.Admin/Compact", 0, NULL, admin_compact, NULL},
 };
 const size_t svc_admin_count =
     sizeof(svc_admin_methods) / sizeof(svc_admin_methods[0]);

@@ -153,8 +153,8 @@ counter_get(server_call *c)
 
 const dispatch_entry svc_counter_methods[] = {
     {"/once.v1.Counter/Increment", DISPATCH_MUTATING, counter_incr_validate,
-     counter_incr},
-    {"/once.v1.Counter/Get", 0, counter_get_validate, counter_get},
+     counter_incr, NULL},
+    {"/once.v1.Counter/Get", 0, counter_get_validate, counter_get, NULL},
 };
 const size_t svc_counter_count =
     sizeof(svc_counter_methods) / sizeof(svc_counter_methods[0]);

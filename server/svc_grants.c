@@ -272,6 +272,21 @@ EXEC(x_permission, grants_set_permission, Once__V1__SetPermissionRequest)
 EXEC(x_surface, grants_get_surface, Once__V1__GetSurfaceRequest)
 EXEC(x_list_queue, grants_list_queue, Once__V1__ListQueueRequest)
 
+/* ---- replay (dispatch_entry.replay) ------------------------------------ */
+
+#define REPLAY(name, fn, type)                                                 \
+    static void name(server_call *c)                                           \
+    {                                                                          \
+        grants_env env;                                                        \
+        grants_outcome o;                                                      \
+        svc_env(c, &env, &o);                                                  \
+        fn(&env, REQ(type), c->resp, c->resp_len, &o);                         \
+        svc_done(c, &o);                                                       \
+    }
+
+REPLAY(r_request, grants_replay_request, Once__V1__RequestGrantRequest)
+REPLAY(r_claim, grants_replay_claim, Once__V1__ClaimRequest)
+
 static void
 x_public_key(server_call *c)
 {
@@ -288,21 +303,22 @@ x_public_key(server_call *c)
 #define MUT  DISPATCH_MUTATING
 
 const dispatch_entry svc_grants_methods[] = {
-    {G("SetPlacement"), MUT, v_placement, x_placement},
-    {G("RequestGrant"), MUT, v_request, x_request},
-    {G("Enqueue"), MUT, v_enqueue, x_enqueue},
-    {G("Claim"), MUT, v_claim, x_claim},
-    {G("RenewCredential"), MUT, v_renew, x_renew},
-    {G("FinishGrant"), MUT, v_finish, x_finish},
-    {G("CancelGrant"), MUT, v_grant_id, x_cancel},
-    {G("DeleteMachine"), MUT, v_machine, x_delete_machine},
-    {G("DeleteWork"), MUT, v_work_id, x_delete_work},
-    {G("LegacyClaim"), MUT, v_legacy, x_legacy_claim},
-    {G("LegacyRelease"), MUT, v_legacy, x_legacy_release},
-    {G("SetPermission"), MUT, v_permission, x_permission},
-    {G("GetSurface"), 0, v_surface, x_surface},
-    {G("ListQueue"), 0, v_list_queue, x_list_queue},
-    {G("GetPublicKey"), 0, NULL, x_public_key},
+    {G("SetPlacement"), MUT, v_placement, x_placement, NULL},
+    {G("RequestGrant"), MUT, v_request, x_request, r_request},
+    {G("Enqueue"), MUT, v_enqueue, x_enqueue, NULL},
+    {G("Claim"), MUT, v_claim, x_claim, r_claim},
+    /* grants_renew only reads: its replay is running it again */
+    {G("RenewCredential"), MUT, v_renew, x_renew, x_renew},
+    {G("FinishGrant"), MUT, v_finish, x_finish, NULL},
+    {G("CancelGrant"), MUT, v_grant_id, x_cancel, NULL},
+    {G("DeleteMachine"), MUT, v_machine, x_delete_machine, NULL},
+    {G("DeleteWork"), MUT, v_work_id, x_delete_work, NULL},
+    {G("LegacyClaim"), MUT, v_legacy, x_legacy_claim, NULL},
+    {G("LegacyRelease"), MUT, v_legacy, x_legacy_release, NULL},
+    {G("SetPermission"), MUT, v_permission, x_permission, NULL},
+    {G("GetSurface"), 0, v_surface, x_surface, NULL},
+    {G("ListQueue"), 0, v_list_queue, x_list_queue, NULL},
+    {G("GetPublicKey"), 0, NULL, x_public_key, NULL},
 };
 const size_t svc_grants_count =
     sizeof(svc_grants_methods) / sizeof(svc_grants_methods[0]);

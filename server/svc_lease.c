@@ -266,12 +266,12 @@ lease_id_validate(server_call *c)
 }
 
 const dispatch_entry svc_lease_methods[] = {
-    {"/once.v1.Lease/OpenLease", 0, lease_open_validate, lease_open_exec},
-    {"/once.v1.Lease/RenewLease", 0, lease_id_validate, lease_renew_exec},
+    {"/once.v1.Lease/OpenLease", 0, lease_open_validate, lease_open_exec, NULL},
+    {"/once.v1.Lease/RenewLease", 0, lease_id_validate, lease_renew_exec, NULL},
     {"/once.v1.Lease/RenewLeases", 0, lease_renew_many_validate,
-     lease_renew_many_exec},
-    {"/once.v1.Lease/CloseLease", 0, lease_id_validate, lease_close_exec},
-    {"/once.v1.Lease/LeaseInfo", 0, lease_id_validate, lease_info_exec},
+     lease_renew_many_exec, NULL},
+    {"/once.v1.Lease/CloseLease", 0, lease_id_validate, lease_close_exec, NULL},
+    {"/once.v1.Lease/LeaseInfo", 0, lease_id_validate, lease_info_exec, NULL},
 };
 const size_t svc_lease_count =
     sizeof(svc_lease_methods) / sizeof(svc_lease_methods[0]);

@@ -22,6 +22,10 @@
  *   c07_retry_reevaluates_permission 再送のときも、してよいことの評価は
  *                                   やり直します…行が残っていることは権限の
  *                                   代わりになりません
+ *   c07_same_id_replay_reevaluates_permission (same constraint) a replay of
+ *                                   the same rpc id (RequestGrant, Claim,
+ *                                   RenewCredential): refused once denied,
+ *                                   a fresh credential or none with reason
  *   c08_destination_fixed_at_submission 宛先は、投入したときの配置…機械、
  *                                   場所、世代を許可に書きます
  *   c09_placement_changed_at_start  開始の時点で配置が変わっていたら拒否
@@ -219,9 +223,11 @@ typedef struct start {
     uint64_t ttl;
 } start;
 
+/* RequestGrant of s under rpc id *id (NULL or {0, 0}: a new one, written
+ * back). */
 static int
-request(once_client *c, const start *s, Once__V1__RequestGrantResponse **out,
-        once_status *st)
+request_id(once_client *c, const start *s, Once__V1__RequestGrantResponse **out,
+           once_rpc_id *id, once_status *st)
 {
     Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
 
@@ -234,7 +240,21 @@ request(once_client *c, const start *s, Once__V1__RequestGrantResponse **out,
     r.payload.data = (uint8_t *)(s->payload != NULL ? s->payload : "");
     r.payload.len = s->payload != NULL ? strlen(s->payload) : 0;
     r.credential_ttl_ms = s->ttl;
-    return gcall(c, "RequestGrant", &r, out, st);
+    return gcall_id(c, "RequestGrant", &r, out, id, st);
+}
+
+static int
+request(once_client *c, const start *s, Once__V1__RequestGrantResponse **out,
+        once_status *st)
+{
+    return request_id(c, s, out, NULL, st);
+}
+
+static bool
+same_credential(const Once__V1__Credential *a, const Once__V1__Credential *b)
+{
+    return a->body.len == b->body.len &&
+           memcmp(a->body.data, b->body.data, a->body.len) == 0;
 }
 
 /* RequestGrant that must be granted; returns the grant id. */
@@ -539,27 +559,22 @@ c06_lost_reply_no_second_owner(void **state)
     uint64_t g = place(c, "s", "m1", "/w");
     start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
     Once__V1__RequestGrantResponse *r1, *r2, *r3;
-    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
     once_rpc_id id = {0, 0};
     once_client *c2;
     once_status st;
 
-    rq.request_id = "r1";
-    rq.attempt = 1;
-    rq.surface = "s";
-    rq.machine = "m1";
-    rq.location = "/w";
-    rq.generation = g;
-    rq.payload.data = (uint8_t *)"x";
-    rq.payload.len = 1;
-    assert_int_equal(gcall_id(c, "RequestGrant", &rq, &r1, &id, NULL), ONCE_OK);
+    assert_int_equal(request_id(c, &a, &r1, &id, NULL), ONCE_OK);
     /* The reply "was lost": the same rpc id again (from a lease-less
      * handle: the first one has acknowledged it) is a replay... */
+    usleep(5000);
     assert_int_equal(harness_client(f->h, true, &c2), ONCE_OK);
-    assert_int_equal(gcall_id(c2, "RequestGrant", &rq, &r2, &id, &st), ONCE_OK);
+    assert_int_equal(request_id(c2, &a, &r2, &id, &st), ONCE_OK);
     once_client_close(c2);
     assert_true(st.replayed);
     assert_int_equal(r2->grant->grant_id, r1->grant->grant_id);
+    /* ...whose credential is minted afresh, not the stored one. */
+    assert_non_null(r2->credential);
+    assert_false(same_credential(r2->credential, r1->credential));
     /* ...and the scheduler restarted (new client, new rpc id, same request
      * id): the same grant with a freshly minted credential. */
     usleep(5000);
@@ -568,9 +583,7 @@ c06_lost_reply_no_second_owner(void **state)
     assert_true(r3->existing);
     assert_int_equal(r3->grant->grant_id, r1->grant->grant_id);
     assert_non_null(r3->credential);
-    assert_false(r3->credential->body.len == r1->credential->body.len &&
-                 memcmp(r3->credential->body.data, r1->credential->body.data,
-                        r1->credential->body.len) == 0);
+    assert_false(same_credential(r3->credential, r1->credential));
     assert_int_equal(owner(c, "s"), r1->grant->grant_id);
     once_client_close(c2);
     FREE(r1);
@@ -595,6 +608,107 @@ c07_retry_reevaluates_permission(void **state)
     assert_int_equal(r->grant->grant_id, id);
     assert_non_null(r->credential);
     FREE(r);
+}
+
+/*
+ * The same constraint for a replay of the same rpc id, which is answered
+ * from the completion record: the stored reply (and its credential) never
+ * stands in for a permission withdrawn since (SPEC §3), and a replayed
+ * accept carries a credential minted now (SPEC §6) or none, with the
+ * reason, when the grant can no longer start. For RequestGrant, Claim and
+ * RenewCredential.
+ */
+static void
+c07_same_id_replay_reevaluates_permission(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    uint64_t gq = place(c, "q", "m1", "/wq");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__RequestGrantResponse *r1, *r2;
+    Once__V1__ClaimRequest cq = ONCE__V1__CLAIM_REQUEST__INIT;
+    Once__V1__ClaimResponse *k1, *k2;
+    Once__V1__RenewCredentialRequest rn =
+        ONCE__V1__RENEW_CREDENTIAL_REQUEST__INIT;
+    once_rpc_id id = {0, 0}, kid = {0, 0}, nid = {0, 0};
+    /* One handle per replayed call, each making no other call: a later
+     * call would acknowledge the id, and its replay would be STALE_RPC. */
+    once_client *sched = client_as(f->h, "scheduler");
+    once_client *renewer = client_as(f->h, "scheduler");
+    once_client *agent = client_as(f->h, "agent"), *k;
+    once_status st;
+
+    (void)gq;
+    assert_int_equal(request_id(sched, &a, &r1, &id, NULL), ONCE_OK);
+    enqueue(c, "w1", "q", "y", NULL);
+    cq.machine = "m1";
+    assert_int_equal(gcall_id(agent, "Claim", &cq, &k1, &kid, NULL), ONCE_OK);
+    assert_int_equal(k1->n_claimed, 1);
+    rn.grant_id = r1->grant->grant_id;
+    rn.machine = "m1";
+    assert_int_equal(
+        gcall_id(renewer, "RenewCredential", &rn, NULL, &nid, NULL), ONCE_OK);
+    /* The resends come from a lease-less handle, as in c06. */
+    assert_int_equal(harness_client(f->h, true, &k), ONCE_OK);
+
+    permit(c, "scheduler", false);
+    permit(c, "agent", false);
+    assert_int_equal(request_id(k, &a, NULL, &id, &st), ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, "PRINCIPAL_DENIED");
+    assert_false(st.replayed);
+    assert_int_equal(gcall_id(k, "Claim", &cq, NULL, &kid, &st),
+                     ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, "PRINCIPAL_DENIED");
+    assert_int_equal(gcall_id(k, "RenewCredential", &rn, NULL, &nid, &st),
+                     ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, "PRINCIPAL_DENIED");
+    assert_int_equal(owner(c, "s"), r1->grant->grant_id); /* kept */
+    assert_int_equal(owner(c, "q"), k1->claimed[0]->grant->grant_id);
+
+    permit(c, "scheduler", true);
+    permit(c, "agent", true);
+    usleep(5000);
+    assert_int_equal(request_id(k, &a, &r2, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_int_equal(r2->grant->grant_id, r1->grant->grant_id);
+    assert_non_null(r2->credential);
+    assert_false(same_credential(r2->credential, r1->credential));
+    FREE(r2);
+    assert_int_equal(gcall_id(k, "Claim", &cq, &k2, &kid, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_int_equal(k2->n_claimed, 1);
+    assert_int_equal(k2->claimed[0]->grant->grant_id,
+                     k1->claimed[0]->grant->grant_id);
+    assert_non_null(k2->claimed[0]->credential);
+    assert_false(same_credential(k2->claimed[0]->credential,
+                                 k1->claimed[0]->credential));
+    FREE(k2);
+
+    /* Placed elsewhere since: the same grants, replayed, but no credential
+     * (the grants can no longer start), and the renewal is refused. */
+    place(c, "s", "m2", "/w2");
+    place(c, "q", "m2", "/wq2");
+    assert_int_equal(request_id(k, &a, &r2, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_int_equal(r2->grant->grant_id, r1->grant->grant_id);
+    assert_null(r2->credential);
+    assert_string_equal(r2->credential_withheld, "PLACEMENT_CHANGED");
+    FREE(r2);
+    assert_int_equal(gcall_id(k, "Claim", &cq, &k2, &kid, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_null(k2->claimed[0]->credential);
+    assert_string_equal(k2->claimed[0]->credential_withheld,
+                        "PLACEMENT_CHANGED");
+    FREE(k2);
+    assert_int_equal(gcall_id(k, "RenewCredential", &rn, NULL, &nid, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "PLACEMENT_CHANGED");
+    once_client_close(k);
+    once_client_close(agent);
+    once_client_close(renewer);
+    once_client_close(sched);
+    FREE(k1);
+    FREE(r1);
 }
 
 static void
@@ -1939,6 +2053,7 @@ main(int argc, char **argv)
         T(c05_other_payload_conflicts),
         T(c06_lost_reply_no_second_owner),
         T(c07_retry_reevaluates_permission),
+        T(c07_same_id_replay_reevaluates_permission),
         T(c08_destination_fixed_at_submission),
         T(c09_placement_changed_at_start),
         T(c10_open_grant_never_rewritten),
