@@ -260,6 +260,17 @@ static void reject(const grants_env *e, grants_outcome *o, const char *surface,
                    const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 10, 11)));
 
+/* Whether r is the rejection these fields describe. */
+static bool
+rejection_same(const Once__V1__Rejection *r, const char *request_id,
+               uint32_t attempt, const char *machine, const char *via,
+               const char *reason)
+{
+    return r->attempt == attempt && strcmp(r->request_id, request_id) == 0 &&
+           strcmp(r->machine, machine) == 0 && strcmp(r->via, via) == 0 &&
+           strcmp(r->reason, reason) == 0;
+}
+
 static void
 reject(const grants_env *e, grants_outcome *o, const char *surface,
        const char *request_id, uint32_t attempt, const char *machine,
@@ -279,6 +290,9 @@ reject(const grants_env *e, grants_outcome *o, const char *surface,
     vsnprintf(o->message, sizeof(o->message), fmt, ap);
     va_end(ap);
 
+    if (e->read_only) {
+        return;
+    }
     gkey_rejections(&k, surface);
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__rejection_log, &log)) !=
         0) {
@@ -286,6 +300,24 @@ reject(const grants_env *e, grants_outcome *o, const char *surface,
         return;
     }
     n = log->n_rejections;
+    if (n > 0 && rejection_same(log->rejections[n - 1], request_id, attempt,
+                                machine, via, o->reason)) {
+        Once__V1__Rejection *last = log->rejections[n - 1];
+        char *was = last->message;
+
+        last->at_unix_ms = e->now_ms;
+        last->message = o->message;
+        last->repeats++;
+        rv = rows_put(e->txn, &k, &log->base);
+        last->message = was; /* the unpacked row's own, for ROW_FREE */
+        ROW_FREE(log);
+        if (rv != 0) {
+            o->err = rv;
+            return;
+        }
+        o->keep = true;
+        return;
+    }
     skip = n + 1 > GRANTS_REJECTIONS_MAX ? n + 1 - GRANTS_REJECTIONS_MAX : 0;
     if ((list = calloc(n + 1, sizeof(*list))) == NULL) {
         ROW_FREE(log);
@@ -997,32 +1029,37 @@ grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
         goto err;
     }
+    /* Refusals go to the surface's rejection log too (SPEC §6: visible
+     * while the machine is silent), as the renewing machine's. */
+#define RENEW_REJECT(code, reason, ...)                                        \
+    reject(e, o, g->surface, g->request_id, g->attempt, r->machine, "renew",   \
+           CODE(code), reason, __VA_ARGS__)
     if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "GRANT_CLOSED",
-                    "grant %llu is finished", (unsigned long long)g->grant_id);
+        RENEW_REJECT(FAILED_PRECONDITION, "GRANT_CLOSED",
+                     "grant %llu is finished", (unsigned long long)g->grant_id);
     } else if (g->cancelled) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "GRANT_CANCELLED",
-                    "grant %llu was cancelled",
-                    (unsigned long long)g->grant_id);
+        RENEW_REJECT(FAILED_PRECONDITION, "GRANT_CANCELLED",
+                     "grant %llu was cancelled",
+                     (unsigned long long)g->grant_id);
     } else if (strcmp(r->machine, g->machine) != 0) {
-        grants_fail(o, CODE(PERMISSION_DENIED), "WRONG_MACHINE",
-                    "grant %llu is for machine %s, not %s",
-                    (unsigned long long)g->grant_id, g->machine, r->machine);
+        RENEW_REJECT(PERMISSION_DENIED, "WRONG_MACHINE",
+                     "grant %llu is for machine %s, not %s",
+                     (unsigned long long)g->grant_id, g->machine, r->machine);
     } else if (deleted) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "MACHINE_DELETED",
-                    "machine %s was deleted; grant %llu stays open until "
-                    "its finish is recorded",
-                    g->machine, (unsigned long long)g->grant_id);
+        RENEW_REJECT(FAILED_PRECONDITION, "MACHINE_DELETED",
+                     "machine %s was deleted; grant %llu stays open until "
+                     "its finish is recorded",
+                     g->machine, (unsigned long long)g->grant_id);
     } else if (g->stop_requested || p->generation != g->generation) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "PLACEMENT_CHANGED",
-                    "surface %s was placed again (generation %llu, grant "
-                    "has %llu): grant %llu can no longer start",
-                    g->surface, (unsigned long long)p->generation,
-                    (unsigned long long)g->generation,
-                    (unsigned long long)g->grant_id);
+        RENEW_REJECT(FAILED_PRECONDITION, "PLACEMENT_CHANGED",
+                     "surface %s was placed again (generation %llu, grant "
+                     "has %llu): grant %llu can no longer start",
+                     g->surface, (unsigned long long)p->generation,
+                     (unsigned long long)g->generation,
+                     (unsigned long long)g->grant_id);
     } else if (denied) {
-        grants_fail(o, CODE(PERMISSION_DENIED), "PRINCIPAL_DENIED",
-                    "principal %s may not obtain credentials", e->principal);
+        RENEW_REJECT(PERMISSION_DENIED, "PRINCIPAL_DENIED",
+                     "principal %s may not obtain credentials", e->principal);
     } else if ((rv = mint(e, g, r->credential_ttl_ms, &cred)) != 0) {
         grants_fail(o, CODE(INTERNAL), "MINT_FAILED",
                     "could not mint a credential");
@@ -1031,6 +1068,7 @@ grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
         grants_ok(o, &resp.base);
         grants_credential_free(cred);
     }
+#undef RENEW_REJECT
     goto out;
 err:
     o->err = rv;

@@ -57,6 +57,7 @@ typedef struct grants_env {
     const grants_signer *signer;
     const char *machine; /* the caller acts for this machine only (an
                             agent principal, server/auth.h); NULL: any */
+    bool read_only;      /* a replay: refusals are not logged either */
 } grants_env;
 
 typedef struct grants_outcome {

@@ -90,6 +90,9 @@
  *   a3_newer_pending_replaces_in_place 新しい未実行が同じ面の古い未実行を
  *                                   置き換える…同じ宛先の上で
  *   a4_rejections_recorded_per_surface 拒否の理由は、許可を出した側が持ちます
+ *   a4_renewal_rejections_recorded  (same) credential renewals refused
+ *                                   are logged too (via "renew"), repeats
+ *                                   counted, replays log nothing
  *   a5_permission_failure_rolls_back 確認が失敗したら、新しい許可も作業面の
  *                                   印も一緒に戻します
  *   a6_mint_failure_rolls_back      (same rule) credential minting fails
@@ -1405,6 +1408,59 @@ a4_rejections_recorded_per_surface(void **state)
     FREE(v);
 }
 
+/* Renewal refusals are rejections too: logged on the grant's surface as
+ * via "renew" (SPEC §6: visible while the machine is silent), the same one
+ * again only counted (repeats), and a replay of a renewal logs nothing. */
+static void
+a4_renewal_rejections_recorded(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    uint64_t id = granted(c, &a);
+    Once__V1__RenewCredentialRequest rn =
+        ONCE__V1__RENEW_CREDENTIAL_REQUEST__INIT;
+    Once__V1__GetSurfaceResponse *v;
+    once_client *renewer = client_as(f->h, "scheduler"), *k;
+    once_rpc_id nid = {0, 0};
+    once_status st;
+
+    rn.grant_id = id;
+    rn.machine = "m1";
+    assert_int_equal(
+        gcall_id(renewer, "RenewCredential", &rn, NULL, &nid, NULL), ONCE_OK);
+    place(c, "s", "m2", "/w2");
+    /* The replay is refused now, and writes nothing. */
+    assert_int_equal(harness_client(f->h, true, &k), ONCE_OK);
+    assert_int_equal(gcall_id(k, "RenewCredential", &rn, NULL, &nid, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "PLACEMENT_CHANGED");
+    once_client_close(k);
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 0);
+    FREE(v);
+    /* Two renewals: one entry, repeated once. */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(renew(c, id, "m1", NULL, &st),
+                         ONCE_FAILED_PRECONDITION);
+        assert_string_equal(st.reason, "PLACEMENT_CHANGED");
+    }
+    assert_int_equal(renew(c, id, "m9", NULL, &st), ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, "WRONG_MACHINE");
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 2);
+    assert_string_equal(v->rejections[0]->via, "renew");
+    assert_string_equal(v->rejections[0]->reason, "PLACEMENT_CHANGED");
+    assert_string_equal(v->rejections[0]->request_id, "r1");
+    assert_string_equal(v->rejections[0]->machine, "m1");
+    assert_int_equal(v->rejections[0]->repeats, 1);
+    assert_string_equal(v->rejections[1]->reason, "WRONG_MACHINE");
+    assert_string_equal(v->rejections[1]->machine, "m9");
+    assert_int_equal(v->rejections[1]->repeats, 0);
+    FREE(v);
+    once_client_close(renewer);
+}
+
 static void
 a5_permission_failure_rolls_back(void **state)
 {
@@ -2079,6 +2135,7 @@ main(int argc, char **argv)
         T(a2_next_attempt_only_after_retryable_close),
         T(a3_newer_pending_replaces_in_place),
         T(a4_rejections_recorded_per_surface),
+        T(a4_renewal_rejections_recorded),
         T(a5_permission_failure_rolls_back),
         T(a6_mint_failure_rolls_back),
         T(a6_mint_failure_keeps_grant),
