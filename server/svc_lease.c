@@ -228,6 +228,13 @@ lease_info_exec(server_call *c)
         (e != NULL && !auth_sees(c, r->client_id, e->principal))) {
         return;
     }
+    /* A lease found past its TTL is ended here, durably, before the reply
+     * says EXPIRED: a restart (which grants live leases a fresh TTL) must
+     * not bring back a lease this call reported ended (SPEC §4). */
+    if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
+        call_store_error(c, ENOMEM);
+        return;
+    }
     resp.client_id = r->client_id;
     resp.state = lease_wire_state(e, c->now_ms);
     if (e != NULL) {

@@ -3,7 +3,8 @@
  * live leases survive a restart with their records replayable; a lost
  * lease ends libonce's calls in flight as OUTCOME_UNKNOWN and fails new
  * ones without sending; STALE_RPC, WINDOW_FULL and BAD_ACK refuse a call
- * before it runs and write nothing.
+ * before it runs and write nothing; a lease LeaseInfo reported EXPIRED
+ * stays ended across a restart.
  *
  * Owns: those checks against a real onced (SIGKILL + restart, SIGSTOP /
  * SIGCONT, --window 4), through libonce and through raw envelopes that
@@ -739,6 +740,48 @@ test_stale_and_bad_ack(void **state)
     once_client_close(a);
 }
 
+/*
+ * LeaseInfo on a lease past its TTL (the collector is off, so nothing
+ * else ends it) answers EXPIRED, and that end is durable: after a SIGKILL
+ * and restart, which gives live leases a fresh TTL, the lease is still
+ * EXPIRED and its calls are refused LEASE_EXPIRED.
+ */
+static void
+test_lease_info_ends_overdue_lease(void **state)
+{
+    harness *h = *state;
+    once_client *b = NULL;
+    struct once_lease_info li;
+    once_status st;
+    uint64_t cid = 0, ttl = 0;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, 1000, &cid, &ttl, &st), ONCE_OK);
+    assert_int_equal(harness_incr_id(b, "c-overdue", BY, cid, 1, &v, &st),
+                     ONCE_OK);
+    /* TTL 1 s (long enough for the call under valgrind): poll until
+     * LeaseInfo finds it past its TTL. */
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        harness_lease_info(b, cid, &li);
+        if (li.state != ONCE_LEASE_STATE_LIVE) {
+            break;
+        }
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    assert_int_equal(li.state, ONCE_LEASE_STATE_EXPIRED);
+
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+    harness_lease_info(b, cid, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_EXPIRED);
+    assert_int_equal(harness_incr_id(b, "c-overdue", BY, cid, 2, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(harness_get(b, "c-overdue"), BY);
+    once_client_close(b);
+}
+
 int
 main(void)
 {
@@ -757,6 +800,8 @@ main(void)
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(test_stale_and_bad_ack, setup_fast_gc,
                                         harness_teardown),
+        cmocka_unit_test_setup_teardown(test_lease_info_ends_overdue_lease,
+                                        harness_setup_no_gc, harness_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
