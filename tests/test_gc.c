@@ -349,6 +349,35 @@ test_budget_bounds_each_pass(void **state)
     assert_int_equal(persisted_watermark(f, id), 11);
 }
 
+/* Expiry is bounded per pass too: five leases past their TTL, budget 3:
+ * three end in the first pass, the other two in the next. */
+static void
+test_budget_bounds_expiry(void **state)
+{
+    fixture *f = *state;
+    lease_entry *e[5];
+    uint64_t ids[5];
+    gc_stats gs;
+    int live = 0;
+
+    for (int i = 0; i < 5; i++) {
+        e[i] = open_lease(f, 500);
+        ids[i] = e[i]->client_id;
+    }
+    atomic_fetch_add(&test_now, 1000);
+    run_pass(f);
+    gc_stats_get(f->g, &gs);
+    assert_int_equal(gs.leases_expired, 3);
+    for (int i = 0; i < 5; i++) {
+        lease_entry *x = lease_table_find(f->lt, ids[i]);
+        live += x != NULL && x->state == LEASE_STATE_LIVE;
+    }
+    assert_int_equal(live, 2);
+    run_pass(f);
+    gc_stats_get(f->g, &gs);
+    assert_int_equal(gs.leases_expired, 5);
+}
+
 /* Under a backlog larger than the budget, with every lease acknowledging
  * more each pass, the walk resumes past the lease that ran out the budget:
  * no lease is starved because others come first in the table. */
@@ -409,6 +438,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_ack_of_one_writes_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_budget_rotates_across_leases,
+                                        setup_small_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_bounds_expiry,
                                         setup_small_budget, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

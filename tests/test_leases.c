@@ -224,6 +224,13 @@ test_restart_keeps_live_leases(void **state)
     assert_int_equal(record_seqs(b, cid, seqs, 8), 3);
     harness_lease_info(b, once_client_id(a), &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    /* Client ids are never reused across the restart (SPEC §3). */
+    {
+        uint64_t fresh = 0;
+        assert_int_equal(once_lease_open(b, NULL, 120000, &fresh, &ttl, &st),
+                         ONCE_OK);
+        assert_true(fresh > cid && fresh > once_client_id(a));
+    }
 
     for (uint64_t s = 1; s <= 3; s++) {
         assert_int_equal(harness_incr_id(b, "c-explicit", BY, cid, s, &v, &st),
