@@ -1,12 +1,13 @@
 /*
- * inputs.c — libonce's input store (once/inputs.h): a start request's input
- * kept on the client, one file per input, until the server has durably
- * accepted the grant (SPEC §6, seeds/003).
+ * inputs.c — libonce's input store (once/inputs.h): a start request's (or
+ * a queued work item's) input kept on the client, one file per input, until
+ * the server has durably accepted the grant (or the queue row) (SPEC §6,
+ * seeds/003).
  *
  * Owns: the store directory's files — "<hash>-<attempt>.input", a packed
  * once.client.KeptInput (inputs.proto) each, where hash is the hex
  * BLAKE2b-128 of the request id — and the rule that decides, from a
- * RequestGrant answer, whether the file is removed (accepted), stays
+ * RequestGrant or Enqueue answer, whether the file is removed (accepted), stays
  * PENDING, or is marked REJECTED or LEASE_ENDED.
  * Invariant: a file is written (temp file, fsync, rename, fsync of the
  * directory) before the request it holds is sent, and it always names the
@@ -38,6 +39,7 @@
 #include <once/inputs.h>
 
 #define REQUEST_GRANT "/once.v1.Grants/RequestGrant"
+#define ENQUEUE       "/once.v1.Grants/Enqueue"
 #define INPUT_SUFFIX  ".input"
 #define NAME_MAX_LEN  80
 
@@ -302,6 +304,14 @@ file_answer(once_inputs *s, const char *name, const kept *k, int rv,
 }
 
 /* Sends k's request under k's rpc id and files the answer. */
+/* The method k is sent to. */
+static const char *
+kept_method(const kept *k)
+{
+    return k->method != NULL && strcmp(k->method, ENQUEUE) == 0 ? ENQUEUE
+                                                                : REQUEST_GRANT;
+}
+
 static int
 send_kept(once_client *c, once_inputs *s, const char *name, const kept *k,
           once_rpc_id *id, void **resp, size_t *resp_len, once_status *st)
@@ -312,7 +322,7 @@ send_kept(once_client *c, once_inputs *s, const char *name, const kept *k,
     if (id != NULL) {
         *id = rid;
     }
-    rv = once_call(c, REQUEST_GRANT, true, &rid, k->request.data,
+    rv = once_call(c, kept_method(k), true, &rid, k->request.data,
                    k->request.len, resp, resp_len, st);
     file_answer(s, name, k, rv, st);
     return rv;
@@ -338,70 +348,41 @@ clear_out(void **resp, size_t *resp_len)
     }
 }
 
-int
-once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
-                  once_rpc_id *id, void **resp, size_t *resp_len,
-                  once_status *st)
+/*
+ * Keeps the packed request buf/len (for method, naming request_id and
+ * attempt) under a fresh rpc id of c, then sends it; what once_grant_submit
+ * and once_work_submit share. Takes buf.
+ */
+static int
+input_submit(once_client *c, once_inputs *s, const char *method,
+             const char *request_id, uint32_t attempt, uint8_t *buf, size_t len,
+             once_rpc_id *id, void **resp, size_t *resp_len, once_status *st)
 {
-    Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
     kept k = ONCE__CLIENT__KEPT_INPUT__INIT, *old = NULL;
     char name[NAME_MAX_LEN];
-    uint8_t *buf;
-    size_t len;
     uint64_t seq;
     int e, rv;
 
-    status_clear(st);
-    clear_out(resp, resp_len);
-    if (c == NULL || s == NULL || in == NULL || in->request_id == NULL ||
-        in->request_id[0] == '\0' ||
-        (in->payload == NULL && in->payload_len > 0)) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
-                          "once_grant_submit needs a handle, a store and an "
-                          "input with a request id");
-    }
-    if (c->client_id == 0) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
-                          "keeping an input needs a handle with a lease");
-    }
-    if (lost_is_lost(c)) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
-                          "the handle's lease is lost; nothing was kept");
-    }
-    r.request_id = (char *)in->request_id;
-    r.attempt = in->attempt != 0 ? in->attempt : 1;
-    r.surface = (char *)(in->surface != NULL ? in->surface : "");
-    r.machine = (char *)(in->machine != NULL ? in->machine : "");
-    r.location = (char *)(in->location != NULL ? in->location : "");
-    r.generation = in->generation;
-    r.payload.data = (uint8_t *)in->payload;
-    r.payload.len = in->payload_len;
-    r.credential_ttl_ms = in->credential_ttl_ms;
-    len = once__v1__request_grant_request__get_packed_size(&r);
-    if ((buf = malloc(len + 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
-    }
-    once__v1__request_grant_request__pack(&r, buf);
-    input_name(r.request_id, r.attempt, name);
-
+    input_name(request_id, attempt, name);
     pthread_mutex_lock(&s->lock);
     e = file_read(s, name, &old);
     if (e == 0) {
         bool same = old->state == ONCE_INPUT_PENDING &&
+                    strcmp(kept_method(old), method) == 0 &&
                     old->request.len == len &&
                     memcmp(old->request.data, buf, len) == 0;
         once__client__kept_input__free_unpacked(old, NULL);
         pthread_mutex_unlock(&s->lock);
         free(buf);
         if (same) {
-            return once_grant_input_resend(c, s, r.request_id, r.attempt, false,
-                                           id, resp, resp_len, st);
+            return once_grant_input_resend(c, s, request_id, attempt, false, id,
+                                           resp, resp_len, st);
         }
         return status_set(st, ONCE_ALREADY_EXISTS, "INPUT_KEPT",
                           "request %s attempt %" PRIu32
                           " is already kept (%s) with other content; "
                           "resend or forget it first",
-                          r.request_id, r.attempt, name);
+                          request_id, attempt, name);
     }
     if (e != ENOENT) {
         pthread_mutex_unlock(&s->lock);
@@ -423,6 +404,7 @@ once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
     k.state = ONCE_INPUT_PENDING;
     k.kept_unix_ms = k.updated_unix_ms = wall_ms();
     k.sends = 1;
+    k.method = strcmp(method, REQUEST_GRANT) == 0 ? "" : (char *)method;
     e = file_write(s, name, &k);
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {
@@ -434,6 +416,99 @@ once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
     rv = send_kept(c, s, name, &k, id, resp, resp_len, st);
     free(buf);
     return rv;
+}
+
+/* The checks once_grant_submit and once_work_submit share; ONCE_OK when
+ * the input may be kept. */
+static int
+submit_check(once_client *c, once_inputs *s, const char *fn,
+             const char *request_id, const void *payload, size_t payload_len,
+             once_status *st)
+{
+    if (c == NULL || s == NULL || request_id == NULL || request_id[0] == '\0' ||
+        (payload == NULL && payload_len > 0)) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+                          "%s needs a handle, a store and an input with a "
+                          "request id",
+                          fn);
+    }
+    if (c->client_id == 0) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
+                          "keeping an input needs a handle with a lease");
+    }
+    if (lost_is_lost(c)) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+                          "the handle's lease is lost; nothing was kept");
+    }
+    return ONCE_OK;
+}
+
+int
+once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
+                  once_rpc_id *id, void **resp, size_t *resp_len,
+                  once_status *st)
+{
+    Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    uint8_t *buf;
+    size_t len;
+    int rv;
+
+    status_clear(st);
+    clear_out(resp, resp_len);
+    if ((rv = submit_check(c, s, "once_grant_submit",
+                           in != NULL ? in->request_id : NULL,
+                           in != NULL ? in->payload : NULL,
+                           in != NULL ? in->payload_len : 0, st)) != ONCE_OK) {
+        return rv;
+    }
+    r.request_id = (char *)in->request_id;
+    r.attempt = in->attempt != 0 ? in->attempt : 1;
+    r.surface = (char *)(in->surface != NULL ? in->surface : "");
+    r.machine = (char *)(in->machine != NULL ? in->machine : "");
+    r.location = (char *)(in->location != NULL ? in->location : "");
+    r.generation = in->generation;
+    r.payload.data = (uint8_t *)in->payload;
+    r.payload.len = in->payload_len;
+    r.credential_ttl_ms = in->credential_ttl_ms;
+    len = once__v1__request_grant_request__get_packed_size(&r);
+    if ((buf = malloc(len + 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
+    }
+    once__v1__request_grant_request__pack(&r, buf);
+    return input_submit(c, s, REQUEST_GRANT, r.request_id, r.attempt, buf, len,
+                        id, resp, resp_len, st);
+}
+
+int
+once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
+                 once_rpc_id *id, void **resp, size_t *resp_len,
+                 once_status *st)
+{
+    Once__V1__EnqueueRequest r = ONCE__V1__ENQUEUE_REQUEST__INIT;
+    uint8_t *buf;
+    size_t len;
+    int rv;
+
+    status_clear(st);
+    clear_out(resp, resp_len);
+    if ((rv = submit_check(c, s, "once_work_submit",
+                           in != NULL ? in->request_id : NULL,
+                           in != NULL ? in->payload : NULL,
+                           in != NULL ? in->payload_len : 0, st)) != ONCE_OK) {
+        return rv;
+    }
+    r.request_id = (char *)in->request_id;
+    r.attempt = in->attempt != 0 ? in->attempt : 1;
+    r.surface = (char *)(in->surface != NULL ? in->surface : "");
+    r.payload.data = (uint8_t *)in->payload;
+    r.payload.len = in->payload_len;
+    len = once__v1__enqueue_request__get_packed_size(&r);
+    if ((buf = malloc(len + 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
+    }
+    once__v1__enqueue_request__pack(&r, buf);
+    return input_submit(c, s, ENQUEUE, r.request_id, r.attempt, buf, len, id,
+                        resp, resp_len, st);
 }
 
 int
@@ -541,10 +616,25 @@ out_locked:
 static void
 info_fill(once_input_info *o, const kept *k, const char *name)
 {
-    Once__V1__RequestGrantRequest *r = once__v1__request_grant_request__unpack(
-        NULL, k->request.len, k->request.data);
+    Once__V1__RequestGrantRequest *r = NULL;
 
     memset(o, 0, sizeof(*o));
+    o->kind = strcmp(kept_method(k), ENQUEUE) == 0 ? ONCE_INPUT_ENQUEUE
+                                                   : ONCE_INPUT_START;
+    if (o->kind == ONCE_INPUT_ENQUEUE) {
+        Once__V1__EnqueueRequest *q = once__v1__enqueue_request__unpack(
+            NULL, k->request.len, k->request.data);
+        if (q != NULL) {
+            snprintf(o->request_id, sizeof(o->request_id), "%s", q->request_id);
+            o->attempt = q->attempt;
+            snprintf(o->surface, sizeof(o->surface), "%s", q->surface);
+            o->payload_len = q->payload.len;
+            once__v1__enqueue_request__free_unpacked(q, NULL);
+        }
+    } else {
+        r = once__v1__request_grant_request__unpack(NULL, k->request.len,
+                                                    k->request.data);
+    }
     if (r != NULL) {
         snprintf(o->request_id, sizeof(o->request_id), "%s", r->request_id);
         o->attempt = r->attempt;

@@ -62,7 +62,8 @@ static const gsub subs[] = {
      true,
      {"request_id", "surface"},
      {"attempt", "payload"},
-     "queue work; its destination is the placement of this moment"},
+     "queue work; its destination is the placement of this moment\n"
+     "      (--store DIR keeps the input)"},
     {"claim",
      "Claim",
      true,
@@ -158,7 +159,8 @@ usage_grants(FILE *f)
           "Mutating subcommands take --rpc-id CLIENT:SEQ to retry exactly\n"
           "that id (no lease is opened); otherwise a fresh lease is used and\n"
           "the rpc id is printed. `request --store DIR` keeps the input in\n"
-          "DIR until the grant is accepted (not with --rpc-id).\n"
+          "DIR until the grant is accepted, `enqueue --store DIR` until the\n"
+          "row is (not with --rpc-id).\n"
           "Output: the reply's fields (nested as objects, lists as arrays,\n"
           "enums by name, bytes as hex), or with --json one JSON object;\n"
           "errors as {\"code\",\"reason\",\"message\"} and a non-zero exit.\n",
@@ -478,6 +480,36 @@ field_opt(int argc, char **argv, int *i, const char *field, const char **val)
 
 /* ---- running a subcommand ----------------------------------------------- */
 
+/* `request --store` / `enqueue --store`: req kept in s, then sent. */
+static int
+submit_kept(once_client *c, once_inputs *s, const gsub *sc,
+            const ProtobufCMessage *req, once_rpc_id *id, void **resp,
+            size_t *resp_len, once_status *st)
+{
+    if (strcmp(sc->method, "Enqueue") == 0) {
+        const Once__V1__EnqueueRequest *q = (const void *)req;
+        once_work_input in = {.request_id = q->request_id,
+                              .attempt = q->attempt,
+                              .surface = q->surface,
+                              .payload = q->payload.data,
+                              .payload_len = q->payload.len};
+        return once_work_submit(c, s, &in, id, resp, resp_len, st);
+    }
+    {
+        const Once__V1__RequestGrantRequest *q = (const void *)req;
+        once_grant_input in = {.request_id = q->request_id,
+                               .attempt = q->attempt,
+                               .surface = q->surface,
+                               .machine = q->machine,
+                               .location = q->location,
+                               .generation = q->generation,
+                               .payload = q->payload.data,
+                               .payload_len = q->payload.len,
+                               .credential_ttl_ms = q->credential_ttl_ms};
+        return once_grant_submit(c, s, &in, id, resp, resp_len, st);
+    }
+}
+
 static int
 run_sub(const cli *g, const gsub *sc, int argc, char **argv)
 {
@@ -526,7 +558,8 @@ run_sub(const cli *g, const gsub *sc, int argc, char **argv)
             }
             continue;
         }
-        if (strcmp(sc->method, "RequestGrant") == 0 &&
+        if ((strcmp(sc->method, "RequestGrant") == 0 ||
+             strcmp(sc->method, "Enqueue") == 0) &&
             (m = opt_value(argc, argv, &i, "--store", &store)) != 0) {
             if (m < 0 || store[0] == '\0') {
                 ex = usage_error(g, NULL, "--store needs a DIR");
@@ -591,18 +624,8 @@ run_sub(const cli *g, const gsub *sc, int argc, char **argv)
         goto out;
     }
     if (store != NULL) {
-        const Once__V1__RequestGrantRequest *q = (const void *)req;
-        once_grant_input in = {.request_id = q->request_id,
-                               .attempt = q->attempt,
-                               .surface = q->surface,
-                               .machine = q->machine,
-                               .location = q->location,
-                               .generation = q->generation,
-                               .payload = q->payload.data,
-                               .payload_len = q->payload.len,
-                               .credential_ttl_ms = q->credential_ttl_ms};
         if ((rv = once_inputs_open(&s, store, &st)) == ONCE_OK) {
-            rv = once_grant_submit(c, s, &in, &id, &resp, &resp_len, &st);
+            rv = submit_kept(c, s, sc, req, &id, &resp, &resp_len, &st);
         }
     } else {
         len = protobuf_c_message_get_packed_size(req);
@@ -653,6 +676,8 @@ input_json(FILE *f, const once_input_info *in)
     json_str(&e, "request_id", in->request_id);
     json_u64(&e, "attempt", in->attempt);
     json_str(&e, "state", once_input_state_name(in->state));
+    json_str(&e, "kind",
+             in->kind == ONCE_INPUT_ENQUEUE ? "enqueue" : "request");
     json_str(&e, "surface", in->surface);
     json_str(&e, "machine", in->machine);
     json_str(&e, "location", in->location);
@@ -742,12 +767,20 @@ cmd_inputs(const cli *g, int argc, char **argv)
         }
         for (size_t i = 0; i < n; i++) {
             const once_input_info *in = &rows[i];
-            printf("%s attempt %" PRIu32 " %s surface %s -> %s:%s gen %" PRIu64
-                   " rpc %" PRIu64 ":%" PRIu64 " sends %" PRIu32 "%s%s%s\n",
+            char dest[1400];
+
+            if (in->kind == ONCE_INPUT_ENQUEUE) {
+                snprintf(dest, sizeof(dest), "queued");
+            } else {
+                snprintf(dest, sizeof(dest), "-> %s:%s gen %" PRIu64,
+                         in->machine, in->location, in->generation);
+            }
+            printf("%s attempt %" PRIu32 " %s surface %s %s rpc %" PRIu64
+                   ":%" PRIu64 " sends %" PRIu32 "%s%s%s\n",
                    in->request_id, in->attempt,
-                   once_input_state_name(in->state), in->surface, in->machine,
-                   in->location, in->generation, in->id.client_id, in->id.seq,
-                   in->sends, in->reason[0] != '\0' ? " (" : "", in->reason,
+                   once_input_state_name(in->state), in->surface, dest,
+                   in->id.client_id, in->id.seq, in->sends,
+                   in->reason[0] != '\0' ? " (" : "", in->reason,
                    in->reason[0] != '\0' ? ")" : "");
         }
     }

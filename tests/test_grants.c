@@ -61,6 +61,10 @@
  *                                   ended first → LEASE_ENDED, not re-sent
  *                                   by itself; an explicit new-id resend
  *                                   gets the same single grant
+ *   c19_enqueue_input_kept_until_accepted (same, queue path) Enqueue kept
+ *                                   by once_work_submit: unanswered →
+ *                                   PENDING, resumed with its id → one row
+ *                                   (seeds/003)
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
  *                                   して残ります — rejected inputs
  *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
@@ -2001,6 +2005,80 @@ c19_input_lease_ended_not_resent(void **state)
     once_inputs_close(s);
 }
 
+/*
+ * The same constraint on the queue path (seeds/003: once the request is
+ * enqueued, the chain runs exactly once): once_work_submit keeps the
+ * Enqueue before it sends it. Sent to a stopped onced and unanswered, it
+ * stays PENDING; a new handle resumes it with the same rpc id, and the
+ * queue holds exactly one row for it (executed once, whether the first
+ * send or the resend ran it); the file is gone. A refused Enqueue stays
+ * kept as REJECTED, and ListQueue shows nothing of it.
+ */
+static void
+c19_enqueue_input_kept_until_accepted(void **state)
+{
+    FX;
+    once_work_input in = {.request_id = "w1",
+                          .surface = "q",
+                          .payload = "hello",
+                          .payload_len = 5};
+    once_work_input bad = {.request_id = "w2", .surface = "", .payload_len = 0};
+    Once__V1__ListQueueResponse *lq;
+    once_input_info rows[8];
+    size_t acc = 0, pend = 0, ended = 0, rej = 0;
+    once_client *k, *c2;
+    once_options o;
+    once_status st;
+    once_inputs *s;
+    char dir[512];
+    int rv;
+
+    place(c, "q", "m1", "/wq");
+    s = store_at(f->h, dir, sizeof(dir));
+    once_options_init(&o);
+    o.url = f->h->url;
+    o.principal = "scheduler";
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 500;
+    assert_int_equal(once_client_open(&k, &o, &st), ONCE_OK);
+
+    harness_pause(f->h);
+    rv = once_work_submit(k, s, &in, NULL, NULL, NULL, &st);
+    kill(f->h->pid, SIGCONT);
+    print_message("  enqueue to a stopped onced: %s %s\n", once_strerror(rv),
+                  st.reason);
+    assert_int_not_equal(rv, ONCE_OK);
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].kind, ONCE_INPUT_ENQUEUE);
+    assert_int_equal(rows[0].state, ONCE_INPUT_PENDING);
+    assert_string_equal(rows[0].surface, "q");
+    assert_int_equal(rows[0].payload_len, 5);
+
+    /* "After a restart": another handle of the same principal. */
+    c2 = client_as(f->h, "scheduler");
+    assert_int_equal(once_grant_inputs_resume(c2, s, NULL, NULL, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(acc, 1);
+    assert_int_equal(kept_inputs(s, rows), 0);
+    lq = list_queue(c, "m1");
+    assert_int_equal(lq->n_pending, 1); /* one row, not two */
+    assert_string_equal(lq->pending[0]->request_id, "w1");
+    FREE(lq);
+
+    assert_int_equal(once_work_submit(c2, s, &bad, NULL, NULL, NULL, &st),
+                     ONCE_INVALID_ARGUMENT);
+    assert_int_equal(kept_inputs(s, rows), 1);
+    assert_int_equal(rows[0].kind, ONCE_INPUT_ENQUEUE);
+    assert_int_equal(rows[0].state, ONCE_INPUT_REJECTED);
+    lq = list_queue(c, "m1");
+    assert_int_equal(lq->n_pending, 1);
+    FREE(lq);
+    once_client_close(c2);
+    once_client_close(k);
+    once_inputs_close(s);
+}
+
 static void
 c20_rejected_input_kept_unsent(void **state)
 {
@@ -2123,6 +2201,7 @@ main(int argc, char **argv)
         T(c18_legacy_and_grant_exclude),
         T(c19_input_kept_until_accepted),
         T(c19_input_lease_ended_not_resent),
+        T(c19_enqueue_input_kept_until_accepted),
         T(c20_rejected_input_kept_unsent),
         T(c21_delete_keeps_uncertain_grant),
         T(r1_not_per_entry_point),

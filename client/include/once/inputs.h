@@ -1,6 +1,7 @@
 /*
- * once/inputs.h — keeping a start request's input on the client until the
- * server has durably accepted it (SPEC §6 last bullet, seeds/003).
+ * once/inputs.h — keeping a start request's input (or a queued work item's,
+ * once_work_submit) on the client until the server has durably accepted it
+ * (SPEC §6 last bullet, seeds/003).
  *
  * An input store is a directory. once_grant_submit() first writes the
  * RequestGrant it is about to send — the request bytes exactly as they
@@ -68,6 +69,12 @@ enum once_input_state {
                                    never re-sent under a new id by itself */
 };
 
+/* What a kept input is sent as. */
+enum once_input_kind {
+    ONCE_INPUT_START = 1,   /* RequestGrant (once_grant_submit) */
+    ONCE_INPUT_ENQUEUE = 2, /* Enqueue (once_work_submit) */
+};
+
 /* What to start: the fields of once.v1.RequestGrantRequest. Borrowed. */
 typedef struct once_grant_input {
     const char *request_id; /* required */
@@ -100,6 +107,9 @@ typedef struct once_input_info {
     char reason[64];
     char message[256];
     char file[80]; /* the file's name inside the store */
+    int kind;      /* enum once_input_kind; an ENQUEUE input has no
+                      machine, location or generation (the server writes
+                      the destination when it takes the row) */
 } once_input_info;
 
 /* Opens (creating it, mode 0700, when missing) the store in dir. On success
@@ -122,6 +132,28 @@ int once_grant_submit(once_client *c, once_inputs *s,
                       const once_grant_input *in, once_rpc_id *id, void **resp,
                       size_t *resp_len, once_status *st);
 
+/* What to queue: the fields of once.v1.EnqueueRequest. Borrowed. */
+typedef struct once_work_input {
+    const char *request_id; /* required */
+    uint32_t attempt;       /* 0: 1 */
+    const char *surface;
+    const void *payload; /* the user's input; may be NULL when len is 0 */
+    size_t payload_len;
+} once_work_input;
+
+/*
+ * once_grant_submit for the queue path: keeps *in durably, then sends it
+ * as Enqueue; the file is removed once the row is accepted (OK: the
+ * server committed the row, with its destination, and the call's record),
+ * and otherwise filed as for a start. On ONCE_OK *resp (may be NULL) is
+ * the packed once.v1.EnqueueResponse. Resend, resume, list and forget
+ * treat it like any kept input: a (request_id, attempt) names one input,
+ * whichever path it takes.
+ */
+int once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
+                     once_rpc_id *id, void **resp, size_t *resp_len,
+                     once_status *st);
+
 /*
  * Re-sends one kept input. new_id false: only a PENDING input, with its
  * recorded rpc id (renewing that id's lease first when it is not c's own);
@@ -139,7 +171,8 @@ int once_grant_input_resend(once_client *c, once_inputs *s,
 
 /* Called by once_grant_inputs_resume after each re-send: in as it was
  * kept, rv/st the answer, resp (on ONCE_OK) the packed
- * RequestGrantResponse, valid during the call only. */
+ * RequestGrantResponse (an EnqueueResponse when in->kind is
+ * ONCE_INPUT_ENQUEUE), valid during the call only. */
 typedef void (*once_input_resumed_fn)(const once_input_info *in, int rv,
                                       const once_status *st, const void *resp,
                                       size_t resp_len, void *arg);
