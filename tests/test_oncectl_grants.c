@@ -205,6 +205,18 @@ t_inputs(void **state)
     HAS(out, "\"accepted\":0,\"pending\":0,\"lease_ended\":0,"
              "\"rejected\":0");
     HAS(out, "\"state\":\"REJECTED\"");
+    /* The queue path: an accepted Enqueue is not kept, a refused one is,
+     * as kind "enqueue". */
+    const char *q[] = {"grants", "enqueue", "w1", "s", "--store", dir, NULL};
+    assert_int_equal(run(h, out, sizeof(out), q), 0);
+    HAS(out, "\"request_id\":\"w1\"");
+    const char *qe[] = {"grants", "enqueue", "w2", "", "--store", dir, NULL};
+    assert_int_equal(run(h, out, sizeof(out), qe), 1);
+    HAS(out, "\"code\":\"INVALID_ARGUMENT\"");
+    assert_int_equal(run(h, out, sizeof(out), l), 0);
+    HAS(out, "\"request_id\":\"w2\",\"attempt\":1,\"state\":\"REJECTED\","
+             "\"kind\":\"enqueue\"");
+    assert_null(strstr(out, "\"w1\""));
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
