@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,16 +82,12 @@ call_start(once_client *c, const call_spec *cs, lost_op op, nng_ctx ctx,
     return true;
 }
 
-/* Packs the envelope of one attempt into a fresh nng message (*mp, owned
- * by the caller until a successful send). */
-static int
-call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
-          uint64_t timeout_ms, nng_msg **mp)
+/* The envelope of one attempt, its fields borrowed from cs and c. */
+static void
+call_envelope(once_client *c, const call_spec *cs, uint32_t attempt,
+              uint64_t timeout_ms, Once__V1__Request *rp)
 {
     Once__V1__Request r = ONCE__V1__REQUEST__INIT;
-    nng_msg *m;
-    size_t len;
-    int rv;
 
     r.method = (char *)cs->method;
     r.client_id = cs->client_id;
@@ -101,7 +98,21 @@ call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
     r.principal = c->principal;
     r.payload.data = (uint8_t *)cs->req;
     r.payload.len = cs->req != NULL ? cs->req_len : 0;
+    *rp = r;
+}
 
+/* Packs the envelope of one attempt into a fresh nng message (*mp, owned
+ * by the caller until a successful send). */
+static int
+call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
+          uint64_t timeout_ms, nng_msg **mp)
+{
+    Once__V1__Request r;
+    nng_msg *m;
+    size_t len;
+    int rv;
+
+    call_envelope(c, cs, attempt, timeout_ms, &r);
     /* Signed: packed without auth_tag, the tag over exactly those bytes
      * appended as field 8 (auth_tag.h). */
     len = once__v1__request__get_packed_size(&r);
@@ -556,6 +567,35 @@ once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
                        st, c != NULL ? c->deadline_ms : 1);
 }
 
+/* ONCE_OK when cs's envelope fits what onced reads (its --recv-max, when
+ * an OpenLease reply told it): a larger one would be dropped by its
+ * transport unanswered, and the call would end OUTCOME_UNKNOWN after its
+ * whole deadline. Sized for the largest attempt number and timeout. */
+static int
+call_fits(once_client *c, const call_spec *cs, once_status *st)
+{
+    uint64_t max = atomic_load(&c->max_request);
+    Once__V1__Request r;
+    size_t len;
+
+    /* Fast path: every field but the method, principal and payload takes
+     * at most 11 bytes, the tag trailer fewer than 64. */
+    if (max == 0 ||
+        cs->req_len + strlen(cs->method) + strlen(c->principal) + 192 <= max) {
+        return ONCE_OK;
+    }
+    call_envelope(c, cs, UINT32_MAX, UINT64_MAX, &r);
+    len = once__v1__request__get_packed_size(&r) +
+          (c->signs ? AUTH_TAG_TRAILER : 0);
+    if (len <= max) {
+        return ONCE_OK;
+    }
+    return status_set(st, ONCE_INVALID_ARGUMENT, "REQUEST_TOO_LARGE",
+                      "the request is %zu bytes and onced reads at most "
+                      "%" PRIu64 " (its --recv-max); nothing was sent",
+                      len, max);
+}
+
 int
 client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
             const void *req, size_t req_len, void **resp, size_t *resp_len,
@@ -624,7 +664,10 @@ client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
         }
     }
 
-    rv = call_run(c, &cs, deadline_ms, resp, resp_len, st);
+    rv = call_fits(c, &cs, st);
+    if (rv == ONCE_OK) {
+        rv = call_run(c, &cs, deadline_ms, resp, resp_len, st);
+    }
 
     /* A fresh seq that never left this process cannot have taken effect:
      * nothing will ever retry it, so it must not hold the watermark back. */

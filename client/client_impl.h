@@ -45,7 +45,9 @@ struct once_client {
     pthread_mutex_t slot_lock; /* protects slots and nslots */
     struct call_slot *slots;   /* free call slots (slot.h) */
     size_t nslots;
-    _Atomic uint64_t pipes_lost; /* connections closed so far (slot.h) */
+    _Atomic uint64_t pipes_lost;  /* connections closed so far (slot.h) */
+    _Atomic uint64_t max_request; /* onced's --recv-max from its last
+                                     OpenLease reply; 0: not known */
 
     pthread_mutex_t dial_lock; /* protects dialer and redial_ms */
     nng_dialer dialer;         /* the one dialer of sock */

@@ -15,6 +15,7 @@
  * unpacked message (each is freed with its generated __free_unpacked).
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,9 @@ once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
         return rv;
     }
     resp = (Once__V1__OpenLeaseResponse *)out;
+    if (resp->max_request_bytes != 0) {
+        atomic_store(&c->max_request, resp->max_request_bytes);
+    }
     if (client_id != NULL) {
         *client_id = resp->client_id;
     }

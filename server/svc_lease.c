@@ -73,6 +73,7 @@ lease_open_exec(server_call *c)
     STATS_INC(&c->srv->stats, leases_opened);
     resp.client_id = e->client_id;
     resp.ttl_ms = ttl;
+    resp.max_request_bytes = c->srv->cfg.recv_max;
     call_reply(c, &resp.base);
 }
 

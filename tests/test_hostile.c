@@ -660,6 +660,43 @@ test_hang_up_without_watch(void **state)
     assert_int_equal(v, START);
 }
 
+/*
+ * Through libonce, a request larger than onced's --recv-max (which the
+ * OpenLease reply tells) is refused before it is sent:
+ * INVALID_ARGUMENT/REQUEST_TOO_LARGE at once, no attempt, nothing written,
+ * rather than dropped by onced's transport and OUTCOME_UNKNOWN after the
+ * whole deadline. The handle goes on working.
+ */
+static void
+test_oversized_call_refused_by_libonce(void **state)
+{
+    fixture *f = *state;
+    const size_t big = (size_t)2 << 20; /* onced's default limit is 1 MiB */
+    once_client *c = NULL;
+    uint8_t *payload;
+    once_status st;
+    int64_t v, t0;
+    int rv;
+
+    assert_int_equal(harness_client(f->h, false, &c), ONCE_OK);
+    assert_non_null(payload = calloc(1, big));
+    mark(f);
+    t0 = harness_now_ms();
+    rv = once_call(c, INCREMENT, true, NULL, payload, big, NULL, NULL, &st);
+    free(payload);
+    print_message("%-36s -> %s %s (%s), %lld ms\n", "2 MiB call via libonce",
+                  once_strerror(rv), st.reason, st.message,
+                  (long long)(harness_now_ms() - t0));
+    assert_int_equal(rv, ONCE_INVALID_ARGUMENT);
+    assert_string_equal(st.reason, "REQUEST_TOO_LARGE");
+    assert_int_equal(st.attempts, 0);
+    nothing_written(f);
+    assert_int_equal(once_counter_incr(c, "hostile-after", 1, NULL, &v, &st),
+                     ONCE_OK);
+    assert_int_equal(v, 1);
+    once_client_close(c);
+}
+
 static void
 test_oversized_message(void **state)
 {
@@ -1100,6 +1137,8 @@ main(void)
         T(test_extreme_numbers),
         T(test_overlong_names),
         T(test_unknown_enum_values),
+        cmocka_unit_test_setup_teardown(test_oversized_call_refused_by_libonce,
+                                        fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_hang_up_before_handshake,
                                         fx_setup_nng_leak, fx_teardown),
         cmocka_unit_test_setup_teardown(test_hang_up_without_watch,
