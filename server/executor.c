@@ -24,6 +24,7 @@
 
 #include "auth.h"
 #include "dispatch.h"
+#include "duration.h"
 #include "fault.h"
 #include "lease.h"
 #include "log.h"
@@ -50,6 +51,7 @@ struct executor {
     exec_task *task_head;
     exec_task *task_tail;
     bool stopping;
+    uint64_t hold_ms; /* test-only: ONCED_EXEC_HOLD_MS, see exec_call */
 };
 
 /* A reply waiting for its transaction to become durable. */
@@ -262,7 +264,8 @@ exec_admit(server_call *c, const Once__V1__Request *req)
 
 /* Runs every check and the handler; leaves the outcome in c. */
 static void
-exec_call(server_call *c, const listener_req *lr, bool *replayed)
+exec_call(const executor *ex, server_call *c, const listener_req *lr,
+          bool *replayed)
 {
     const void *body = nng_msg_body(lr->msg);
     size_t len = nng_msg_len(lr->msg);
@@ -293,6 +296,11 @@ exec_call(server_call *c, const listener_req *lr, bool *replayed)
     }
     if (!auth_permit(c->srv->auth, c, c->wm->full_name)) {
         goto out;
+    }
+    /* Test-only (ONCED_EXEC_HOLD_MS): a call that carries a deadline
+     * waits this long after it was received, as behind a long queue. */
+    if (ex->hold_ms > 0 && req->timeout_ms != 0) {
+        duration_sleep_ms(ex->hold_ms);
     }
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge
      * timeout and turn "no hurry" into "already late". */
@@ -366,7 +374,7 @@ exec_one(executor *ex, listener_req *lr)
         abort();
     }
     STATS_INC(&srv->stats, requests);
-    exec_call(&c, lr, &replayed);
+    exec_call(ex, &c, lr, &replayed);
     nng_msg_free(lr->msg);
     lr->msg = NULL;
     if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
@@ -483,6 +491,8 @@ executor_open(executor **ep, server *srv)
         return ENOMEM;
     }
     ex->srv = srv;
+    ex->hold_ms = duration_test_hold_ms(
+        "ONCED_EXEC_HOLD_MS", 10000, "calls with a deadline, before running,");
     pthread_mutex_init(&ex->mtx, NULL);
     pthread_cond_init(&ex->cv, NULL);
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {

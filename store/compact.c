@@ -128,26 +128,13 @@ compact_main(void *arg)
 void
 compact_init(store *s)
 {
-    const char *v = getenv("ONCED_COMPACT_HOLD_MS");
-    unsigned long ms;
-    char *end;
-
     pthread_mutex_init(&s->compact_mtx, NULL);
     s->compact_joinable = false;
     atomic_init(&s->compacting, false);
     atomic_init(&s->compactions, 0);
-    s->compact_hold_ms = 0;
-    if (v != NULL && v[0] != '\0') {
-        ms = strtoul(v, &end, 10);
-        if (*end == '\0' && ms > 0) {
-            s->compact_hold_ms =
-                (unsigned)(ms > COMPACT_HOLD_MAX_MS ? COMPACT_HOLD_MAX_MS : ms);
-            fprintf(stderr,
-                    "onced: test hold: compactions wait %u ms before "
-                    "starting (ONCED_COMPACT_HOLD_MS)\n",
-                    s->compact_hold_ms);
-        }
-    }
+    s->compact_hold_ms = (unsigned)duration_test_hold_ms(
+        "ONCED_COMPACT_HOLD_MS", COMPACT_HOLD_MAX_MS,
+        "compactions, before starting,");
 }
 
 void

@@ -142,6 +142,20 @@ fx_setup_nng_leak(void **state)
     return fx_setup_nng_leak_args(state, harness_no_gc);
 }
 
+/* fx_setup with every call that carries a deadline held 300 ms in onced's
+ * executor after it was received (test-only ONCED_EXEC_HOLD_MS), as behind
+ * a long queue. */
+static int
+fx_setup_held(void **state)
+{
+    int rv;
+
+    setenv("ONCED_EXEC_HOLD_MS", "300", 1);
+    rv = fx_setup(state);
+    unsetenv("ONCED_EXEC_HOLD_MS");
+    return rv;
+}
+
 /* The same, with the listener watch off (onced --no-listen-check). */
 static int
 fx_setup_no_watch(void **state)
@@ -697,6 +711,48 @@ test_oversized_call_refused_by_libonce(void **state)
     once_client_close(c);
 }
 
+/*
+ * A call whose deadline (timeout_ms) passes while it waits in onced is
+ * refused DEADLINE_EXCEEDED when its turn comes, before it runs: nothing
+ * is written and its rpc id stays free, so a call under that id with time
+ * to spare then runs once. onced holds every call with a deadline 300 ms
+ * here (fx_setup_held).
+ */
+static void
+test_deadline_passed_in_queue(void **state)
+{
+    fixture *f = *state;
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    Once__V1__IncrementRequest in = ONCE__V1__INCREMENT_REQUEST__INIT;
+    Once__V1__Response *resp = NULL;
+    uint64_t seq = f->seq++;
+    uint8_t p[64], b[256];
+    once_status st;
+    int64_t v;
+    size_t len;
+
+    in.name = "hostile";
+    in.by = 1;
+    r.method = INCREMENT;
+    r.client_id = f->cid;
+    r.seq = seq;
+    r.payload.data = p;
+    r.payload.len = once__v1__increment_request__pack(&in, p);
+    r.timeout_ms = 100;
+    len = once__v1__request__pack(&r, b);
+    mark(f);
+    assert_int_equal(harness_raw_rpc(f->h->url, b, len, &resp, REPLY_MS), 0);
+    print_message("%-36s -> %s reason=\"%s\"\n", "100 ms deadline, 300 ms wait",
+                  once_strerror(resp->status->code), resp->status->reason);
+    assert_int_equal(resp->status->code, ONCE_DEADLINE_EXCEEDED);
+    assert_string_equal(resp->status->reason, "DEADLINE_EXCEEDED");
+    once__v1__response__free_unpacked(resp, NULL);
+    nothing_written(f);
+    assert_int_equal(once_counter_get(f->c, "hostile", &v, &st), ONCE_OK);
+    assert_int_equal(v, START);
+    id_still_free(f, f->cid, seq); /* libonce: time to spare, runs once */
+}
+
 static void
 test_oversized_message(void **state)
 {
@@ -1139,6 +1195,8 @@ main(void)
         T(test_unknown_enum_values),
         cmocka_unit_test_setup_teardown(test_oversized_call_refused_by_libonce,
                                         fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_passed_in_queue,
+                                        fx_setup_held, fx_teardown),
         cmocka_unit_test_setup_teardown(test_hang_up_before_handshake,
                                         fx_setup_nng_leak, fx_teardown),
         cmocka_unit_test_setup_teardown(test_hang_up_without_watch,
