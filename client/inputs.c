@@ -349,20 +349,27 @@ clear_out(void **resp, size_t *resp_len)
 }
 
 /*
- * Keeps the packed request buf/len (for method, naming request_id and
- * attempt) under a fresh rpc id of c, then sends it; what once_grant_submit
- * and once_work_submit share. Takes buf.
+ * Keeps request m (for method, naming request_id and attempt), packed,
+ * under a fresh rpc id of c, then sends it; what once_grant_submit and
+ * once_work_submit share.
  */
 static int
 input_submit(once_client *c, once_inputs *s, const char *method,
-             const char *request_id, uint32_t attempt, uint8_t *buf, size_t len,
-             once_rpc_id *id, void **resp, size_t *resp_len, once_status *st)
+             const char *request_id, uint32_t attempt,
+             const ProtobufCMessage *m, once_rpc_id *id, void **resp,
+             size_t *resp_len, once_status *st)
 {
     kept k = ONCE__CLIENT__KEPT_INPUT__INIT, *old = NULL;
+    size_t len = protobuf_c_message_get_packed_size(m);
     char name[NAME_MAX_LEN];
+    uint8_t *buf;
     uint64_t seq;
     int e, rv;
 
+    if ((buf = malloc(len + 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
+    }
+    protobuf_c_message_pack(m, buf);
     input_name(request_id, attempt, name);
     pthread_mutex_lock(&s->lock);
     e = file_read(s, name, &old);
@@ -449,8 +456,6 @@ once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
                   once_status *st)
 {
     Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
-    uint8_t *buf;
-    size_t len;
     int rv;
 
     status_clear(st);
@@ -470,12 +475,7 @@ once_grant_submit(once_client *c, once_inputs *s, const once_grant_input *in,
     r.payload.data = (uint8_t *)in->payload;
     r.payload.len = in->payload_len;
     r.credential_ttl_ms = in->credential_ttl_ms;
-    len = once__v1__request_grant_request__get_packed_size(&r);
-    if ((buf = malloc(len + 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
-    }
-    once__v1__request_grant_request__pack(&r, buf);
-    return input_submit(c, s, REQUEST_GRANT, r.request_id, r.attempt, buf, len,
+    return input_submit(c, s, REQUEST_GRANT, r.request_id, r.attempt, &r.base,
                         id, resp, resp_len, st);
 }
 
@@ -485,8 +485,6 @@ once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
                  once_status *st)
 {
     Once__V1__EnqueueRequest r = ONCE__V1__ENQUEUE_REQUEST__INIT;
-    uint8_t *buf;
-    size_t len;
     int rv;
 
     status_clear(st);
@@ -502,12 +500,7 @@ once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
     r.surface = (char *)(in->surface != NULL ? in->surface : "");
     r.payload.data = (uint8_t *)in->payload;
     r.payload.len = in->payload_len;
-    len = once__v1__enqueue_request__get_packed_size(&r);
-    if ((buf = malloc(len + 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
-    }
-    once__v1__enqueue_request__pack(&r, buf);
-    return input_submit(c, s, ENQUEUE, r.request_id, r.attempt, buf, len, id,
+    return input_submit(c, s, ENQUEUE, r.request_id, r.attempt, &r.base, id,
                         resp, resp_len, st);
 }
 
