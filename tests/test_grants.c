@@ -97,6 +97,14 @@
  *   a4_renewal_rejections_recorded  (same) credential renewals refused
  *                                   are logged too (via "renew"), repeats
  *                                   counted, replays log nothing
+ *   a4_placement_changed_recorded   (same) PLACEMENT_CHANGED logged for a
+ *                                   local start (old generation) and a
+ *                                   queued row claimed after the move
+ *   a4_cancelled_retry_recorded     (same) GRANT_CANCELLED logged
+ *   a4_principal_denied_recorded    (same) PRINCIPAL_DENIED logged, for a
+ *                                   new request and a granted one's retry
+ *   a4_no_placement_recorded        (same) NO_PLACEMENT logged; an Enqueue
+ *                                   is kept UNROUTED/NO_PLACEMENT instead
  *   a5_permission_failure_rolls_back 確認が失敗したら、新しい許可も作業面の
  *                                   印も一緒に戻します
  *   a6_mint_failure_rolls_back      (same rule) credential minting fails
@@ -1465,6 +1473,140 @@ a4_renewal_rejections_recorded(void **state)
     once_client_close(renewer);
 }
 
+/* Asserts the fields of one logged rejection. */
+static void
+rejection_is(const Once__V1__Rejection *r, const char *request_id,
+             uint32_t attempt, const char *machine, const char *via,
+             const char *reason)
+{
+    print_message("  logged: %s attempt %u machine %s via %s: %s (%s)\n",
+                  r->request_id, r->attempt, r->machine, r->via, r->reason,
+                  r->message);
+    assert_string_equal(r->reason, reason);
+    assert_string_equal(r->request_id, request_id);
+    assert_int_equal(r->attempt, attempt);
+    assert_string_equal(r->machine, machine);
+    assert_string_equal(r->via, via);
+    assert_int_equal(r->repeats, 0);
+    assert_true(r->at_unix_ms > 0);
+}
+
+/* PLACEMENT_CHANGED is logged on the surface both for a local start written
+ * for an old generation (via "local") and for a queued row whose placement
+ * moved before its machine claimed it (via "queue"); each entry names the
+ * request and the machine it was written for, not the new placement. */
+static void
+a4_placement_changed_recorded(void **state)
+{
+    FX;
+    uint64_t g1 = place(c, "s", "m1", "/w"), g2;
+    start old = {"r1", 1, "s", "m1", "/w", g1, "x", 0};
+    Once__V1__ClaimResponse *cl;
+    Once__V1__GetSurfaceResponse *v;
+
+    enqueue(c, "q1", "s", "job", NULL);
+    g2 = place(c, "s", "m2", "/w2");
+    assert_true(g2 > g1);
+    refused(c, &old, ONCE_FAILED_PRECONDITION, "PLACEMENT_CHANGED");
+    cl = claim(c, "m1");
+    assert_int_equal(cl->n_claimed, 0);
+    assert_int_equal(cl->n_skipped, 1);
+    assert_string_equal(cl->skipped[0]->reason, "PLACEMENT_CHANGED");
+    FREE(cl);
+    v = surface(c, "s");
+    assert_null(v->open_grant);
+    assert_int_equal(v->n_rejections, 2);
+    rejection_is(v->rejections[0], "r1", 1, "m1", "local", "PLACEMENT_CHANGED");
+    rejection_is(v->rejections[1], "q1", 1, "m1", "queue", "PLACEMENT_CHANGED");
+    FREE(v);
+}
+
+/* The refused retry of a cancelled request (GRANT_CANCELLED) is logged with
+ * its request id and machine; the cancelled grant stays the open one. */
+static void
+a4_cancelled_retry_recorded(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start a = {"r1", 1, "s", "m1", "/w", g, "x", 0};
+    Once__V1__CancelGrantRequest cr = ONCE__V1__CANCEL_GRANT_REQUEST__INIT;
+    Once__V1__GetSurfaceResponse *v;
+    uint64_t id = granted(c, &a);
+
+    cr.grant_id = id;
+    assert_int_equal(gcall(c, "CancelGrant", &cr, NULL, NULL), ONCE_OK);
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 0);
+    FREE(v);
+    refused(c, &a, ONCE_FAILED_PRECONDITION, "GRANT_CANCELLED");
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->n_rejections, 1);
+    rejection_is(v->rejections[0], "r1", 1, "m1", "local", "GRANT_CANCELLED");
+    FREE(v);
+}
+
+/* A principal denied by SetPermission(allowed=false) is refused
+ * PRINCIPAL_DENIED, and the refusal is logged on the surface, both for a
+ * new request (nothing granted) and for the retry of a granted one (the
+ * grant kept). */
+static void
+a4_principal_denied_recorded(void **state)
+{
+    FX;
+    uint64_t gs = place(c, "s", "m1", "/w");
+    uint64_t gt = place(c, "t", "m2", "/t");
+    start a = {"r1", 1, "s", "m1", "/w", gs, "x", 0};
+    start b = {"r2", 1, "t", "m2", "/t", gt, "y", 0};
+    Once__V1__GetSurfaceResponse *v;
+    uint64_t id = granted(c, &a);
+
+    permit(c, "scheduler", false);
+    refused(c, &a, ONCE_PERMISSION_DENIED, "PRINCIPAL_DENIED");
+    refused(c, &b, ONCE_PERMISSION_DENIED, "PRINCIPAL_DENIED");
+    v = surface(c, "s");
+    assert_int_equal(v->open_grant->grant_id, id);
+    assert_int_equal(v->n_rejections, 1);
+    rejection_is(v->rejections[0], "r1", 1, "m1", "local", "PRINCIPAL_DENIED");
+    FREE(v);
+    v = surface(c, "t");
+    assert_null(v->open_grant);
+    assert_int_equal(v->n_rejections, 1);
+    rejection_is(v->rejections[0], "r2", 1, "m2", "local", "PRINCIPAL_DENIED");
+    FREE(v);
+}
+
+/* A start for a surface that has no placement is refused NO_PLACEMENT and
+ * logged with the machine the request named. An Enqueue for it is not
+ * refused: the row is kept UNROUTED with reason NO_PLACEMENT and no
+ * destination, and nothing more is logged. */
+static void
+a4_no_placement_recorded(void **state)
+{
+    FX;
+    start a = {"r1", 1, "u", "m1", "/w", 1, "x", 0};
+    Once__V1__EnqueueResponse *e;
+    Once__V1__GetSurfaceResponse *v;
+
+    refused(c, &a, ONCE_FAILED_PRECONDITION, "NO_PLACEMENT");
+    v = surface(c, "u");
+    assert_null(v->open_grant);
+    assert_int_equal(v->epoch, 0);
+    assert_int_equal(v->n_rejections, 1);
+    rejection_is(v->rejections[0], "r1", 1, "m1", "local", "NO_PLACEMENT");
+    FREE(v);
+    enqueue(c, "q1", "u", "job", &e);
+    assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__UNROUTED);
+    assert_string_equal(e->row->reason, "NO_PLACEMENT");
+    assert_string_equal(e->row->machine, "");
+    assert_int_equal(e->row->generation, 0);
+    FREE(e);
+    v = surface(c, "u");
+    assert_int_equal(v->n_rejections, 1);
+    rejection_is(v->rejections[0], "r1", 1, "m1", "local", "NO_PLACEMENT");
+    FREE(v);
+}
+
 static void
 a5_permission_failure_rolls_back(void **state)
 {
@@ -2215,6 +2357,10 @@ main(int argc, char **argv)
         T(a3_newer_pending_replaces_in_place),
         T(a4_rejections_recorded_per_surface),
         T(a4_renewal_rejections_recorded),
+        T(a4_placement_changed_recorded),
+        T(a4_cancelled_retry_recorded),
+        T(a4_principal_denied_recorded),
+        T(a4_no_placement_recorded),
         T(a5_permission_failure_rolls_back),
         T(a6_mint_failure_rolls_back),
         T(a6_mint_failure_keeps_grant),
