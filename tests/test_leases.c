@@ -810,5 +810,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_lease_info_ends_overdue_lease,
                                         harness_setup_no_gc, harness_teardown),
     };
+
+    if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_renew*" */
+        cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
