@@ -4,11 +4,12 @@
  * lease ends libonce's calls in flight as OUTCOME_UNKNOWN and fails new
  * ones without sending; STALE_RPC, WINDOW_FULL and BAD_ACK refuse a call
  * before it runs and write nothing; a lease LeaseInfo reported EXPIRED
- * stays ended across a restart.
+ * stays ended across a restart; RenewLeases renews many leases in one
+ * message, answers each id on its own and renews only the caller's.
  *
  * Owns: those checks against a real onced (SIGKILL + restart, SIGSTOP /
- * SIGCONT, --window 4), through libonce and through raw envelopes that
- * carry a chosen first_incomplete.
+ * SIGCONT, --window 4, principals added with the real oncectl), through
+ * libonce and through raw envelopes that carry a chosen first_incomplete.
  * Invariant: every effect is a counter increment, so a call that ran twice
  * (or under a new id) shows; every loop is bounded in count and in time;
  * cmocka assertions only on the test's own thread; a SIGSTOPped onced is
@@ -789,6 +790,249 @@ test_lease_info_ends_overdue_lease(void **state)
     once_client_close(b);
 }
 
+/* ---- f) RenewLeases: many leases in one message ----------------------- */
+
+#define BATCH_TTL_MS 5000
+
+/* RenewLeases of the n ids through c; on OK *out is the reply (free with
+ * once__v1__renew_leases_response__free_unpacked), otherwise NULL. */
+static int
+renew_leases(once_client *c, const uint64_t *ids, size_t n,
+             Once__V1__RenewLeasesResponse **out, once_status *st)
+{
+    Once__V1__RenewLeasesRequest r = ONCE__V1__RENEW_LEASES_REQUEST__INIT;
+    uint8_t *buf;
+    void *resp = NULL;
+    size_t len, rlen = 0;
+    int rv;
+
+    r.n_client_ids = n;
+    r.client_ids = (uint64_t *)ids;
+    len = once__v1__renew_leases_request__get_packed_size(&r);
+    assert_non_null(buf = malloc(len + 1));
+    once__v1__renew_leases_request__pack(&r, buf);
+    rv = once_call(c, "/once.v1.Lease/RenewLeases", false, NULL, buf, len,
+                   &resp, &rlen, st);
+    free(buf);
+    *out = NULL;
+    if (rv == ONCE_OK) {
+        *out = once__v1__renew_leases_response__unpack(NULL, rlen, resp);
+        assert_non_null(*out);
+    }
+    once_free(resp);
+    return rv;
+}
+
+/* Polls LeaseInfo of cid (through c) until at least ms of its TTL has run
+ * down (bounded); returns its remaining_ms then. */
+static uint64_t
+wait_ran_down(once_client *c, uint64_t cid, uint64_t ms)
+{
+    struct once_lease_info li;
+
+    memset(&li, 0, sizeof(li));
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        harness_lease_info(c, cid, &li);
+        if (li.remaining_ms + ms <= li.ttl_ms) {
+            break;
+        }
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    assert_true(li.remaining_ms + ms <= li.ttl_ms);
+    return li.remaining_ms;
+}
+
+/* The lease's remaining_ms per LeaseInfo through c. */
+static uint64_t
+remaining(once_client *c, uint64_t cid)
+{
+    struct once_lease_info li;
+
+    harness_lease_info(c, cid, &li);
+    return li.remaining_ms;
+}
+
+/*
+ * RenewLeases renews several leases in one message and answers each id on
+ * its own, in the order sent: the live leases get OK and a full TTL again
+ * (remaining_ms in the reply and in LeaseInfo back above what it was); a
+ * closed lease, one past its TTL and an id never issued get
+ * FAILED_PRECONDITION and no time. The overdue one is ended durably: after
+ * a SIGKILL and a restart (which gives live leases a fresh TTL) it is still
+ * EXPIRED. An empty batch is refused. The collector is off, so nothing but
+ * these calls ends a lease.
+ */
+static void
+test_renew_leases_batch(void **state)
+{
+    harness *h = *state;
+    once_client *b = NULL;
+    Once__V1__RenewLeasesResponse *r = NULL;
+    struct once_lease_info li;
+    once_status st;
+    uint64_t live1 = 0, live2 = 0, closed = 0, overdue = 0, ttl = 0;
+    uint64_t before1, before2, ids[5];
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, BATCH_TTL_MS, &live1, &ttl, &st),
+                     ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, BATCH_TTL_MS, &live2, &ttl, &st),
+                     ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, BATCH_TTL_MS, &closed, &ttl, &st),
+                     ONCE_OK);
+    assert_int_equal(once_lease_close(b, closed, NULL, &st), ONCE_OK);
+    /* 1 s: past it below, yet alive for a moment after a restart. */
+    assert_int_equal(once_lease_open(b, NULL, 1000, &overdue, &ttl, &st),
+                     ONCE_OK);
+    /* Let 1.2 s of the live leases' TTL run down (LeaseInfo of the
+     * overdue one would end it itself); live1 was opened first. */
+    before2 = wait_ran_down(b, live2, 1200);
+    before1 = remaining(b, live1);
+    assert_true(before1 <= before2);
+
+    ids[0] = live1;
+    ids[1] = closed;
+    ids[2] = overdue;
+    ids[3] = live2;
+    ids[4] = UINT64_C(1) << 40; /* never issued */
+    assert_int_equal(renew_leases(b, ids, 5, &r, &st), ONCE_OK);
+    assert_int_equal(r->n_results, 5);
+    for (size_t i = 0; i < 5; i++) {
+        print_message("  %llu: code %d remaining %llu ms\n",
+                      (unsigned long long)r->results[i]->client_id,
+                      (int)r->results[i]->code,
+                      (unsigned long long)r->results[i]->remaining_ms);
+        assert_int_equal(r->results[i]->client_id, ids[i]);
+    }
+    assert_int_equal(r->results[0]->code, ONCE_OK);
+    assert_true(r->results[0]->remaining_ms > before1 + 1000);
+    assert_true(r->results[0]->remaining_ms <= BATCH_TTL_MS);
+    assert_int_equal(r->results[3]->code, ONCE_OK);
+    assert_true(r->results[3]->remaining_ms > before2 + 1000);
+    assert_true(r->results[3]->remaining_ms <= BATCH_TTL_MS);
+    for (size_t i = 1; i < 5; i += i == 2 ? 2 : 1) {
+        assert_int_equal(r->results[i]->code, ONCE_FAILED_PRECONDITION);
+        assert_int_equal(r->results[i]->remaining_ms, 0);
+    }
+    once__v1__renew_leases_response__free_unpacked(r, NULL);
+
+    /* The server's view: extended, and the ended leases stay ended. */
+    assert_true(remaining(b, live1) > before1 + 1000);
+    assert_true(remaining(b, live2) > before2 + 1000);
+    harness_lease_info(b, closed, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_CLOSED);
+    assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    assert_int_equal(harness_restart(h), 0);
+    harness_lease_info(b, overdue, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_EXPIRED);
+    harness_lease_info(b, live1, &li);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+
+    assert_int_equal(renew_leases(b, NULL, 0, &r, &st), ONCE_INVALID_ARGUMENT);
+    assert_string_equal(st.reason, "BAD_BATCH");
+    once_client_close(b);
+}
+
+/* A signed lease-less client as principal name (key file DIR/name.key
+ * written by harness_add_principal). */
+static once_client *
+signed_client(const harness *h, const char *name)
+{
+    once_options o;
+    once_security sec;
+    once_status st;
+    once_client *c = NULL;
+    char kp[512];
+
+    snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
+    once_options_init(&o);
+    once_security_init(&sec);
+    o.url = h->url;
+    o.no_lease = true;
+    sec.key_file = kp;
+    assert_int_equal(once_client_open_secure(&c, &o, &sec, &st), ONCE_OK);
+    return c;
+}
+
+/* Waits (bounded) until an unsigned Stats is refused UNAUTHENTICATED:
+ * onced has read the principals file. */
+static void
+wait_auth_on(const harness *h)
+{
+    Once__V1__Response *r = NULL;
+    uint8_t *req;
+    size_t len;
+    int code = ONCE_OK;
+
+    assert_int_equal(
+        harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len), 0);
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        assert_int_equal(harness_raw_rpc(h->url, req, len, &r, 5000), 0);
+        code = resp_code(r);
+        once__v1__response__free_unpacked(r, NULL);
+        if (code == ONCE_UNAUTHENTICATED) {
+            break;
+        }
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    free(req);
+    assert_int_equal(code, ONCE_UNAUTHENTICATED);
+}
+
+/*
+ * With principals, RenewLeases renews only the caller's own leases: in one
+ * message from alice, her lease is renewed and bob's is answered
+ * PERMISSION_DENIED and left running down (per the operator's LeaseInfo);
+ * bob himself can still renew it.
+ */
+static void
+test_renew_leases_only_own(void **state)
+{
+    harness *h = *state;
+    once_client *alice, *bob, *op;
+    Once__V1__RenewLeasesResponse *r = NULL;
+    once_status st;
+    uint64_t la = 0, lb = 0, ttl = 0, before_a, before_b, ids[2];
+
+    harness_add_principal(h, "op", "operator");
+    harness_add_principal(h, "alice", "scheduler");
+    harness_add_principal(h, "bob", "scheduler");
+    wait_auth_on(h);
+    alice = signed_client(h, "alice");
+    bob = signed_client(h, "bob");
+    op = signed_client(h, "op");
+    assert_int_equal(once_lease_open(alice, NULL, BATCH_TTL_MS, &la, &ttl, &st),
+                     ONCE_OK);
+    assert_int_equal(once_lease_open(bob, NULL, BATCH_TTL_MS, &lb, &ttl, &st),
+                     ONCE_OK);
+    before_b = wait_ran_down(op, lb, 500);
+    before_a = remaining(op, la);
+    assert_true(before_a + 500 <= BATCH_TTL_MS);
+
+    ids[0] = la;
+    ids[1] = lb;
+    assert_int_equal(renew_leases(alice, ids, 2, &r, &st), ONCE_OK);
+    assert_int_equal(r->n_results, 2);
+    assert_int_equal(r->results[0]->client_id, la);
+    assert_int_equal(r->results[0]->code, ONCE_OK);
+    assert_true(r->results[0]->remaining_ms > before_a);
+    assert_int_equal(r->results[1]->client_id, lb);
+    assert_int_equal(r->results[1]->code, ONCE_PERMISSION_DENIED);
+    assert_int_equal(r->results[1]->remaining_ms, 0);
+    once__v1__renew_leases_response__free_unpacked(r, NULL);
+    assert_true(remaining(op, la) > before_a);
+    assert_true(remaining(op, lb) <= before_b);
+
+    assert_int_equal(renew_leases(bob, &lb, 1, &r, &st), ONCE_OK);
+    assert_int_equal(r->results[0]->code, ONCE_OK);
+    assert_true(r->results[0]->remaining_ms > before_b);
+    once__v1__renew_leases_response__free_unpacked(r, NULL);
+    once_client_close(alice);
+    once_client_close(bob);
+    once_client_close(op);
+}
+
 int
 main(void)
 {
@@ -808,6 +1052,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stale_and_bad_ack, setup_fast_gc,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(test_lease_info_ends_overdue_lease,
+                                        harness_setup_no_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_renew_leases_batch,
+                                        harness_setup_no_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_renew_leases_only_own,
                                         harness_setup_no_gc, harness_teardown),
     };
 
