@@ -381,5 +381,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_crash_after_records_deleted,
                                         setup_fast_gc, harness_teardown),
     };
+
+    if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_oldest*" */
+        cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
