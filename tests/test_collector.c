@@ -6,8 +6,10 @@
  *
  * Owns: the retention check under load (8 clients × 20,000 acknowledged
  * calls), the late duplicate of an acknowledged call (STALE_RPC), the
- * expiry of a lease nobody renews, and the two crash points around
- * reclamation (ONCED_FAULT=lease_ended, =records_deleted).
+ * expiry of a lease nobody renews, the two crash points around
+ * reclamation (ONCED_FAULT=lease_ended, =records_deleted), and what Stats,
+ * LeaseInfo and ListRecords measure of it (the oldest record's age, the
+ * reclaim rate, the watermark lag) against the test's own clock.
  * Invariant: every effect is a counter increment, so a call that ran twice
  * shows; every loop is bounded in count and in time; cmocka assertions
  * only on the test's own thread (workers report through their struct).
@@ -368,6 +370,291 @@ test_crash_after_records_deleted(void **state)
     crash_around_reclaim(*state, "records_deleted", "fault-deleted");
 }
 
+/* ---- c) what Stats, LeaseInfo and ListRecords measure ------------------ */
+
+#define AGE_GAP_MS   400 /* between the two records of the age test */
+#define AGE_SLACK_MS 20  /* ms rounding on both sides */
+#define RATE_RECORDS 100
+
+/* Increment(name, 1) as cid:seq carrying first_incomplete fi, sent raw (no
+ * libonce); asserts it ran (OK, not a replay). */
+static void
+raw_incr_ack(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
+             const char *name)
+{
+    Once__V1__Response *r = NULL;
+    uint8_t *payload = NULL, *buf = NULL;
+    size_t plen, len;
+
+    assert_int_equal(harness_incr_payload(name, 1, &payload, &plen), 0);
+    assert_int_equal(harness_envelope_fi("/once.v1.Counter/Increment", cid, seq,
+                                         fi, payload, plen, &buf, &len),
+                     0);
+    assert_int_equal(harness_raw_rpc(h->url, buf, len, &r, 5000), 0);
+    assert_null(r->status != NULL && r->status->code != 0 ? r->status : NULL);
+    assert_false(r->replayed);
+    once__v1__response__free_unpacked(r, NULL);
+    free(buf);
+    free(payload);
+}
+
+/* Polls LeaseInfo until cid's durable watermark is wm (bounded). */
+static void
+wait_durable(once_client *c, uint64_t cid, uint64_t wm)
+{
+    struct once_lease_info li;
+
+    memset(&li, 0, sizeof(li));
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        harness_lease_info(c, cid, &li);
+        if (li.watermark_durable == wm) {
+            break;
+        }
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    assert_int_equal(li.watermark_durable, wm);
+}
+
+/* cid's ListRecords summary row into *row. */
+static void
+client_row(once_client *c, uint64_t cid, once_client_records *row)
+{
+    once_record_list *l = NULL;
+    once_status st;
+
+    assert_int_equal(once_admin_list_records(c, cid, 1, &l, &st), ONCE_OK);
+    assert_int_equal(l->n_clients, 1);
+    assert_int_equal(l->clients[0].client_id, cid);
+    *row = l->clients[0];
+    once_free(l);
+}
+
+/*
+ * The oldest record's age as LeaseInfo, Stats and ListRecords report it,
+ * when the oldest record of cid (the only client with records) completed
+ * between the test's times from and to: each must lie between the times
+ * elapsed since then, measured around the three calls. Returns LeaseInfo's.
+ */
+static uint64_t
+oldest_age_between(once_client *c, uint64_t cid, int64_t from, int64_t to)
+{
+    struct once_lease_info li;
+    once_stats s;
+    once_collector_stats cs;
+    once_client_records row;
+    int64_t ta = harness_now_ms(), tb, lo, hi;
+
+    harness_lease_info(c, cid, &li);
+    harness_collector_stats(c, &s, &cs);
+    client_row(c, cid, &row);
+    tb = harness_now_ms();
+    lo = ta - to - AGE_SLACK_MS;
+    hi = tb - from + AGE_SLACK_MS;
+    print_message("  oldest record age: LeaseInfo %llu, Stats %llu, "
+                  "ListRecords %llu ms (between %lld and %lld)\n",
+                  (unsigned long long)li.oldest_record_age_ms,
+                  (unsigned long long)cs.oldest_record_age_ms,
+                  (unsigned long long)row.oldest_record_age_ms, (long long)lo,
+                  (long long)hi);
+    assert_true((int64_t)li.oldest_record_age_ms >= lo);
+    assert_true((int64_t)li.oldest_record_age_ms <= hi);
+    assert_true((int64_t)cs.oldest_record_age_ms >= lo);
+    assert_true((int64_t)cs.oldest_record_age_ms <= hi);
+    assert_true((int64_t)row.oldest_record_age_ms >= lo);
+    assert_true((int64_t)row.oldest_record_age_ms <= hi);
+    return li.oldest_record_age_ms;
+}
+
+/*
+ * oldest_record_age_ms (Stats, LeaseInfo, ListRecords) is 0 while no
+ * record is kept, is the age of the oldest record kept — not of the
+ * newest — growing while it is retained, moves to the next record once the
+ * collector reclaimed the oldest below an acknowledgement, and is 0 again
+ * once the lease's records are all reclaimed.
+ */
+static void
+test_oldest_record_age(void **state)
+{
+    harness *h = *state;
+    once_client *b = NULL;
+    once_stats s;
+    once_collector_stats cs;
+    once_status st;
+    uint64_t cid = 0, ttl = 0, age1, age2;
+    int64_t t0, t1, t2, t3, v;
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    harness_collector_stats(b, &s, &cs);
+    assert_int_equal(s.records_stored, 0);
+    assert_int_equal(cs.oldest_record_age_ms, 0);
+
+    /* A lease-less handle with explicit ids: nothing is acknowledged. */
+    assert_int_equal(once_lease_open(b, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    t0 = harness_now_ms();
+    assert_int_equal(harness_incr_id(b, "age", 1, cid, 1, &v, &st), ONCE_OK);
+    t1 = harness_now_ms();
+    harness_sleep_ms(AGE_GAP_MS);
+    t2 = harness_now_ms();
+    assert_int_equal(harness_incr_id(b, "age", 1, cid, 2, &v, &st), ONCE_OK);
+    t3 = harness_now_ms();
+    age1 = oldest_age_between(b, cid, t0, t1);
+    assert_true(age1 >= AGE_GAP_MS); /* seq 1's, not seq 2's */
+    harness_sleep_ms(200);
+    age2 = oldest_age_between(b, cid, t0, t1);
+    assert_true(age2 >= age1 + 200 - AGE_SLACK_MS);
+
+    /* Seq 3 acknowledges seq 1; the collector reclaims it, and the oldest
+     * record kept is seq 2. */
+    raw_incr_ack(h, cid, 3, 2, "age");
+    wait_durable(b, cid, 2);
+    oldest_age_between(b, cid, t2, t3);
+
+    assert_int_equal(once_lease_close(b, cid, NULL, &st), ONCE_OK);
+    wait_collected(b, cid);
+    harness_collector_stats(b, &s, &cs);
+    assert_int_equal(s.records_stored, 0);
+    assert_int_equal(cs.oldest_record_age_ms, 0);
+    once_client_close(b);
+}
+
+/* When the collector's first pass ran onced had been started at or after
+ * this time (setup_rate_gc). */
+static int64_t rate_setup_ms;
+
+/* A pass every 200 ms: the 64 samples of the rate then reach back past
+ * its 10-second window. */
+static int
+setup_rate_gc(void **state)
+{
+    static const char *const args[] = {"--gc-interval", "200ms", NULL};
+
+    rate_setup_ms = harness_now_ms();
+    return harness_setup_args(state, args);
+}
+
+/*
+ * Stats reclaimed_per_sec is 0 before anything was reclaimed and, right
+ * after a lease's RATE_RECORDS records were reclaimed, the number
+ * reclaimed over the time since a pass before them: at least
+ * RATE_RECORDS over the time since onced started, and (while that pass is
+ * still inside the 10-second window) at most RATE_RECORDS over the time
+ * from that pass to the lease's close.
+ */
+static void
+test_reclaim_rate(void **state)
+{
+    harness *h = *state;
+    once_client *b = NULL;
+    once_stats s;
+    once_collector_stats cs;
+    once_status st;
+    uint64_t cid = 0, ttl = 0, retained = 0;
+    int64_t w, c, tq, v;
+    double lo, hi;
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    memset(&cs, 0, sizeof(cs));
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS; i++) {
+        harness_collector_stats(b, &s, &cs);
+        if (cs.gc_passes >= 1) {
+            break;
+        }
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    w = harness_now_ms(); /* after the first pass */
+    assert_true(cs.gc_passes >= 1);
+    assert_int_equal(cs.reclaimed_total, 0);
+    assert_true(cs.reclaimed_per_sec == 0.0);
+
+    assert_int_equal(once_lease_open(b, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    for (uint64_t seq = 1; seq <= RATE_RECORDS; seq++) {
+        assert_int_equal(harness_incr_id(b, "rate", 1, cid, seq, &v, &st),
+                         ONCE_OK);
+    }
+    c = harness_now_ms();
+    assert_int_equal(once_lease_close(b, cid, &retained, &st), ONCE_OK);
+    assert_int_equal(retained, RATE_RECORDS);
+    wait_collected(b, cid);
+    harness_collector_stats(b, &s, &cs);
+    tq = harness_now_ms();
+    lo = RATE_RECORDS * 1000.0 / (double)(tq - rate_setup_ms);
+    hi = RATE_RECORDS * 1000.0 / (double)(c - w);
+    print_message("  %llu reclaimed, %.1f/s (between %.1f and %.1f)\n",
+                  (unsigned long long)cs.reclaimed_total, cs.reclaimed_per_sec,
+                  lo, hi);
+    assert_int_equal(cs.reclaimed_total, RATE_RECORDS);
+    assert_true(cs.reclaimed_per_sec > 0.0);
+    assert_true(cs.reclaimed_per_sec >= lo);
+    if (tq - w < 9500) {
+        assert_true(cs.reclaimed_per_sec <= hi);
+    } else {
+        print_message("  slow run (%lld ms): upper bound not checked\n",
+                      (long long)(tq - w));
+    }
+    once_client_close(b);
+}
+
+/*
+ * ListRecords watermark_lag is the number of seqs issued and not yet
+ * acknowledged, max_seq + 1 - watermark (with nothing acknowledged,
+ * watermark 0, every seq from 1 to max_seq), in the client's own row and
+ * in the list of all clients, and reclamation below the watermark does not
+ * change it.
+ */
+static void
+test_watermark_lag(void **state)
+{
+    harness *h = *state;
+    once_client *b = NULL;
+    once_client_records row;
+    once_record_list *l = NULL;
+    struct once_lease_info li;
+    once_status st;
+    uint64_t cid = 0, ttl = 0;
+    int64_t v;
+    bool found = false;
+
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_open(b, NULL, 120000, &cid, &ttl, &st),
+                     ONCE_OK);
+    for (uint64_t seq = 1; seq <= 5; seq++) {
+        assert_int_equal(harness_incr_id(b, "lag", 1, cid, seq, &v, &st),
+                         ONCE_OK);
+    }
+    client_row(b, cid, &row);
+    assert_int_equal(row.watermark, 0);
+    assert_int_equal(row.max_seq, 5);
+    assert_int_equal(row.watermark_lag, 5);
+
+    /* Seq 6 acknowledges 1 to 3: seqs 4, 5 and 6 are not. */
+    raw_incr_ack(h, cid, 6, 4, "lag");
+    harness_lease_info(b, cid, &li);
+    assert_int_equal(li.watermark, 4);
+    assert_int_equal(li.max_seq, 6);
+    client_row(b, cid, &row);
+    assert_int_equal(row.watermark, 4);
+    assert_int_equal(row.max_seq, 6);
+    assert_int_equal(row.watermark_lag, row.max_seq + 1 - row.watermark);
+    assert_int_equal(row.watermark_lag, 3);
+    assert_int_equal(once_admin_list_records(b, 0, 100, &l, &st), ONCE_OK);
+    for (size_t i = 0; i < l->n_clients; i++) {
+        if (l->clients[i].client_id == cid) {
+            found = true;
+            assert_int_equal(l->clients[i].watermark_lag, 3);
+        }
+    }
+    once_free(l);
+    assert_true(found);
+
+    wait_durable(b, cid, 4);
+    client_row(b, cid, &row);
+    assert_int_equal(row.records, 3);
+    assert_int_equal(row.watermark_lag, 3);
+    once_client_close(b);
+}
+
 int
 main(void)
 {
@@ -380,6 +667,12 @@ main(void)
                                         setup_fast_gc, harness_teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_records_deleted,
                                         setup_fast_gc, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_oldest_record_age, setup_fast_gc,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_rate, setup_rate_gc,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(test_watermark_lag, setup_fast_gc,
+                                        harness_teardown),
     };
 
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_oldest*" */
