@@ -45,7 +45,8 @@ typedef struct gc_stats {
     uint64_t reclaimed_bytes_total;
     uint64_t leases_expired;
     uint64_t leases_forgotten;
-    double reclaimed_per_sec; /* over the last ~10 s */
+    double reclaimed_per_sec; /* over the last ~10 s, or the last 64
+                                 passes when those took less */
 } gc_stats;
 
 /* Starts the collector thread. now_ms is the (injectable) clock. */

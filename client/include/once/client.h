@@ -358,7 +358,9 @@ typedef struct once_client_records {
     uint64_t bytes;
     uint64_t watermark;
     uint64_t watermark_durable;
-    uint64_t watermark_lag; /* max_seq + 1 - watermark */
+    uint64_t watermark_lag; /* seqs issued, not acknowledged: max_seq + 1
+                               - the first unacknowledged seq (the
+                               watermark, or 1 before any ack) */
     uint64_t max_seq;
     uint64_t oldest_record_age_ms;
 } once_client_records;
