@@ -845,6 +845,26 @@ harness_oncectl(const harness *h, const char *key, char *out, size_t cap,
     return rv;
 }
 
+int
+harness_client_as(const harness *h, const char *name, bool no_lease,
+                  once_client **cp, once_status *st)
+{
+    once_options o;
+    once_security sec;
+    char kp[512];
+
+    snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
+    once_options_init(&o);
+    once_security_init(&sec);
+    o.url = h->url;
+    o.no_lease = no_lease;
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 5000;
+    o.max_attempts = 3;
+    sec.key_file = kp;
+    return once_client_open_secure(cp, &o, &sec, st);
+}
+
 void
 harness_add_principal(const harness *h, const char *name, const char *role)
 {

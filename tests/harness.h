@@ -224,6 +224,12 @@ int harness_oncectl_run(const char *const *args, char *out, size_t cap,
 void harness_add_principal(const harness *h, const char *name,
                            const char *role);
 
+/* Opens a handle signing as principal name with its key file
+ * (DIR/name.key from harness_add_principal): lease TTL 120 s unless
+ * no_lease, deadline 5 s, at most 3 attempts. Returns its status. */
+int harness_client_as(const harness *h, const char *name, bool no_lease,
+                      once_client **cp, once_status *st);
+
 /* Runs the real oncectl --server URL [--key-file KEY] --json ARGS...
  * (NULL-terminated), its stdout into out (at most cap - 1 bytes, *outlen
  * of them when outlen is not NULL); returns its exit status. */

@@ -64,28 +64,6 @@ principal_edit(const harness *h, const char *verb, const char *name)
     assert_int_equal(oncectl(args), 0);
 }
 
-/* A signed client (lease unless no_lease) as the principal of key file
- * DIR/name.key. Returns the open code. */
-static int
-client_as(const harness *h, const char *name, bool no_lease, once_client **cp,
-          once_status *st)
-{
-    once_options o;
-    once_security sec;
-    char kp[512];
-
-    key_path(h, name, kp, sizeof(kp));
-    once_options_init(&o);
-    once_security_init(&sec);
-    o.url = h->url;
-    o.no_lease = no_lease;
-    o.lease_ttl_ms = 120000;
-    o.deadline_ms = 5000;
-    o.max_attempts = 3;
-    sec.key_file = kp;
-    return once_client_open_secure(cp, &o, &sec, st);
-}
-
 /* A packed envelope, signed with name's key unless name is NULL (then
  * principal is only named, unsigned). *out is malloc'd (free()). */
 static void
@@ -188,7 +166,7 @@ stats(const harness *h, once_stats *out)
     once_client *c = NULL;
     once_status st;
 
-    assert_int_equal(client_as(h, "op", true, &c, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "op", true, &c, &st), ONCE_OK);
     assert_int_equal(once_admin_stats(c, out, &st), ONCE_OK);
     once_client_close(c);
 }
@@ -202,7 +180,7 @@ refusals(const harness *h, uint64_t *unauthenticated, uint64_t *denied)
     once_status st;
     Once__V1__StatsResponse *r;
 
-    assert_int_equal(client_as(h, "op", true, &c, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "op", true, &c, &st), ONCE_OK);
     assert_int_equal(harness_stats_all(c, &r), ONCE_OK);
     once_client_close(c);
     *unauthenticated = r->unauthenticated;
@@ -217,7 +195,7 @@ counter(const harness *h, const char *name)
     once_status st;
     int64_t v = -1;
 
-    assert_int_equal(client_as(h, "op", true, &c, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "op", true, &c, &st), ONCE_OK);
     assert_int_equal(once_counter_get(c, name, &v, &st), ONCE_OK);
     once_client_close(c);
     return v;
@@ -333,7 +311,7 @@ t_rejected_write_nothing(void **state)
     bool replayed;
 
     /* alice's lease, so the calls below are admissible but for the tag */
-    assert_int_equal(client_as(h, "alice", false, &a, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", false, &a, &st), ONCE_OK);
     cid = once_client_id(a);
     assert_true(cid != 0);
     assert_int_equal(harness_incr_payload("jobs", BY, &pl, &pl_len), 0);
@@ -448,8 +426,8 @@ t_other_principal(void **state)
     char reason[64];
     bool replayed = true;
 
-    assert_int_equal(client_as(h, "alice", false, &a, &st), ONCE_OK);
-    assert_int_equal(client_as(h, "bob", false, &b, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", false, &a, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "bob", false, &b, &st), ONCE_OK);
     assert_int_equal(once_counter_incr(a, "secret", BY, &id, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     assert_int_equal(once_lease_info(a, 0, &li, &st), ONCE_OK);
@@ -501,7 +479,7 @@ t_other_principal(void **state)
     assert_int_equal(unauth1, unauth0);
 
     /* the operator sees alice's lease; alice's lease is untouched */
-    assert_int_equal(client_as(h, "op", true, &op, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "op", true, &op, &st), ONCE_OK);
     assert_int_equal(once_lease_info(op, id.client_id, &li, &st), ONCE_OK);
     assert_string_equal(li.principal, "alice");
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
@@ -515,7 +493,7 @@ t_other_principal(void **state)
     /* alice herself (another handle of hers, as after a restart) still
      * gets her stored result; one effect */
     once_client_close(op);
-    assert_int_equal(client_as(h, "alice", true, &op, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", true, &op, &st), ONCE_OK);
     assert_int_equal(once_counter_incr(op, "secret", BY, &id, &v, &st),
                      ONCE_OK);
     assert_true(st.replayed);
@@ -564,12 +542,12 @@ t_revocation(void **state)
     int64_t v = 0;
     FILE *f;
 
-    assert_int_equal(client_as(h, "alice", false, &a, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", false, &a, &st), ONCE_OK);
     assert_int_equal(once_counter_incr(a, "jobs", BY, &id, &v, &st), ONCE_OK);
     assert_int_equal(v, BY);
     /* retries come from another handle of alice's (the first one has the
      * seq acknowledged already) */
-    assert_int_equal(client_as(h, "alice", true, &r, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", true, &r, &st), ONCE_OK);
 
     principal_edit(h, "revoke", "alice");
     assert_int_equal(retry_until(r, id, ONCE_PERMISSION_DENIED, &v, &st),
@@ -654,7 +632,8 @@ t_agent_machine(void **state)
         int rv = -1;
         for (int i = 0; i < 1000 && harness_now_ms() < end && rv != ONCE_OK;
              i++) {
-            if ((rv = client_as(h, "agent-m1", false, &ag, &st)) != ONCE_OK) {
+            if ((rv = harness_client_as(h, "agent-m1", false, &ag, &st)) !=
+                ONCE_OK) {
                 harness_sleep_ms(POLL_STEP_MS);
             }
         }

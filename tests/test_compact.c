@@ -144,19 +144,9 @@ oncectl(const harness *h, const char *key, char *out, size_t cap,
 static void
 client_as(const harness *h, const char *name, once_client **cp)
 {
-    once_options o;
-    once_security sec;
     once_status st;
-    char kp[512];
 
-    snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
-    once_options_init(&o);
-    once_security_init(&sec);
-    o.url = h->url;
-    o.no_lease = true;
-    o.deadline_ms = 5000;
-    sec.key_file = kp;
-    assert_int_equal(once_client_open_secure(cp, &o, &sec, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, name, true, cp, &st), ONCE_OK);
 }
 
 /* Byte offset of the last line of h's log holding needle, or -1 (the log

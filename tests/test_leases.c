@@ -939,19 +939,10 @@ test_renew_leases_batch(void **state)
 static once_client *
 signed_client(const harness *h, const char *name)
 {
-    once_options o;
-    once_security sec;
-    once_status st;
     once_client *c = NULL;
-    char kp[512];
+    once_status st;
 
-    snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
-    once_options_init(&o);
-    once_security_init(&sec);
-    o.url = h->url;
-    o.no_lease = true;
-    sec.key_file = kp;
-    assert_int_equal(once_client_open_secure(&c, &o, &sec, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, name, true, &c, &st), ONCE_OK);
     return c;
 }
 
