@@ -15,6 +15,10 @@
  * the same seed and the same traffic give the same drops. Delayed messages
  * are bounded (--max-delayed); past the bound a message is forwarded
  * without delay, never queued without limit.
+ * The back dialer is watched: nng 1.5.2 gives up a dialer for good when
+ * its handshake meets a dying onced (a SIGKILL while it connects), so when
+ * the back socket has had no connection for BACK_REDIAL_MS the dialer is
+ * closed and dialed again, as libonce's client_redial does.
  * Never: looks inside a message, reorders what it does not delay, or blocks
  * one direction on the other.
  */
@@ -32,6 +36,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
 
 typedef struct dir_cfg {
     double drop;
@@ -47,9 +52,16 @@ typedef struct proxy {
     int delay_ms;
     int max_delayed;
     bool quiet;
-    nng_socket fs, bs;   /* raw REP front, raw REQ back */
-    _Atomic int delayed; /* delayed messages not yet sent */
+    nng_socket fs, bs;      /* raw REP front, raw REQ back */
+    _Atomic int delayed;    /* delayed messages not yet sent */
+    _Atomic int back_pipes; /* connections of bs now (nng's callbacks) */
+    _Atomic uint64_t redials;
 } proxy;
+
+/* How long the back socket may go without a connection before its dialer
+ * is replaced, and how often that is looked at. */
+#define BACK_REDIAL_MS 1000
+#define BACK_CHECK_MS  100
 
 /* One direction: from → to. The counters are written by its thread only
  * (the delayed ones by nng's callbacks, hence atomic) and read at exit. */
@@ -165,6 +177,58 @@ dir_main(void *arg)
         }
         forward(d, m);
     }
+}
+
+/* nng's thread, for each connection of the back socket that comes or
+ * goes: keep the count. Only atomics. */
+static void
+back_pipe_event(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+    proxy *p = arg;
+
+    (void)pipe;
+    atomic_fetch_add(&p->back_pipes, ev == NNG_PIPE_EV_ADD_POST ? 1 : -1);
+}
+
+/* Dials --back anew (non-blocking) in place of *dl, which is closed. */
+static int
+back_dial(proxy *p, nng_dialer *dl)
+{
+    if (nng_dialer_id(*dl) > 0) {
+        nng_dialer_close(*dl);
+    }
+    return nng_dial(p->bs, p->back, dl, NNG_FLAG_NONBLOCK);
+}
+
+/* The back dialer's watch (see the file comment): runs until stop is set,
+ * every BACK_CHECK_MS, bounded by the proxy's own life. */
+typedef struct back_watch {
+    proxy *p;
+    nng_dialer dl;
+    _Atomic bool stop;
+    pthread_t thread;
+} back_watch;
+
+static void *
+back_watch_main(void *arg)
+{
+    back_watch *w = arg;
+    int idle_ms = 0;
+
+    while (!atomic_load(&w->stop)) {
+        nng_msleep(BACK_CHECK_MS);
+        if (atomic_load(&w->p->back_pipes) > 0) {
+            idle_ms = 0;
+            continue;
+        }
+        if ((idle_ms += BACK_CHECK_MS) >= BACK_REDIAL_MS) {
+            idle_ms = 0;
+            if (back_dial(w->p, &w->dl) == 0) {
+                atomic_fetch_add(&w->p->redials, 1);
+            }
+        }
+    }
+    return NULL;
 }
 
 static void
@@ -328,6 +392,7 @@ main(int argc, char **argv)
 {
     proxy p;
     dir dq, dr;
+    back_watch bw;
     sigset_t set;
     int sig, rv;
 
@@ -359,7 +424,13 @@ main(int argc, char **argv)
                 nng_strerror(rv));
         return 1;
     }
-    if ((rv = nng_dial(p.bs, p.back, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+    memset(&bw, 0, sizeof(bw));
+    bw.p = &p;
+    if ((rv = nng_pipe_notify(p.bs, NNG_PIPE_EV_ADD_POST, back_pipe_event,
+                              &p)) != 0 ||
+        (rv = nng_pipe_notify(p.bs, NNG_PIPE_EV_REM_POST, back_pipe_event,
+                              &p)) != 0 ||
+        (rv = back_dial(&p, &bw.dl)) != 0) {
         fprintf(stderr, "once_proxy: cannot dial %s: %s\n", p.back,
                 nng_strerror(rv));
         return 1;
@@ -380,7 +451,8 @@ main(int argc, char **argv)
                .cfg = &p.rep,
                .rng = p.seed * 2 + 2};
     if (pthread_create(&dq.thread, NULL, dir_main, &dq) != 0 ||
-        pthread_create(&dr.thread, NULL, dir_main, &dr) != 0) {
+        pthread_create(&dr.thread, NULL, dir_main, &dr) != 0 ||
+        pthread_create(&bw.thread, NULL, back_watch_main, &bw) != 0) {
         fprintf(stderr, "once_proxy: cannot start threads\n");
         return 1;
     }
@@ -393,6 +465,8 @@ main(int argc, char **argv)
                 p.rep.dup, p.delay_p, p.delay_ms);
     }
     sigwait(&set, &sig);
+    atomic_store(&bw.stop, true);
+    pthread_join(bw.thread, NULL);
     nng_close(p.fs);
     nng_close(p.bs);
     pthread_join(dq.thread, NULL);
@@ -400,6 +474,8 @@ main(int argc, char **argv)
     if (!p.quiet) {
         report(&dq);
         report(&dr);
+        fprintf(stderr, "once_proxy: back dialer replaced %" PRIu64 " times\n",
+                atomic_load(&p.redials));
     }
     return 0;
 }
