@@ -303,8 +303,7 @@ file_answer(once_inputs *s, const char *name, const kept *k, int rv,
     }
 }
 
-/* Sends k's request under k's rpc id and files the answer. */
-/* The method k is sent to. */
+/* The method k is sent to ("" in files from before: RequestGrant). */
 static const char *
 kept_method(const kept *k)
 {
@@ -312,6 +311,7 @@ kept_method(const kept *k)
                                                                 : REQUEST_GRANT;
 }
 
+/* Sends k's request under k's rpc id and files the answer. */
 static int
 send_kept(once_client *c, once_inputs *s, const char *name, const kept *k,
           once_rpc_id *id, void **resp, size_t *resp_len, once_status *st)
@@ -411,7 +411,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     k.state = ONCE_INPUT_PENDING;
     k.kept_unix_ms = k.updated_unix_ms = wall_ms();
     k.sends = 1;
-    k.method = strcmp(method, REQUEST_GRANT) == 0 ? "" : (char *)method;
+    k.method = (char *)method;
     e = file_write(s, name, &k);
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {

@@ -845,27 +845,21 @@ grants_request(const grants_env *e, const Once__V1__RequestGrantRequest *r,
 
 /* ---- replays: a stored credential never stands in for permission -------- */
 
-/* Whether the caller may still obtain credentials; fails o when not. */
+/* Fails o when the caller may no longer obtain credentials. Returns a
+ * store error or 0. */
 static int
-replay_permitted(const grants_env *e, const char *what, bool *ok,
-                 grants_outcome *o)
+replay_permitted(const grants_env *e, const char *what, grants_outcome *o)
 {
     bool denied;
     int rv;
 
-    *ok = false;
-    if ((rv = principal_denied(e, &denied)) != 0) {
-        return rv;
-    }
-    if (denied) {
+    if ((rv = principal_denied(e, &denied)) == 0 && denied) {
         grants_fail(o, CODE(PERMISSION_DENIED), "PRINCIPAL_DENIED",
                     "principal %s may no longer obtain grants: the stored "
                     "reply of this %s is not returned (its grants are kept)",
                     e->principal, what);
-        return 0;
     }
-    *ok = true;
-    return 0;
+    return rv;
 }
 
 /* *cred and *withheld of one stored grant, made again now; *old_cred and
@@ -922,7 +916,6 @@ grants_replay_request(const grants_env *e,
     Once__V1__RequestGrantResponse *resp =
         once__v1__request_grant_response__unpack(NULL, len, stored);
     replay_slot sl;
-    bool ok;
     int rv;
 
     memset(&sl, 0, sizeof(sl));
@@ -934,11 +927,8 @@ grants_replay_request(const grants_env *e,
         grants_ok(o, &resp->base);
         goto out;
     }
-    if ((rv = replay_permitted(e, "RequestGrant", &ok, o)) != 0) {
-        o->err = rv;
-        goto out;
-    }
-    if (!ok) {
+    if ((o->err = replay_permitted(e, "RequestGrant", o)) != 0 ||
+        o->code != CODE(OK)) {
         goto out;
     }
     sl.cred = &resp->credential;
@@ -961,7 +951,6 @@ grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     Once__V1__ClaimResponse *resp =
         once__v1__claim_response__unpack(NULL, len, stored);
     replay_slot *sl = NULL;
-    bool ok = true;
     int rv = 0;
 
     if (resp == NULL) {
@@ -969,8 +958,8 @@ grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
         return;
     }
     if (resp->n_claimed > 0 &&
-        ((rv = replay_permitted(e, "Claim", &ok, o)) != 0 || !ok)) {
-        o->err = rv;
+        ((o->err = replay_permitted(e, "Claim", o)) != 0 ||
+         o->code != CODE(OK))) {
         goto out;
     }
     if (resp->n_claimed > 0 &&

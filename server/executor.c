@@ -148,6 +148,7 @@ exec_dedup(server_call *c, const dispatch_entry *de,
     *replayed = true;
     records_free(rec);
     if (de->replay != NULL && c->code == ONCE__V1__CODE__OK) {
+        c->replaying = true;
         de->replay(c);
         /* A refusal made now is no stored result. */
         *replayed = c->code == ONCE__V1__CODE__OK;

@@ -76,7 +76,7 @@ svc_env(server_call *c, grants_env *env, grants_outcome *o)
     env->principal = le != NULL && le->principal != NULL ? le->principal : "";
     env->signer = c->srv->grants;
     env->machine = c->who != NULL ? c->who->machine : NULL;
-    env->read_only = false;
+    env->read_only = c->replaying; /* a replay logs no refusal either */
 }
 
 /* Turns the rules' outcome into the call's. */
@@ -281,27 +281,12 @@ EXEC(x_list_queue, grants_list_queue, Once__V1__ListQueueRequest)
         grants_env env;                                                        \
         grants_outcome o;                                                      \
         svc_env(c, &env, &o);                                                  \
-        env.read_only = true;                                                  \
         fn(&env, REQ(type), c->resp, c->resp_len, &o);                         \
         svc_done(c, &o);                                                       \
     }
 
 REPLAY(r_request, grants_replay_request, Once__V1__RequestGrantRequest)
 REPLAY(r_claim, grants_replay_claim, Once__V1__ClaimRequest)
-
-/* grants_renew only reads (read_only: its refusals are not logged again):
- * its replay is running it again. */
-static void
-r_renew(server_call *c)
-{
-    grants_env env;
-    grants_outcome o;
-
-    svc_env(c, &env, &o);
-    env.read_only = true;
-    grants_renew(&env, REQ(Once__V1__RenewCredentialRequest), &o);
-    svc_done(c, &o);
-}
 
 static void
 x_public_key(server_call *c)
@@ -323,7 +308,9 @@ const dispatch_entry svc_grants_methods[] = {
     {G("RequestGrant"), MUT, v_request, x_request, r_request},
     {G("Enqueue"), MUT, v_enqueue, x_enqueue, NULL},
     {G("Claim"), MUT, v_claim, x_claim, r_claim},
-    {G("RenewCredential"), MUT, v_renew, x_renew, r_renew},
+    /* grants_renew only reads, and logs nothing when replaying: its
+     * replay is running it again */
+    {G("RenewCredential"), MUT, v_renew, x_renew, x_renew},
     {G("FinishGrant"), MUT, v_finish, x_finish, NULL},
     {G("CancelGrant"), MUT, v_grant_id, x_cancel, NULL},
     {G("DeleteMachine"), MUT, v_machine, x_delete_machine, NULL},
