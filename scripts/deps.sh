@@ -22,6 +22,10 @@ PACKAGES=(
     libcmocka-dev
     clang-format
     openssl
+    python3
+    python3-protobuf
+    python3-pytest
+    protobuf-compiler
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

@@ -1,0 +1,66 @@
+"""once — exactly-once remote calls, from Python.
+
+A thin layer over libonce (the C client library of onced): rpc ids,
+acknowledgements, leases, retries with the same id and OUTCOME_UNKNOWN are
+libonce's; this package gives them a Python face.
+
+::
+
+    import once
+
+    with once.Client("ipc:///tmp/once.ipc", key_file="data/dev.key") as c:
+        n = c.counter_incr("jobs", by=1)      # runs exactly once
+        try:
+            c.counter_incr("jobs", by=1)
+        except once.OutcomeUnknown as e:      # sent, no answer: maybe ran
+            n = c.retry(e)                    # same rpc id: stored result
+
+What is here:
+  Client        a handle (thread-safe, a context manager): counter_incr,
+                call/invoke (any method), the Grants methods (request_grant,
+                enqueue, claim, renew_credential, finish, get_surface, ...),
+                retry of a known rpc id, lease state and lease-lost callback
+  InputStore    keeps start requests / queued work on disk until accepted;
+                resume() after a crash re-sends them under the same ids
+  verify_credential  checks a grant's credential offline
+  OnceError     the base of every error; one subclass per status code and
+                some per reason (OutcomeUnknown, Conflict, LeaseExpired,
+                PermissionDenied, AlreadyOwned, GrantConflict, ...), each
+                carrying code, reason, message and rpc_id
+  messages      the generated protobuf messages (once.v1), also as
+                once.once_pb2 and once.grants_pb2
+
+docs/python.md in the repository has the whole story.
+"""
+from __future__ import annotations
+
+from .client import DEFAULT_URL, Client, LeaseState, Reply
+from .credential import CredentialInfo, verify_credential
+from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
+                     Cancelled, ClientClosed, Code, Conflict,
+                     CredentialExpired, DataLoss, DeadlineExceeded,
+                     FailedPrecondition, GrantConflict, Internal,
+                     InvalidArgument, LeaseExpired, NotFound, OnceError,
+                     OutcomeUnknown, OutOfRange, PermissionDenied,
+                     ResourceExhausted, RpcId, StaleEpoch, StaleRpc,
+                     Unauthenticated, Unavailable, Unimplemented, Unknown,
+                     WindowFull)
+from .inputs import (InputKind, InputState, InputStore, KeptInput,
+                     ResumeReport, Resumed)
+from . import messages
+from .proto import grants_pb2, once_pb2
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
+    "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
+    "ResumeReport", "CredentialInfo", "verify_credential", "messages",
+    "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
+    "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
+    "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
+    "ResourceExhausted", "WindowFull", "FailedPrecondition", "LeaseExpired",
+    "StaleRpc", "AlreadyOwned", "CredentialExpired", "StaleEpoch",
+    "ClientClosed", "Aborted", "OutOfRange", "Unimplemented", "Internal",
+    "Unavailable", "DataLoss", "Unauthenticated", "BadCredential",
+]
