@@ -1,0 +1,186 @@
+"""test_py_grants.py — start grants through the Python API against a real
+onced: one open grant per surface, the same grant on a retry, a conflict on
+another input, a claim never takes another machine's row, credentials
+checked offline; signed requests with key files (an agent may act for its
+own machine only); and the kept-input store across a lost answer."""
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+import once
+
+from conftest import SLOW
+
+
+def test_grant_rules(onced):
+    with once.Client(onced.url) as c:
+        gen = c.set_placement("db-1", "m1", "/data/db-1").generation
+        first = c.request_grant("job-1", "db-1", "m1", "/data/db-1", gen,
+                                payload=b"input-1")
+        g = first.grant
+        assert not first.existing and g.state == once.messages.GRANT_OPEN
+        assert (g.surface, g.machine, g.request_id) == ("db-1", "m1", "job-1")
+
+        # One open grant per surface: another request is refused.
+        with pytest.raises(once.AlreadyOwned) as ei:
+            c.request_grant("job-2", "db-1", "m1", "/data/db-1", gen)
+        assert (ei.value.code, ei.value.reason) == (
+            once.Code.FAILED_PRECONDITION, "ALREADY_OWNED")
+        assert ei.value.rpc_id is not None
+
+        # The same request again (a new rpc id): the same grant.
+        again = c.request_grant("job-1", "db-1", "m1", "/data/db-1", gen,
+                                payload=b"input-1")
+        assert again.existing and again.grant.grant_id == g.grant_id
+
+        # The same (request_id, attempt) with another input: a conflict.
+        with pytest.raises(once.GrantConflict) as ei:
+            c.request_grant("job-1", "db-1", "m1", "/data/db-1", gen,
+                            payload=b"other")
+        assert (ei.value.code, ei.value.reason) == (once.Code.ALREADY_EXISTS,
+                                                    "GRANT_CONFLICT")
+
+        # Credentials check offline with the server's key.
+        pk = c.public_key()
+        info = once.verify_credential(pk, first.credential)
+        assert (info.grant_id, info.surface, info.epoch) == (g.grant_id,
+                                                            "db-1", g.epoch)
+        with pytest.raises(once.BadCredential):
+            once.verify_credential(pk, (first.credential.body + b"x",
+                                        first.credential.signature))
+        with pytest.raises(once.StaleEpoch):
+            c.verify_credential(first.credential, min_epoch=g.epoch + 1)
+        with pytest.raises(once.CredentialExpired) as ei:
+            c.verify_credential(first.credential,
+                                now_unix_ms=info.expires_unix_ms)
+        assert ei.value.credential.grant_id == g.grant_id
+
+        # Renew under the same grant, then finish: the surface is free.
+        fresh = c.renew_credential(g.grant_id, "m1").credential
+        assert c.verify_credential(fresh).grant_id == g.grant_id
+        done = c.finish(g.grant_id, "SUCCEEDED").grant
+        assert done.state == once.messages.GRANT_FINISHED
+        assert done.outcome == once.messages.SUCCEEDED
+        s = c.get_surface("db-1")
+        assert not s.HasField("open_grant")
+        assert [h.grant_id for h in s.history] == [g.grant_id]
+        assert any(r.reason == "ALREADY_OWNED" for r in s.rejections)
+        c.request_grant("job-2", "db-1", "m1", "/data/db-1", gen)
+
+
+def test_claim_never_takes_another_machines_row(onced):
+    with once.Client(onced.url) as c:
+        c.set_placement("s-a", "m1", "/a")
+        c.set_placement("s-b", "m2", "/b")
+        row_a = c.enqueue("w-a", "s-a", payload=b"a").row
+        row_b = c.enqueue("w-b", "s-b", payload=b"b").row
+        assert (row_a.machine, row_b.machine) == ("m1", "m2")
+        got = c.claim("m1")
+        assert [x.row.work_id for x in got.claimed] == [row_a.work_id]
+        assert all(x.row.machine == "m1" for x in got.claimed)
+        assert [r.work_id for r in c.list_queue("m2").pending] == \
+            [row_b.work_id]
+        assert len(c.claim("m1").claimed) == 0  # nothing more for m1
+        got_b = c.claim("m2")
+        assert [x.row.work_id for x in got_b.claimed] == [row_b.work_id]
+
+
+def test_signed_requests_with_key_files(onced_factory):
+    o = onced_factory(dev=True)
+    sched_key = o.principal("sched1", "scheduler")
+    agent_key = o.principal("agent-m1", "agent:m1")
+    with once.Client(o.url, key_file=o.dev_key) as op:
+        op.set_placement("s1", "m1", "/x")
+        op.set_placement("s2", "m2", "/y")
+        assert op.stats().requests > 0
+    with once.Client(o.url, key_file=sched_key) as sched:
+        assert sched.lease_info().principal == "sched1"
+        sched.enqueue("w1", "s1")
+        sched.enqueue("w2", "s2")
+        with pytest.raises(once.PermissionDenied) as ei:
+            sched.stats()  # Admin is for operators
+        assert ei.value.reason == "METHOD_DENIED"
+        with pytest.raises(once.PermissionDenied):
+            sched.claim("m1")  # agents claim
+    with once.Client(o.url, key_file=agent_key) as agent:
+        with pytest.raises(once.PermissionDenied) as ei:
+            agent.claim("m2")  # not its machine
+        assert ei.value.reason == "WRONG_MACHINE"
+        got = agent.claim("m1")
+        assert [x.row.request_id for x in got.claimed] == ["w1"]
+        gid = got.claimed[0].grant.grant_id
+        agent.renew_credential(gid, "m1")
+        agent.finish(gid, "SUCCEEDED")
+    # Unsigned: refused by authentication (the lease cannot even open).
+    with pytest.raises(once.Unauthenticated):
+        once.Client(o.url)
+    # The key itself instead of the file.
+    line = [x for x in open(sched_key) if not x.startswith("#")][0]
+    name, hexkey = line.split()
+    with once.Client(o.url, principal=name, key=bytes.fromhex(hexkey)) as k:
+        assert k.lease_info().principal == "sched1"
+    with pytest.raises(once.Unauthenticated):
+        once.Client(o.url, principal=name, key=bytes(32))
+
+
+def test_kept_inputs_survive_a_lost_answer(onced, tmp_path):
+    store_dir = str(tmp_path / "inputs")
+    with once.Client(onced.url) as c:
+        gen = c.set_placement("k1", "m1", "/k").generation
+        c.set_placement("k2", "m1", "/k2")
+    # First life: the answer never comes (onced stopped), so the input
+    # stays PENDING with its rpc id; the process then goes away.
+    first = once.Client(onced.url, lease_ttl_ms=60_000, max_attempts=2,
+                        attempt_timeout_ms=200 * SLOW,
+                        deadline_ms=600 * SLOW)
+    with once.InputStore(store_dir) as store:
+        onced.stop_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(once.OutcomeUnknown) as ei:
+                store.submit_grant(first, "req-1", "k1", "m1", "/k", gen,
+                                   payload=b"in")
+            with pytest.raises(once.OnceError):
+                store.submit_work(first, "wk-1", "k2", payload=b"w")
+        finally:
+            onced.stop_signal(signal.SIGCONT)
+        rid = ei.value.rpc_id
+        kept = {k.request_id: k for k in store.list()}
+        assert set(kept) == {"req-1", "wk-1"}
+        assert kept["req-1"].state == once.InputState.PENDING
+        assert kept["req-1"].rpc_id == rid
+        assert kept["req-1"].kind == once.InputKind.START
+        assert kept["wk-1"].kind == once.InputKind.ENQUEUE
+    first.close()  # an unknown seq: its lease is left to the TTL
+
+    # Second life: a new client resumes with the recorded ids.
+    with once.Client(onced.url) as c, once.InputStore(store_dir) as store:
+        assert c.client_id != rid.client_id
+        rep = store.resume(c)
+        assert rep.accepted == 2 and rep.pending == 0
+        by_id = {r.input.request_id: r for r in rep.resumed}
+        g = by_id["req-1"].response
+        assert isinstance(g, once.grants_pb2.RequestGrantResponse)
+        assert by_id["req-1"].input.rpc_id == rid
+        assert isinstance(by_id["wk-1"].response,
+                          once.grants_pb2.EnqueueResponse)
+        assert store.list() == []
+        s = c.get_surface("k1")
+        assert s.open_grant.grant_id == g.grant.grant_id
+        assert len(s.history) == 0  # one grant, not two
+        assert len(c.list_queue("m1").pending) == 1
+
+        # A refused input is kept REJECTED and never re-sent by itself.
+        with pytest.raises(once.AlreadyOwned):
+            store.submit_grant(c, "req-2", "k1", "m1", "/k", gen)
+        (k,) = store.list()
+        assert (k.request_id, k.state, k.reason) == (
+            "req-2", once.InputState.REJECTED, "ALREADY_OWNED")
+        assert store.resume(c).resumed == []
+        with pytest.raises(once.FailedPrecondition):
+            store.resend(c, "req-2")
+        store.forget("req-2")
+        with pytest.raises(once.NotFound):
+            store.forget("req-2")
+        assert store.list() == []
