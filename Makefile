@@ -4,7 +4,8 @@
 # bench, format, clean). Builds happen in CMake; this file only sequences.
 # Invariant: `make test` is exactly what CI runs first; `make asan` uses its
 # own build directory (build-asan) and never touches build/.
-# Never: installs anything except through scripts/deps.sh.
+# Never: installs system packages except through scripts/deps.sh (make
+# install only copies this build into PREFIX).
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -16,7 +17,7 @@ JOBS       ?= 2
 DATA       ?= ./data
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test asan fuzz tsan valgrind bench format clean
+.PHONY: all deps build run test asan fuzz tsan valgrind bench format clean install
 
 all: build
 
@@ -85,6 +86,25 @@ valgrind: deps build
 
 bench: deps build
 	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)
+
+# install: libonce, headers, oncectl, onced and the Python package (into
+# Debian's dist-packages layout: /usr/local/lib/python3.X/dist-packages by
+# default; PREFIX=/usr gives /usr/lib/python3/dist-packages). PREFIX and
+# DESTDIR as usual.
+PREFIX ?=
+
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+
+# bench-python: the Python client beside the C client (bench_calls) at 1
+# and 16 callers in one run, and their ratio (docs/python.md).
+PYBENCH_ARGS ?= --seconds 5 --rounds 3
+
+.PHONY: bench-python
+
+bench-python: deps build
+	/usr/bin/python3 bench/bench_python.py --build $(BUILD) \
+	    --csv $(BUILD)/bench-python.csv $(PYBENCH_ARGS)
 
 format:
 	find . \( -path ./$(BUILD) -o -path ./$(ASAN_BUILD) -o -path './build*' \
