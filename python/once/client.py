@@ -43,8 +43,6 @@ DEFAULT_URL = "ipc:///tmp/once.ipc"
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
 
-_U32 = (1 << 32) - 1
-_U64 = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
