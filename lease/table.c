@@ -168,6 +168,45 @@ lease_table_count(lease_table *t)
     return t->count;
 }
 
+typedef struct table_sum_arg {
+    uint64_t now;
+    lease_sum *out;
+} table_sum_arg;
+
+static void
+table_sum_one(void *arg, lease_entry *e)
+{
+    table_sum_arg *a = arg;
+    lease_sum *s = a->out;
+
+    s->records += e->retained;
+    s->bytes += e->retained_bytes;
+    if (e->oldest_ms != 0 &&
+        (s->oldest_ms == 0 || e->oldest_ms < s->oldest_ms)) {
+        s->oldest_ms = e->oldest_ms;
+    }
+    if (lease_entry_live(e, a->now)) {
+        s->live++;
+    } else {
+        s->ended++;
+    }
+}
+
+void
+lease_table_sum(lease_table *t, uint64_t now, lease_sum *out)
+{
+    table_sum_arg a = {now, out};
+
+    memset(out, 0, sizeof(*out));
+    lease_table_each(t, table_sum_one, &a);
+}
+
+uint64_t
+lease_sum_oldest_age_ms(const lease_sum *s, uint64_t now)
+{
+    return s->oldest_ms != 0 && now > s->oldest_ms ? now - s->oldest_ms : 0;
+}
+
 uint64_t
 lease_table_next_id(lease_table *t)
 {

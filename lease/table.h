@@ -74,6 +74,23 @@ void lease_table_each_after(lease_table *t, uint64_t after_id,
 
 size_t lease_table_count(lease_table *t);
 
+/* What the table retains, summed over every entry (Admin.Stats and the
+ * metrics endpoint both read it). */
+typedef struct lease_sum {
+    uint64_t records;   /* completion records retained */
+    uint64_t bytes;     /* their keys and values */
+    uint64_t oldest_ms; /* completion time of the oldest one; 0: none */
+    uint64_t live;      /* entries live at now */
+    uint64_t ended;     /* entries ended, records still to reclaim */
+} lease_sum;
+
+/* Fills *out from every entry at time now (one walk of the table). */
+void lease_table_sum(lease_table *t, uint64_t now, lease_sum *out);
+
+/* now - out->oldest_ms, or 0 when nothing is retained (or the oldest
+ * record is from the future of a clock that went back). */
+uint64_t lease_sum_oldest_age_ms(const lease_sum *s, uint64_t now);
+
 /* The next client id to issue; ids below it were issued. */
 uint64_t lease_table_next_id(lease_table *t);
 void lease_table_set_next_id(lease_table *t, uint64_t next);

@@ -26,6 +26,7 @@ PACKAGES=(
     python3-protobuf
     python3-pytest
     protobuf-compiler
+    curl
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

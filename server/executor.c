@@ -56,6 +56,7 @@ struct executor {
 
 /* A reply waiting for its transaction to become durable. */
 typedef struct exec_reply {
+    server *srv;
     listener_req *req;
     uint8_t *buf;
     size_t len;
@@ -65,8 +66,11 @@ static void
 exec_reply_send(void *arg)
 {
     exec_reply *r = arg;
+    /* Read before the reply: its context may take the next request. */
+    uint64_t recv_us = r->req->recv_us;
 
     listener_reply(r->req, r->buf, r->len);
+    stats_calls_latency(&r->srv->stats.calls, stats_now_us() - recv_us);
     free(r->buf);
     free(r);
 }
@@ -376,6 +380,7 @@ exec_one(executor *ex, listener_req *lr)
     }
     STATS_INC(&srv->stats, requests);
     exec_call(ex, &c, lr, &replayed);
+    stats_calls_count(&srv->stats.calls, c.wm, c.code);
     nng_msg_free(lr->msg);
     lr->msg = NULL;
     if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
@@ -386,6 +391,7 @@ exec_one(executor *ex, listener_req *lr)
     } else if (c.code == ONCE__V1__CODE__PERMISSION_DENIED && !replayed) {
         STATS_INC(&srv->stats, permission_denied);
     }
+    r->srv = srv;
     r->req = lr;
     lr->wrote = store_txn_dirty(c.txn);
     if (wire_response_pack(c.code, c.reason, c.message,
@@ -396,6 +402,22 @@ exec_one(executor *ex, listener_req *lr)
     }
     free(c.resp);
     store_txn_commit(c.txn, exec_reply_send, r);
+}
+
+/* store_sync, counting the size of a group that cost an fsync (the
+ * collector's empty barriers and read-only rounds are no group commit). */
+static void
+exec_sync(executor *ex)
+{
+    store_counters before, after;
+    size_t n;
+
+    store_counters_get(ex->srv->st, &before);
+    n = store_sync(ex->srv->st);
+    store_counters_get(ex->srv->st, &after);
+    if (after.fsyncs != before.fsyncs) {
+        stats_calls_group(&ex->srv->stats.calls, n);
+    }
 }
 
 static void *
@@ -414,7 +436,7 @@ exec_main(void *arg)
              * executed durable, one fsync, and reply. Calls that arrive
              * meanwhile form the next group. */
             pthread_mutex_unlock(&ex->mtx);
-            store_sync(ex->srv->st);
+            exec_sync(ex);
             pthread_mutex_lock(&ex->mtx);
         }
         while (ex->head == NULL && ex->task_head == NULL && !ex->stopping) {
@@ -446,6 +468,7 @@ executor_submit(void *arg, listener_req *r)
 {
     executor *ex = arg;
 
+    r->recv_us = stats_now_us();
     r->next = NULL;
     pthread_mutex_lock(&ex->mtx);
     if (ex->tail != NULL) {

@@ -26,6 +26,8 @@
 typedef struct listener_req {
     nng_msg *msg;     /* the request; the executor frees it */
     uint64_t recv_ms; /* nng_clock() at receipt */
+    uint64_t recv_us; /* stats_now_us() at receipt, set by the submit
+                         function (the call latency histogram) */
     bool wrote;       /* set by the executor: the call's transaction wrote
                          something (what the reply fault points count) */
     struct listener_req *next; /* executor queue link */

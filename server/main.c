@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "duration.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 
 #define DEFAULT_DATA "./data"
@@ -67,6 +68,10 @@ usage(FILE *f)
             "                    (default 1s; nng 1.5 ends an ipc listener\n"
             "                    when a peer hangs up during its handshake)\n"
             "  --no-listen-check do not probe\n"
+            "  --metrics-listen URL  serve Prometheus metrics at URL/metrics\n"
+            "                    (http://HOST:PORT, e.g. "
+            "http://127.0.0.1:9464;\n"
+            "                    default: none)\n"
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
@@ -137,12 +142,15 @@ main(int argc, char **argv)
         {"tls-key", required_argument, NULL, 'K'},
         {"listen-check", required_argument, NULL, 'L'},
         {"no-listen-check", no_argument, NULL, 'N'},
+        {"metrics-listen", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     server_config cfg;
     server *srv;
+    const char *metrics_url = NULL, *why;
+    metrics *mx = NULL;
     sigset_t set;
     uint64_t v;
     int sig, ch, rv;
@@ -231,6 +239,14 @@ main(int argc, char **argv)
         case 'N':
             cfg.listen_check_ms = 0; /* listener_open: no watch */
             break;
+        case 'M':
+            if ((why = metrics_url_problem(optarg)) != NULL) {
+                fprintf(stderr, "onced: --metrics-listen \"%s\": %s\n", optarg,
+                        why);
+                return 2;
+            }
+            metrics_url = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -275,6 +291,11 @@ main(int argc, char **argv)
         log_error("not started");
         return 1;
     }
+    if (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0) {
+        server_close(srv);
+        log_error("not started");
+        return 1;
+    }
     for (size_t i = 0; i < cfg.nlisten; i++) {
         log_info("listening on %s", cfg.listen[i]);
     }
@@ -290,7 +311,9 @@ main(int argc, char **argv)
     }
     log_info("%s: stopping; received calls finish and are synced",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
+    metrics_stop(mx); /* before the executor stops: it may hold a task */
     server_close(srv);
+    metrics_free(mx);
     log_info("stopped cleanly");
     return 0;
 }

@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "stats_calls.h"
+
 typedef struct server_stats {
     _Atomic uint64_t requests;  /* envelopes received */
     _Atomic uint64_t replays;   /* stored results returned to retries */
@@ -22,6 +24,8 @@ typedef struct server_stats {
     _Atomic uint64_t permission_denied; /* refused PERMISSION_DENIED */
     _Atomic uint64_t listener_restarts; /* ipc listeners started again
                                            (listen_watch.h) */
+    stats_calls calls; /* by method and code, latency, group commit
+                          (the metrics endpoint, metrics.h) */
 } server_stats;
 
 #define STATS_INC(s, field) atomic_fetch_add(&(s)->field, 1)

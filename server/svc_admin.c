@@ -23,39 +23,12 @@
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000
 
-typedef struct admin_sum {
-    uint64_t now;
-    uint64_t records;
-    uint64_t bytes;
-    uint64_t oldest_ms;
-    uint64_t live;
-    uint64_t ended;
-} admin_sum;
-
-static void
-admin_sum_one(void *arg, lease_entry *e)
-{
-    admin_sum *s = arg;
-
-    s->records += e->retained;
-    s->bytes += e->retained_bytes;
-    if (e->oldest_ms != 0 &&
-        (s->oldest_ms == 0 || e->oldest_ms < s->oldest_ms)) {
-        s->oldest_ms = e->oldest_ms;
-    }
-    if (lease_entry_live(e, s->now)) {
-        s->live++;
-    } else {
-        s->ended++;
-    }
-}
-
 static void
 admin_stats(server_call *c)
 {
     Once__V1__StatsResponse resp = ONCE__V1__STATS_RESPONSE__INIT;
     server_stats *ss = &c->srv->stats;
-    admin_sum sum = {c->now_ms, 0, 0, 0, 0, 0};
+    lease_sum sum;
     store_counters sc;
     gc_stats gs;
     bool compacting;
@@ -65,7 +38,7 @@ admin_stats(server_call *c)
     store_compact_state(c->srv->st, &compacting, &compactions);
     (void)store_disk_bytes(c->srv->st, &disk); /* 0 if unreadable */
     gc_stats_get(c->srv->gc, &gs);
-    lease_table_each(c->srv->leases, admin_sum_one, &sum);
+    lease_table_sum(c->srv->leases, c->now_ms, &sum);
     resp.requests = atomic_load(&ss->requests);
     resp.replays = atomic_load(&ss->replays);
     resp.conflicts = atomic_load(&ss->conflicts);
@@ -80,9 +53,7 @@ admin_stats(server_call *c)
     resp.fsyncs = sc.fsyncs;
     resp.records_stored = sum.records;
     resp.records_bytes = sum.bytes;
-    resp.oldest_record_age_ms = sum.oldest_ms != 0 && c->now_ms > sum.oldest_ms
-                                    ? c->now_ms - sum.oldest_ms
-                                    : 0;
+    resp.oldest_record_age_ms = lease_sum_oldest_age_ms(&sum, c->now_ms);
     resp.leases_live = sum.live;
     resp.leases_ended = sum.ended;
     resp.reclaimed_total = gs.reclaimed_total;

@@ -1,0 +1,476 @@
+/*
+ * metrics.c — serving the figures as Prometheus text (metrics.h): which
+ * metrics exist, who publishes what, and the HTTP handler.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <arpa/inet.h>
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
+#include "executor.h"
+#include "gc.h"
+#include "log.h"
+#include "prom_text.h"
+#include "stats_calls.h"
+#include "table.h"
+#include "wire.h"
+
+#define METRICS_PATH "/metrics"
+
+struct metrics {
+    server *srv;
+    nng_url *url;
+    nng_http_server *http;
+    nng_http_handler *handler; /* the server's once added */
+    bool http_started;
+
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mtx; /* protects stopping and pending */
+    pthread_cond_t cv;   /* wakes the publisher; signals !pending */
+    bool stopping;
+    bool pending; /* a publication is queued on the executor */
+
+    /* Published figures: written by the publisher thread (disk, gc_*) or
+     * the executor (the rest), read by the handler. */
+    _Atomic uint64_t records;
+    _Atomic uint64_t bytes;
+    _Atomic uint64_t oldest_age_ms;
+    _Atomic uint64_t leases_live;
+    _Atomic uint64_t leases_ended;
+    _Atomic uint64_t lease_sum_us; /* stats_now_us() of the last sum; 0:
+                                      none yet */
+    _Atomic uint64_t disk_bytes;
+    _Atomic uint64_t gc_passes;
+    _Atomic uint64_t gc_reclaimed;
+    _Atomic uint64_t gc_reclaimed_bytes;
+    _Atomic uint64_t gc_leases_expired;
+};
+
+/* ---- publishing ---------------------------------------------------------
+ */
+
+/* The executor thread: the lease table is its alone. */
+static void
+metrics_publish_leases(void *arg)
+{
+    metrics *m = arg;
+    server *srv = m->srv;
+    uint64_t now = srv->now_ms();
+    lease_sum sum;
+
+    lease_table_sum(srv->leases, now, &sum);
+    atomic_store(&m->records, sum.records);
+    atomic_store(&m->bytes, sum.bytes);
+    atomic_store(&m->oldest_age_ms, lease_sum_oldest_age_ms(&sum, now));
+    atomic_store(&m->leases_live, sum.live);
+    atomic_store(&m->leases_ended, sum.ended);
+    atomic_store(&m->lease_sum_us, stats_now_us());
+    pthread_mutex_lock(&m->mtx);
+    m->pending = false;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mtx);
+}
+
+/* The publisher thread: what it may read itself, then the lease sums
+ * posted to the executor (unless the last post has not run yet: a busy
+ * executor gets one, not a backlog). */
+static void
+metrics_publish(metrics *m)
+{
+    uint64_t disk;
+    gc_stats gs;
+    bool post;
+
+    if (store_disk_bytes(m->srv->st, &disk) == 0) {
+        atomic_store(&m->disk_bytes, disk);
+    }
+    gc_stats_get(m->srv->gc, &gs);
+    atomic_store(&m->gc_passes, gs.passes);
+    atomic_store(&m->gc_reclaimed, gs.reclaimed_total);
+    atomic_store(&m->gc_reclaimed_bytes, gs.reclaimed_bytes_total);
+    atomic_store(&m->gc_leases_expired, gs.leases_expired);
+    pthread_mutex_lock(&m->mtx);
+    post = !m->pending && !m->stopping;
+    m->pending = m->pending || post;
+    pthread_mutex_unlock(&m->mtx);
+    if (post) {
+        executor_post(m->srv->ex, metrics_publish_leases, m);
+    }
+}
+
+static void *
+metrics_main(void *arg)
+{
+    metrics *m = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&m->mtx);
+    while (!m->stopping) {
+        pthread_mutex_unlock(&m->mtx);
+        metrics_publish(m);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += METRICS_PUBLISH_MS / 1000;
+        until.tv_nsec += (long)(METRICS_PUBLISH_MS % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&m->mtx);
+        while (!m->stopping &&
+               pthread_cond_timedwait(&m->cv, &m->mtx, &until) == 0) {
+            /* woken for !pending: keep waiting out the interval */
+        }
+    }
+    pthread_mutex_unlock(&m->mtx);
+    return NULL;
+}
+
+/* ---- rendering (nng's HTTP threads: atomics only) -----------------------
+ */
+
+static void
+metrics_counter(prom_text *t, const char *name, const char *help, uint64_t v)
+{
+    prom_text_family(t, name, "counter", help);
+    prom_text_u64(t, name, NULL, 0, v);
+}
+
+static void
+metrics_gauge(prom_text *t, const char *name, const char *help, double v)
+{
+    prom_text_family(t, name, "gauge", help);
+    prom_text_double(t, name, NULL, 0, v);
+}
+
+static void
+metrics_render_requests(prom_text *t, stats_calls *sc)
+{
+    const char *name = "once_requests_total";
+
+    prom_text_family(t, name, "counter",
+                     "Requests answered, by method (full name; \"unknown\" "
+                     "when the envelope did not decode, failed "
+                     "authentication or named no method) and status code. "
+                     "Replays included.");
+    for (size_t slot = 0; slot <= STATS_METHODS_MAX; slot++) {
+        const wire_method *wm = stats_calls_method(slot);
+        if (wm == NULL && slot != STATS_METHODS_MAX) {
+            continue;
+        }
+        for (int code = 0; code < STATS_CODES; code++) {
+            uint64_t v = atomic_load(&sc->by_method[slot][code]);
+            const char *labels[4] = {"method",
+                                     wm != NULL ? wm->full_name : "unknown",
+                                     "code", wire_code_name(code)};
+            if (v != 0) {
+                prom_text_u64(t, name, labels, 2, v);
+            }
+        }
+    }
+}
+
+static void
+metrics_render_histograms(prom_text *t, stats_calls *sc)
+{
+    uint64_t lat[STATS_LATENCY_BOUNDS + 1], grp[STATS_GROUP_BOUNDS + 1];
+
+    for (size_t i = 0; i <= STATS_LATENCY_BOUNDS; i++) {
+        lat[i] = atomic_load(&sc->latency.buckets[i]);
+    }
+    for (size_t i = 0; i <= STATS_GROUP_BOUNDS; i++) {
+        grp[i] = atomic_load(&sc->group.buckets[i]);
+    }
+    prom_text_family(t, "once_call_duration_seconds", "histogram",
+                     "Time from a request's receipt to its reply being "
+                     "handed to nng (queueing, execution and the group's "
+                     "fsync included).");
+    prom_text_histogram(t, "once_call_duration_seconds",
+                        stats_latency_bounds_us, STATS_LATENCY_BOUNDS, 1e6, lat,
+                        (double)atomic_load(&sc->latency.sum_us) / 1e6);
+    prom_text_family(t, "once_group_commit_size", "histogram",
+                     "Transactions (calls, collector steps) answered by "
+                     "one group commit, counted when it synced a write "
+                     "(one fsync for all of them).");
+    prom_text_histogram(t, "once_group_commit_size", stats_group_bounds,
+                        STATS_GROUP_BOUNDS, 1, grp,
+                        (double)atomic_load(&sc->group.sum));
+}
+
+static void
+metrics_render_refusals(prom_text *t, server_stats *ss)
+{
+    static const struct {
+        const char *reason;
+        size_t off;
+    } reasons[] = {
+        {"STALE_RPC", offsetof(server_stats, stale)},
+        {"WINDOW_FULL", offsetof(server_stats, window_full)},
+        {"LEASE_EXPIRED", offsetof(server_stats, lease_expired)},
+        {"UNAUTHENTICATED", offsetof(server_stats, unauthenticated)},
+        {"PERMISSION_DENIED", offsetof(server_stats, permission_denied)},
+    };
+
+    prom_text_family(t, "once_refusals_total", "counter",
+                     "Calls refused before execution, by reason (the "
+                     "status reason; UNAUTHENTICATED and PERMISSION_DENIED "
+                     "stand for every reason of their code).");
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)ss + reasons[i].off);
+        const char *labels[2] = {"reason", reasons[i].reason};
+        prom_text_u64(t, "once_refusals_total", labels, 1, atomic_load(v));
+    }
+}
+
+static void
+metrics_render(metrics *m, prom_text *t)
+{
+    server_stats *ss = &m->srv->stats;
+    store_counters sc;
+    bool compacting;
+    uint64_t compactions, summed = atomic_load(&m->lease_sum_us);
+    const char *version[2] = {"version", ONCE_VERSION};
+
+    store_counters_get(m->srv->st, &sc);
+    store_compact_state(m->srv->st, &compacting, &compactions);
+
+    prom_text_family(t, "once_build_info", "gauge",
+                     "Always 1; the version of onced as a label.");
+    prom_text_u64(t, "once_build_info", version, 1, 1);
+    metrics_render_requests(t, &ss->calls);
+    metrics_counter(t, "once_replays_total",
+                    "Retries answered with the stored result of their rpc "
+                    "id.",
+                    atomic_load(&ss->replays));
+    metrics_counter(t, "once_conflicts_total",
+                    "Calls refused ALREADY_EXISTS/RPC_ID_CONFLICT: an rpc id "
+                    "already used for another request.",
+                    atomic_load(&ss->conflicts));
+    metrics_counter(t, "once_rejected_total",
+                    "Requests answered with a non-OK status before "
+                    "execution, writing nothing.",
+                    atomic_load(&ss->rejected));
+    metrics_render_refusals(t, ss);
+    metrics_counter(t, "once_leases_opened_total", "Leases opened.",
+                    atomic_load(&ss->leases_opened));
+    metrics_render_histograms(t, &ss->calls);
+    metrics_counter(t, "once_commits_total",
+                    "Transactions with writes made durable.", sc.commits);
+    metrics_counter(t, "once_fsyncs_total",
+                    "Synced LevelDB writes (one per group commit that "
+                    "wrote).",
+                    sc.fsyncs);
+    metrics_gauge(t, "once_records_retained",
+                  "Completion records stored (or staged) and not yet "
+                  "reclaimed.",
+                  (double)atomic_load(&m->records));
+    metrics_gauge(t, "once_records_retained_bytes",
+                  "Keys and values of the retained completion records.",
+                  (double)atomic_load(&m->bytes));
+    metrics_gauge(t, "once_oldest_record_age_seconds",
+                  "Age of the oldest retained completion record; 0 when "
+                  "none.",
+                  (double)atomic_load(&m->oldest_age_ms) / 1e3);
+    metrics_gauge(t, "once_leases_live", "Leases live now.",
+                  (double)atomic_load(&m->leases_live));
+    metrics_gauge(t, "once_leases_ended",
+                  "Leases ended whose records are not yet all reclaimed.",
+                  (double)atomic_load(&m->leases_ended));
+    metrics_counter(t, "once_records_reclaimed_total",
+                    "Completion records deleted by the collector.",
+                    atomic_load(&m->gc_reclaimed));
+    metrics_counter(t, "once_records_reclaimed_bytes_total",
+                    "Bytes of the completion records the collector "
+                    "deleted.",
+                    atomic_load(&m->gc_reclaimed_bytes));
+    metrics_counter(t, "once_gc_passes_total", "Collector passes.",
+                    atomic_load(&m->gc_passes));
+    metrics_counter(t, "once_gc_leases_expired_total",
+                    "Leases the collector ended past their TTL.",
+                    atomic_load(&m->gc_leases_expired));
+    metrics_counter(t, "once_listener_restarts_total",
+                    "ipc:// listeners started again after they stopped "
+                    "accepting (--listen-check).",
+                    atomic_load(&ss->listener_restarts));
+    metrics_gauge(t, "once_disk_bytes",
+                  "Size of the files in the LevelDB folder.",
+                  (double)atomic_load(&m->disk_bytes));
+    metrics_counter(t, "once_compactions_total",
+                    "Full-range compactions finished (Admin.Compact).",
+                    compactions);
+    metrics_gauge(t, "once_compacting", "1 while a full-range compaction runs.",
+                  compacting ? 1 : 0);
+    if (summed != 0) {
+        metrics_gauge(t, "once_metrics_published_age_seconds",
+                      "Age of the published retention and disk figures "
+                      "(refreshed every second).",
+                      (double)(stats_now_us() - summed) / 1e6);
+    }
+}
+
+/* nng's HTTP thread: GET /metrics (and HEAD). */
+static void
+metrics_http_get(nng_aio *aio)
+{
+    nng_http_handler *h = nng_aio_get_input(aio, 1);
+    metrics *m = nng_http_handler_get_data(h);
+    prom_text t = {NULL, 0, 0, false};
+    nng_http_res *res = NULL;
+    char *text = NULL;
+    size_t len;
+    int rv;
+
+    metrics_render(m, &t);
+    if ((rv = prom_text_take(&t, &text, &len)) != 0 ||
+        (rv = nng_http_res_alloc(&res)) != 0 ||
+        (rv = nng_http_res_set_header(
+             res, "Content-Type",
+             "text/plain; version=0.0.4; charset=utf-8")) != 0 ||
+        (rv = nng_http_res_copy_data(res, text, len)) != 0) {
+        free(text);
+        nng_http_res_free(res);
+        nng_aio_finish(aio, NNG_ENOMEM); /* nng answers 500 */
+        return;
+    }
+    free(text);
+    nng_aio_set_output(aio, 0, res);
+    nng_aio_finish(aio, 0);
+}
+
+/* ---- open and close -----------------------------------------------------
+ */
+
+const char *
+metrics_url_problem(const char *url)
+{
+    nng_url *u;
+    const char *why = NULL;
+
+    if (nng_url_parse(&u, url) != 0) {
+        return "not a URL (write it like http://127.0.0.1:9464)";
+    }
+    if (strcmp(u->u_scheme, "http") != 0) {
+        why = "only http:// is served (put a TLS proxy in front for https)";
+    } else if (u->u_hostname == NULL || u->u_hostname[0] == '\0') {
+        why = "the URL needs a host (http://127.0.0.1:9464, or "
+              "http://0.0.0.0:9464 for every address)";
+    } else if (u->u_path != NULL && u->u_path[0] != '\0' &&
+               strcmp(u->u_path, "/") != 0 &&
+               strcmp(u->u_path, METRICS_PATH) != 0) {
+        why = "the metrics are served at /metrics: give no other path";
+    } else if ((u->u_query != NULL && u->u_query[0] != '\0') ||
+               (u->u_fragment != NULL && u->u_fragment[0] != '\0')) {
+        why = "the URL takes no query or fragment";
+    }
+    nng_url_free(u);
+    return why;
+}
+
+int
+metrics_open(metrics **mp, const char *url, server *srv)
+{
+    metrics *m;
+    nng_sockaddr sa;
+    int rv;
+
+    if ((m = calloc(1, sizeof(*m))) == NULL) {
+        return NNG_ENOMEM;
+    }
+    m->srv = srv;
+    pthread_mutex_init(&m->mtx, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    if ((rv = nng_url_parse(&m->url, url)) != 0 ||
+        (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
+        (rv = nng_http_handler_alloc(&m->handler, METRICS_PATH,
+                                     metrics_http_get)) != 0 ||
+        (rv = nng_http_handler_set_data(m->handler, m, NULL)) != 0 ||
+        (rv = nng_http_handler_collect_body(m->handler, true, 0)) != 0) {
+        goto fail;
+    }
+    if ((rv = nng_http_server_add_handler(m->http, m->handler)) != 0) {
+        goto fail;
+    }
+    m->handler = NULL; /* the server's now: freed with it */
+    if ((rv = pthread_create(&m->thread, NULL, metrics_main, m)) != 0) {
+        rv = NNG_ENOMEM;
+        goto fail;
+    }
+    m->thread_started = true;
+    if ((rv = nng_http_server_start(m->http)) != 0) {
+        goto fail;
+    }
+    m->http_started = true;
+    if (nng_http_server_get_addr(m->http, &sa) == 0 &&
+        sa.s_family == NNG_AF_INET) {
+        char host[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.s_in.sa_addr, host, sizeof(host));
+        log_info("metrics on http://%s:%u%s", host,
+                 (unsigned)ntohs(sa.s_in.sa_port), METRICS_PATH);
+    } else {
+        log_info("metrics on %s (GET %s)", url, METRICS_PATH);
+    }
+    *mp = m;
+    return 0;
+fail:
+    log_error("cannot serve metrics on %s: %s (is the port in use? pick "
+              "another with --metrics-listen)",
+              url, nng_strerror(rv));
+    metrics_stop(m);
+    metrics_free(m);
+    return rv;
+}
+
+void
+metrics_stop(metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    if (m->http_started) {
+        nng_http_server_stop(m->http); /* waits for running handlers */
+        m->http_started = false;
+    }
+    pthread_mutex_lock(&m->mtx);
+    m->stopping = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mtx);
+    if (m->thread_started) {
+        pthread_join(m->thread, NULL);
+        m->thread_started = false;
+    }
+    /* A publication already queued runs on the executor, which still
+     * runs: wait for it, as it reads m. */
+    pthread_mutex_lock(&m->mtx);
+    while (m->pending) {
+        pthread_cond_wait(&m->cv, &m->mtx);
+    }
+    pthread_mutex_unlock(&m->mtx);
+}
+
+void
+metrics_free(metrics *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    if (m->http != NULL) {
+        nng_http_server_release(m->http);
+    }
+    if (m->handler != NULL) {
+        nng_http_handler_free(m->handler); /* not added: still ours */
+    }
+    nng_url_free(m->url);
+    pthread_mutex_destroy(&m->mtx);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
