@@ -523,6 +523,47 @@ scrape_now(const fixture *fx, scrape *sc)
     scrape_check(sc);
 }
 
+/* Scrapes until done(scrape, arg) holds; fails after POLL_MS. */
+static void
+scrape_until(const fixture *fx, scrape *sc, const char *what,
+             bool (*done)(const scrape *, const scrape *), const scrape *arg)
+{
+    int64_t deadline = harness_now_ms() + POLL_MS;
+
+    for (;;) {
+        scrape_now(fx, sc);
+        if (done(sc, arg)) {
+            return;
+        }
+        if (harness_now_ms() > deadline) {
+            fail_msg("%s did not move in %d ms:\n%s", what, POLL_MS, sc->body);
+        }
+        scrape_free(sc);
+        harness_sleep_ms(100);
+    }
+}
+
+/* Records retained went up since s0 and have an age; a lease is live;
+ * the data folder has bytes. */
+static bool
+published(const scrape *s1, const scrape *s0)
+{
+    return val(s1, "once_records_retained") >
+               val(s0, "once_records_retained") &&
+           val(s1, "once_oldest_record_age_seconds") > 0 &&
+           val(s1, "once_leases_live") >= 1 && val(s1, "once_disk_bytes") > 0;
+}
+
+/* Records reclaimed went up since s0 and none is retained any more. */
+static bool
+reclaimed(const scrape *s1, const scrape *s0)
+{
+    return val(s1, "once_records_reclaimed_total") >
+               val(s0, "once_records_reclaimed_total") &&
+           val(s1, "once_records_retained") == 0 &&
+           val(s1, "once_records_retained_bytes") == 0;
+}
+
 #define INCR_OK                                                                \
     "once_requests_total{method=\"/once.v1.Counter/Increment\",code=\"OK\"}"
 #define INCR_CONFLICT                                                          \
@@ -548,7 +589,6 @@ test_scrape_moves_with_calls(void **state)
     size_t env_len;
     Once__V1__Response *resp = NULL;
     int64_t v;
-    int64_t deadline;
 
     assert_int_equal(harness_client(fx->h, false, &a), ONCE_OK);
     assert_int_equal(harness_client(fx->h, true, &b), ONCE_OK);
@@ -580,22 +620,9 @@ test_scrape_moves_with_calls(void **state)
     free(env);
 
     /* Counters move when the call is answered; the published figures
-     * (records, leases, disk) within a publication or two. */
-    deadline = harness_now_ms() + POLL_MS;
-    for (;;) {
-        scrape_now(fx, &s1);
-        if (val0(&s1, "once_records_retained") >= 1 &&
-            val0(&s1, "once_leases_live") >= 1 &&
-            val0(&s1, "once_disk_bytes") > 0) {
-            break;
-        }
-        if (harness_now_ms() > deadline) {
-            fail_msg("published figures did not move in %d ms:\n%s", POLL_MS,
-                     s1.body);
-        }
-        scrape_free(&s1);
-        harness_sleep_ms(100);
-    }
+     * (records, their age, leases, disk) within a publication or two. */
+    scrape_until(fx, &s1, "records, their age, leases and disk", published,
+                 &s0);
     print_message("records %g, leases live %g, disk %g bytes, fsyncs %g -> "
                   "%g, calls timed %g -> %g\n",
                   val(&s1, "once_records_retained"),
@@ -633,9 +660,19 @@ test_scrape_moves_with_calls(void **state)
     assert_true(val(&s1, "once_call_duration_seconds_sum") >
                 val(&s0, "once_call_duration_seconds_sum"));
 
+    /* Closing a's lease lets the collector reclaim its record. */
+    once_client_close(a);
+    scrape_free(&s0);
+    s0 = s1;
+    scrape_until(fx, &s1, "reclaimed", reclaimed, &s0);
+    print_message("reclaimed %g -> %g, records %g\n",
+                  val(&s0, "once_records_reclaimed_total"),
+                  val(&s1, "once_records_reclaimed_total"),
+                  val(&s1, "once_records_retained"));
+    assert_true(val(&s1, "once_gc_passes_total") >
+                val(&s0, "once_gc_passes_total"));
     scrape_free(&s0);
     scrape_free(&s1);
-    once_client_close(a);
     once_client_close(b);
 }
 
