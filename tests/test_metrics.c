@@ -39,7 +39,7 @@
 
 extern char **environ;
 
-#define POLL_MS     30000 /* longest wait for a published figure */
+#define POLL_MS     60000 /* longest wait for a published figure */
 #define MAX_SAMPLES 1024
 #define MAX_FAMILY  128
 
@@ -536,7 +536,8 @@ scrape_until(const fixture *fx, scrape *sc, const char *what,
             return;
         }
         if (harness_now_ms() > deadline) {
-            fail_msg("%s did not move in %d ms:\n%s", what, POLL_MS, sc->body);
+            print_message("last scrape:\n%s", sc->body);
+            fail_msg("%s did not move in %d ms", what, POLL_MS);
         }
         scrape_free(sc);
         harness_sleep_ms(100);

@@ -9,3 +9,9 @@ foreach(name ${ONCE_UNIT_TESTS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS unit)
 endforeach()
+
+# The Prometheus text writer of the metrics endpoint (server/prom_text.c).
+add_executable(test_prom_text test_prom_text.c)
+target_link_libraries(test_prom_text PRIVATE once_server PkgConfig::CMOCKA)
+add_test(NAME test_prom_text COMMAND test_prom_text)
+set_tests_properties(test_prom_text PROPERTIES TIMEOUT 60 LABELS unit)
