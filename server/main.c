@@ -6,7 +6,8 @@
  * close LevelDB, exit 0. Nothing is half-written: a call's effect and
  * record are one LevelDB batch. SIGHUP: re-read
  * <data>/principals and <data>/policy (auth.h; onced also notices changes
- * by itself within AUTH_RECHECK_MS).
+ * by itself within AUTH_RECHECK_MS). --metrics-listen: the Prometheus
+ * endpoint (metrics.h), started after the server and stopped before it.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -119,7 +119,7 @@ metrics_main(void *arg)
     while (!m->stopping) {
         pthread_mutex_unlock(&m->mtx);
         metrics_publish(m);
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += METRICS_PUBLISH_MS / 1000;
         until.tv_nsec += (long)(METRICS_PUBLISH_MS % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
@@ -380,6 +380,7 @@ int
 metrics_open(metrics **mp, const char *url, server *srv)
 {
     metrics *m;
+    pthread_condattr_t ca;
     nng_sockaddr sa;
     int rv;
 
@@ -388,7 +389,10 @@ metrics_open(metrics **mp, const char *url, server *srv)
     }
     m->srv = srv;
     pthread_mutex_init(&m->mtx, NULL);
-    pthread_cond_init(&m->cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timedwait: no jumps */
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if ((rv = nng_url_parse(&m->url, url)) != 0 ||
         (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
         (rv = nng_http_handler_alloc(&m->handler, METRICS_PATH,
