@@ -110,6 +110,7 @@ static int
 reclaim_range(reclaim_ctx *rc, lease_entry *e, uint64_t from, uint64_t limit)
 {
     uint8_t start[RECORD_KEY_LEN];
+    int rv;
 
     rc->e = e;
     rc->limit = limit;
@@ -119,9 +120,10 @@ reclaim_range(reclaim_ctx *rc, lease_entry *e, uint64_t from, uint64_t limit)
     rc->oldest_ms = 0;
     rc->out_of_budget = false;
     records_key(e->client_id, from, start);
-    if (store_scan_from(rc->g->st, start, sizeof(start), start, 10, reclaim_one,
-                        rc) == EIO) {
-        return EIO;
+    rv = store_scan_from(rc->g->st, start, sizeof(start), start, 10,
+                         reclaim_one, rc);
+    if (rv == EIO || rv == EBADMSG) { /* EBADMSG: damaged data */
+        return rv;
     }
     if (rc->err != 0) {
         return rc->err;

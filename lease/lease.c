@@ -97,10 +97,10 @@ lease_end(store_txn *txn, lease_entry *e, lease_state state, uint64_t now)
     lease_state was = e->state;
     int rv;
 
-    e->state = state;
+    lease_entry_set_state(e, state);
     e->ended_ms = now;
     if ((rv = lease_stage(txn, e)) != 0) {
-        e->state = was;
+        lease_entry_set_state(e, was);
         e->ended_ms = 0;
     }
     return rv;

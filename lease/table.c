@@ -1,5 +1,6 @@
 /*
- * table.c — a chained hash table of lease entries keyed by client id.
+ * table.c — a chained hash table of lease entries keyed by client id, and
+ * the live-lease counts (all, and per principal) the lease caps read.
  */
 #include "table.h"
 
@@ -7,12 +8,97 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TABLE_OWNER_BUCKETS 4096
+
+/* One principal's entries: shared by them, freed with the last one. */
+typedef struct lease_owner {
+    char *name;
+    size_t live;    /* its entries counted live */
+    size_t entries; /* entries pointing here */
+    lease_table *t;
+    struct lease_owner *next;
+} lease_owner;
+
 struct lease_table {
     lease_entry **buckets;
     size_t nbuckets; /* a power of two */
     size_t count;
+    size_t live; /* entries counted live */
     uint64_t next_id;
+    lease_owner *owners[TABLE_OWNER_BUCKETS];
 };
+
+static size_t
+owner_slot(const char *name)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h = (h ^ *p) * 1099511628211ULL;
+    }
+    return (size_t)(h & (TABLE_OWNER_BUCKETS - 1));
+}
+
+static lease_owner *
+owner_find(lease_table *t, const char *name)
+{
+    lease_owner *o = t->owners[owner_slot(name)];
+    while (o != NULL && strcmp(o->name, name) != 0) {
+        o = o->next;
+    }
+    return o;
+}
+
+static lease_owner *
+owner_get(lease_table *t, const char *name)
+{
+    lease_owner *o = owner_find(t, name);
+    size_t s;
+
+    if (o != NULL) {
+        return o;
+    }
+    if ((o = calloc(1, sizeof(*o))) == NULL ||
+        (o->name = strdup(name)) == NULL) {
+        free(o);
+        return NULL;
+    }
+    o->t = t;
+    s = owner_slot(name);
+    o->next = t->owners[s];
+    t->owners[s] = o;
+    return o;
+}
+
+static void
+owner_put(lease_owner *o)
+{
+    lease_owner **pp;
+
+    if (--o->entries > 0) {
+        return;
+    }
+    for (pp = &o->t->owners[owner_slot(o->name)]; *pp != o; pp = &(*pp)->next) {
+    }
+    *pp = o->next;
+    free(o->name);
+    free(o);
+}
+
+static void
+entry_count_live(lease_entry *e, bool live)
+{
+    if (e->counted_live == live) {
+        return;
+    }
+    e->counted_live = live;
+    if (live) {
+        e->owner->live++;
+        e->owner->t->live++;
+    } else {
+        e->owner->live--;
+        e->owner->t->live--;
+    }
+}
 
 static size_t
 table_slot(const lease_table *t, uint64_t id)
@@ -42,6 +128,10 @@ lease_table_alloc(lease_table **tp)
 static void
 entry_free(lease_entry *e)
 {
+    if (e->owner != NULL) {
+        entry_count_live(e, false);
+        owner_put(e->owner);
+    }
     free(e->principal);
     free(e);
 }
@@ -101,9 +191,16 @@ lease_table_add(lease_table *t, uint64_t client_id, const char *principal,
         free(e);
         return NULL;
     }
+    if ((e->owner = owner_get(t, e->principal)) == NULL) {
+        free(e->principal);
+        free(e);
+        return NULL;
+    }
+    e->owner->entries++;
     e->client_id = client_id;
     e->ttl_ms = ttl_ms;
     e->state = state;
+    entry_count_live(e, state == LEASE_STATE_LIVE);
     e->expires_ms = expires_ms;
     s = table_slot(t, client_id);
     e->next = t->buckets[s];
@@ -205,6 +302,26 @@ uint64_t
 lease_sum_oldest_age_ms(const lease_sum *s, uint64_t now)
 {
     return s->oldest_ms != 0 && now > s->oldest_ms ? now - s->oldest_ms : 0;
+}
+
+size_t
+lease_table_live(lease_table *t)
+{
+    return t->live;
+}
+
+size_t
+lease_table_live_of(lease_table *t, const char *principal)
+{
+    lease_owner *o = owner_find(t, principal != NULL ? principal : "");
+    return o != NULL ? o->live : 0;
+}
+
+void
+lease_entry_set_state(lease_entry *e, lease_state state)
+{
+    e->state = state;
+    entry_count_live(e, state == LEASE_STATE_LIVE);
 }
 
 uint64_t

@@ -24,9 +24,13 @@ typedef enum lease_state {
     LEASE_STATE_EXPIRED = 3,
 } lease_state;
 
+struct lease_owner;
+
 typedef struct lease_entry {
     uint64_t client_id;
     char *principal;
+    struct lease_owner *owner; /* the principal's live count (table.c) */
+    bool counted_live;         /* counted in the live counts */
     uint64_t ttl_ms;
     uint64_t expires_ms; /* LIVE: expired from this time on */
     lease_state state;
@@ -90,6 +94,15 @@ void lease_table_sum(lease_table *t, uint64_t now, lease_sum *out);
 /* now - out->oldest_ms, or 0 when nothing is retained (or the oldest
  * record is from the future of a clock that went back). */
 uint64_t lease_sum_oldest_age_ms(const lease_sum *s, uint64_t now);
+
+/* Entries in state LIVE (a LIVE one past its TTL included, until it is
+ * ended): all of them, and those of principal. For the lease caps. */
+size_t lease_table_live(lease_table *t);
+size_t lease_table_live_of(lease_table *t, const char *principal);
+
+/* Moves e to state, keeping the live counts (the only way an entry's
+ * state changes after lease_table_add). */
+void lease_entry_set_state(lease_entry *e, lease_state state);
 
 /* The next client id to issue; ids below it were issued. */
 uint64_t lease_table_next_id(lease_table *t);

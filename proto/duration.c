@@ -141,27 +141,6 @@ duration_sleep_ms(uint64_t ms)
     }
 }
 
-uint64_t
-duration_test_hold_ms(const char *name, uint64_t max, const char *what)
-{
-    const char *v = getenv(name);
-    unsigned long long ms;
-    char *end;
-
-    if (v == NULL || v[0] == '\0') {
-        return 0;
-    }
-    ms = strtoull(v, &end, 10);
-    if (*end != '\0' || ms == 0) {
-        return 0;
-    }
-    if (ms > max) {
-        ms = max;
-    }
-    fprintf(stderr, "onced: test hold: %s wait %llu ms (%s)\n", what, ms, name);
-    return ms;
-}
-
 int
 duration_cond_init(pthread_cond_t *cv)
 {

@@ -33,12 +33,6 @@ uint64_t duration_now_ms(void);
 /* Sleeps ms milliseconds, resuming after signals. */
 void duration_sleep_ms(uint64_t ms);
 
-/* A test-only hold read from the environment variable name: its value in
- * milliseconds (a bare number), at most max; 0 when unset, empty or not a
- * number. A hold that is set is said on stderr, as "what" waits. */
-uint64_t duration_test_hold_ms(const char *name, uint64_t max,
-                               const char *what);
-
 /* Initialises cv to time its waits on the monotonic clock, so that a
  * pthread_cond_timedwait until duration_deadline(ms) is immune to wall
  * clock jumps. Returns pthread_cond_init's result. */

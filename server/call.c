@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "once.pb-c.h"
 
 void
@@ -49,6 +50,18 @@ call_reply(server_call *c, const ProtobufCMessage *resp)
 void
 call_store_error(server_call *c, int err)
 {
+    if (err == EBADMSG) {
+        /* Damaged stored data: never guessed around, never retried into a
+         * different answer. */
+        log_error("%s (rpc id %llu:%llu): stored data is damaged: answered "
+                  "DATA_LOSS; restore the data folder from a backup",
+                  c->wm != NULL ? c->wm->full_name : "call",
+                  (unsigned long long)c->client_id, (unsigned long long)c->seq);
+        call_fail(c, ONCE__V1__CODE__DATA_LOSS, "DATA_CORRUPT",
+                  "the stored data this call needs is damaged (a LevelDB "
+                  "checksum failed); it is not answered from it");
+        return;
+    }
     call_fail(c, ONCE__V1__CODE__INTERNAL, "STORE", "store error: %s",
               strerror(err));
     c->transient = true;

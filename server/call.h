@@ -52,7 +52,9 @@ void call_fail(server_call *c, int code, const char *reason, const char *fmt,
  * ENOMEM (then the outcome is INTERNAL). */
 int call_reply(server_call *c, const ProtobufCMessage *resp);
 
-/* A store error turned into an outcome (INTERNAL with the reason STORE). */
+/* A store error turned into an outcome: EBADMSG (damaged stored data) is
+ * DATA_LOSS with the reason DATA_CORRUPT and a log line, not transient;
+ * anything else INTERNAL with the reason STORE, transient. */
 void call_store_error(server_call *c, int err);
 
 #endif /* SERVER_CALL_H */

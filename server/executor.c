@@ -51,7 +51,7 @@ struct executor {
     exec_task *task_head;
     exec_task *task_tail;
     bool stopping;
-    uint64_t hold_ms; /* test-only: ONCED_EXEC_HOLD_MS, see exec_call */
+    uint64_t hold_ms; /* test build only: see exec_call */
 };
 
 /* A reply waiting for its transaction to become durable. */
@@ -302,7 +302,7 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
     if (!auth_permit(c->srv->auth, c, c->wm->full_name)) {
         goto out;
     }
-    /* Test-only (ONCED_EXEC_HOLD_MS): a call that carries a deadline
+    /* Test build only (server/test_seams.c): a call that carries a deadline
      * waits this long after it was received, as behind a long queue. */
     if (ex->hold_ms > 0 && req->timeout_ms != 0) {
         duration_sleep_ms(ex->hold_ms);
@@ -352,9 +352,23 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
     fault_point(FAULT_REQUEST_ACCEPTED);
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
-    if (!exec_dedup(c, de, req, digest, le, replayed)) {
-        exec_mutating(c, de, req, digest, le);
+    if (exec_dedup(c, de, req, digest, le, replayed)) {
+        goto out;
     }
+    /* A new call would add data: not below the disk floor (a replay
+     * above, or the acknowledgement exec_admit applied, adds none). Not
+     * recorded: the same rpc id runs once space is back. */
+    if (disk_floor_low(&c->srv->disk)) {
+        atomic_fetch_add(&c->srv->disk.refused, 1);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
+                  "the data folder's disk is below its free-space floor "
+                  "(onced --disk-free-min); %s was not executed and may be "
+                  "retried under the same rpc id once space is back",
+                  c->wm->full_name);
+        c->transient = true;
+        goto out;
+    }
+    exec_mutating(c, de, req, digest, le);
 out:
     if (payload != NULL) {
         protobuf_c_message_free_unpacked(payload, NULL);
@@ -515,8 +529,7 @@ executor_open(executor **ep, server *srv)
         return ENOMEM;
     }
     ex->srv = srv;
-    ex->hold_ms = duration_test_hold_ms(
-        "ONCED_EXEC_HOLD_MS", 10000, "calls with a deadline, before running,");
+    ex->hold_ms = srv->cfg.exec_hold_ms; /* 0 but in the test build */
     pthread_mutex_init(&ex->mtx, NULL);
     pthread_cond_init(&ex->cv, NULL);
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {

@@ -26,10 +26,17 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#ifdef ONCE_TEST_SEAMS
+#include "test_seams.h" /* the test-only servers of tests/ alone */
+#endif
 
 #define DEFAULT_DATA "./data"
 #define DEFAULT_IPC  "ipc:///tmp/once.ipc"
 #define DEFAULT_TCP  "tcp://127.0.0.1:7400"
+
+#define DEFAULT_LEASE_MAX           100000
+#define DEFAULT_LEASE_MAX_PRINCIPAL 10000
+#define DEFAULT_DISK_FREE_MIN       (64ULL << 20)
 
 static void
 usage(FILE *f)
@@ -59,6 +66,19 @@ usage(FILE *f)
             "  --gc-interval DUR time between collector passes (default "
             "200ms)\n"
             "  --gc-budget N     record deletions per pass (default 20000)\n"
+            "  --lease-max N     live leases in all; OpenLease beyond it is\n"
+            "                    refused RESOURCE_EXHAUSTED/LEASE_CAPACITY\n"
+            "                    (default %d; 0: no cap)\n"
+            "  --lease-max-per-principal N  live leases of one principal\n"
+            "                    (OPEN mode: of one OpenLease principal\n"
+            "                    name); beyond it RESOURCE_EXHAUSTED/\n"
+            "                    LEASE_QUOTA (default %d; 0: no cap)\n"
+            "  --disk-free-min BYTES  below this many free bytes on the data\n"
+            "                    folder's file system, new mutating calls and\n"
+            "                    OpenLease are refused RESOURCE_EXHAUSTED/\n"
+            "                    DISK_LOW; reads, renewals, acknowledgements\n"
+            "                    and collection go on (default %llu; 0: off;\n"
+            "                    suffixes K, M, G)\n"
             "  --dev             development mode: on first start create\n"
             "                    DIR/principals with the operator \"dev\" and\n"
             "                    write its key to DIR/dev.key (make run)\n"
@@ -84,7 +104,9 @@ usage(FILE *f)
             "\n"
             "Stop with SIGINT or SIGTERM: received calls finish and are "
             "synced.\n",
-            DEFAULT_DATA, DEFAULT_IPC, DEFAULT_TCP);
+            DEFAULT_DATA, DEFAULT_IPC, DEFAULT_TCP, DEFAULT_LEASE_MAX,
+            DEFAULT_LEASE_MAX_PRINCIPAL,
+            (unsigned long long)DEFAULT_DISK_FREE_MIN);
 }
 
 static int
@@ -105,6 +127,32 @@ parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static int
+parse_bytes(const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (*end == 'K' || *end == 'M' || *end == 'G') {
+        shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
+        end++;
+    }
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
+        v > (UINT64_MAX >> 1) >> shift) {
+        fprintf(stderr,
+                "onced: %s wants a number of bytes, optionally with K, M or "
+                "G, got \"%s\"\n",
+                opt, s);
+        return -1;
+    }
+    *out = (uint64_t)v << shift;
     return 0;
 }
 
@@ -144,6 +192,9 @@ main(int argc, char **argv)
         {"listen-check", required_argument, NULL, 'L'},
         {"no-listen-check", no_argument, NULL, 'N'},
         {"metrics-listen", required_argument, NULL, 'M'},
+        {"lease-max", required_argument, NULL, 'm'},
+        {"lease-max-per-principal", required_argument, NULL, 'P'},
+        {"disk-free-min", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -166,6 +217,9 @@ main(int argc, char **argv)
     cfg.gc_interval_ms = 200;
     cfg.listen_check_ms = 1000;
     cfg.gc_budget = 20000;
+    cfg.lease_max = DEFAULT_LEASE_MAX;
+    cfg.lease_max_principal = DEFAULT_LEASE_MAX_PRINCIPAL;
+    cfg.disk_free_min = DEFAULT_DISK_FREE_MIN;
 
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
@@ -248,6 +302,25 @@ main(int argc, char **argv)
             }
             metrics_url = optarg;
             break;
+        case 'm':
+            if (parse_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
+                return 2;
+            }
+            cfg.lease_max = v;
+            break;
+        case 'P':
+            if (parse_u64("--lease-max-per-principal", optarg, 0, 1u << 30,
+                          &v) != 0) {
+                return 2;
+            }
+            cfg.lease_max_principal = v;
+            break;
+        case 'F':
+            if (parse_bytes("--disk-free-min", optarg, &cfg.disk_free_min) !=
+                0) {
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -288,6 +361,9 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+#ifdef ONCE_TEST_SEAMS
+    test_seams_apply(&cfg);
+#endif
     if ((rv = server_open(&srv, &cfg)) != 0) {
         log_error("not started");
         return 1;

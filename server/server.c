@@ -8,11 +8,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
 
 #include "auth.h"
 #include "executor.h"
-#include "fault.h"
 #include "gc.h"
 #include "lease.h"
 #include "listener.h"
@@ -25,30 +25,6 @@ server_wall_ms(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-/*
- * A test-only clock: when onced starts with ONCED_CLOCK_OFFSET_FILE set,
- * the wall clock is shifted by the signed number of milliseconds in that
- * file, read on every reading (so a test can move time forward — e.g. past
- * the 12-hour queue expiry — while onced runs). Unset, the clock is the
- * plain wall clock and the file is never looked at.
- */
-static const char *server_clock_file;
-
-static uint64_t
-server_offset_ms(void)
-{
-    FILE *f = fopen(server_clock_file, "r");
-    long long off = 0;
-
-    if (f != NULL) {
-        if (fscanf(f, "%lld", &off) != 1) {
-            off = 0;
-        }
-        fclose(f);
-    }
-    return server_wall_ms() + (uint64_t)off;
 }
 
 int
@@ -65,20 +41,22 @@ server_open(server **sp, const server_config *cfg)
         return ENOMEM;
     }
     s->cfg = *cfg;
-    s->now_ms = server_wall_ms;
-    if ((server_clock_file = getenv("ONCED_CLOCK_OFFSET_FILE")) != NULL &&
-        server_clock_file[0] != '\0') {
-        s->now_ms = server_offset_ms;
-        log_info("test clock: offset read from %s", server_clock_file);
-    }
-    fault_init();
+    s->now_ms = cfg->clock_ms != NULL ? cfg->clock_ms : server_wall_ms;
     if ((rv = store_open(&s->st, cfg->data_dir, &err)) != 0) {
-        log_error("cannot open the LevelDB in %s: %s (is another onced using "
-                  "it? check the folder's permissions)",
-                  cfg->data_dir, err != NULL ? err : "error");
+        if (rv == EIO) { /* LevelDB's own error: a lock, permissions */
+            log_error("cannot open the LevelDB in %s: %s (is another onced "
+                      "using it? check the folder's permissions)",
+                      cfg->data_dir, err != NULL ? err : "error");
+        } else { /* datadir.c's refusal says what and what to do */
+            log_error("%s", err != NULL ? err : strerror(rv));
+        }
         free(err);
         free(s);
         return rv;
+    }
+    disk_floor_init(&s->disk, cfg->data_dir, cfg->disk_free_min);
+    if (cfg->compact_hold_ms > 0) {
+        store_compact_hold(s->st, cfg->compact_hold_ms);
     }
     if ((rv = svc_grants_open(s)) != 0 ||
         (rv = auth_open(&s->auth, cfg->data_dir, cfg->dev)) != 0) {
@@ -86,7 +64,12 @@ server_open(server **sp, const server_config *cfg)
     }
     if ((rv = lease_table_alloc(&s->leases)) != 0 ||
         (rv = lease_load(s->leases, s->st, s->now_ms(), &nrec, &nbytes)) != 0) {
-        log_error("cannot load the leases and records in %s", cfg->data_dir);
+        log_error("cannot load the leases and records in %s%s", cfg->data_dir,
+                  rv == EBADMSG ? ": they are damaged (see the LevelDB line "
+                                  "above). onced will not serve from damaged "
+                                  "leases or records; restore the whole "
+                                  "folder from a backup"
+                                : "");
         goto fail;
     }
     /* The table belongs to the executor from the moment it starts. */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "disk_floor.h"
 #include "stats.h"
 #include "store.h"
 
@@ -33,6 +34,22 @@ typedef struct server_config {
     const char *tls_key;       /* its PEM private key */
     uint64_t listen_check_ms;  /* probe ipc:// listeners this often
                                   (listen_watch.h); 0: never */
+
+    /* Quotas. Live leases in all, and of one principal (0: no cap);
+     * bytes free on the data folder's file system below which new
+     * mutating calls are refused (disk_floor.h; 0: no floor). */
+    uint64_t lease_max;
+    uint64_t lease_max_principal;
+    uint64_t disk_free_min;
+
+    /* Test seams, set only by the test build of onced
+     * (server/test_seams.c); the shipped onced leaves them NULL and 0:
+     * a clock instead of the wall clock (unix ms), how long a call with a
+     * deadline waits before it runs, how long a compaction waits before
+     * it starts. */
+    uint64_t (*clock_ms)(void);
+    uint64_t exec_hold_ms;
+    uint64_t compact_hold_ms;
 } server_config;
 
 typedef struct server server;
@@ -51,6 +68,9 @@ struct server {
     auth *auth;          /* principals and policy (auth.h) */
     gc *gc;
     server_stats stats;
+
+    disk_floor disk; /* the free-space floor (disk_floor.h) */
+
     uint64_t (*now_ms)(void);     /* wall clock, unix ms; injectable */
     struct grants_signer *grants; /* svc_grants.c: the signing key; set at
                                      open, read-only afterwards */

@@ -63,6 +63,11 @@ admin_stats(server_call *c)
     resp.compactions = compactions;
     resp.disk_bytes = disk;
     resp.listener_restarts = atomic_load(&ss->listener_restarts);
+    resp.lease_quota_refused = atomic_load(&ss->lease_quota);
+    resp.lease_capacity_refused = atomic_load(&ss->lease_capacity);
+    resp.disk_low = disk_floor_refresh(&c->srv->disk);
+    resp.disk_free_bytes = atomic_load(&c->srv->disk.free_bytes);
+    resp.disk_low_refused = atomic_load(&c->srv->disk.refused);
     call_reply(c, &resp.base);
 }
 

@@ -54,6 +54,48 @@ lease_open_validate(server_call *c)
     }
 }
 
+/*
+ * The caps on live leases and the disk floor, checked before a lease is
+ * opened. Leases past their TTL that no one has ended yet still count: the
+ * collector ends them within a pass. Returns false with the outcome set.
+ */
+static bool
+lease_open_admit(server_call *c, const char *principal)
+{
+    server *srv = c->srv;
+    uint64_t all = lease_table_live(srv->leases);
+    uint64_t mine = lease_table_live_of(srv->leases, principal);
+
+    if (srv->cfg.lease_max_principal > 0 &&
+        mine >= srv->cfg.lease_max_principal) {
+        STATS_INC(&srv->stats, lease_quota);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_QUOTA",
+                  "principal \"%.64s\" holds %llu live leases, the most "
+                  "one principal may hold (onced --lease-max-per-principal); "
+                  "close leases it no longer uses",
+                  principal, (unsigned long long)mine);
+        return false;
+    }
+    if (srv->cfg.lease_max > 0 && all >= srv->cfg.lease_max) {
+        STATS_INC(&srv->stats, lease_capacity);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_CAPACITY",
+                  "onced holds %llu live leases, the most it allows "
+                  "(onced --lease-max); try again once leases are closed or "
+                  "have expired",
+                  (unsigned long long)all);
+        return false;
+    }
+    if (disk_floor_low(&srv->disk)) {
+        atomic_fetch_add(&srv->disk.refused, 1);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
+                  "the data folder's disk is below its free-space floor "
+                  "(onced --disk-free-min); no new lease until space comes "
+                  "back");
+        return false;
+    }
+    return true;
+}
+
 static void
 lease_open_exec(server_call *c)
 {
@@ -61,11 +103,14 @@ lease_open_exec(server_call *c)
         (const Once__V1__OpenLeaseRequest *)c->req;
     Once__V1__OpenLeaseResponse resp = ONCE__V1__OPEN_LEASE_RESPONSE__INIT;
     uint64_t ttl = r->ttl_ms != 0 ? r->ttl_ms : c->srv->cfg.lease_ttl_ms;
+    const char *principal = auth_lease_principal(c, r->principal);
     lease_entry *e;
     int rv;
 
-    if ((rv = lease_open(c->srv->leases, c->txn,
-                         auth_lease_principal(c, r->principal), ttl, c->now_ms,
+    if (!lease_open_admit(c, principal)) {
+        return;
+    }
+    if ((rv = lease_open(c->srv->leases, c->txn, principal, ttl, c->now_ms,
                          &e)) != 0) {
         call_store_error(c, rv);
         return;

@@ -35,9 +35,10 @@
  * one write, unsynced, beside the owner's (LevelDB's handle is
  * thread-safe); a compaction rewrites LevelDB's files, not its contents.
  *
- * Test-only: when onced starts with ONCED_COMPACT_HOLD_MS=N set, the
- * thread waits N ms (at most 60000) before compacting, so a test can act
- * while a compaction is certainly running. Unset, nothing waits.
+ * Test build only: store_compact_hold(s, N) makes the thread wait N ms
+ * (at most 60000) before compacting, so a test can act while a compaction
+ * is certainly running; the shipped onced never calls it, and nothing
+ * waits.
  */
 #include "store_impl.h"
 
@@ -132,9 +133,14 @@ compact_init(store *s)
     s->compact_joinable = false;
     atomic_init(&s->compacting, false);
     atomic_init(&s->compactions, 0);
-    s->compact_hold_ms = (unsigned)duration_test_hold_ms(
-        "ONCED_COMPACT_HOLD_MS", COMPACT_HOLD_MAX_MS,
-        "compactions, before starting,");
+    s->compact_hold_ms = 0;
+}
+
+void
+store_compact_hold(store *s, uint64_t ms)
+{
+    s->compact_hold_ms =
+        (unsigned)(ms > COMPACT_HOLD_MAX_MS ? COMPACT_HOLD_MAX_MS : ms);
 }
 
 void

@@ -1,10 +1,10 @@
 /*
  * fault.c — the armed fault point.
  *
- * Owns fault_name/fault_at/fault_drop_armed, written once by fault_init
+ * Owns fault_name/fault_at/fault_drop_armed, written once by fault_arm
  * before any thread starts, and the hit counter of the armed point.
- * Never: reads the environment after start-up or counts hits of points
- * that are not armed.
+ * Never: reads the environment (the test build's server/test_seams.c
+ * does, and arms), or counts hits of points that are not armed.
  */
 #include "fault.h"
 
@@ -22,9 +22,8 @@ static bool fault_fail_armed; /* ":fail": the operation fails, no crash */
 static _Atomic long fault_hits;
 
 void
-fault_init(void)
+fault_arm(const char *v)
 {
-    const char *v = getenv("ONCED_FAULT");
     char *at, *colon;
 
     if (v == NULL || v[0] == '\0') {
@@ -36,7 +35,7 @@ fault_init(void)
         fault_fail_armed = strcmp(colon + 1, "fail") == 0;
         if (!fault_drop_armed && !fault_fail_armed) {
             fprintf(stderr,
-                    "onced: ONCED_FAULT=%s: unknown action \"%s\" "
+                    "onced: fault %s: unknown action \"%s\" "
                     "(only :drop, :fail); crashing instead\n",
                     v, colon + 1);
         }

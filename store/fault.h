@@ -1,8 +1,10 @@
 /*
  * fault.h — named fault points for the crash-matrix tests (SPEC §7).
  *
- * Owns the one armed point, read once from the environment variable
- * ONCED_FAULT: "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
+ * Owns the one armed point, armed once at start-up by the test build of
+ * onced (server/test_seams.c, from the environment variable ONCED_FAULT;
+ * the shipped onced never arms one, so every point is a no-op there):
+ * "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
  * and a ":drop" suffix ("batch_written@3:drop") turns a reply point's crash
  * into a lost reply — onced goes on, the client never hears back — and a
  * ":fail" suffix ("mint:fail") makes the operation at a fail point return
@@ -34,8 +36,9 @@
 /* Fail points (armed with ":fail"; every hit counts, written or not). */
 #define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
 
-/* Reads ONCED_FAULT. Call once at start-up, before any thread. */
-void fault_init(void);
+/* Arms the point spec names (the syntax above; NULL or "" arms nothing).
+ * Call at most once, at start-up, before any thread. */
+void fault_arm(const char *spec);
 
 /* The point is passed: crash if it is the armed one (a ":drop" arming of
  * this point is not counted here). */

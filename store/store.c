@@ -1,16 +1,24 @@
 /*
  * store.c — opening and closing the LevelDB, counters, and scans.
  *
- * Owns the LevelDB handle and its options. Transactions live in txn.c,
+ * Owns the LevelDB handle and its options. Which folders may be opened or
+ * created, and the identity file, are datadir.c's; store_open follows its
+ * verdict and never lets LevelDB create a store where onced data is.
+ * Every read verifies LevelDB's block checksums and paranoid checks are on:
+ * damaged data is reported (EBADMSG, and a line on stderr), never served.
+ * Transactions live in txn.c,
  * group commit in commit.c, the compaction thread in compact.c (closing
  * waits for it before LevelDB is closed).
  */
 #include "store_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "datadir.h"
 
 #define STORE_CACHE_BYTES  (32u << 20)
 #define STORE_WRITE_BUFFER (8u << 20)
@@ -47,12 +55,135 @@ store_free(store *s)
 }
 
 int
+store_leveldb_error(const char *what, char *err)
+{
+    int rv = strncmp(err, "Corruption: ", 12) == 0 ? EBADMSG : EIO;
+
+    fprintf(stderr, "onced: %s: LevelDB: %s%s\n", what, err,
+            rv == EBADMSG ? " (damaged data: not served; restore the data "
+                            "folder from a backup)"
+                          : "");
+    leveldb_free(err);
+    return rv;
+}
+
+/* Puts the store id key, synced. */
+static int
+store_put_id(store *s, const char *id, char **errmsg)
+{
+    char *err = NULL;
+
+    leveldb_put(s->db, s->wsync, DATADIR_ID_KEY, sizeof(DATADIR_ID_KEY) - 1, id,
+                DATADIR_ID_LEN, &err);
+    if (err != NULL) {
+        if (errmsg != NULL) {
+            *errmsg = strdup(err);
+        }
+        leveldb_free(err);
+        return EIO;
+    }
+    return 0;
+}
+
+/*
+ * Reconciles the LevelDB's id key with the identity file: creates both for
+ * a new store, completes a store whose creation stopped before the file
+ * was written, marks a store made before identity files, and refuses a
+ * LevelDB that is not the store the file names.
+ */
+static int
+store_identity(store *s, const char *dir, bool created, bool has_file,
+               char **errmsg)
+{
+    char file_id[DATADIR_ID_LEN + 1], db_id[DATADIR_ID_LEN + 1] = "";
+    char *err = NULL, *v;
+    size_t vlen = 0;
+    int rv;
+
+    v = leveldb_get(s->db, s->ropts, DATADIR_ID_KEY, sizeof(DATADIR_ID_KEY) - 1,
+                    &vlen, &err);
+    if (err != NULL) {
+        if ((rv = store_leveldb_error("reading the store id", err)) ==
+                EBADMSG &&
+            errmsg != NULL && (*errmsg = malloc(1024)) != NULL) {
+            snprintf(*errmsg, 1024,
+                     "the LevelDB in %s is damaged (its store id does not "
+                     "read back). onced will not start on it; restore the "
+                     "whole folder from a backup",
+                     dir);
+        }
+        return rv;
+    }
+    if (v != NULL) {
+        if (vlen == DATADIR_ID_LEN) {
+            memcpy(db_id, v, DATADIR_ID_LEN);
+            db_id[DATADIR_ID_LEN] = '\0';
+        }
+        leveldb_free(v);
+    }
+    if (has_file) {
+        if ((rv = datadir_read_id(dir, file_id, errmsg)) != 0) {
+            return rv;
+        }
+        if (strcmp(file_id, db_id) != 0) {
+            if (errmsg != NULL &&
+                (*errmsg = malloc(DATADIR_ID_LEN * 2 + 512)) != NULL) {
+                snprintf(*errmsg, DATADIR_ID_LEN * 2 + 512,
+                         "the LevelDB in %s is not the store its identity "
+                         "file %s names (file: %s, LevelDB: %s): the folder "
+                         "was put together from different stores. onced "
+                         "will not start on it; restore the whole folder "
+                         "from a backup",
+                         dir, DATADIR_ID_FILE, file_id,
+                         db_id[0] != '\0' ? db_id : "no id");
+            }
+            return EBADMSG;
+        }
+        return 0;
+    }
+    if (db_id[0] == '\0') {
+        datadir_new_id(db_id);
+        if ((rv = store_put_id(s, db_id, errmsg)) != 0) {
+            return rv;
+        }
+        if (!created) {
+            fprintf(stderr,
+                    "onced: %s: a store from before identity files; "
+                    "marked it as store %s\n",
+                    dir, db_id);
+        }
+    }
+    if ((rv = datadir_write_id(dir, db_id, errmsg)) != 0) {
+        return rv;
+    }
+    fprintf(stderr, "onced: %s: %s store %s (identity file %s written)\n", dir,
+            created ? "created" : "completed", db_id, DATADIR_ID_FILE);
+    return 0;
+}
+
+int
 store_open(store **sp, const char *dir, char **errmsg)
 {
     store *s;
+    datadir_state ds;
+    bool create = false;
     char *err = NULL;
     int rv;
 
+    if ((rv = datadir_survey(dir, &ds, errmsg)) != 0) {
+        return rv;
+    }
+    if (ds.missing && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        rv = errno;
+        if (errmsg != NULL && (*errmsg = malloc(512)) != NULL) {
+            snprintf(*errmsg, 512, "cannot create the data folder %s: %s", dir,
+                     strerror(rv));
+        }
+        return rv;
+    }
+    if ((rv = datadir_check(dir, &ds, &create, errmsg)) != 0) {
+        return rv;
+    }
     if ((s = calloc(1, sizeof(*s))) == NULL) {
         return ENOMEM;
     }
@@ -67,29 +198,41 @@ store_open(store **sp, const char *dir, char **errmsg)
         store_free(s);
         return rv;
     }
-    (void)mkdir(dir, 0700);
 
     s->opts = leveldb_options_create();
     s->filter = leveldb_filterpolicy_create_bloom(10);
     s->cache = leveldb_cache_create_lru(STORE_CACHE_BYTES);
-    leveldb_options_set_create_if_missing(s->opts, 1);
+    /* Only datadir_check's verdict creates: never over onced data. */
+    leveldb_options_set_create_if_missing(s->opts, create);
+    leveldb_options_set_error_if_exists(s->opts, create);
     leveldb_options_set_paranoid_checks(s->opts, 1);
     leveldb_options_set_filter_policy(s->opts, s->filter);
     leveldb_options_set_cache(s->opts, s->cache);
     leveldb_options_set_write_buffer_size(s->opts, STORE_WRITE_BUFFER);
     s->ropts = leveldb_readoptions_create();
+    leveldb_readoptions_set_verify_checksums(s->ropts, 1);
     s->wsync = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(s->wsync, 1);
     s->wnosync = leveldb_writeoptions_create();
 
     s->db = leveldb_open(s->opts, dir, &err);
     if (err != NULL) {
-        if (errmsg != NULL) {
-            *errmsg = strdup(err);
+        bool corrupt = strncmp(err, "Corruption: ", 12) == 0;
+        if (errmsg != NULL && (*errmsg = malloc(2048)) != NULL) {
+            snprintf(*errmsg, 2048,
+                     corrupt ? "the LevelDB in %s is damaged (%s). onced "
+                               "will not start on it; restore the whole "
+                               "folder from a backup"
+                             : "%s: %s",
+                     dir, err);
         }
         leveldb_free(err);
         store_free(s);
-        return EIO;
+        return corrupt ? EBADMSG : EIO;
+    }
+    if ((rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0) {
+        store_free(s);
+        return rv;
     }
     *sp = s;
     return 0;
@@ -144,8 +287,7 @@ store_scan_from(store *s, const void *start, size_t slen, const void *prefix,
     }
     leveldb_iter_get_error(it, &err);
     if (err != NULL) {
-        leveldb_free(err);
-        rv = EIO;
+        rv = store_leveldb_error("scanning", err);
     }
     leveldb_iter_destroy(it);
     return rv;

@@ -42,9 +42,13 @@ typedef struct store_counters {
 } store_counters;
 
 /*
- * Opens (creating if missing) the LevelDB in dir. On failure returns an
- * errno-style code and, when errmsg is not NULL, a malloc'd message (free
- * with free()).
+ * Opens the store in dir, creating it only when dir is missing or holds no
+ * onced data (store/datadir.h: only configuration files such as
+ * principals); a folder with onced data but no complete LevelDB is refused
+ * (EBADMSG), as is one holding unknown files (ENOTEMPTY). On failure
+ * returns an errno-style code and, when errmsg is not NULL, a malloc'd
+ * message saying what is wrong and what to do (free with free()).
+ * Damaged data found later is reported as EBADMSG by the reads below.
  */
 int store_open(store **sp, const char *dir, char **errmsg);
 
@@ -59,7 +63,8 @@ store_txn *store_txn_begin(store *s);
 
 /*
  * Reads key as this transaction sees it. Returns 0 and a malloc'd *val (free
- * with free()) of *vlen bytes, ENOENT when absent, or EIO/ENOMEM.
+ * with free()) of *vlen bytes, ENOENT when absent, EBADMSG when LevelDB
+ * found the data damaged (a checksum mismatch), or EIO/ENOMEM.
  */
 int store_txn_get(store_txn *t, const void *key, size_t klen, char **val,
                   size_t *vlen);
@@ -125,6 +130,10 @@ int store_scan_from(store *s, const void *start, size_t slen,
  * pthread_create error. Call from one thread at a time (the owner).
  */
 int store_compact_start(store *s, bool *already_running);
+
+/* Test build only (server/test_seams.c): every compaction waits ms (at
+ * most 60000) before it starts. Call before the first compaction. */
+void store_compact_hold(store *s, uint64_t ms);
 
 /* Whether a compaction runs now, and how many finished since store_open.
  * Thread-safe. */

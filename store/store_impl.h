@@ -65,11 +65,16 @@ struct store {
                                      thread as its last act */
     _Atomic uint64_t compactions; /* finished; raised before compacting is
                                      cleared */
-    unsigned compact_hold_ms;     /* test-only, see compact.c */
+    unsigned compact_hold_ms;     /* test build only, see compact.c */
 };
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
 void commit_split_write(store *s, store_txn *group);
+
+/* store.c: frees a LevelDB error err after writing it to stderr with
+ * what; returns EBADMSG when LevelDB found damaged data (a checksum or
+ * format error), EIO otherwise. */
+int store_leveldb_error(const char *what, char *err);
 
 /* txn.c */
 void txn_free(store_txn *t);

@@ -96,8 +96,7 @@ store_txn_get(store_txn *t, const void *key, size_t klen, char **val,
     }
     v = leveldb_get(t->s->db, t->s->ropts, key, klen, vlen, &err);
     if (err != NULL) {
-        leveldb_free(err);
-        return EIO;
+        return store_leveldb_error("reading a key", err);
     }
     if (v == NULL) {
         return ENOENT;

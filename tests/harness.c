@@ -36,6 +36,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#ifndef ONCED_TEST_PATH
+#error "ONCED_TEST_PATH must name onced_test (set by tests/CMakeLists.txt)"
+#endif
 #ifndef ONCED_PATH
 #error "ONCED_PATH must name the onced binary (set by tests/CMakeLists.txt)"
 #endif
@@ -176,11 +179,36 @@ spawn_exec(char *bin, char **argv, char **envp)
     execve(wargv[0], wargv, envp);
 }
 
-/* fork/exec onced; stdout and stderr append to h->log. */
+/* Whether this start needs onced's test seams (server/test_seams.h): an
+ * armed fault, or one of their variables in our environment. */
+static bool
+spawn_needs_seams(const harness *h)
+{
+    /* ONCED_FAULT of our environment is dropped: h->fault is the one. */
+    static const char *const vars[] = {"ONCED_CLOCK_OFFSET_FILE",
+                                       "ONCED_EXEC_HOLD_MS",
+                                       "ONCED_COMPACT_HOLD_MS"};
+
+    if (h->fault[0] != '\0') {
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && v[0] != '\0') {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* fork/exec onced (the test build when the start needs its seams); stdout
+ * and stderr append to h->log. */
 static int
 spawn(harness *h)
 {
-    char *bin = h->onced[0] != '\0' ? h->onced : (char *)ONCED_PATH;
+    char *bin = h->onced[0] != '\0'    ? h->onced
+                : spawn_needs_seams(h) ? (char *)ONCED_TEST_PATH
+                                       : (char *)ONCED_PATH;
     char *argv[6 + HARNESS_MAX_ARGS] = {bin, "--data", h->data, "--listen",
                                         h->url};
     char **envp = NULL;

@@ -1,7 +1,10 @@
 /*
  * harness.h — test fixtures: a real onced child process per test.
  *
- * Owns: one onced process (fork/exec of ONCED_PATH) on a fresh temp data dir
+ * Owns: one onced process (fork/exec of ONCED_PATH, the shipped onced, or of
+ * ONCED_TEST_PATH, the test build with its seams, when a fault is armed or
+ * ONCED_CLOCK_OFFSET_FILE, ONCED_EXEC_HOLD_MS or ONCED_COMPACT_HOLD_MS is
+ * set in the test's environment) on a fresh temp data dir
  * (mkdtemp under /tmp) and a unique ipc:///tmp/once-test-<pid>-<n>.ipc
  * address, with optional extra arguments and an armed crash point
  * (ONCED_FAULT); killing, restarting and stopping it, and waiting for it to

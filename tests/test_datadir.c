@@ -1,0 +1,462 @@
+/*
+ * test_datadir.c — a data folder that is not a complete onced store is
+ * never reopened as an empty one, and damaged data is never served
+ * (store/datadir.c, store/store.c), against a real onced and real files.
+ *
+ * Owns: data folders changed between runs of onced the way an unlucky
+ * operator or a failing disk would: CURRENT removed, the identity file
+ * removed or rewritten, unknown files, and bytes really flipped in a
+ * LevelDB table after Admin.Compact wrote one.
+ * Invariant: onced is stopped (SIGTERM, waited for) before a file is
+ * touched, except for the flipped bytes, which are written while onced
+ * runs, as a failing disk would; every wait is bounded.
+ * Never: accepts a wrong answer: every retry of an acknowledged rpc id is
+ * its stored result or DATA_LOSS.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define INCR    "/once.v1.Counter/Increment"
+#define CALL_MS 5000
+#define NCALLS  60
+#define POLL_MS 30000
+
+/* ---- small helpers -------------------------------------------------------
+ */
+
+typedef struct reply {
+    int rv; /* 0, or the nng error when no reply came */
+    int code;
+    char reason[64];
+    bool replayed;
+    int64_t value; /* IncrementResponse.value when OK */
+} reply;
+
+/* Increment(name, 1) as (cid, seq), raw. */
+static reply
+incr(const harness *h, uint64_t cid, uint64_t seq, const char *name)
+{
+    Once__V1__Response *resp = NULL;
+    uint8_t *pl = NULL, *env = NULL;
+    size_t plen, elen;
+    reply out;
+
+    memset(&out, 0, sizeof(out));
+    out.value = -1;
+    if (harness_incr_payload(name, 1, &pl, &plen) != 0 ||
+        harness_envelope(INCR, cid, seq, pl, plen, &env, &elen) != 0) {
+        out.rv = -1;
+    } else {
+        out.rv = harness_raw_rpc(h->url, env, elen, &resp, CALL_MS);
+    }
+    free(pl);
+    free(env);
+    if (out.rv != 0) {
+        return out;
+    }
+    out.code = resp->status != NULL ? (int)resp->status->code : 0;
+    if (resp->status != NULL && resp->status->reason != NULL) {
+        snprintf(out.reason, sizeof(out.reason), "%s", resp->status->reason);
+    }
+    out.replayed = resp->replayed;
+    if (out.code == ONCE__V1__CODE__OK) {
+        Once__V1__IncrementResponse *v = once__v1__increment_response__unpack(
+            NULL, resp->payload.len, resp->payload.data);
+        if (v != NULL) {
+            out.value = v->value;
+            once__v1__increment_response__free_unpacked(v, NULL);
+        }
+    }
+    once__v1__response__free_unpacked(resp, NULL);
+    return out;
+}
+
+/* A lease of its own (long TTL, nothing renews it) for raw calls. */
+static uint64_t
+lease(const harness *h)
+{
+    once_client *a = NULL;
+    once_status st;
+    uint64_t cid = 0, granted = 0;
+
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(once_lease_open(a, NULL, 600000, &cid, &granted, &st),
+                     ONCE_OK);
+    once_client_close(a);
+    assert_int_not_equal(cid, 0);
+    return cid;
+}
+
+/* Whether onced's log holds text. */
+static bool
+log_has(const harness *h, const char *text)
+{
+    FILE *f = fopen(h->log, "r");
+    char line[4096];
+    bool found = false;
+
+    assert_non_null(f);
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+static void
+path_in(const harness *h, const char *name, char *out, size_t cap)
+{
+    assert_true((size_t)snprintf(out, cap, "%s/%s", h->data, name) < cap);
+}
+
+/* Reads a whole small file into buf; returns its length. */
+static size_t
+slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(f);
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n;
+}
+
+static void
+spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void
+stop(harness *h)
+{
+    assert_int_equal(harness_stop(h), 0);
+}
+
+/* ---- CURRENT removed -----------------------------------------------------
+ */
+
+/* The issue's case: remove CURRENT and restart. onced used to make an
+ * empty store there (deleting the old tables) and run an acknowledged rpc
+ * id again; now it refuses, says what is missing and what to do, and
+ * leaves the files alone, so putting CURRENT back recovers everything. */
+static void
+test_missing_current_refused(void **state)
+{
+    harness *h = NULL;
+    char cur[512], saved[256];
+    uint64_t cid;
+    reply r;
+    struct stat sb;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    cid = lease(h);
+    r = incr(h, cid, 1, "acked");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    r = incr(h, cid, 2, "acked");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    assert_int_equal(r.value, 2);
+    stop(h);
+
+    path_in(h, "CURRENT", cur, sizeof(cur));
+    slurp(cur, saved, sizeof(saved));
+    assert_int_equal(unlink(cur), 0);
+    assert_int_equal(harness_restart(h), -1); /* refused, exited */
+    assert_true(log_has(h, "the file CURRENT is missing"));
+    assert_true(log_has(h, "Restore the folder from a backup"));
+    /* Nothing was created or deleted: no CURRENT, the manifest it named
+     * is still there. */
+    assert_int_not_equal(stat(cur, &sb), 0);
+    {
+        char man[512], name[128];
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(saved, "\n"), saved);
+        path_in(h, name, man, sizeof(man));
+        assert_int_equal(stat(man, &sb), 0);
+    }
+
+    /* Restored: the stored result comes back, nothing runs twice. */
+    spit(cur, saved);
+    assert_int_equal(harness_restart(h), 0);
+    r = incr(h, cid, 2, "acked");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    assert_true(r.replayed);
+    assert_int_equal(r.value, 2);
+    r = incr(h, cid, 3, "acked");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    assert_int_equal(r.value, 3);
+    stop(h);
+    harness_free(h);
+}
+
+/* ---- the identity file -----------------------------------------------------
+ */
+
+/* Created with the store; a store without it (made before identity
+ * files, or a creation cut short) is completed with the same id; one that
+ * names another store is refused. */
+static void
+test_identity_file(void **state)
+{
+    harness *h = NULL;
+    char idp[512], first[512], again[512], *id;
+    uint64_t cid;
+    reply r;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    path_in(h, "once-store", idp, sizeof(idp));
+    slurp(idp, first, sizeof(first));
+    assert_non_null(strstr(first, "once-store 1\n"));
+    assert_non_null(id = strstr(first, "\nid "));
+    cid = lease(h);
+    r = incr(h, cid, 1, "x");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    stop(h);
+
+    /* Removed: written again with the id LevelDB holds. */
+    assert_int_equal(unlink(idp), 0);
+    assert_int_equal(harness_restart(h), 0);
+    slurp(idp, again, sizeof(again));
+    assert_int_equal(strncmp(strstr(again, "\nid "), id, 4 + 32), 0);
+    stop(h);
+
+    /* Another store's id: refused, and the file is left as it is. */
+    spit(idp, "once-store 1\nid 0123456789abcdef0123456789abcdef\n");
+    assert_int_equal(harness_restart(h), -1);
+    assert_true(log_has(h, "is not the store its identity file"));
+    slurp(idp, again, sizeof(again));
+    assert_non_null(strstr(again, "0123456789abcdef0123456789abcdef"));
+
+    /* A damaged file: refused. */
+    spit(idp, "once-store 1\nid nonsense\n");
+    assert_int_equal(harness_restart(h), -1);
+    assert_true(log_has(h, "once-store is damaged"));
+
+    /* The right one back: the stored result replays. */
+    spit(idp, first);
+    assert_int_equal(harness_restart(h), 0);
+    r = incr(h, cid, 1, "x");
+    assert_true(r.replayed);
+    assert_int_equal(r.value, 1);
+    stop(h);
+    harness_free(h);
+}
+
+/* A folder with unknown files is not made into a store; one with only
+ * configuration (principals written by oncectl before the first start)
+ * is. */
+static void
+test_creates_only_in_empty_folder(void **state)
+{
+    harness *h = NULL;
+    char p[512];
+    DIR *d;
+    struct dirent *e;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    stop(h);
+    /* Empty the folder, then leave one unknown file in it. */
+    assert_non_null(d = opendir(h->data));
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] != '.') {
+            path_in(h, e->d_name, p, sizeof(p));
+            assert_int_equal(unlink(p), 0);
+        }
+    }
+    closedir(d);
+    path_in(h, "notes.txt", p, sizeof(p));
+    spit(p, "mine\n");
+    assert_int_equal(harness_restart(h), -1);
+    assert_true(log_has(h, "is not empty (it holds notes.txt)"));
+    assert_int_equal(unlink(p), 0);
+
+    /* Only a principals file (oncectl principal add): created. */
+    harness_add_principal(h, "op", "operator");
+    assert_int_equal(harness_restart(h), 0);
+    assert_true(log_has(h, "created store"));
+    stop(h);
+    harness_free(h);
+}
+
+/* ---- flipped bytes in a table ------------------------------------------
+ */
+
+/* Flips one byte at off of path. */
+static void
+flip(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    unsigned char b;
+
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x5a;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    assert_int_equal(fsync(fd), 0);
+    close(fd);
+}
+
+/* Finds the first occurrence of what in the .ldb files of the data
+ * folder: its file into path, its offset returned; -1 when none holds
+ * it. */
+static off_t
+find_in_tables(const harness *h, const char *what, char *path, size_t cap)
+{
+    size_t wl = strlen(what);
+    DIR *d = opendir(h->data);
+    struct dirent *e;
+    off_t found = -1;
+
+    assert_non_null(d);
+    while (found < 0 && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        static char buf[8 << 20];
+        size_t len;
+        FILE *f;
+
+        if (n < 4 || strcmp(e->d_name + n - 4, ".ldb") != 0) {
+            continue;
+        }
+        path_in(h, e->d_name, path, cap);
+        assert_non_null(f = fopen(path, "rb"));
+        len = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        for (size_t i = 0; i + wl <= len; i++) {
+            if (memcmp(buf + i, what, wl) == 0) {
+                found = (off_t)i;
+                break;
+            }
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Every retry of an rpc id that ran is its stored result or DATA_LOSS,
+ * never a conflict or another value; returns how many were DATA_LOSS. */
+static int
+retry_all(const harness *h, uint64_t cid)
+{
+    int lost = 0;
+
+    for (uint64_t seq = 1; seq <= NCALLS; seq++) {
+        char name[32];
+        reply r;
+
+        snprintf(name, sizeof(name), "n%03llu", (unsigned long long)seq);
+        r = incr(h, cid, seq, name);
+        assert_int_equal(r.rv, 0);
+        if (r.code == ONCE__V1__CODE__DATA_LOSS) {
+            assert_string_equal(r.reason, "DATA_CORRUPT");
+            lost++;
+            continue;
+        }
+        if (r.code != ONCE__V1__CODE__OK || !r.replayed || r.value != 1) {
+            print_error("seq %llu: code %d reason %s replayed %d value %lld\n",
+                        (unsigned long long)seq, r.code, r.reason,
+                        (int)r.replayed, (long long)r.value);
+            fail();
+        }
+    }
+    return lost;
+}
+
+/* The issue's case: a flipped byte in a table used to be served (a
+ * record's method name changed and a legitimate retry was refused
+ * RPC_ID_CONFLICT). With checksums verified on every read, the calls
+ * that need the damaged block end DATA_LOSS, with a log line. */
+static void
+test_flipped_byte_data_loss(void **state)
+{
+    harness *h = NULL;
+    once_client *c = NULL;
+    Once__V1__StatsResponse *s = NULL;
+    char table[512];
+    uint64_t cid;
+    off_t at;
+    int lost;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    cid = lease(h);
+    for (uint64_t seq = 1; seq <= NCALLS; seq++) {
+        char name[32];
+        reply r;
+        snprintf(name, sizeof(name), "n%03llu", (unsigned long long)seq);
+        r = incr(h, cid, seq, name);
+        assert_int_equal(r.code, ONCE__V1__CODE__OK);
+        assert_int_equal(r.value, 1);
+    }
+    /* Compact: the records leave the log for a table file. */
+    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
+    {
+        once_status st;
+        assert_int_equal(once_admin_compact(c, NULL, NULL, &st), ONCE_OK);
+    }
+    for (int i = 0; i < POLL_MS / 20; i++) {
+        assert_int_equal(harness_stats_all(c, &s), ONCE_OK);
+        if (!s->compacting && s->compactions >= 1) {
+            break;
+        }
+        once__v1__stats_response__free_unpacked(s, NULL);
+        s = NULL;
+        harness_sleep_ms(20);
+    }
+    assert_non_null(s);
+    once__v1__stats_response__free_unpacked(s, NULL);
+    once_client_close(c);
+
+    /* The first stored method name in a table: the first record's. */
+    at = find_in_tables(h, INCR, table, sizeof(table));
+    assert_true(at >= 0);
+    flip(table, at + 10);
+
+    lost = retry_all(h, cid);
+    assert_true(lost >= 1);
+    assert_true(log_has(h, "answered DATA_LOSS"));
+    assert_true(log_has(h, "Corruption"));
+    stop(h);
+
+    /* Restarted, onced either refuses the damaged store at start-up,
+     * saying so, or answers as above: never a wrong answer. */
+    if (harness_restart(h) != 0) {
+        assert_true(log_has(h, "damaged"));
+    } else {
+        assert_true(retry_all(h, cid) >= 1);
+        stop(h);
+    }
+    harness_free(h);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_current_refused),
+        cmocka_unit_test(test_identity_file),
+        cmocka_unit_test(test_creates_only_in_empty_folder),
+        cmocka_unit_test(test_flipped_byte_data_loss),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
