@@ -60,6 +60,7 @@ call_store_error(server_call *c, int err)
         call_fail(c, ONCE__V1__CODE__DATA_LOSS, "DATA_CORRUPT",
                   "the stored data this call needs is damaged (a LevelDB "
                   "checksum failed); it is not answered from it");
+        c->transient = true; /* not recorded: the rpc id stays unused */
         return;
     }
     call_fail(c, ONCE__V1__CODE__INTERNAL, "STORE", "store error: %s",

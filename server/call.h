@@ -53,8 +53,8 @@ void call_fail(server_call *c, int code, const char *reason, const char *fmt,
 int call_reply(server_call *c, const ProtobufCMessage *resp);
 
 /* A store error turned into an outcome: EBADMSG (damaged stored data) is
- * DATA_LOSS with the reason DATA_CORRUPT and a log line, not transient;
- * anything else INTERNAL with the reason STORE, transient. */
+ * DATA_LOSS with the reason DATA_CORRUPT and a log line; anything else
+ * INTERNAL with the reason STORE. Both are transient: never recorded. */
 void call_store_error(server_call *c, int err);
 
 #endif /* SERVER_CALL_H */
