@@ -276,7 +276,10 @@ main(int argc, char **argv)
     if (opt.server != NULL) {
         url = opt.server;
     } else {
-        const char *extra[] = {"--lease-ttl-max", "2h", NULL};
+        /* --leases may exceed onced's default lease caps. */
+        const char *extra[] = {
+            "--lease-ttl-max",           "2h", "--lease-max", "0",
+            "--lease-max-per-principal", "0",  NULL};
         if (bench_onced_start(&b, opt.onced, extra) != 0) {
             return 1;
         }

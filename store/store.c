@@ -217,7 +217,10 @@ store_open(store **sp, const char *dir, char **errmsg)
 
     s->db = leveldb_open(s->opts, dir, &err);
     if (err != NULL) {
-        bool corrupt = strncmp(err, "Corruption: ", 12) == 0;
+        /* Damaged or incomplete (a file the manifest names is gone), as
+         * opposed to a held lock or a permission. */
+        bool corrupt = strncmp(err, "Corruption: ", 12) == 0 ||
+                       strstr(err, "No such file") != NULL;
         if (errmsg != NULL && (*errmsg = malloc(2048)) != NULL) {
             snprintf(*errmsg, 2048,
                      corrupt ? "the LevelDB in %s is damaged (%s). onced "

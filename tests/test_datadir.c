@@ -208,6 +208,89 @@ test_missing_current_refused(void **state)
     harness_free(h);
 }
 
+/* Has onced compact (Admin.Compact) and waits until it has finished: the
+ * log's records are then in a table file. */
+static void
+compact_now(const harness *h)
+{
+    once_client *c = NULL;
+    Once__V1__StatsResponse *s = NULL;
+    once_status st;
+
+    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
+    assert_int_equal(once_admin_compact(c, NULL, NULL, &st), ONCE_OK);
+    for (int i = 0; i < POLL_MS / 20; i++) {
+        assert_int_equal(harness_stats_all(c, &s), ONCE_OK);
+        if (!s->compacting && s->compactions >= 1) {
+            break;
+        }
+        once__v1__stats_response__free_unpacked(s, NULL);
+        s = NULL;
+        harness_sleep_ms(20);
+    }
+    assert_non_null(s);
+    once__v1__stats_response__free_unpacked(s, NULL);
+    once_client_close(c);
+}
+
+/* The first file of the data folder whose name ends in suffix, into
+ * path; false when none. */
+static bool
+find_file(const harness *h, const char *suffix, char *path, size_t cap)
+{
+    DIR *d = opendir(h->data);
+    struct dirent *e;
+    bool found = false;
+
+    assert_non_null(d);
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name), k = strlen(suffix);
+        if (n >= k && strcmp(e->d_name + n - k, suffix) == 0) {
+            path_in(h, e->d_name, path, cap);
+            found = true;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* A table file or the manifest gone (CURRENT still there): LevelDB's own
+ * checks refuse it, and onced says the store is damaged and to restore
+ * it, instead of hinting at a lock or permissions. */
+static void
+test_missing_table_or_manifest_refused(void **state)
+{
+    harness *h = NULL;
+    char p[512], saved[600];
+    uint64_t cid;
+    reply r;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    cid = lease(h);
+    r = incr(h, cid, 1, "t");
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    compact_now(h);
+    stop(h);
+
+    assert_true(find_file(h, ".ldb", p, sizeof(p)));
+    snprintf(saved, sizeof(saved), "%s.aside", p);
+    assert_int_equal(rename(p, saved), 0);
+    assert_int_equal(harness_restart(h), -1);
+    assert_true(log_has(h, "is damaged"));
+    assert_true(log_has(h, "restore the whole folder from a backup"));
+    assert_int_equal(rename(saved, p), 0);
+
+    path_in(h, "CURRENT", p, sizeof(p));
+    slurp(p, saved, sizeof(saved));
+    saved[strcspn(saved, "\n")] = '\0';
+    path_in(h, saved, p, sizeof(p));
+    assert_int_equal(unlink(p), 0); /* the manifest CURRENT names */
+    assert_int_equal(harness_restart(h), -1);
+    assert_false(log_has(h, "is another onced using it"));
+    harness_free(h);
+}
+
 /* ---- the identity file -----------------------------------------------------
  */
 
@@ -390,8 +473,6 @@ static void
 test_flipped_byte_data_loss(void **state)
 {
     harness *h = NULL;
-    once_client *c = NULL;
-    Once__V1__StatsResponse *s = NULL;
     char table[512];
     uint64_t cid;
     off_t at;
@@ -408,24 +489,7 @@ test_flipped_byte_data_loss(void **state)
         assert_int_equal(r.code, ONCE__V1__CODE__OK);
         assert_int_equal(r.value, 1);
     }
-    /* Compact: the records leave the log for a table file. */
-    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
-    {
-        once_status st;
-        assert_int_equal(once_admin_compact(c, NULL, NULL, &st), ONCE_OK);
-    }
-    for (int i = 0; i < POLL_MS / 20; i++) {
-        assert_int_equal(harness_stats_all(c, &s), ONCE_OK);
-        if (!s->compacting && s->compactions >= 1) {
-            break;
-        }
-        once__v1__stats_response__free_unpacked(s, NULL);
-        s = NULL;
-        harness_sleep_ms(20);
-    }
-    assert_non_null(s);
-    once__v1__stats_response__free_unpacked(s, NULL);
-    once_client_close(c);
+    compact_now(h); /* the records leave the log for a table file */
 
     /* The first stored method name in a table: the first record's. */
     at = find_in_tables(h, INCR, table, sizeof(table));
@@ -454,6 +518,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_current_refused),
+        cmocka_unit_test(test_missing_table_or_manifest_refused),
         cmocka_unit_test(test_identity_file),
         cmocka_unit_test(test_creates_only_in_empty_folder),
         cmocka_unit_test(test_flipped_byte_data_loss),
