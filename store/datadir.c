@@ -110,12 +110,12 @@ datadir_survey(const char *dir, datadir_state *st, char **errmsg)
         } else if (datadir_is_leveldb(n)) {
             st->leveldb_files++;
             if (st->example[0] == '\0') {
-                snprintf(st->example, sizeof(st->example), "%s", n);
+                snprintf(st->example, sizeof(st->example), "%.63s", n);
             }
         } else if (!datadir_is_config(n)) {
             st->other_files++;
             if (st->other[0] == '\0') {
-                snprintf(st->other, sizeof(st->other), "%s", n);
+                snprintf(st->other, sizeof(st->other), "%.63s", n);
             }
         }
     }
@@ -199,7 +199,7 @@ datadir_read_id(const char *dir, char id[DATADIR_ID_LEN + 1], char **errmsg)
         if (strcmp(key, "once-store") == 0) {
             format = atoi(val);
         } else if (strcmp(key, "id") == 0 && strlen(val) <= DATADIR_ID_LEN) {
-            snprintf(id, DATADIR_ID_LEN + 1, "%s", val);
+            snprintf(id, DATADIR_ID_LEN + 1, "%.32s", val);
             have_id = datadir_id_ok(id);
         }
     }
