@@ -20,6 +20,7 @@ PACKAGES=(
     libsnappy-dev
     libsodium-dev
     libcmocka-dev
+    libsystemd-dev
     clang-format
     openssl
     python3
