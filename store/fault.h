@@ -1,5 +1,5 @@
 /*
- * fault.h — named fault points for the crash-matrix tests (SPEC §7).
+ * fault.h — named fault points for the crash-matrix tests (tests/README.md).
  *
  * Owns the one armed point, read once from the environment variable
  * ONCED_FAULT: "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
