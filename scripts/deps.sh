@@ -21,6 +21,7 @@ PACKAGES=(
     libsodium-dev
     libcmocka-dev
     libsystemd-dev
+    systemd
     clang-format
     openssl
     python3
