@@ -105,11 +105,14 @@ grep 'hello =' "$tmp/c.out"
 [ -f "$bld/prefix/lib/pkgconfig/once.pc" ] || fail "no installed once.pc"
 [ -f "$bld/prefix/lib/cmake/once/onceConfig.cmake" ] ||
     fail "no installed onceConfig.cmake"
-LD_LIBRARY_PATH="$bld/prefix/lib" ldd "$bld/hello" |
-    grep -q "/prefix/lib/libonce.so" ||
-    fail "build/hello does not use the installed libonce"
-ldd "$bld/hello-cmake/hello" | grep -q "/prefix/lib/libonce.so" ||
-    fail "build/hello-cmake/hello does not use the installed libonce"
+# (ldd's output is taken whole first: grep -q would stop reading early and
+# ldd's SIGPIPE fail the pipeline under pipefail.)
+libs=$(LD_LIBRARY_PATH="$bld/prefix/lib" ldd "$bld/hello")
+grep -q "/prefix/lib/libonce.so" <<<"$libs" ||
+    fail "build/hello does not use the installed libonce: $libs"
+libs=$(ldd "$bld/hello-cmake/hello")
+grep -q "/prefix/lib/libonce.so" <<<"$libs" ||
+    fail "build/hello-cmake/hello does not use the installed libonce: $libs"
 
 kill -TERM "$onced_pid"
 wait "$onced_pid" || fail "onced did not stop cleanly"
