@@ -10,6 +10,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+DEB_BUILD  ?= build-deb
 TSAN_BUILD ?= build-tsan
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= RelWithDebInfo
@@ -17,7 +18,7 @@ JOBS       ?= 2
 DATA       ?= ./data
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test asan fuzz tsan valgrind bench format clean install
+.PHONY: all deps build run test asan fuzz tsan valgrind bench deb format clean install
 
 all: build
 
@@ -33,6 +34,18 @@ run: deps build
 
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# Debian packages (CPack, packaging/CMakeLists.txt) in build-deb/: once
+# (onced, oncectl, onced.service, /etc/once/onced.conf, man pages),
+# libonce0 and libonce-dev (headers, once.pc, find_package(once), .proto).
+# Only what the packages hold is built (no tests or benchmarks).
+deb: deps
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_INSTALL_PREFIX=/usr -DONCE_SYSTEM_INSTALL=ON \
+	    -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON
+	cmake --build $(DEB_BUILD) -j$(JOBS) --target onced oncectl once man_pages
+	cd $(DEB_BUILD) && cpack -G DEB
+	@ls -l $(DEB_BUILD)/*.deb
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_SANITIZE=ON
@@ -112,7 +125,7 @@ format:
 	    \( -name '*.c' -o -name '*.h' \) -type f -print | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD) $(DEB_BUILD)
 
 # compare: once beside Redis and PostgreSQL (and the nng echo and LevelDB
 # limits) in one run: build/compare.csv, build/compare.png. Installs the

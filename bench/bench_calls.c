@@ -1,6 +1,6 @@
 /*
  * bench_calls.c — throughput and latency of durable exactly-once calls,
- * side by side with what a user would otherwise build (SPEC §8).
+ * side by side with what a user would otherwise build (docs/performance.md).
  *
  * Owns: the bench_calls program. It starts its own onced in a temp dir on an
  * ipc path (or uses --server URL), runs N concurrent callers (1, 16, 64 by

@@ -1,7 +1,7 @@
 /*
  * bench_compare.c — durable exactly-once increments/s and p50/p99 latency of
  * once side by side, in one run on one machine, with what users would
- * otherwise pick, and with the raw limits under it (SPEC §8):
+ * otherwise pick, and with the raw limits under it (docs/performance.md):
  *
  *   once      onced + libonce, one once_client per caller      (peer_once.c)
  *   redis     Redis 7, appendfsync always, Lua SET NX + INCRBY (peer_redis.c)

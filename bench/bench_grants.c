@@ -1,5 +1,5 @@
 /*
- * bench_grants.c — start grants/s and claims/s (issue 4, SPEC §6).
+ * bench_grants.c — start grants/s and claims/s (issue 4, docs/grants.md).
  *
  * Owns: the measurement only, on an onced of its own (or --server), in
  * three modes of --seconds each:

@@ -1,8 +1,8 @@
 /*
  * bench_retention.c — retained completion records and bytes on disk over
  * time, under a steady call rate, with acknowledgements vs lease-only
- * collection (SPEC §5, §8), and bytes on disk per retained record after a
- * forced compaction.
+ * collection (docs/spec.md, docs/performance.md), and bytes on disk per
+ * retained record after a forced compaction.
  *
  * Owns: the measurement only. For each mode it starts a fresh onced, runs
  * --clients callers that together send --rate increments/s for --seconds,
@@ -41,8 +41,8 @@
 #include "duration.h"
 #include "once.pb-c.h"
 
-/* The seed's capacity model: 128 bytes of payload per completion record
- * (seeds/002, SPEC §8), before index, replication and allocator overhead. */
+/* The capacity model λ·W·b: 128 bytes of payload per completion record
+ * (docs/performance.md), before index, replication and allocator overhead. */
 #define MODEL_RECORD_BYTES 128
 /* Bounds of the phases after the load. */
 #define COMPACT_MAX_MS  120000 /* one Compact, waited for */
@@ -574,7 +574,7 @@ print_summary(const summary *sums, int n, const char *sumpath)
                (unsigned long long)sums[m].max_disk,
                (unsigned long long)sums[m].end.records);
     }
-    printf("\nbytes per retained record at the end of the load (the seed's "
+    printf("\nbytes per retained record at the end of the load (the capacity "
            "model: %d B of payload):\n",
            MODEL_RECORD_BYTES);
     printf("%-11s %9s %10s %12s %12s %12s %12s %10s\n", "mode", "records",
@@ -620,11 +620,12 @@ print_summary(const summary *sums, int n, const char *sumpath)
            per(lo->max_bytes, lo->max_records));
     after = lo->compacted ? per(lo->compacted_at.disk, lo->compacted_at.records)
                           : 0.0;
-    printf("seed's example, 1000 calls/s kept 3600 s: %.1f MB at %d B; %.1f "
-           "MB at the logical %.0f B",
-           3600000.0 * MODEL_RECORD_BYTES / 1e6, MODEL_RECORD_BYTES,
-           3600000.0 * per(lo->end.record_bytes, lo->end.records) / 1e6,
-           per(lo->end.record_bytes, lo->end.records));
+    printf(
+        "the model's example, 1000 calls/s kept 3600 s: %.1f MB at %d B; %.1f "
+        "MB at the logical %.0f B",
+        3600000.0 * MODEL_RECORD_BYTES / 1e6, MODEL_RECORD_BYTES,
+        3600000.0 * per(lo->end.record_bytes, lo->end.records) / 1e6,
+        per(lo->end.record_bytes, lo->end.records));
     if (after > 0) {
         printf("; %.1f MB at %.0f B on disk after compaction",
                3600000.0 * after / 1e6, after);

@@ -1,6 +1,6 @@
 /*
  * bench_retransmit.c — what lost replies cost, with and without
- * deduplication (SPEC §8, seeds/002: E[effects] = 1/(1-p)).
+ * deduplication (docs/performance.md: E[effects] = 1/(1-p)).
  *
  * Owns: the measurement only. For each reply-loss probability p it starts
  * onced and a once_proxy (bench/once_proxy.c) that drops replies with

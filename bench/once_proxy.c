@@ -1,5 +1,6 @@
 /*
- * once_proxy.c — a lossy network between libonce and onced (SPEC §7, §8).
+ * once_proxy.c — a lossy network between libonce and onced (tests/README.md,
+ * docs/performance.md).
  *
  * Owns: one raw nng REP socket listening on --front (clients dial it as if
  * it were onced) and one raw nng REQ socket dialing --back (onced), and two

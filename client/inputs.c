@@ -1,8 +1,8 @@
 /*
  * inputs.c — libonce's input store (once/inputs.h): a start request's (or
  * a queued work item's) input kept on the client, one file per input, until
- * the server has durably accepted the grant (or the queue row) (SPEC §6,
- * seeds/003).
+ * the server has durably accepted the grant (or the queue row)
+ * (docs/grants.md).
  *
  * Owns: the store directory's files — "<hash>-<attempt>.input", a packed
  * once.client.KeptInput (inputs.proto) each, where hash is the hex

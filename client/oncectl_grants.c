@@ -1,6 +1,7 @@
 /*
  * oncectl_grants.c — `oncectl grants ...`: one subcommand per method of
- * once.v1.Grants (SPEC §6), and `grants inputs` for libonce's input store.
+ * once.v1.Grants (docs/grants.md), and `grants inputs` for libonce's input
+ * store.
  *
  * Owns: the table mapping each subcommand to its method and to the request
  * fields its arguments fill (positional arguments and --options are named

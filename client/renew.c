@@ -1,5 +1,5 @@
 /*
- * renew.c — background lease renewal (SPEC §4: renew at about TTL/3,
+ * renew.c — background lease renewal (docs/spec.md: renew at about TTL/3,
  * report loudly when renewal keeps failing).
  *
  * Owns: the renewal thread and its sleep on renew_cv. Every TTL/3 it sends

@@ -265,7 +265,7 @@ typedef struct expire_ctx {
     store_txn *txn;
     uint64_t now;
     uint64_t ended;
-    uint64_t budget; /* most leases ended in one pass (SPEC §5: bounded) */
+    uint64_t budget; /* most leases ended in one pass (docs/spec.md: bounded) */
     int err;
 } expire_ctx;
 
@@ -336,7 +336,7 @@ gc_pass_done(void *arg)
     pthread_mutex_lock(&g->mtx);
     if (g->raised_any) {
         /* The new durable watermark and the deletions below it are one
-         * batch (SPEC §5); acknowledged records at or above it that the
+         * batch (docs/spec.md); acknowledged records at or above it that the
          * budget left over are still stored. */
         g->raised_any = false;
         pthread_mutex_unlock(&g->mtx);

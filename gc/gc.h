@@ -1,6 +1,6 @@
 /*
  * gc.h — the collector: reclaims completion records that can never be
- * replayed (SPEC §5).
+ * replayed (docs/spec.md).
  *
  * Owns the collector thread, which only keeps time: every interval it asks
  * the executor to run a pass. A pass has two steps, both on the executor

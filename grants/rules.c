@@ -1018,7 +1018,7 @@ grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
         goto err;
     }
-    /* Refusals go to the surface's rejection log too (SPEC §6: visible
+    /* Refusals go to the surface's rejection log too (docs/grants.md: visible
      * while the machine is silent), as the renewing machine's. */
 #define RENEW_REJECT(code, reason, ...)                                        \
     reject(e, o, g->surface, g->request_id, g->attempt, r->machine, "renew",   \

@@ -1,5 +1,5 @@
 /*
- * rules.h — the rules of start grants (SPEC §6, seeds/000), as functions
+ * rules.h — the rules of start grants (docs/grants.md), as functions
  * over one store_txn.
  *
  * Owns every decision: one open grant per surface (the surface index
@@ -107,10 +107,10 @@ void grants_get_surface(const grants_env *e,
                         grants_outcome *o);
 
 /*
- * Replays of a recorded OK result whose reply carries credentials (SPEC
- * §3, §6: each accept, first or retried, mints a fresh credential after
- * re-evaluating permission; a stored record never stands in for a
- * permission since withdrawn). stored/len: the recorded reply. On OK,
+ * Replays of a recorded OK result whose reply carries credentials
+ * (docs/spec.md, docs/grants.md: each accept, first or retried, mints a fresh
+ * credential after re-evaluating permission; a stored record never stands in
+ * for a permission since withdrawn). stored/len: the recorded reply. On OK,
  * o->resp is that reply with every credential minted afresh, or withheld
  * with its reason when the grant can no longer start; a principal denied
  * since fails o with PERMISSION_DENIED/PRINCIPAL_DENIED. Reads only:

@@ -20,6 +20,8 @@ PACKAGES=(
     libsnappy-dev
     libsodium-dev
     libcmocka-dev
+    libsystemd-dev
+    systemd
     clang-format
     openssl
     python3

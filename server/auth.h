@@ -1,5 +1,5 @@
 /*
- * auth.h — who is calling, and may they (SPEC §2, §3 "Authorization is not
+ * auth.h — who is calling, and may they (docs/spec.md "Authorization is not
  * deduplication").
  *
  * Owns: the principals table (<data>/principals: name, role, key, revoked)

@@ -1,7 +1,7 @@
 /*
  * executor.c — decode, check, deduplicate, execute, stage, hand over.
  *
- * The order of checks for one request (SPEC §2): envelope → authentication
+ * The order of checks for one request (docs/spec.md): envelope → authentication
  * → method → authorization (policy) → deadline → rpc id present → payload
  * → method's own validation → lease (owned by the caller) → completion
  * record (replay or conflict) → execute. Authentication, authorization and
@@ -199,7 +199,7 @@ exec_mutating(server_call *c, const dispatch_entry *de,
 }
 
 /*
- * Admits a call under its rpc id (SPEC §2, §4): a live lease, the
+ * Admits a call under its rpc id (docs/spec.md): a live lease, the
  * acknowledgement applied, the seq neither below the watermark nor beyond
  * the window. Returns the lease entry, or NULL with the outcome set. A
  * lease found past its TTL is ended here — its EXPIRED state staged in the
@@ -233,8 +233,9 @@ exec_admit(server_call *c, const Once__V1__Request *req)
         return NULL;
     }
     /* A seq below the watermark is stale whatever else the request says
-     * (SPEC §2), its acknowledgement included; a call's own acknowledgement
-     * (at most its seq) cannot make it stale, so this may come first. */
+     * (docs/spec.md), its acknowledgement included; a call's own
+     * acknowledgement (at most its seq) cannot make it stale, so this may come
+     * first. */
     if (c->seq < e->watermark) {
         STATS_INC(&srv->stats, stale);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "STALE_RPC",

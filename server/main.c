@@ -6,8 +6,16 @@
  * close LevelDB, exit 0. Nothing is half-written: a call's effect and
  * record are one LevelDB batch. SIGHUP: re-read
  * <data>/principals and <data>/policy (auth.h; onced also notices changes
- * by itself within AUTH_RECHECK_MS). --metrics-listen: the Prometheus
- * endpoint (metrics.h), started after the server and stopped before it.
+ * by itself within AUTH_RECHECK_MS) and the --config file, applying what
+ * can change while running (RELOADABLE below) and logging the rest as
+ * waiting for a restart.
+ *
+ * Options come from one getopt table (onced_opts); the configuration file
+ * (config_file.h) accepts every long option of it as a key, so a new option
+ * needs no work there. Under systemd (Type=notify) notify.h says READY once
+ * the store is open and the listeners are up, and STOPPING on shutdown.
+ * --metrics-listen: the Prometheus endpoint (metrics.h), started after the
+ * server and stopped before it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,9 +30,12 @@
 #include <nng/nng.h>
 
 #include "auth.h"
+#include "config_file.h"
 #include "duration.h"
+#include "executor.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "server.h"
 #ifdef ONCE_TEST_SEAMS
 #include "test_seams.h" /* the test-only servers of tests/ alone */
@@ -92,6 +103,10 @@ usage(FILE *f)
             "                    (default 1s; nng 1.5 ends an ipc listener\n"
             "                    when a peer hangs up during its handshake)\n"
             "  --no-listen-check do not probe\n"
+            "  --config FILE     read options from FILE: one \"key = value\"\n"
+            "                    a line, the keys being these long options\n"
+            "                    without the dashes; flags given here win\n"
+            "  --log-format F    text (default) or json (one object a line)\n"
             "  --metrics-listen URL  serve Prometheus metrics at URL/metrics\n"
             "                    (http://HOST:PORT, e.g. "
             "http://127.0.0.1:9464;\n"
@@ -99,7 +114,9 @@ usage(FILE *f)
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
-            "so. SIGHUP re-reads DIR/principals and DIR/policy.\n"
+            "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
+            "file (window, lease-ttl, lease-ttl-max and log-format change at\n"
+            "once; other keys at the next start).\n"
             "\n"
             "Durations are written 200ms, 2s, 5m, 1h.\n"
             "  --version         the versions of onced, nng and LevelDB\n"
@@ -176,55 +193,76 @@ parse_dur(const char *opt, const char *s, uint64_t lo, uint64_t hi,
     return 0;
 }
 
-int
-main(int argc, char **argv)
+static const struct option onced_opts[] = {
+    {"data", required_argument, NULL, 'd'},
+    {"listen", required_argument, NULL, 'l'},
+    {"contexts", required_argument, NULL, 'c'},
+    {"recv-max", required_argument, NULL, 'r'},
+    {"lease-ttl", required_argument, NULL, 't'},
+    {"lease-ttl-max", required_argument, NULL, 'T'},
+    {"window", required_argument, NULL, 'w'},
+    {"gc-interval", required_argument, NULL, 'g'},
+    {"gc-budget", required_argument, NULL, 'b'},
+    {"dev", no_argument, NULL, 'D'},
+    {"tls-cert", required_argument, NULL, 'C'},
+    {"tls-key", required_argument, NULL, 'K'},
+    {"listen-check", required_argument, NULL, 'L'},
+    {"no-listen-check", no_argument, NULL, 'N'},
+    {"config", required_argument, NULL, 'F'},
+    {"log-format", required_argument, NULL, 'J'},
+    {"metrics-listen", required_argument, NULL, 'M'},
+    {"lease-max", required_argument, NULL, 'm'},
+    {"lease-max-per-principal", required_argument, NULL, 'P'},
+    {"disk-free-min", required_argument, NULL, 'f'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The options a SIGHUP applies to a running onced; every other change in
+ * the file waits for a restart (and is logged as such). */
+static const char *const RELOADABLE[] = {
+    "window", "lease-ttl", "lease-ttl-max", "log-format", "config", NULL,
+};
+
+/* parse_options returns this when onced should go on (anything else is
+ * the exit status: 0 after --help/--version, 2 for a bad option). */
+#define PARSE_GO_ON (-1)
+
+static void
+config_defaults(server_config *cfg)
 {
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'},
-        {"listen", required_argument, NULL, 'l'},
-        {"contexts", required_argument, NULL, 'c'},
-        {"recv-max", required_argument, NULL, 'r'},
-        {"lease-ttl", required_argument, NULL, 't'},
-        {"lease-ttl-max", required_argument, NULL, 'T'},
-        {"window", required_argument, NULL, 'w'},
-        {"gc-interval", required_argument, NULL, 'g'},
-        {"gc-budget", required_argument, NULL, 'b'},
-        {"dev", no_argument, NULL, 'D'},
-        {"tls-cert", required_argument, NULL, 'C'},
-        {"tls-key", required_argument, NULL, 'K'},
-        {"listen-check", required_argument, NULL, 'L'},
-        {"no-listen-check", no_argument, NULL, 'N'},
-        {"metrics-listen", required_argument, NULL, 'M'},
-        {"lease-max", required_argument, NULL, 'm'},
-        {"lease-max-per-principal", required_argument, NULL, 'P'},
-        {"disk-free-min", required_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->data_dir = DEFAULT_DATA;
+    cfg->contexts = 256;
+    cfg->recv_max = 1u << 20;
+    cfg->lease_ttl_ms = 30000;
+    cfg->lease_ttl_max_ms = 3600000;
+    cfg->window = 512;
+    cfg->gc_interval_ms = 200;
+    cfg->listen_check_ms = 1000;
+    cfg->gc_budget = 20000;
+    cfg->lease_max = DEFAULT_LEASE_MAX;
+    cfg->lease_max_principal = DEFAULT_LEASE_MAX_PRINCIPAL;
+    cfg->disk_free_min = DEFAULT_DISK_FREE_MIN;
+}
+
+/* Parses argv (the merged vector of config_file.h) into *out, which holds
+ * pointers into argv afterwards; *json is --log-format json, *metrics_out
+ * the --metrics-listen URL or NULL. */
+static int
+parse_options(int argc, char **argv, server_config *out, bool *json,
+              const char **metrics_out)
+{
     server_config cfg;
-    server *srv;
     const char *metrics_url = NULL, *why;
-    metrics *mx = NULL;
-    sigset_t set;
     uint64_t v;
-    int sig, ch, rv;
+    int ch;
 
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.data_dir = DEFAULT_DATA;
-    cfg.contexts = 256;
-    cfg.recv_max = 1u << 20;
-    cfg.lease_ttl_ms = 30000;
-    cfg.lease_ttl_max_ms = 3600000;
-    cfg.window = 512;
-    cfg.gc_interval_ms = 200;
-    cfg.listen_check_ms = 1000;
-    cfg.gc_budget = 20000;
-    cfg.lease_max = DEFAULT_LEASE_MAX;
-    cfg.lease_max_principal = DEFAULT_LEASE_MAX_PRINCIPAL;
-    cfg.disk_free_min = DEFAULT_DISK_FREE_MIN;
-
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    config_defaults(&cfg);
+    *json = false;
+    optind = 0; /* glibc: start over (SIGHUP parses again) */
+    while ((ch = getopt_long(argc, argv, "h", onced_opts, NULL)) != -1) {
         switch (ch) {
         case 'd':
             cfg.data_dir = optarg;
@@ -297,6 +335,17 @@ main(int argc, char **argv)
         case 'N':
             cfg.listen_check_ms = 0; /* listener_open: no watch */
             break;
+        case 'F':
+            break; /* read by config_args_build */
+        case 'J':
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                fprintf(stderr,
+                        "onced: --log-format is text or json, got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            *json = strcmp(optarg, "json") == 0;
+            break;
         case 'M':
             if ((why = metrics_url_problem(optarg)) != NULL) {
                 fprintf(stderr, "onced: --metrics-listen \"%s\": %s\n", optarg,
@@ -318,7 +367,7 @@ main(int argc, char **argv)
             }
             cfg.lease_max_principal = v;
             break;
-        case 'F':
+        case 'f':
             if (parse_bytes("--disk-free-min", optarg, &cfg.disk_free_min) !=
                 0) {
                 return 2;
@@ -354,6 +403,123 @@ main(int argc, char **argv)
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
     }
+    *out = cfg;
+    *metrics_out = metrics_url;
+    return PARSE_GO_ON;
+}
+
+/* The reloadable values, carried to the executor thread (the only one that
+ * reads them from srv->cfg). */
+typedef struct reload_task {
+    server *srv;
+    uint64_t window;
+    uint64_t lease_ttl_ms;
+    uint64_t lease_ttl_max_ms;
+} reload_task;
+
+static void
+reload_apply(void *arg)
+{
+    reload_task *t = arg;
+
+    t->srv->cfg.window = t->window;
+    t->srv->cfg.lease_ttl_ms = t->lease_ttl_ms;
+    t->srv->cfg.lease_ttl_max_ms = t->lease_ttl_max_ms;
+    log_info("SIGHUP: window %llu, lease-ttl %llums, lease-ttl-max %llums "
+             "in force",
+             (unsigned long long)t->window, (unsigned long long)t->lease_ttl_ms,
+             (unsigned long long)t->lease_ttl_max_ms);
+    free(t);
+}
+
+static void
+reload_changed(const char *name, void *arg)
+{
+    (void)arg;
+    for (const char *const *r = RELOADABLE; *r != NULL; r++) {
+        if (strcmp(*r, name) == 0) {
+            log_info("SIGHUP: %s changed", name);
+            return;
+        }
+    }
+    log_warn("SIGHUP: %s changed; it takes effect at the next start", name);
+}
+
+/* Re-reads the configuration file; *cur is the vector in force (replaced
+ * on success; boot, whose strings the server's cfg points into, is never
+ * freed). */
+static void
+reload_config(server *srv, int argc, char **argv, config_args *boot,
+              config_args *cur)
+{
+    config_args next;
+    server_config c;
+    const char *metrics_url;
+    reload_task *t;
+    char err[512];
+    bool json;
+
+    if (cur->file == NULL) {
+        return;
+    }
+    if (config_args_build(onced_opts, argc, argv, &next, err, sizeof(err)) !=
+        0) {
+        log_error("SIGHUP: %s; the configuration in force stays", err);
+        return;
+    }
+    if (parse_options(next.argc, next.argv, &c, &json, &metrics_url) !=
+        PARSE_GO_ON) {
+        log_error("SIGHUP: %s has a bad value (above); the configuration in "
+                  "force stays",
+                  next.file);
+        config_args_free(&next);
+        return;
+    }
+    if (config_args_diff(onced_opts, cur, &next, reload_changed, NULL) == 0) {
+        log_info("SIGHUP: %s unchanged", next.file);
+    }
+    log_set_json(json);
+    if ((t = malloc(sizeof(*t))) != NULL) {
+        t->srv = srv;
+        t->window = c.window;
+        t->lease_ttl_ms = c.lease_ttl_ms;
+        t->lease_ttl_max_ms = c.lease_ttl_max_ms;
+        executor_post(srv->ex, reload_apply, t);
+    }
+    if (cur->argv != boot->argv) {
+        config_args_free(cur);
+    }
+    *cur = next;
+}
+
+int
+main(int argc, char **argv)
+{
+    static config_args boot, cur; /* live as long as the server */
+    server_config cfg;
+    server *srv;
+    const char *metrics_url = NULL;
+    metrics *mx = NULL;
+    sigset_t set;
+    char err[512];
+    bool json;
+    int sig, rv;
+
+    if (config_args_build(onced_opts, argc, argv, &boot, err, sizeof(err)) !=
+        0) {
+        fprintf(stderr, "onced: %s\n", err);
+        return 2;
+    }
+    if ((rv = parse_options(boot.argc, boot.argv, &cfg, &json, &metrics_url)) !=
+        PARSE_GO_ON) {
+        config_args_free(&boot);
+        return rv;
+    }
+    cur = boot;
+    log_set_json(json);
+    if (boot.file != NULL) {
+        log_info("configuration file %s", boot.file);
+    }
 
     /* Signals are taken by sigwait below, never by a handler: block them
      * before any thread starts so every thread inherits the mask. */
@@ -379,6 +545,10 @@ main(int argc, char **argv)
     for (size_t i = 0; i < cfg.nlisten; i++) {
         log_info("listening on %s", cfg.listen[i]);
     }
+    if ((rv = notify_watchdog_start(srv)) != 0) {
+        log_warn("cannot start the watchdog thread (error %d)", rv);
+    }
+    notify_ready(srv);
     log_info("ready (pid %d)", (int)getpid());
 
     for (;;) {
@@ -386,14 +556,24 @@ main(int argc, char **argv)
         if (sig != SIGHUP) {
             break;
         }
-        log_info("SIGHUP: re-reading the principals and the policy");
+        notify_reloading();
+        log_info("SIGHUP: re-reading the principals, the policy and the "
+                 "configuration file");
         auth_request_reload(srv->auth);
+        reload_config(srv, argc, argv, &boot, &cur);
+        notify_ready(srv);
     }
+    notify_stopping();
     log_info("%s: stopping; received calls finish and are synced",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
+    notify_watchdog_stop();
     metrics_stop(mx); /* before the executor stops: it may hold a task */
     server_close(srv);
     metrics_free(mx);
     log_info("stopped cleanly");
+    if (cur.argv != boot.argv) {
+        config_args_free(&cur);
+    }
+    config_args_free(&boot);
     return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * svc_grants.c — once.v1.Grants: the thin layer between the executor and
- * the rules in grants/ (SPEC §6).
+ * the rules in grants/ (docs/grants.md).
  *
  * Each handler validates the request alone (validate), then runs one rule
  * function over the call's transaction with the caller's lease principal,

@@ -276,7 +276,7 @@ lease_info_exec(server_call *c)
     }
     /* A lease found past its TTL is ended here, durably, before the reply
      * says EXPIRED: a restart (which grants live leases a fresh TTL) must
-     * not bring back a lease this call reported ended (SPEC §4). */
+     * not bring back a lease this call reported ended (docs/spec.md). */
     if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
         call_store_error(c, ENOMEM);
         return;

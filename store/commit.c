@@ -21,6 +21,7 @@
 #include "store_impl.h"
 
 #include "fault.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ store_txn_commit(store_txn *t, store_done_fn done, void *arg)
                         t->ticket) != 0) {
             /* Later transactions would not see this write; refusing to go
              * on is the only safe answer. */
-            fprintf(stderr, "onced: out of memory publishing a write\n");
+            log_error("out of memory publishing a write");
             abort();
         }
     }
@@ -136,11 +137,10 @@ commit_write(store *s, store_txn *group, size_t n)
         leveldb_writebatch_destroy(merged);
     }
     if (err != NULL) {
-        fprintf(stderr,
-                "onced: FATAL: synced LevelDB write failed: %s; stopping "
-                "without acknowledging it (restart to recover from the "
-                "log)\n",
-                err);
+        log_error("FATAL: synced LevelDB write failed: %s; stopping "
+                  "without acknowledging it (restart to recover from the "
+                  "log)",
+                  err);
         abort();
     }
     /* One write holds effect and record: nothing lies between them. */

@@ -43,6 +43,7 @@
 #include "store_impl.h"
 
 #include "duration.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -90,8 +91,7 @@ compact_pass(store *s)
     leveldb_writebatch_destroy(b);
     leveldb_compact_range(s->db, NULL, 0, NULL, 0);
     if (err != NULL) {
-        fprintf(stderr, "onced: compaction: the spanning deletes failed: %s\n",
-                err);
+        log_error("compaction: the spanning deletes failed: %s", err);
         leveldb_free(err);
         return -1;
     }
@@ -116,11 +116,10 @@ compact_main(void *arg)
             break;
         }
     }
-    fprintf(stderr,
-            "onced: compaction of the whole key range finished in %llu ms "
-            "(%d pass%s)\n",
-            (unsigned long long)(duration_now_ms() - t0), passes,
-            passes == 1 ? "" : "es");
+    log_info("compaction of the whole key range finished in %llu ms "
+             "(%d pass%s)",
+             (unsigned long long)(duration_now_ms() - t0), passes,
+             passes == 1 ? "" : "es");
     atomic_fetch_add(&s->compactions, 1);
     atomic_store(&s->compacting, false);
     return NULL;
@@ -149,7 +148,7 @@ compact_join(store *s)
     pthread_mutex_lock(&s->compact_mtx);
     if (s->compact_joinable) {
         if (atomic_load(&s->compacting)) {
-            fprintf(stderr, "onced: waiting for the running compaction\n");
+            log_info("waiting for the running compaction");
         }
         pthread_join(s->compact_thread, NULL);
         s->compact_joinable = false;

@@ -7,6 +7,7 @@
  * does, and arms), or counts hits of points that are not armed.
  */
 #include "fault.h"
+#include "log.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -34,10 +35,9 @@ fault_arm(const char *v)
         fault_drop_armed = strcmp(colon + 1, "drop") == 0;
         fault_fail_armed = strcmp(colon + 1, "fail") == 0;
         if (!fault_drop_armed && !fault_fail_armed) {
-            fprintf(stderr,
-                    "onced: fault %s: unknown action \"%s\" "
-                    "(only :drop, :fail); crashing instead\n",
-                    v, colon + 1);
+            log_warn("fault %s: unknown action \"%s\" "
+                     "(only :drop, :fail); crashing instead",
+                     v, colon + 1);
         }
         *colon = '\0';
     }
@@ -45,11 +45,10 @@ fault_arm(const char *v)
         fault_at = atol(at + 1) > 0 ? atol(at + 1) : 1;
         *at = '\0';
     }
-    fprintf(stderr, "onced: fault point \"%s\" armed (hit %ld %s)\n",
-            fault_name, fault_at,
-            fault_drop_armed   ? "drops its reply"
-            : fault_fail_armed ? "fails"
-                               : "crashes");
+    log_warn("fault point \"%s\" armed (hit %ld %s)", fault_name, fault_at,
+             fault_drop_armed   ? "drops its reply"
+             : fault_fail_armed ? "fails"
+                                : "crashes");
 }
 
 /* True when name is armed with this action (drop, fail, or neither: a
@@ -70,7 +69,7 @@ fault_point(const char *name)
     if (fault_name[0] == '\0' || !fault_due(name, false, false)) {
         return;
     }
-    fprintf(stderr, "onced: fault point \"%s\": crashing\n", name);
+    log_warn("fault point \"%s\": crashing", name);
     raise(SIGKILL);
     _exit(137);
 }
@@ -81,7 +80,7 @@ fault_drop(const char *name)
     if (fault_name[0] == '\0' || !fault_due(name, true, false)) {
         return false;
     }
-    fprintf(stderr, "onced: fault point \"%s\": dropping the reply\n", name);
+    log_warn("fault point \"%s\": dropping the reply", name);
     return true;
 }
 
@@ -91,6 +90,6 @@ fault_fail(const char *name)
     if (fault_name[0] == '\0' || !fault_due(name, false, true)) {
         return false;
     }
-    fprintf(stderr, "onced: fault point \"%s\": failing\n", name);
+    log_warn("fault point \"%s\": failing", name);
     return true;
 }

@@ -1,5 +1,5 @@
 /*
- * fault.h — named fault points for the crash-matrix tests (SPEC §7).
+ * fault.h — named fault points for the crash-matrix tests (tests/README.md).
  *
  * Owns the one armed point, armed once at start-up by the test build of
  * onced (server/test_seams.c, from the environment variable ONCED_FAULT;

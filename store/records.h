@@ -1,5 +1,6 @@
 /*
- * records.h — completion records (SPEC §3), the evidence that an rpc id ran.
+ * records.h — completion records (docs/spec.md), the evidence that an rpc id
+ * ran.
  *
  * Owns the LevelDB keys "r/<client_id:be64><seq:be64>" holding one
  * CompletionRecord each: method, request digest, status, response payload,

@@ -8,7 +8,7 @@
  * build's order, with the fault point write_between after the first. A
  * crash there leaves an effect without its record (a retry runs it again:
  * two effects) or a record without its effect (a retry replays a result
- * whose effect is gone: none). SPEC §3 forbids exactly this.
+ * whose effect is gone: none). docs/spec.md forbids exactly this.
  * Never: used by anything but the crash-matrix tests.
  */
 #ifdef ONCE_SPLIT_WRITES

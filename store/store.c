@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "datadir.h"
+#include "log.h"
 
 #define STORE_CACHE_BYTES  (32u << 20)
 #define STORE_WRITE_BUFFER (8u << 20)
@@ -59,10 +60,10 @@ store_leveldb_error(const char *what, char *err)
 {
     int rv = strncmp(err, "Corruption: ", 12) == 0 ? EBADMSG : EIO;
 
-    fprintf(stderr, "onced: %s: LevelDB: %s%s\n", what, err,
-            rv == EBADMSG ? " (damaged data: not served; restore the data "
-                            "folder from a backup)"
-                          : "");
+    log_error("%s: LevelDB: %s%s", what, err,
+              rv == EBADMSG ? " (damaged data: not served; restore the data "
+                              "folder from a backup)"
+                            : "");
     leveldb_free(err);
     return rv;
 }
@@ -147,17 +148,16 @@ store_identity(store *s, const char *dir, bool created, bool has_file,
             return rv;
         }
         if (!created) {
-            fprintf(stderr,
-                    "onced: %s: a store from before identity files; "
-                    "marked it as store %s\n",
-                    dir, db_id);
+            log_info("%s: a store from before identity files; "
+                     "marked it as store %s",
+                     dir, db_id);
         }
     }
     if ((rv = datadir_write_id(dir, db_id, errmsg)) != 0) {
         return rv;
     }
-    fprintf(stderr, "onced: %s: %s store %s (identity file %s written)\n", dir,
-            created ? "created" : "completed", db_id, DATADIR_ID_FILE);
+    log_info("%s: %s store %s (identity file %s written)", dir,
+             created ? "created" : "completed", db_id, DATADIR_ID_FILE);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_dispatch.c — libFuzzer over envelope decoding, admission and the
- * dispatch of every method (SPEC §2: hostile input).
+ * dispatch of every method (docs/spec.md: hostile input).
  *
  * Owns: one in-process onced (server_open: real store in a temp dir, real
  * executor (which also syncs) and collector, an ipc listener) built with ASan

@@ -1,5 +1,5 @@
 /*
- * test_auth.c — authentication, scoping and authorization (SPEC §2, §3
+ * test_auth.c — authentication, scoping and authorization (docs/spec.md
  * "Authorization is not deduplication", issue 7) against a real onced.
  *
  * Owns: one onced per test that is switched from OPEN to authenticating by

@@ -1,5 +1,5 @@
 /*
- * test_collector.c — the collector against a real onced (SPEC §5, §7):
+ * test_collector.c — the collector against a real onced (docs/spec.md):
  * acknowledgements bound retention, ended leases are reclaimed, and
  * neither a crash between "lease ended" and "records deleted" nor one
  * right after the deletion lets a late retry run again.

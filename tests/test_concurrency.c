@@ -1,5 +1,5 @@
 /*
- * test_concurrency.c — concurrent calls against a real onced (SPEC §3, §7).
+ * test_concurrency.c — concurrent calls against a real onced (docs/spec.md).
  *
  * Owns: two concurrency checks. (1) 32 threads, each with its own
  * connection, send ONE rpc id at the same instant (a barrier): exactly one

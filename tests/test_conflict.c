@@ -1,5 +1,5 @@
 /*
- * test_conflict.c — one rpc id with two payloads is a conflict (SPEC §2-3).
+ * test_conflict.c — one rpc id with two payloads is a conflict (docs/spec.md).
  *
  * Owns: the digest checks against a real onced: resending a completed id
  * with another `by`, or another counter name, gets ALREADY_EXISTS /

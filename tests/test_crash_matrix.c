@@ -1,6 +1,6 @@
 /*
  * test_crash_matrix.c — a crash at every fault point, restart, retry
- * (SPEC §7, seeds/002's crash matrix).
+ * (the crash matrix of tests/README.md).
  *
  * Owns: for every fault point of store/fault.h, a real onced that dies there
  * (SIGKILL) or loses the reply there (":drop"), is restarted on the same
@@ -272,7 +272,7 @@ call_point(const char *onced, const char *fault)
 }
 
 /* The call-path points, in the order a call passes them; write_between and
- * its neighbours are the seed's before/between/after columns. */
+ * its neighbours are the crash matrix's before/between/after columns. */
 static const char *const call_points[] = {
     "request_accepted", "batch_staged", "write_between",
     "batch_written",    "reply_sent",

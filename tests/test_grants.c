@@ -1,9 +1,9 @@
 /*
- * test_grants.c — start grants (SPEC §6, seeds/000) against a real onced.
+ * test_grants.c — start grants (docs/grants.md) against a real onced.
  *
- * Owns one named test per constraint of seeds/000 ("制約") and per rejected
+ * Owns one named test per rule of docs/grants.md and per rejected
  * alternative ("採らなかった方式"), plus the examples of issue 4. Map
- * (test → seed line, translated):
+ * (test → the rule it checks, as first written and in English):
  *
  *  制約 (constraints)
  *   c01_one_open_grant_per_surface  未終了の開始許可は、作業面につき一つだけ
@@ -64,7 +64,7 @@
  *   c19_enqueue_input_kept_until_accepted (same, queue path) Enqueue kept
  *                                   by once_work_submit: unanswered →
  *                                   PENDING, resumed with its id → one row
- *                                   (seeds/003)
+ *                                   (docs/grants.md, input keeping)
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
  *                                   して残ります — rejected inputs
  *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
@@ -628,8 +628,8 @@ c07_retry_reevaluates_permission(void **state)
 /*
  * The same constraint for a replay of the same rpc id, which is answered
  * from the completion record: the stored reply (and its credential) never
- * stands in for a permission withdrawn since (SPEC §3), and a replayed
- * accept carries a credential minted now (SPEC §6) or none, with the
+ * stands in for a permission withdrawn since (docs/spec.md), and a replayed
+ * accept carries a credential minted now (docs/grants.md) or none, with the
  * reason, when the grant can no longer start. For RequestGrant, Claim and
  * RenewCredential.
  */
@@ -1421,8 +1421,8 @@ a4_rejections_recorded_per_surface(void **state)
 }
 
 /* Renewal refusals are rejections too: logged on the grant's surface as
- * via "renew" (SPEC §6: visible while the machine is silent), the same one
- * again only counted (repeats), and a replay of a renewal logs nothing. */
+ * via "renew" (docs/grants.md: visible while the machine is silent), the same
+ * one again only counted (repeats), and a replay of a renewal logs nothing. */
 static void
 a4_renewal_rejections_recorded(void **state)
 {
@@ -2148,7 +2148,7 @@ c19_input_lease_ended_not_resent(void **state)
 }
 
 /*
- * The same constraint on the queue path (seeds/003: once the request is
+ * The same constraint on the queue path (docs/grants.md: once the request is
  * enqueued, the chain runs exactly once): once_work_submit keeps the
  * Enqueue before it sends it. Sent to a stopped onced and unanswered, it
  * stays PENDING; a new handle resumes it with the same rpc id, and the

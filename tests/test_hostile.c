@@ -1,6 +1,6 @@
 /*
  * test_hostile.c — malformed and hostile input against a real onced
- * (SPEC §2: nothing that fails before execution writes anything).
+ * (docs/spec.md: nothing that fails before execution writes anything).
  *
  * Owns: raw nng REQ sends of garbage, truncated envelopes, bad payloads,
  * unknown methods, missing rpc ids, an oversized message, an empty counter

@@ -1,5 +1,5 @@
 /*
- * test_leases.c — leases and acknowledgements end to end (SPEC §2, §4):
+ * test_leases.c — leases and acknowledgements end to end (docs/spec.md):
  * live leases survive a restart with their records replayable; a lost
  * lease ends libonce's calls in flight as OUTCOME_UNKNOWN and fails new
  * ones without sending; STALE_RPC, WINDOW_FULL and BAD_ACK refuse a call
@@ -225,7 +225,7 @@ test_restart_keeps_live_leases(void **state)
     assert_int_equal(record_seqs(b, cid, seqs, 8), 3);
     harness_lease_info(b, once_client_id(a), &li);
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
-    /* Client ids are never reused across the restart (SPEC §3). */
+    /* Client ids are never reused across the restart (docs/spec.md). */
     {
         uint64_t fresh = 0;
         assert_int_equal(once_lease_open(b, NULL, 120000, &fresh, &ttl, &st),
@@ -724,7 +724,7 @@ test_stale_and_bad_ack(void **state)
     assert_string_equal(st.reason, "STALE_RPC");
     /* ...also when it carries an acknowledgement above its own seq (as a
      * resend of the same seq with the sender's current ack would): the
-     * seq is stale first (SPEC §2), not a bad acknowledgement. */
+     * seq is stale first (docs/spec.md), not a bad acknowledgement. */
     raw_expect(h, cid, 2, 3, "e-ack", ONCE_FAILED_PRECONDITION, "STALE_RPC");
     /* An acknowledgement above the call's own seq: BAD_ACK, and the
      * watermark does not move. */

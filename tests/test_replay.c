@@ -1,5 +1,5 @@
 /*
- * test_replay.c — one rpc id sent twice is executed once (SPEC §3, §7).
+ * test_replay.c — one rpc id sent twice is executed once (docs/spec.md).
  *
  * Owns: the replay checks against a real onced: a resend of a completed id
  * returns the stored value with replayed=true and commits nothing; the same

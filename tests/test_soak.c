@@ -1,6 +1,6 @@
 /*
  * test_soak.c — exactly once through a lossy network and random crashes
- * (SPEC §7: lost replies at rate p, restarts).
+ * (tests/README.md: lost replies at rate p, restarts).
  *
  * Owns: a soak run. Several libonce clients, each on its own thread and
  * lease, increment one counter through once_proxy (bench/once_proxy.c),

@@ -1,6 +1,6 @@
 # retention.gp — bench_retention's CSV as a PNG: bytes of completion
 # records retained over time with acknowledgements vs lease-only
-# collection, against the seed's model λ·W·b (rate × lease TTL × 128 B);
+# collection, against the capacity model λ·W·b (rate × lease TTL × 128 B);
 # the LevelDB folder's bytes on disk over the same time (the load, then
 # the compaction and the drain); and, from the summary CSV, bytes per
 # retained record: the model's 128 B, onced's count (key + value), and on
@@ -86,7 +86,7 @@ if (panels == 3) {
     set style fill solid 0.8 border -1
     set boxwidth 0.6
     unset key
-    set xtics ("model (seed)" 0, "onced's count" 1, "on disk, before" 2, \
+    set xtics ("model" 0, "onced's count" 1, "on disk, before" 2, \
                "on disk, after compaction" 3, "marginal, tables" 4) \
         rotate by -20
     plot summary skip 1 using (0):(strcol(1) eq "lease-only" ? $25 : 1/0) \

@@ -1,4 +1,4 @@
-"""once._grants — the Grants service as Client methods (SPEC §6 start
+"""once._grants — the Grants service as Client methods (docs/grants.md: start
 grants: at most one open grant per work surface).
 
 Owns: one method per once.v1.Grants RPC, building its request from

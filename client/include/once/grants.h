@@ -1,5 +1,5 @@
 /*
- * once/grants.h — libonce's start-grant helpers (SPEC §6).
+ * once/grants.h — libonce's start-grant helpers (docs/grants.md).
  *
  * A credential minted by onced for a grant is a packed
  * once.v1.CredentialBody plus a detached Ed25519 signature over exactly

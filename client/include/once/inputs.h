@@ -1,7 +1,7 @@
 /*
  * once/inputs.h — keeping a start request's input (or a queued work item's,
  * once_work_submit) on the client until the server has durably accepted it
- * (SPEC §6 last bullet, seeds/003).
+ * (docs/grants.md, "Input keeping").
  *
  * An input store is a directory. once_grant_submit() first writes the
  * RequestGrant it is about to send — the request bytes exactly as they

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+#
+# deb-check.sh — installs the packages `make deb` built and tries them as a
+# user of the packages would (CI runs it as root on its fresh machine).
+#
+# Owns: the check that the three packages install together with apt, that
+# the installed onced and oncectl run, and that examples/hello.c builds
+# against the installed headers and library — with pkg-config and with
+# CMake find_package(once) — and gets a replay from the installed onced
+# started with the packaged /etc/once/onced.conf (data and listen given as
+# flags, which win over the file).
+# Invariant: nothing outside build-deb/ and a temp dir is written, except
+# what apt installs. Never: removes packages (--purge at the end does).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DEB_BUILD=${DEB_BUILD:-build-deb}
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=(sudo)
+fi
+
+debs=("$DEB_BUILD"/once_*.deb "$DEB_BUILD"/libonce0_*.deb "$DEB_BUILD"/libonce-dev_*.deb)
+for d in "${debs[@]}"; do
+    [ -f "$d" ] || { echo "deb-check: no $d (run make deb)" >&2; exit 1; }
+done
+
+echo "deb-check: installing ${debs[*]}"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${debs[@]/#/./}"
+
+echo "deb-check: installed programs"
+/usr/bin/onced --version
+/usr/bin/oncectl --version
+for f in /lib/systemd/system/onced.service /etc/once/onced.conf \
+    /usr/share/man/man8/onced.8.gz /usr/share/man/man1/oncectl.1.gz \
+    /usr/share/once/proto/once.proto /usr/include/once/client.h; do
+    [ -f "$f" ] || { echo "deb-check: $f not installed" >&2; exit 1; }
+done
+getent passwd once >/dev/null || { echo "deb-check: no user once" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/once-deb-check-XXXXXX)
+pid=
+cleanup() {
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        wait "$pid" || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "deb-check: examples/hello.c against the installed libonce"
+cc examples/hello.c $(pkg-config --cflags --libs once) -o "$tmp/hello"
+cmake -S examples -B "$tmp/hello-cmake" >/dev/null
+cmake --build "$tmp/hello-cmake" >/dev/null
+
+/usr/bin/onced --config /etc/once/onced.conf --data "$tmp/data" \
+    --listen "ipc://$tmp/once.ipc" >"$tmp/onced.log" 2>&1 &
+pid=$!
+export ONCE_SERVER="ipc://$tmp/once.ipc"
+for _ in $(seq 1 200); do
+    oncectl stats >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/onced.log"; exit 1; }
+    sleep 0.05
+done
+"$tmp/hello"
+"$tmp/hello-cmake/hello"
+kill -TERM "$pid"
+wait "$pid"
+pid=
+echo "deb-check: OK"
+
+if [ "${1:-}" = --purge ]; then
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get purge -y -q once libonce0 libonce-dev
+fi

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+#
+# test_service.sh SOURCE_DIR BUILD_DIR — the service files: the systemd
+# unit, the packaged configuration and the man pages.
+#
+# Owns: the checks that
+#  - packaging/onced.service passes `systemd-analyze verify` with nothing
+#    printed (verify exits 0 even for a directive it ignores, so any output
+#    fails the test) and keeps an exposure level below 2.0 in
+#    `systemd-analyze security --offline` (the sandboxing is in force);
+#  - onced starts with packaging/onced.conf as its --config (every key in it
+#    is one onced accepts), the flags --data and --listen winning over the
+#    file's, and stops cleanly;
+#  - every long option in `onced --help` is in docs/man/onced.8, and every
+#    global option in `oncectl --help` is in docs/man/oncectl.1.
+# systemd is not running in the containers this runs in: the unit is
+# verified offline, and the notify protocol itself is tested by test_config
+# (NOTIFY_SOCKET). systemd-analyze comes from Debian's systemd package
+# (scripts/deps.sh installs it; it needs no running systemd): without it
+# the test fails.
+# Never: installs anything or talks to a running systemd.
+set -euo pipefail
+
+src=$(cd "$1" && pwd)
+bld=$(cd "$2" && pwd)
+tmp=$(mktemp -d /tmp/once-service-XXXXXX)
+onced_pid=
+
+cleanup() {
+    if [ -n "$onced_pid" ] && kill -0 "$onced_pid" 2>/dev/null; then
+        kill -KILL "$onced_pid"
+        wait "$onced_pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "test_service: FAILED: $*" >&2
+    exit 1
+}
+
+echo "== the unit"
+if command -v systemd-analyze >/dev/null; then
+    # ExecStart must name an existing binary: this build's onced.
+    sed "s#/usr/bin/onced#$bld/server/onced#" \
+        "$src/packaging/onced.service" >"$tmp/onced.service"
+    out=$(systemd-analyze verify --man=no "$tmp/onced.service" 2>&1) ||
+        fail "systemd-analyze verify: $out"
+    [ -z "$out" ] || fail "systemd-analyze verify printed: $out"
+    sec=$(systemd-analyze security --offline=yes "$tmp/onced.service" 2>&1 |
+        sed -n 's/.*Overall exposure level for onced.service: \([0-9.]*\).*/\1/p')
+    [ -n "$sec" ] || fail "systemd-analyze security gave no exposure level"
+    awk -v s="$sec" 'BEGIN { exit !(s < 2.0) }' ||
+        fail "exposure level $sec (want below 2.0): sandboxing lost"
+    echo "verify: clean; exposure level $sec"
+else
+    fail "no systemd-analyze (Debian package systemd; scripts/deps.sh)"
+fi
+
+echo "== onced with the packaged configuration"
+"$bld/server/onced" --config "$src/packaging/onced.conf" \
+    --data "$tmp/data" --listen "ipc://$tmp/s.ipc" >"$tmp/log" 2>&1 &
+onced_pid=$!
+for _ in $(seq 1 200); do
+    grep -q "ready (pid" "$tmp/log" && break
+    kill -0 "$onced_pid" 2>/dev/null || fail "onced exited: $(cat "$tmp/log")"
+    sleep 0.05
+done
+grep -q "ready (pid" "$tmp/log" || fail "onced never ready: $(cat "$tmp/log")"
+grep -q "listening on ipc://$tmp/s.ipc" "$tmp/log" ||
+    fail "the --listen flag did not win: $(cat "$tmp/log")"
+grep -q "/run/once" "$tmp/log" && fail "the file's listen was used too"
+[ -d "$tmp/data" ] || fail "the --data flag did not win"
+"$bld/client/oncectl" --server "ipc://$tmp/s.ipc" stats >/dev/null ||
+    fail "onced does not answer"
+kill -TERM "$onced_pid"
+wait "$onced_pid" || fail "onced did not stop cleanly: $(cat "$tmp/log")"
+onced_pid=
+
+echo "== man pages"
+# Long options as --help lists them (roff writes a dash as \-).
+missing=
+for opt in $("$bld/server/onced" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -qF -- "${opt//-/\\-}" "$src/docs/man/onced.8" ||
+        missing="$missing $opt"
+done
+[ -z "$missing" ] || fail "docs/man/onced.8 lacks$missing"
+for opt in $("$bld/client/oncectl" --help |
+    sed -n '/^Global options/,/^$/p' | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -qF -- "${opt//-/\\-}" "$src/docs/man/oncectl.1" ||
+        missing="$missing $opt"
+done
+[ -z "$missing" ] || fail "docs/man/oncectl.1 lacks$missing"
+if command -v man >/dev/null; then
+    for page in onced.8 oncectl.1; do
+        w=$(MANWIDTH=80 man --warnings -l "$src/docs/man/$page" 2>&1 >/dev/null)
+        [ -z "$w" ] || fail "man $page warns: $w"
+    done
+fi
+echo "test_service: OK"
