@@ -396,7 +396,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
         free(buf);
         return store_error(st, "cannot read", name, e);
     }
-    if (client_seq_assign(c, &seq) != 0) {
+    if (gate_seq_assign(&c->gate, &seq) != 0) {
         pthread_mutex_unlock(&s->lock);
         free(buf);
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
@@ -405,7 +405,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     k.version = 1;
     k.request.data = buf;
     k.request.len = len;
-    k.client_id = c->client_id;
+    k.client_id = c->gate.client_id;
     k.seq = seq;
     k.principal = c->principal;
     k.state = ONCE_INPUT_PENDING;
@@ -439,11 +439,11 @@ submit_check(once_client *c, once_inputs *s, const char *fn,
                           "request id",
                           fn);
     }
-    if (c->client_id == 0) {
+    if (c->gate.client_id == 0) {
         return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
                           "keeping an input needs a handle with a lease");
     }
-    if (lost_is_lost(c)) {
+    if (gate_is_lost(&c->gate)) {
         return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
                           "the handle's lease is lost; nothing was kept");
     }
@@ -537,8 +537,8 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     w = *k; /* shallow: the copy borrows k's strings (or c's) */
     if (new_id) {
-        if (c->client_id == 0 || lost_is_lost(c) ||
-            client_seq_assign(c, &seq) != 0) {
+        if (c->gate.client_id == 0 || gate_is_lost(&c->gate) ||
+            gate_seq_assign(&c->gate, &seq) != 0) {
             pthread_mutex_unlock(&s->lock);
             once__client__kept_input__free_unpacked(k, NULL);
             return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
@@ -546,7 +546,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
                               "a live lease");
         }
         w.principal = c->principal;
-        w.client_id = c->client_id;
+        w.client_id = c->gate.client_id;
         w.seq = seq;
         w.state = ONCE_INPUT_PENDING;
     } else if (strcmp(k->principal != NULL ? k->principal : "", c->principal) !=
@@ -567,7 +567,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     pthread_mutex_unlock(&s->lock);
 
-    if (!new_id && w.client_id != c->client_id) {
+    if (!new_id && w.client_id != c->gate.client_id) {
         /* Keep the recorded id usable while it is re-sent; an ended lease
          * is filed, never replaced by a new id. */
         rv = once_lease_renew(c, w.client_id, NULL, NULL, st);

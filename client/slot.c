@@ -7,7 +7,7 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "client_impl.h"
+#include "conn.h"
 
 /* Free slots kept per handle: enough for every caller of a busy shared
  * handle, few enough that an idle one holds little. */
@@ -26,7 +26,7 @@ slot_close(call_slot *s)
 static void
 slot_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
-    once_client *c = arg;
+    conn *c = arg;
 
     (void)p;
     (void)ev;
@@ -34,13 +34,13 @@ slot_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 int
-slot_watch(once_client *c)
+slot_watch(conn *c)
 {
     return nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, slot_pipe_gone, c);
 }
 
 int
-slot_take(once_client *c, call_slot **sp)
+slot_take(conn *c, call_slot **sp)
 {
     uint64_t lost = atomic_load(&c->pipes_lost);
     call_slot *s, *stale = NULL;
@@ -89,7 +89,7 @@ slot_take(once_client *c, call_slot **sp)
 }
 
 void
-slot_give(once_client *c, call_slot *s, bool clean)
+slot_give(conn *c, call_slot *s, bool clean)
 {
     if (s == NULL) {
         return;
@@ -111,7 +111,7 @@ slot_give(once_client *c, call_slot *s, bool clean)
 }
 
 void
-slot_fini(once_client *c)
+slot_fini(conn *c)
 {
     call_slot *s;
 

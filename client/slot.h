@@ -7,7 +7,7 @@
  * that ended cleanly are kept (up to SLOT_KEEP per handle) for the next
  * call.
  *
- * Owns: the handle's free slots (once_client.slots, under slot_lock).
+ * Owns: the handle's free slots (conn.slots, under slot_lock).
  * Invariant: a slot's aio only ever sends and receives and its sleep aio
  * only ever sleeps (the backoff between attempts). nng 1.5 reports a send
  * or receive that timed out on an aio that has slept as success (0, and
@@ -27,7 +27,7 @@
 
 #include <nng/nng.h>
 
-typedef struct once_client once_client;
+typedef struct conn conn;
 
 typedef struct call_slot {
     nng_ctx ctx;
@@ -38,17 +38,17 @@ typedef struct call_slot {
 } call_slot;
 
 /* Counts the handle's closed connections (an nng pipe notification on
- * c->sock), so kept slots from before a disconnection are not reused. */
-int slot_watch(once_client *c);
+ * conn.sock), so kept slots from before a disconnection are not reused. */
+int slot_watch(conn *c);
 
 /* A slot with an open context (resend timer off), its aio and its sleep
  * aio, reused when one is free. Returns 0 or an nng error. */
-int slot_take(once_client *c, call_slot **sp);
+int slot_take(conn *c, call_slot **sp);
 
 /* Ends a call's use of s: kept for reuse when clean, closed otherwise. */
-void slot_give(once_client *c, call_slot *s, bool clean);
+void slot_give(conn *c, call_slot *s, bool clean);
 
-/* Closes every kept slot (once_client close). */
-void slot_fini(once_client *c);
+/* Closes every kept slot (conn_fini). */
+void slot_fini(conn *c);
 
 #endif /* CLIENT_SLOT_H */
