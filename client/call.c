@@ -138,7 +138,7 @@ call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
 }
 
 /* How long a send waits for a connection before the dial is started over
- * (client_redial, itself at most once a second per handle). */
+ * (conn_redial, itself at most once a second per handle). */
 #define CALL_SEND_SLICE_MS 1000u
 
 /* Milliseconds until `until` (a retry_now_ms value), at least 1 so nng
@@ -180,7 +180,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     nng_aio_set_msg(aio, m);
     /* Waiting for a connection, in slices: a send still unsent after one,
      * or at attempt_end (an attempt shorter than a slice), starts the dial
-     * over (client_redial) — and, before attempt_end, waits on. A send that
+     * over (conn_redial) — and, before attempt_end, waits on. A send that
      * timed out never reached a pipe, so sending the same message again is
      * the same attempt. */
     for (;;) {
@@ -415,7 +415,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
 
     memset(&cst, 0, sizeof(cst));
     memcpy(cst.last_err, "deadline too short", sizeof("deadline too short"));
-    if ((rv = slot_take(&c->conn, &slot)) != 0) {
+    if ((rv = slot_take(&c->conn.slots, c->conn.sock, &slot)) != 0) {
         return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
                           "nng context setup: %s; nothing was sent",
                           nng_strerror(rv));
@@ -551,7 +551,7 @@ out:
     if (r != NULL) {
         once__v1__response__free_unpacked(r, NULL);
     }
-    slot_give(&c->conn, slot, clean);
+    slot_give(&c->conn.slots, slot, clean);
     return rv;
 }
 
@@ -603,19 +603,10 @@ static int
 call_id(once_client *c, call_kind kind, once_rpc_id *id, call_spec *cs,
         bool *assigned, once_status *st)
 {
-    if (kind == CALL_EITHER) {
+    bool either = kind == CALL_EITHER;
+
+    if (either) {
         kind = (id != NULL && id->seq != 0) ? CALL_RETRY : CALL_NEW;
-        if (kind == CALL_RETRY &&
-            gate_seq_completed(&c->gate, id->client_id, id->seq)) {
-            return status_set(
-                st, ONCE_INVALID_ARGUMENT, ONCE_REASON_RPC_ID_COMPLETED,
-                "rpc id %" PRIu64 ":%" PRIu64 " was already completed by "
-                "this handle (its reply was delivered), so this is not a new "
-                "call; nothing was sent. For a new call set id.seq = 0 first "
-                "(or use the _new function); to read that reply again use "
-                "the _retry function",
-                id->client_id, id->seq);
-        }
     }
     if (kind == CALL_RETRY) {
         if (id == NULL || id->seq == 0 || id->client_id == 0) {
@@ -630,6 +621,16 @@ call_id(once_client *c, call_kind kind, once_rpc_id *id, call_spec *cs,
         cs->tracked = gate_tracks(&c->gate, cs->client_id);
         if (cs->tracked && gate_is_lost(&c->gate)) {
             return call_lost_fast(c, cs, st);
+        }
+        if (either && gate_seq_completed(&c->gate, id->client_id, id->seq)) {
+            return status_set(
+                st, ONCE_INVALID_ARGUMENT, ONCE_REASON_RPC_ID_COMPLETED,
+                "rpc id %" PRIu64 ":%" PRIu64 " was already completed by "
+                "this handle (its reply was delivered), so this is not a new "
+                "call; nothing was sent. For a new call set id.seq = 0 first "
+                "(or use the _new function); to read that reply again use "
+                "the _retry function",
+                id->client_id, id->seq);
         }
         return ONCE_OK;
     }

@@ -6,7 +6,7 @@
  *   conn   — the connection layer (conn.h, slot.h): socket, dialer, slots;
  *   gate   — the lease's state as calls see it (lease_gate.h): own client
  *            id, seq window, health, tracked calls, lease-lost callback;
- *   renew  — the lease's renewal thread (lease.h);
+ *   renew  — the lease's renewal thread (lease.c);
  * plus the call settings below, which the call engine (call.c) reads.
  *
  * Owns: the handle's layout and which part belongs to which layer.
@@ -21,14 +21,23 @@
 #ifndef CLIENT_CLIENT_IMPL_H
 #define CLIENT_CLIENT_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "conn.h"
-#include "lease.h"
 #include "lease_gate.h"
 #include "once/client.h"
 #include "retry.h"
+
+/* The lease's renewal thread; only lease.c touches it. */
+typedef struct lease_renewer {
+    bool running;         /* written only by open/close (no lock) */
+    pthread_t thread;     /* valid while running */
+    pthread_mutex_t lock; /* protects stop */
+    pthread_cond_t cv;    /* signalled when stop is set */
+    bool stop;            /* under lock */
+} lease_renewer;
 
 struct once_client {
     conn conn;           /* connection layer */

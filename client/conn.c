@@ -18,7 +18,6 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "retry.h"
-#include "slot.h"
 #include "status.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
@@ -31,7 +30,7 @@ int
 conn_init(conn *cn, const char *url, once_status *st)
 {
     memset(cn, 0, sizeof(*cn));
-    pthread_mutex_init(&cn->slot_lock, NULL);
+    slot_init(&cn->slots);
     pthread_mutex_init(&cn->dial_lock, NULL);
     if ((cn->url = strdup(url)) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
@@ -127,7 +126,7 @@ conn_open(conn *cn, once_status *st)
                                 CONN_RECONNECT_MIN_MS)) != 0 ||
         (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMAXT,
                                 CONN_RECONNECT_MAX_MS)) != 0 ||
-        (rv = slot_watch(cn)) != 0) {
+        (rv = slot_watch(&cn->slots, cn->sock)) != 0) {
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }
@@ -167,9 +166,8 @@ conn_shut(conn *cn)
 void
 conn_fini(conn *cn)
 {
-    slot_fini(cn);
+    slot_fini(&cn->slots);
     conn_shut(cn);
-    pthread_mutex_destroy(&cn->slot_lock);
     pthread_mutex_destroy(&cn->dial_lock);
     if (cn->tls != NULL) {
         nng_tls_config_free(cn->tls);

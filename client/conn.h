@@ -6,7 +6,8 @@
  * Owns: struct conn and everything in it; which lock protects which field
  * is written beside it.
  * Invariant: the layer knows nothing of rpc ids, leases or retries; it
- * includes no other header of client/ but slot.h, and its functions take a
+ * includes no other header of client/ but slot.h (the
+ * layer's other half), and its functions take a
  * conn, never the whole handle.
  * Never: blocks on the network (the dial is non-blocking and nng
  * reconnects by itself); never sends a request (call.c does).
@@ -23,16 +24,14 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "once/client.h"
+#include "slot.h"
 
 typedef struct conn {
     nng_socket sock;     /* REQ socket; nng makes it thread-safe */
     char *url;           /* owned (strdup); read-only after conn_open */
     nng_tls_config *tls; /* tls+tcp:// client config, or NULL; read-only */
 
-    pthread_mutex_t slot_lock;    /* protects slots and nslots */
-    struct call_slot *slots;      /* free call slots (slot.h) */
-    size_t nslots;                /* under slot_lock */
-    _Atomic uint64_t pipes_lost;  /* connections closed so far (slot.h) */
+    slot_pool slots;              /* free call slots (slot.h) */
     _Atomic uint64_t max_request; /* onced's --recv-max from its last
                                      OpenLease reply; 0: not known */
 

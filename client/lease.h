@@ -2,7 +2,8 @@
  * lease.h — the upper half of the lease layer: opening, renewing and
  * closing the handle's own lease (lease.c), over the call engine.
  *
- * Owns: struct lease_renewer (the renewal thread and its stop flag).
+ * Owns: declarations only (struct lease_renewer, the renewal thread's
+ * fields, is part of the handle's layout in client_impl.h).
  * Invariant: only lease.c opens, renews or closes the handle's own lease
  * and only it tells the gate (lease_gate.h) what the server said about it.
  * Never: included by the call engine or below.
@@ -10,19 +11,10 @@
 #ifndef CLIENT_LEASE_H
 #define CLIENT_LEASE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "once/client.h"
-
-typedef struct lease_renewer {
-    bool running;         /* written only by open/close (no lock) */
-    pthread_t thread;     /* valid while running */
-    pthread_mutex_t lock; /* protects stop */
-    pthread_cond_t cv;    /* signalled when stop is set */
-    bool stop;            /* under lock */
-} lease_renewer;
 
 /* Initializes the renewer's lock and condition (monotonic clock). */
 void lease_init(once_client *c);
