@@ -215,9 +215,3 @@ once_client_release(once_client *c, uint64_t seq)
         gate_seq_complete(&c->gate, c->gate.client_id, seq);
     }
 }
-
-void
-once_free(void *p)
-{
-    free(p);
-}

@@ -33,6 +33,7 @@
 #include <sodium.h>
 
 #include "client_impl.h"
+#include "lease_gate.h"
 #include "grants.pb-c.h"
 #include "inputs.pb-c.h"
 #include "status.h"
@@ -416,7 +417,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {
         /* Not kept, so not sent: the seq will never be used. */
-        once_client_release(c, seq);
+        gate_seq_complete(&c->gate, c->gate.client_id, seq);
         free(buf);
         return store_error(st, "cannot keep", name, e);
     }
@@ -589,7 +590,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {
         if (new_id) {
-            once_client_release(c, w.seq);
+            gate_seq_complete(&c->gate, c->gate.client_id, w.seq);
         }
         once__client__kept_input__free_unpacked(k, NULL);
         return store_error(st, "cannot keep", name, e);

@@ -4,13 +4,14 @@
  * Owns: once_strerror and once_lease_state_name (names come from the
  * once.v1 enum descriptors, so there is no second table), status_set, the
  * reason predicates (once_status_is, once_status_outcome_unknown, ...) and
- * once_version.
+ * once_version and once_free.
  * Never: writes past the fixed reason/message buffers of once_status.
  */
 #include "status.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,4 +107,10 @@ const char *
 once_version(void)
 {
     return ONCE_VERSION_STRING;
+}
+
+void
+once_free(void *p)
+{
+    free(p);
 }
