@@ -70,7 +70,7 @@ once_admin_stats(once_client *c, once_stats *out_stats, once_status *st)
     }
     status_clear(st);
     if (out_stats == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "stats output is NULL");
     }
     return admin_stats(c, out_stats, NULL, st);
@@ -87,7 +87,7 @@ once_admin_collector_stats(once_client *c, once_stats *base,
     }
     status_clear(st);
     if (out == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "collector stats output is NULL");
     }
     return admin_stats(c, base, out, st);
@@ -117,7 +117,7 @@ once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
     }
     status_clear(st);
     if (listp == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "record list output is NULL");
     }
     *listp = NULL;
@@ -134,7 +134,7 @@ once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
            r->n_records * sizeof(once_record_info);
     if ((l = calloc(1, size)) == NULL) {
         once__v1__list_records_response__free_unpacked(r, NULL);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory for %zu rows",
                           r->n_clients + r->n_records);
     }
@@ -186,7 +186,7 @@ once_admin_compact(once_client *c, bool *already_running,
     }
     status_clear(st);
     if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "handle is NULL");
     }
     if ((rv = invoke(c, &once__v1__admin__descriptor, "Compact", CALL_READ,

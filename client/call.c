@@ -304,13 +304,14 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
         gate_why(&c->gate, &why);
         if (cst->sent == 0) {
             *complete = true;
-            return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+            return status_set(st, ONCE_FAILED_PRECONDITION,
+                              ONCE_REASON_LEASE_EXPIRED,
                               "the lease of client %" PRIu64
                               " is lost (%s); nothing was sent",
                               cs->client_id, why.message);
         }
         return status_set(
-            st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+            st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
             "the lease of client %" PRIu64 " was lost (%s) after %" PRIu32
             " attempt(s); rpc id %" PRIu64 ":%" PRIu64
             " may or may not have taken effect and can no "
@@ -318,7 +319,7 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
             cs->client_id, why.message, cst->sent, cs->client_id, cs->seq);
     }
     if (cst->sent == 0) {
-        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "could not send to the server in %" PRIu32
                           " attempt(s) (%s); nothing was sent",
                           tries, cst->last_err);
@@ -330,7 +331,7 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
         return st->code;
     }
     if (cs->mutating) {
-        return status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+        return status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                           "no reply after %" PRIu32
                           " attempt(s) (%s); the call may or may not have "
                           "taken effect: retry rpc id %" PRIu64 ":%" PRIu64
@@ -342,12 +343,12 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
         return st->code;
     }
     if (deadline_passed) {
-        return status_set(st, ONCE_DEADLINE_EXCEEDED, "NO_REPLY",
+        return status_set(st, ONCE_DEADLINE_EXCEEDED, ONCE_REASON_NO_REPLY,
                           "no reply before the deadline after %" PRIu32
                           " attempt(s) (%s)",
                           tries, cst->last_err);
     }
-    return status_set(st, ONCE_UNAVAILABLE, "NO_REPLY",
+    return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NO_REPLY,
                       "no reply after %" PRIu32 " attempt(s) (%s)", tries,
                       cst->last_err);
 }
@@ -359,9 +360,9 @@ call_refused_unexecuted(const once_status *st)
 {
     return st->code == ONCE_DEADLINE_EXCEEDED ||
            (st->code == ONCE_RESOURCE_EXHAUSTED &&
-            strcmp(st->reason, "WINDOW_FULL") == 0) ||
+            once_status_is(st, ONCE_REASON_WINDOW_FULL)) ||
            (st->code == ONCE_FAILED_PRECONDITION &&
-            strcmp(st->reason, "LEASE_EXPIRED") == 0);
+            once_status_is(st, ONCE_REASON_LEASE_EXPIRED));
 }
 
 static bool
@@ -369,7 +370,7 @@ call_is_window_full(const Once__V1__Response *r)
 {
     return call_code(r) == ONCE_RESOURCE_EXHAUSTED && r->status != NULL &&
            r->status->reason != NULL &&
-           strcmp(r->status->reason, "WINDOW_FULL") == 0;
+           strcmp(r->status->reason, ONCE_REASON_WINDOW_FULL) == 0;
 }
 
 /* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
@@ -416,7 +417,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     memset(&cst, 0, sizeof(cst));
     memcpy(cst.last_err, "deadline too short", sizeof("deadline too short"));
     if ((rv = slot_take(&c->conn.slots, c->conn.sock, &slot)) != 0) {
-        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "nng context setup: %s; nothing was sent",
                           nng_strerror(rv));
     }
@@ -511,7 +512,7 @@ final:
     st->attempts = cst.sent;
     rv = st->code;
     if (cs->tracked && rv == ONCE_FAILED_PRECONDITION &&
-        strcmp(st->reason, "LEASE_EXPIRED") == 0) {
+        once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
         gate_declare(&c->gate, "a call under it was answered LEASE_EXPIRED: %s",
                      st->message);
     }
@@ -519,7 +520,7 @@ final:
         /* This attempt was refused, but an earlier one may have run. */
         char what[96];
         snprintf(what, sizeof(what), "%s %s", once_strerror(rv), st->reason);
-        rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+        rv = status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                         "attempt %" PRIu32 " was refused (%s) but an earlier "
                         "attempt may have run (%s); rpc id %" PRIu64 ":%" PRIu64
                         " may or may not have taken effect",
@@ -530,12 +531,12 @@ final:
         /* The reply exists but cannot be handed over: for a mutating call
          * that is an unknown outcome the caller can retry to learn. */
         if (cs->mutating) {
-            rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+            rv = status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                             "out of memory for the reply; retry rpc id "
                             "%" PRIu64 ":%" PRIu64 " to find out",
                             cs->client_id, cs->seq);
         } else {
-            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                             "out of memory for the reply");
         }
         goto out;
@@ -562,7 +563,7 @@ call_lost_fast(once_client *c, const call_spec *cs, once_status *st)
     once_status why;
 
     gate_why(&c->gate, &why);
-    return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+    return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_LEASE_EXPIRED,
                       "the lease of client %" PRIu64
                       " is lost (%s); nothing was sent — open a new handle",
                       cs->client_id, why.message);
@@ -591,7 +592,7 @@ call_fits(once_client *c, const call_spec *cs, once_status *st)
     if (len <= max) {
         return ONCE_OK;
     }
-    return status_set(st, ONCE_INVALID_ARGUMENT, "REQUEST_TOO_LARGE",
+    return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_REQUEST_TOO_LARGE,
                       "the request is %zu bytes and onced reads at most "
                       "%" PRIu64 " (its --recv-max); nothing was sent",
                       len, max);

@@ -96,7 +96,7 @@ once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
     }
     status_clear(st);
     if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "handle is NULL");
     }
     req.principal = (char *)(principal != NULL ? principal : c->principal);
@@ -126,12 +126,12 @@ static int
 lease_id(once_client *c, uint64_t client_id, uint64_t *id, once_status *st)
 {
     if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "handle is NULL");
     }
     *id = client_id != 0 ? client_id : c->gate.client_id;
     if (*id == 0) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "NO_LEASE",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_NO_LEASE,
                           "client id 0 names the handle's own lease, and "
                           "this handle has none");
     }
@@ -258,7 +258,7 @@ once_lease_info(once_client *c, uint64_t client_id,
     }
     status_clear(st);
     if (info == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "lease info output is NULL");
     }
     if ((rv = lease_id(c, client_id, &id, st)) != ONCE_OK) {

@@ -282,7 +282,8 @@ gate_declare(lease_gate *g, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     status_clear(&why);
-    status_set(&why, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED", "%s", msg);
+    status_set(&why, ONCE_FAILED_PRECONDITION, ONCE_REASON_LEASE_EXPIRED, "%s",
+               msg);
 
     pthread_mutex_lock(&g->lock);
     if (g->state == ONCE_CLIENT_LEASE_LOST) {

@@ -31,7 +31,7 @@ methods_incr(once_client *c, const char *name, int64_t by, call_kind kind,
     }
     status_clear(st);
     if (name == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "counter name is NULL");
     }
     req.name = (char *)name;
@@ -89,7 +89,7 @@ once_counter_get(once_client *c, const char *name, int64_t *value,
     }
     status_clear(st);
     if (name == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "counter name is NULL");
     }
     req.name = (char *)name;
