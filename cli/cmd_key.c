@@ -3,6 +3,7 @@
  * grant credentials (Grants GetPublicKey).
  *
  * Owns: the key command's output (hex).
+ * Invariant: the key is printed only after an OK answer.
  * Never: prints more than one JSON object.
  */
 #include <stdbool.h>

@@ -3,8 +3,9 @@
  * on any client id.
  *
  * Owns: the lease commands' arguments and output.
- * Never: touches the lease of its own handle (each command opens a handle
- * without one).
+ * Invariant: every command opens a handle without a lease of its own, so
+ * only the lease named by CLIENT_ID is touched.
+ * Never: prints more than one JSON object.
  */
 #include <inttypes.h>
 #include <stdbool.h>

@@ -3,6 +3,7 @@
  * retains, per client or for one client (Admin ListRecords).
  *
  * Owns: the records command's arguments and its two tables / JSON.
+ * Invariant: the list is freed with once_free on every path.
  * Never: prints more than one JSON object.
  */
 #include <inttypes.h>
