@@ -1,5 +1,6 @@
 /*
- * call.c — once_call: one rpc, its envelope and its retries.
+ * call.c — the call engine: one rpc, its envelope, its attempts and
+ * retries, its deadline (once_call, once_call_new, once_call_retry).
  *
  * Owns: the Request envelope of every attempt (method, rpc id,
  * first_incomplete, attempt number, time left, principal, payload, and the
@@ -20,7 +21,13 @@
  * attempt of the call may have run (sent and unanswered, or UNAVAILABLE);
  * otherwise the call ends OUTCOME_UNKNOWN. A call that ends on WINDOW_FULL
  * that way completes its seq. Mutating calls under the handle's own client
- * id are tracked (lost.h): when the lease is lost they end at once.
+ * id are tracked (lease_gate.h): when the lease is lost they end at once.
+ * A new call and a retry of a known id are told apart here (call_kind):
+ * once_call's older rule (seq 0: new) refuses an own id whose reply was
+ * delivered, and a retry of such an id carries no acknowledgement, so the
+ * server can still replay it.
+ * Layer: the call engine. It uses the connection layer (conn.h, slot.h)
+ * and the lease gate (lease_gate.h) below it and nothing above it.
  * Never: assigns a new seq to a retry; never waits past the call deadline;
  * never holds the handle's lock across network I/O; never sends a tracked
  * call after its lease was lost; never sleeps on the aio it sends and
@@ -39,7 +46,8 @@
 
 #include "auth_tag.h"
 #include "client_impl.h"
-#include "lost.h"
+#include "call.h"
+#include "lease_gate.h"
 #include "slot.h"
 #include "status.h"
 #include "wire.h"
@@ -52,7 +60,7 @@ typedef struct call_spec {
     uint64_t seq;       /* 0 on non-mutating calls */
     const void *req;
     size_t req_len;
-    bool tracked; /* mutating under the handle's own lease (lost.h) */
+    bool tracked; /* mutating under the handle's own lease (lease_gate.h) */
 } call_spec;
 
 /* The state of one call across attempts. */
@@ -68,17 +76,17 @@ typedef struct call_state {
     bool lost;               /* stopped because the lease was lost */
 } call_state;
 
-/* Starts op on one of the call's aios (its sleep aio for LOST_OP_SLEEP); a
+/* Starts op on one of the call's aios (its sleep aio for GATE_OP_SLEEP); a
  * tracked call goes through lost_start, so nothing starts once the lease
  * is lost. Returns false when not started. */
 static bool
-call_start(once_client *c, const call_spec *cs, lost_op op, nng_ctx ctx,
+call_start(once_client *c, const call_spec *cs, gate_op op, nng_ctx ctx,
            nng_aio *aio, nng_duration ms)
 {
     if (cs->tracked) {
-        return lost_start(c, op, ctx, aio, ms);
+        return gate_start(&c->gate, op, ctx, aio, ms);
     }
-    lost_op_start(op, ctx, aio, ms);
+    gate_op_start(op, ctx, aio, ms);
     return true;
 }
 
@@ -92,7 +100,8 @@ call_envelope(once_client *c, const call_spec *cs, uint32_t attempt,
     r.method = (char *)cs->method;
     r.client_id = cs->client_id;
     r.seq = cs->seq;
-    r.first_incomplete = cs->mutating ? client_ack(c, cs->client_id) : 0;
+    r.first_incomplete =
+        cs->mutating ? gate_ack(&c->gate, cs->client_id, cs->seq) : 0;
     r.attempt = attempt;
     r.timeout_ms = timeout_ms;
     r.principal = c->principal;
@@ -129,7 +138,7 @@ call_pack(once_client *c, const call_spec *cs, uint32_t attempt,
 }
 
 /* How long a send waits for a connection before the dial is started over
- * (client_redial, itself at most once a second per handle). */
+ * (conn_redial, itself at most once a second per handle). */
 #define CALL_SEND_SLICE_MS 1000u
 
 /* Milliseconds until `until` (a retry_now_ms value), at least 1 so nng
@@ -171,7 +180,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     nng_aio_set_msg(aio, m);
     /* Waiting for a connection, in slices: a send still unsent after one,
      * or at attempt_end (an attempt shorter than a slice), starts the dial
-     * over (client_redial) — and, before attempt_end, waits on. A send that
+     * over (conn_redial) — and, before attempt_end, waits on. A send that
      * timed out never reached a pipe, so sending the same message again is
      * the same attempt. */
     for (;;) {
@@ -179,7 +188,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
 
         nng_aio_set_timeout(
             aio, call_wait(slice < attempt_end ? slice : attempt_end));
-        if (!call_start(c, cs, LOST_OP_SEND, ctx, aio, 0)) {
+        if (!call_start(c, cs, GATE_OP_SEND, ctx, aio, 0)) {
             nng_msg_free(nng_aio_get_msg(aio));
             nng_aio_set_msg(aio, NULL);
             snprintf(cst->last_err, sizeof(cst->last_err),
@@ -197,7 +206,8 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL) {
             break;
         }
-        client_redial(c); /* no connection for a slice, or a whole attempt */
+        conn_redial(
+            &c->conn); /* no connection for a slice, or a whole attempt */
         if (retry_remaining_ms(attempt_end) == 0) {
             break;
         }
@@ -219,7 +229,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         attempt_end = deadline;
     }
     nng_aio_set_timeout(aio, call_wait(attempt_end));
-    if (!call_start(c, cs, LOST_OP_RECV, ctx, aio, 0)) {
+    if (!call_start(c, cs, GATE_OP_RECV, ctx, aio, 0)) {
         cst->maybe_executed = true; /* sent, never answered */
         snprintf(cst->last_err, sizeof(cst->last_err), "the lease was lost");
         return NNG_ECANCELED;
@@ -233,7 +243,7 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     }
     if (rv != 0) {
         cst->maybe_executed = true; /* sent, never answered */
-        if (rv == NNG_ECANCELED && cs->tracked && lost_is_lost(c)) {
+        if (rv == NNG_ECANCELED && cs->tracked && gate_is_lost(&c->gate)) {
             snprintf(cst->last_err, sizeof(cst->last_err),
                      "the lease was lost while waiting for the reply");
         } else if (rv == NNG_ETIMEDOUT) {
@@ -291,16 +301,17 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
     *complete = false;
     if (cst->lost) {
         once_status why;
-        lost_why(c, &why);
+        gate_why(&c->gate, &why);
         if (cst->sent == 0) {
             *complete = true;
-            return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+            return status_set(st, ONCE_FAILED_PRECONDITION,
+                              ONCE_REASON_LEASE_EXPIRED,
                               "the lease of client %" PRIu64
                               " is lost (%s); nothing was sent",
                               cs->client_id, why.message);
         }
         return status_set(
-            st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+            st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
             "the lease of client %" PRIu64 " was lost (%s) after %" PRIu32
             " attempt(s); rpc id %" PRIu64 ":%" PRIu64
             " may or may not have taken effect and can no "
@@ -308,7 +319,7 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
             cs->client_id, why.message, cst->sent, cs->client_id, cs->seq);
     }
     if (cst->sent == 0) {
-        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "could not send to the server in %" PRIu32
                           " attempt(s) (%s); nothing was sent",
                           tries, cst->last_err);
@@ -320,7 +331,7 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
         return st->code;
     }
     if (cs->mutating) {
-        return status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+        return status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                           "no reply after %" PRIu32
                           " attempt(s) (%s); the call may or may not have "
                           "taken effect: retry rpc id %" PRIu64 ":%" PRIu64
@@ -332,12 +343,12 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
         return st->code;
     }
     if (deadline_passed) {
-        return status_set(st, ONCE_DEADLINE_EXCEEDED, "NO_REPLY",
+        return status_set(st, ONCE_DEADLINE_EXCEEDED, ONCE_REASON_NO_REPLY,
                           "no reply before the deadline after %" PRIu32
                           " attempt(s) (%s)",
                           tries, cst->last_err);
     }
-    return status_set(st, ONCE_UNAVAILABLE, "NO_REPLY",
+    return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NO_REPLY,
                       "no reply after %" PRIu32 " attempt(s) (%s)", tries,
                       cst->last_err);
 }
@@ -349,9 +360,9 @@ call_refused_unexecuted(const once_status *st)
 {
     return st->code == ONCE_DEADLINE_EXCEEDED ||
            (st->code == ONCE_RESOURCE_EXHAUSTED &&
-            strcmp(st->reason, "WINDOW_FULL") == 0) ||
+            once_status_is(st, ONCE_REASON_WINDOW_FULL)) ||
            (st->code == ONCE_FAILED_PRECONDITION &&
-            strcmp(st->reason, "LEASE_EXPIRED") == 0);
+            once_status_is(st, ONCE_REASON_LEASE_EXPIRED));
 }
 
 static bool
@@ -359,7 +370,7 @@ call_is_window_full(const Once__V1__Response *r)
 {
     return call_code(r) == ONCE_RESOURCE_EXHAUSTED && r->status != NULL &&
            r->status->reason != NULL &&
-           strcmp(r->status->reason, "WINDOW_FULL") == 0;
+           strcmp(r->status->reason, ONCE_REASON_WINDOW_FULL) == 0;
 }
 
 /* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
@@ -390,7 +401,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
          size_t *resp_len, once_status *st)
 {
     call_state cst;
-    lost_call lc;
+    gate_call lc;
     bool tracking = false;
     bool complete = false;
     call_slot *slot = NULL;
@@ -405,15 +416,15 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
 
     memset(&cst, 0, sizeof(cst));
     memcpy(cst.last_err, "deadline too short", sizeof("deadline too short"));
-    if ((rv = slot_take(c, &slot)) != 0) {
-        return status_set(st, ONCE_UNAVAILABLE, "NOT_SENT",
+    if ((rv = slot_take(&c->conn.slots, c->conn.sock, &slot)) != 0) {
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "nng context setup: %s; nothing was sent",
                           nng_strerror(rv));
     }
     ctx = slot->ctx;
     aio = slot->aio;
     if (cs->tracked) {
-        if (!lost_track(c, &lc, aio, slot->sleep)) {
+        if (!gate_track(&c->gate, &lc, aio, slot->sleep)) {
             cst.lost = true;
             goto give_up;
         }
@@ -462,7 +473,7 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         } else if (rv == NNG_ECLOSED) {
             break; /* the handle is closing: no attempt can succeed */
         }
-        if (cs->tracked && lost_is_lost(c)) {
+        if (cs->tracked && gate_is_lost(&c->gate)) {
             cst.lost = true;
             break;
         }
@@ -477,11 +488,11 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         /* On the slot's sleep aio, never on aio (slot.h); tracked with
          * the call, so a lost lease cuts the backoff short. */
         if (b > 0 &&
-            call_start(c, cs, LOST_OP_SLEEP, ctx, slot->sleep,
+            call_start(c, cs, GATE_OP_SLEEP, ctx, slot->sleep,
                        (nng_duration)(b > INT32_MAX ? INT32_MAX : b))) {
             nng_aio_wait(slot->sleep);
         }
-        if (cs->tracked && lost_is_lost(c)) {
+        if (cs->tracked && gate_is_lost(&c->gate)) {
             cst.lost = true;
             break;
         }
@@ -491,7 +502,7 @@ give_up:
                       &complete);
     st->attempts = cst.sent;
     if (complete && cs->mutating) {
-        client_seq_complete(c, cs->client_id, cs->seq);
+        gate_seq_complete(&c->gate, cs->client_id, cs->seq);
     }
     goto out;
 
@@ -501,15 +512,15 @@ final:
     st->attempts = cst.sent;
     rv = st->code;
     if (cs->tracked && rv == ONCE_FAILED_PRECONDITION &&
-        strcmp(st->reason, "LEASE_EXPIRED") == 0) {
-        lost_declare(c, "a call under it was answered LEASE_EXPIRED: %s",
+        once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
+        gate_declare(&c->gate, "a call under it was answered LEASE_EXPIRED: %s",
                      st->message);
     }
     if (cs->mutating && cst.maybe_executed && call_refused_unexecuted(st)) {
         /* This attempt was refused, but an earlier one may have run. */
         char what[96];
         snprintf(what, sizeof(what), "%s %s", once_strerror(rv), st->reason);
-        rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+        rv = status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                         "attempt %" PRIu32 " was refused (%s) but an earlier "
                         "attempt may have run (%s); rpc id %" PRIu64 ":%" PRIu64
                         " may or may not have taken effect",
@@ -520,28 +531,28 @@ final:
         /* The reply exists but cannot be handed over: for a mutating call
          * that is an unknown outcome the caller can retry to learn. */
         if (cs->mutating) {
-            rv = status_set(st, ONCE_UNKNOWN, "OUTCOME_UNKNOWN",
+            rv = status_set(st, ONCE_UNKNOWN, ONCE_REASON_OUTCOME_UNKNOWN,
                             "out of memory for the reply; retry rpc id "
                             "%" PRIu64 ":%" PRIu64 " to find out",
                             cs->client_id, cs->seq);
         } else {
-            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                             "out of memory for the reply");
         }
         goto out;
     }
     if (cs->mutating) {
-        client_seq_complete(c, cs->client_id, cs->seq);
+        gate_seq_complete(&c->gate, cs->client_id, cs->seq);
     }
 
 out:
     if (tracking) {
-        lost_untrack(c, &lc);
+        gate_untrack(&c->gate, &lc);
     }
     if (r != NULL) {
         once__v1__response__free_unpacked(r, NULL);
     }
-    slot_give(c, slot, clean);
+    slot_give(&c->conn.slots, slot, clean);
     return rv;
 }
 
@@ -551,20 +562,11 @@ call_lost_fast(once_client *c, const call_spec *cs, once_status *st)
 {
     once_status why;
 
-    lost_why(c, &why);
-    return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+    gate_why(&c->gate, &why);
+    return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_LEASE_EXPIRED,
                       "the lease of client %" PRIu64
                       " is lost (%s); nothing was sent — open a new handle",
                       cs->client_id, why.message);
-}
-
-int
-once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
-          const void *req, size_t req_len, void **resp, size_t *resp_len,
-          once_status *st)
-{
-    return client_call(c, method, mutating, id, req, req_len, resp, resp_len,
-                       st, c != NULL ? c->deadline_ms : 1);
 }
 
 /* ONCE_OK when cs's envelope fits what onced reads (its --recv-max, when
@@ -574,7 +576,7 @@ once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
 static int
 call_fits(once_client *c, const call_spec *cs, once_status *st)
 {
-    uint64_t max = atomic_load(&c->max_request);
+    uint64_t max = atomic_load(&c->conn.max_request);
     Once__V1__Request r;
     size_t len;
 
@@ -590,16 +592,76 @@ call_fits(once_client *c, const call_spec *cs, once_status *st)
     if (len <= max) {
         return ONCE_OK;
     }
-    return status_set(st, ONCE_INVALID_ARGUMENT, "REQUEST_TOO_LARGE",
+    return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_REQUEST_TOO_LARGE,
                       "the request is %zu bytes and onced reads at most "
                       "%" PRIu64 " (its --recv-max); nothing was sent",
                       len, max);
 }
 
+/* The rpc id of a mutating call into cs (assigning a seq for a new call),
+ * or a refusal in st. *assigned says a fresh seq was taken. */
+static int
+call_id(once_client *c, call_kind kind, once_rpc_id *id, call_spec *cs,
+        bool *assigned, once_status *st)
+{
+    bool either = kind == CALL_EITHER;
+
+    if (either) {
+        kind = (id != NULL && id->seq != 0) ? CALL_RETRY : CALL_NEW;
+    }
+    if (kind == CALL_RETRY) {
+        if (id == NULL || id->seq == 0 || id->client_id == 0) {
+            return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_RPC_ID,
+                              "a retry needs an rpc id with a client id and "
+                              "a seq (got %" PRIu64 ":%" PRIu64 ")",
+                              id != NULL ? id->client_id : 0,
+                              id != NULL ? id->seq : 0);
+        }
+        cs->client_id = id->client_id;
+        cs->seq = id->seq;
+        cs->tracked = gate_tracks(&c->gate, cs->client_id);
+        if (cs->tracked && gate_is_lost(&c->gate)) {
+            return call_lost_fast(c, cs, st);
+        }
+        if (either && gate_seq_completed(&c->gate, id->client_id, id->seq)) {
+            return status_set(
+                st, ONCE_INVALID_ARGUMENT, ONCE_REASON_RPC_ID_COMPLETED,
+                "rpc id %" PRIu64 ":%" PRIu64 " was already completed by "
+                "this handle (its reply was delivered), so this is not a new "
+                "call; nothing was sent. For a new call set id.seq = 0 first "
+                "(or use the _new function); to read that reply again use "
+                "the _retry function",
+                id->client_id, id->seq);
+        }
+        return ONCE_OK;
+    }
+    /* CALL_NEW */
+    if (c->gate.client_id == 0) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_NO_LEASE,
+                          "a new mutating call needs a client id: open the "
+                          "handle with a lease, or retry a known rpc id");
+    }
+    cs->client_id = c->gate.client_id;
+    cs->tracked = true;
+    if (gate_is_lost(&c->gate)) {
+        return call_lost_fast(c, cs, st);
+    }
+    if (gate_seq_assign(&c->gate, &cs->seq) != 0) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "cannot assign a seq");
+    }
+    *assigned = true;
+    if (id != NULL) {
+        id->client_id = cs->client_id;
+        id->seq = cs->seq;
+    }
+    return ONCE_OK;
+}
+
 int
-client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
-            const void *req, size_t req_len, void **resp, size_t *resp_len,
-            once_status *st, uint32_t deadline_ms)
+call_do(once_client *c, const char *method, call_kind kind, once_rpc_id *id,
+        const void *req, size_t req_len, void **resp, size_t *resp_len,
+        once_status *st, uint32_t deadline_ms)
 {
     once_status local;
     call_spec cs;
@@ -618,61 +680,73 @@ client_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
     }
     if (c == NULL || method == NULL || method[0] == '\0' ||
         (req == NULL && req_len > 0)) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
-                          "once_call needs a handle, a method and a payload");
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a call needs a handle, a method and a payload");
+    }
+    if (deadline_ms == 0) {
+        deadline_ms = c->deadline_ms;
     }
     memset(&cs, 0, sizeof(cs));
     cs.method = method;
-    cs.mutating = mutating;
+    cs.mutating = kind != CALL_READ;
     cs.req = req;
     cs.req_len = req_len;
-
-    if (mutating) {
-        if (id != NULL && id->seq != 0) {
-            /* A retry of exactly this id. */
-            if (id->client_id == 0) {
-                return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_RPC_ID",
-                                  "rpc id with seq %" PRIu64 " but client id 0",
-                                  id->seq);
-            }
-            cs.client_id = id->client_id;
-            cs.seq = id->seq;
-            cs.tracked = client_tracks(c, cs.client_id);
-            if (cs.tracked && lost_is_lost(c)) {
-                return call_lost_fast(c, &cs, st);
-            }
-        } else {
-            if (c->client_id == 0) {
-                return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
-                                  "a mutating call needs a client id: open "
-                                  "the handle with a lease or pass an rpc id");
-            }
-            cs.client_id = c->client_id;
-            cs.tracked = true;
-            if (lost_is_lost(c)) {
-                return call_lost_fast(c, &cs, st);
-            }
-            if (client_seq_assign(c, &cs.seq) != 0) {
-                return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
-                                  "cannot assign a seq");
-            }
-            assigned = true;
-            if (id != NULL) {
-                id->client_id = cs.client_id;
-                id->seq = cs.seq;
-            }
-        }
+    if (cs.mutating &&
+        (rv = call_id(c, kind, id, &cs, &assigned, st)) != ONCE_OK) {
+        return rv;
     }
 
     rv = call_fits(c, &cs, st);
     if (rv == ONCE_OK) {
         rv = call_run(c, &cs, deadline_ms, resp, resp_len, st);
     }
+    if (rv == ONCE_FAILED_PRECONDITION &&
+        once_status_is(st, ONCE_REASON_STALE_RPC) &&
+        gate_tracks(&c->gate, cs.client_id)) {
+        /* Our own id, acknowledged away by a later call of this handle. */
+        rv = status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_STALE_RPC,
+                        "rpc id %" PRIu64 ":%" PRIu64 " was completed by "
+                        "this handle and acknowledged by its later calls; "
+                        "the server no longer keeps its result",
+                        cs.client_id, cs.seq);
+    }
 
     /* A fresh seq that never left this process cannot have taken effect:
      * nothing will ever retry it, so it must not hold the watermark back. */
     if (assigned && st->attempts == 0 && rv != ONCE_OK) {
-        client_seq_complete(c, cs.client_id, cs.seq);
+        gate_seq_complete(&c->gate, cs.client_id, cs.seq);
     }
     return rv;
+}
+
+int
+once_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
+          const void *req, size_t req_len, void **resp, size_t *resp_len,
+          once_status *st)
+{
+    return call_do(c, method, mutating ? CALL_EITHER : CALL_READ, id, req,
+                   req_len, resp, resp_len, st, 0);
+}
+
+int
+once_call_new(once_client *c, const char *method, once_rpc_id *id,
+              const void *req, size_t req_len, void **resp, size_t *resp_len,
+              once_status *st)
+{
+    return call_do(c, method, CALL_NEW, id, req, req_len, resp, resp_len, st,
+                   0);
+}
+
+int
+once_call_retry(once_client *c, const char *method, const once_rpc_id *id,
+                const void *req, size_t req_len, void **resp, size_t *resp_len,
+                once_status *st)
+{
+    once_rpc_id copy;
+
+    if (id != NULL) {
+        copy = *id;
+    }
+    return call_do(c, method, CALL_RETRY, id != NULL ? &copy : NULL, req,
+                   req_len, resp, resp_len, st, 0);
 }

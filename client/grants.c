@@ -29,7 +29,7 @@ once_grant_credential_verify(const uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
     int rv = ONCE_OK;
 
     if (pk == NULL || body == NULL || sig == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "pk, body and sig are required");
     }
     if (sodium_init() < 0) {
@@ -97,7 +97,7 @@ once_grants_public_key(once_client *c, uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
         if (resp != NULL) {
             once__v1__get_public_key_response__free_unpacked(resp, NULL);
         }
-        return status_set(st, ONCE_INTERNAL, "BAD_RESPONSE",
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                           "GetPublicKey did not return a 32-byte key");
     }
     memcpy(pk, resp->public_key.data, ONCE_GRANT_PUBLIC_KEY_BYTES);

@@ -33,6 +33,7 @@
 #include <sodium.h>
 
 #include "client_impl.h"
+#include "lease_gate.h"
 #include "grants.pb-c.h"
 #include "inputs.pb-c.h"
 #include "status.h"
@@ -209,7 +210,7 @@ once_inputs_open(once_inputs **sp, const char *dir, once_status *st)
 
     status_clear(st);
     if (sp == NULL || dir == NULL || dir[0] == '\0') {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_inputs_open needs a directory");
     }
     *sp = NULL;
@@ -222,7 +223,7 @@ once_inputs_open(once_inputs **sp, const char *dir, once_status *st)
     }
     if ((s = calloc(1, sizeof(*s))) == NULL || (s->dir = strdup(dir)) == NULL) {
         free(s);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "input store");
     }
     s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -257,8 +258,8 @@ static int
 classify(int rv, const once_status *st)
 {
     if (rv == ONCE_FAILED_PRECONDITION &&
-        (strcmp(st->reason, "LEASE_EXPIRED") == 0 ||
-         strcmp(st->reason, "STALE_RPC") == 0)) {
+        (once_status_is(st, ONCE_REASON_LEASE_EXPIRED) ||
+         once_status_is(st, ONCE_REASON_STALE_RPC))) {
         return ONCE_INPUT_LEASE_ENDED;
     }
     switch (rv) {
@@ -367,7 +368,8 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     int e, rv;
 
     if ((buf = malloc(len + 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY", "input");
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "input");
     }
     protobuf_c_message_pack(m, buf);
     input_name(request_id, attempt, name);
@@ -396,16 +398,16 @@ input_submit(once_client *c, once_inputs *s, const char *method,
         free(buf);
         return store_error(st, "cannot read", name, e);
     }
-    if (client_seq_assign(c, &seq) != 0) {
+    if (gate_seq_assign(&c->gate, &seq) != 0) {
         pthread_mutex_unlock(&s->lock);
         free(buf);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "cannot assign a seq");
     }
     k.version = 1;
     k.request.data = buf;
     k.request.len = len;
-    k.client_id = c->client_id;
+    k.client_id = c->gate.client_id;
     k.seq = seq;
     k.principal = c->principal;
     k.state = ONCE_INPUT_PENDING;
@@ -416,7 +418,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {
         /* Not kept, so not sent: the seq will never be used. */
-        once_client_release(c, seq);
+        gate_seq_complete(&c->gate, c->gate.client_id, seq);
         free(buf);
         return store_error(st, "cannot keep", name, e);
     }
@@ -434,17 +436,18 @@ submit_check(once_client *c, once_inputs *s, const char *fn,
 {
     if (c == NULL || s == NULL || request_id == NULL || request_id[0] == '\0' ||
         (payload == NULL && payload_len > 0)) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "%s needs a handle, a store and an input with a "
                           "request id",
                           fn);
     }
-    if (c->client_id == 0) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
+    if (c->gate.client_id == 0) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_NO_LEASE,
                           "keeping an input needs a handle with a lease");
     }
-    if (lost_is_lost(c)) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, "LEASE_EXPIRED",
+    if (gate_is_lost(&c->gate)) {
+        return status_set(st, ONCE_FAILED_PRECONDITION,
+                          ONCE_REASON_LEASE_EXPIRED,
                           "the handle's lease is lost; nothing was kept");
     }
     return ONCE_OK;
@@ -517,7 +520,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     status_clear(st);
     clear_out(resp, resp_len);
     if (c == NULL || s == NULL || request_id == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_grant_input_resend needs a handle, a store "
                           "and a request id");
     }
@@ -537,16 +540,17 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     w = *k; /* shallow: the copy borrows k's strings (or c's) */
     if (new_id) {
-        if (c->client_id == 0 || lost_is_lost(c) ||
-            client_seq_assign(c, &seq) != 0) {
+        if (c->gate.client_id == 0 || gate_is_lost(&c->gate) ||
+            gate_seq_assign(&c->gate, &seq) != 0) {
             pthread_mutex_unlock(&s->lock);
             once__client__kept_input__free_unpacked(k, NULL);
-            return status_set(st, ONCE_FAILED_PRECONDITION, "NO_LEASE",
+            return status_set(st, ONCE_FAILED_PRECONDITION,
+                              ONCE_REASON_NO_LEASE,
                               "a resend under a new id needs a handle with "
                               "a live lease");
         }
         w.principal = c->principal;
-        w.client_id = c->client_id;
+        w.client_id = c->gate.client_id;
         w.seq = seq;
         w.state = ONCE_INPUT_PENDING;
     } else if (strcmp(k->principal != NULL ? k->principal : "", c->principal) !=
@@ -567,14 +571,15 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     pthread_mutex_unlock(&s->lock);
 
-    if (!new_id && w.client_id != c->client_id) {
+    if (!new_id && w.client_id != c->gate.client_id) {
         /* Keep the recorded id usable while it is re-sent; an ended lease
          * is filed, never replaced by a new id. */
         rv = once_lease_renew(c, w.client_id, NULL, NULL, st);
         if (rv != ONCE_OK) {
             if (rv == ONCE_FAILED_PRECONDITION || rv == ONCE_NOT_FOUND) {
                 rv = ONCE_FAILED_PRECONDITION;
-                snprintf(st->reason, sizeof(st->reason), "LEASE_EXPIRED");
+                snprintf(st->reason, sizeof(st->reason),
+                         ONCE_REASON_LEASE_EXPIRED);
                 st->code = rv;
                 file_answer(s, name, &w, rv, st);
             }
@@ -589,7 +594,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {
         if (new_id) {
-            once_client_release(c, w.seq);
+            gate_seq_complete(&c->gate, c->gate.client_id, w.seq);
         }
         once__client__kept_input__free_unpacked(k, NULL);
         return store_error(st, "cannot keep", name, e);
@@ -677,7 +682,7 @@ once_grant_inputs_list(once_inputs *s, once_input_info **out, size_t *n,
 
     status_clear(st);
     if (s == NULL || out == NULL || n == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_grant_inputs_list needs a store and outputs");
     }
     *out = NULL;
@@ -732,7 +737,7 @@ once_grant_input_forget(once_inputs *s, const char *request_id,
 
     status_clear(st);
     if (s == NULL || request_id == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_grant_input_forget needs a store and a "
                           "request id");
     }
@@ -772,7 +777,7 @@ once_grant_inputs_resume(once_client *c, once_inputs *s,
         *rejected = 0;
     }
     if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_ARGUMENT",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_grant_inputs_resume needs a handle");
     }
     if ((rv = once_grant_inputs_list(s, &rows, &n, st)) != ONCE_OK) {

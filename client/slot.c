@@ -7,8 +7,6 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "client_impl.h"
-
 /* Free slots kept per handle: enough for every caller of a busy shared
  * handle, few enough that an idle one holds little. */
 #define SLOT_KEEP 64
@@ -24,39 +22,48 @@ slot_close(call_slot *s)
 
 /* nng's pipe callback: runs on an nng thread, only counts. */
 static void
-slot_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+slot_pipe_gone(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
-    once_client *c = arg;
+    slot_pool *p = arg;
 
-    (void)p;
+    (void)pipe;
     (void)ev;
-    atomic_fetch_add(&c->pipes_lost, 1);
+    atomic_fetch_add(&p->pipes_lost, 1);
+}
+
+void
+slot_init(slot_pool *p)
+{
+    pthread_mutex_init(&p->lock, NULL);
+    p->slots = NULL;
+    p->nslots = 0;
+    atomic_init(&p->pipes_lost, 0);
 }
 
 int
-slot_watch(once_client *c)
+slot_watch(slot_pool *p, nng_socket sock)
 {
-    return nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, slot_pipe_gone, c);
+    return nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, slot_pipe_gone, p);
 }
 
 int
-slot_take(once_client *c, call_slot **sp)
+slot_take(slot_pool *p, nng_socket sock, call_slot **sp)
 {
-    uint64_t lost = atomic_load(&c->pipes_lost);
+    uint64_t lost = atomic_load(&p->pipes_lost);
     call_slot *s, *stale = NULL;
     int rv;
 
-    pthread_mutex_lock(&c->slot_lock);
-    while ((s = c->slots) != NULL) {
-        c->slots = s->next;
-        c->nslots--;
+    pthread_mutex_lock(&p->lock);
+    while ((s = p->slots) != NULL) {
+        p->slots = s->next;
+        p->nslots--;
         if (s->pipes_lost == lost) {
             break;
         }
         s->next = stale; /* kept before a connection closed */
         stale = s;
     }
-    pthread_mutex_unlock(&c->slot_lock);
+    pthread_mutex_unlock(&p->lock);
     while (stale != NULL) {
         call_slot *next = stale->next;
         slot_close(stale);
@@ -69,7 +76,7 @@ slot_take(once_client *c, call_slot **sp)
     if ((s = calloc(1, sizeof(*s))) == NULL) {
         return NNG_ENOMEM;
     }
-    if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0) {
+    if ((rv = nng_ctx_open(&s->ctx, sock)) != 0) {
         free(s);
         return rv;
     }
@@ -89,21 +96,21 @@ slot_take(once_client *c, call_slot **sp)
 }
 
 void
-slot_give(once_client *c, call_slot *s, bool clean)
+slot_give(slot_pool *p, call_slot *s, bool clean)
 {
     if (s == NULL) {
         return;
     }
     if (clean) {
-        s->pipes_lost = atomic_load(&c->pipes_lost);
-        pthread_mutex_lock(&c->slot_lock);
-        if (c->nslots < SLOT_KEEP) {
-            s->next = c->slots;
-            c->slots = s;
-            c->nslots++;
+        s->pipes_lost = atomic_load(&p->pipes_lost);
+        pthread_mutex_lock(&p->lock);
+        if (p->nslots < SLOT_KEEP) {
+            s->next = p->slots;
+            p->slots = s;
+            p->nslots++;
             s = NULL;
         }
-        pthread_mutex_unlock(&c->slot_lock);
+        pthread_mutex_unlock(&p->lock);
     }
     if (s != NULL) {
         slot_close(s);
@@ -111,13 +118,14 @@ slot_give(once_client *c, call_slot *s, bool clean)
 }
 
 void
-slot_fini(once_client *c)
+slot_fini(slot_pool *p)
 {
     call_slot *s;
 
-    while ((s = c->slots) != NULL) {
-        c->slots = s->next;
+    while ((s = p->slots) != NULL) {
+        p->slots = s->next;
         slot_close(s);
     }
-    c->nslots = 0;
+    p->nslots = 0;
+    pthread_mutex_destroy(&p->lock);
 }

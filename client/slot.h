@@ -7,7 +7,7 @@
  * that ended cleanly are kept (up to SLOT_KEEP per handle) for the next
  * call.
  *
- * Owns: the handle's free slots (once_client.slots, under slot_lock).
+ * Owns: a socket's free slots (struct slot_pool, under its lock).
  * Invariant: a slot's aio only ever sends and receives and its sleep aio
  * only ever sleeps (the backoff between attempts). nng 1.5 reports a send
  * or receive that timed out on an aio that has slept as success (0, and
@@ -23,32 +23,47 @@
 #ifndef CLIENT_SLOT_H
 #define CLIENT_SLOT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <nng/nng.h>
 
-typedef struct once_client once_client;
+typedef struct call_slot call_slot;
 
-typedef struct call_slot {
+/* The free slots of one socket. */
+typedef struct slot_pool {
+    pthread_mutex_t lock;        /* protects slots and nslots */
+    call_slot *slots;            /* free slots */
+    size_t nslots;               /* under lock */
+    _Atomic uint64_t pipes_lost; /* connections closed so far */
+} slot_pool;
+
+struct call_slot {
     nng_ctx ctx;
     nng_aio *aio;           /* sends and receives on ctx, never sleeps */
     nng_aio *sleep;         /* the backoff between attempts, nothing else */
     uint64_t pipes_lost;    /* the handle's count when it was kept */
     struct call_slot *next; /* in the free list */
-} call_slot;
+};
 
-/* Counts the handle's closed connections (an nng pipe notification on
- * c->sock), so kept slots from before a disconnection are not reused. */
-int slot_watch(once_client *c);
+/* An empty pool (its lock initialized). */
+void slot_init(slot_pool *p);
+
+/* Counts sock's closed connections (an nng pipe notification), so kept
+ * slots from before a disconnection are not reused. */
+int slot_watch(slot_pool *p, nng_socket sock);
 
 /* A slot with an open context (resend timer off), its aio and its sleep
  * aio, reused when one is free. Returns 0 or an nng error. */
-int slot_take(once_client *c, call_slot **sp);
+int slot_take(slot_pool *p, nng_socket sock, call_slot **sp);
 
 /* Ends a call's use of s: kept for reuse when clean, closed otherwise. */
-void slot_give(once_client *c, call_slot *s, bool clean);
+void slot_give(slot_pool *p, call_slot *s, bool clean);
 
-/* Closes every kept slot (once_client close). */
-void slot_fini(once_client *c);
+/* Closes every kept slot and destroys the lock (conn_fini). */
+void slot_fini(slot_pool *p);
 
 #endif /* CLIENT_SLOT_H */

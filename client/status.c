@@ -1,13 +1,17 @@
 /*
  * status.c — once_status filling and code names.
  *
- * Owns: once_strerror (code names come from the once.v1.Code descriptor via
- * wire_code_name, so there is no second table) and status_set.
+ * Owns: once_strerror and once_lease_state_name (names come from the
+ * once.v1 enum descriptors, so there is no second table), status_set, the
+ * reason predicates (once_status_is, once_status_outcome_unknown, ...) and
+ * once_version and once_free.
  * Never: writes past the fixed reason/message buffers of once_status.
  */
 #include "status.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,4 +71,46 @@ const char *
 once_strerror(int code)
 {
     return wire_code_name(code);
+}
+
+const char *
+once_lease_state_name(int state)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+        &once__v1__lease_state__descriptor, state);
+
+    return v != NULL ? v->name : "LEASE_STATE_UNSPECIFIED";
+}
+
+bool
+once_status_is(const once_status *st, const char *reason)
+{
+    return st != NULL && reason != NULL &&
+           strncmp(st->reason, reason, sizeof(st->reason)) == 0;
+}
+
+bool
+once_status_outcome_unknown(const once_status *st)
+{
+    return st != NULL && st->code == ONCE_UNKNOWN &&
+           once_status_is(st, ONCE_REASON_OUTCOME_UNKNOWN);
+}
+
+bool
+once_status_lease_expired(const once_status *st)
+{
+    return st != NULL && st->code == ONCE_FAILED_PRECONDITION &&
+           once_status_is(st, ONCE_REASON_LEASE_EXPIRED);
+}
+
+const char *
+once_version(void)
+{
+    return ONCE_VERSION_STRING;
+}
+
+void
+once_free(void *p)
+{
+    free(p);
 }

@@ -6,8 +6,9 @@
  * Invariant: base <= every incomplete seq < next; base is incomplete unless
  * base == next. Seqs are handed out in increasing order, so assignment is
  * O(1) and completion amortized O(1) (base only moves forward).
- * Never: locks anything — the caller serializes access (client.c holds
- * once_client.lock around every window_* call); never hands a seq out twice.
+ * Never: locks anything — the caller serializes access (lease_gate.c holds
+ * lease_gate.win_lock around every window_* call); never hands a seq out
+ * twice.
  */
 #ifndef CLIENT_WINDOW_H
 #define CLIENT_WINDOW_H

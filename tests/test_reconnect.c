@@ -4,7 +4,7 @@
  *
  * Owns: the checks that a handle whose dialer stopped (nng 1.5.2 stops a
  * dialer whose handshake failed with NNG_ECLOSED, which is what a client
- * meets when it redials while onced dies; client_impl.h, client_redial)
+ * meets when it redials while onced dies; client/conn.h, conn_redial)
  * starts the dial over by itself, with attempts longer and shorter than the
  * one-second send slice.
  * Invariant: every wait is bounded; the stopped dialer is made with nng's
@@ -79,7 +79,7 @@ close_dialers(const char *url)
 }
 
 /* The handle's dialer stops for good; the next call must still go through
- * (client_redial), on its first attempt, well within the deadline. */
+ * (conn_redial), on its first attempt, well within the deadline. */
 static void
 dialer_stopped(harness *h, uint32_t attempt_ms)
 {

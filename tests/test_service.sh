@@ -72,7 +72,7 @@ grep -q "listening on ipc://$tmp/s.ipc" "$tmp/log" ||
     fail "the --listen flag did not win: $(cat "$tmp/log")"
 grep -q "/run/once" "$tmp/log" && fail "the file's listen was used too"
 [ -d "$tmp/data" ] || fail "the --data flag did not win"
-"$bld/client/oncectl" --server "ipc://$tmp/s.ipc" stats >/dev/null ||
+"$bld/cli/oncectl" --server "ipc://$tmp/s.ipc" stats >/dev/null ||
     fail "onced does not answer"
 kill -TERM "$onced_pid"
 wait "$onced_pid" || fail "onced did not stop cleanly: $(cat "$tmp/log")"
@@ -86,7 +86,7 @@ for opt in $("$bld/server/onced" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
         missing="$missing $opt"
 done
 [ -z "$missing" ] || fail "docs/man/onced.8 lacks$missing"
-for opt in $("$bld/client/oncectl" --help |
+for opt in $("$bld/cli/oncectl" --help |
     sed -n '/^Global options/,/^$/p' | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -qF -- "${opt//-/\\-}" "$src/docs/man/oncectl.1" ||
         missing="$missing $opt"

@@ -33,7 +33,7 @@ if str(BUILD / "python") not in sys.path and not os.environ.get("PYTHONPATH"):
 import once  # noqa: E402
 
 ONCED = os.environ.get("ONCED_PATH", str(BUILD / "server" / "onced"))
-ONCECTL = os.environ.get("ONCECTL_PATH", str(BUILD / "client" / "oncectl"))
+ONCECTL = os.environ.get("ONCECTL_PATH", str(BUILD / "cli" / "oncectl"))
 PROXY = os.environ.get("ONCE_PROXY_PATH", str(BUILD / "bench" / "once_proxy"))
 # make valgrind: every onced runs under this command (tests/harness.c too).
 WRAPPER = shlex.split(os.environ.get("ONCE_TEST_ONCED_WRAPPER", ""))

@@ -35,9 +35,23 @@
  * library never opens a new lease by itself and never re-sends an operation
  * under a new id: open a new handle for new calls.
  *
- * ABI: the structs callers allocate (once_options, once_stats, ...) keep
- * their size and layout; new features come as new functions and new
- * structs, so a program built against an older client.h keeps working.
+ * ABI rule (the one libonce follows, rather than LevelDB's opaque option
+ * setters): a struct a caller allocates (once_options, once_status,
+ * once_rpc_id, once_stats, ...) never changes size or layout, and a
+ * function never changes its signature or meaning; new features come as
+ * new functions and new structs (once_security, once_collector_stats,
+ * once_call_new). So a program built against an older header keeps
+ * working with a newer libonce.so.0. Exported: exactly the functions
+ * marked ONCE_API in the installed headers (once/client.h, once/admin.h,
+ * once/grants.h, once/inputs.h); nothing else is supported API.
+ *
+ * New calls and retries: once_call_new / once_counter_incr_new always make
+ * a new call (a fresh rpc id, written back); once_call_retry /
+ * once_counter_incr_retry re-send exactly a known id. The older
+ * once_call / once_counter_incr decide by id->seq (0: new) and refuse,
+ * with reason ONCE_REASON_RPC_ID_COMPLETED and nothing sent, an id whose
+ * reply this handle already delivered — the trap of reusing one id
+ * variable in a loop.
  *
  * Return values: every call returns a status code (enum once_code, the gRPC
  * canonical codes; ONCE_OK is 0) and, when st is not NULL, fills *st with the
@@ -51,6 +65,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <once/export.h>
+#include <once/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +111,44 @@ typedef struct once_status {
     uint32_t attempts; /* how many times the request was sent */
 } once_status;
 
+/*
+ * Reasons: the machine-readable half of a status, named here so no caller
+ * has to spell (or strcmp) the strings. The list is the reasons a caller
+ * acts on; a server may send others (see its documentation), which
+ * once_status_is compares as well.
+ */
+/* The call may or may not have taken effect: retry the same rpc id
+ * (once_call_retry) to learn which. Code ONCE_UNKNOWN. */
+#define ONCE_REASON_OUTCOME_UNKNOWN "OUTCOME_UNKNOWN"
+/* Nothing was sent (no connection, or refused before sending). */
+#define ONCE_REASON_NOT_SENT "NOT_SENT"
+/* A read-only call got no reply. */
+#define ONCE_REASON_NO_REPLY "NO_REPLY"
+/* The lease of the call's client id has ended (FAILED_PRECONDITION). */
+#define ONCE_REASON_LEASE_EXPIRED "LEASE_EXPIRED"
+/* Too many unacknowledged seqs; nothing was executed. */
+#define ONCE_REASON_WINDOW_FULL "WINDOW_FULL"
+/* The rpc id was used before with a different request. */
+#define ONCE_REASON_RPC_ID_CONFLICT "RPC_ID_CONFLICT"
+/* The seq is below the client's acknowledged watermark: its reply was
+ * delivered and the server no longer keeps its result. */
+#define ONCE_REASON_STALE_RPC "STALE_RPC"
+/* once_call / once_counter_incr named an id whose reply this handle
+ * already delivered (nothing sent): a new call wants id->seq = 0 or
+ * once_call_new; reading that result again wants once_call_retry. */
+#define ONCE_REASON_RPC_ID_COMPLETED "RPC_ID_COMPLETED"
+/* A mutating call with no rpc id on a handle opened without a lease. */
+#define ONCE_REASON_NO_LEASE     "NO_LEASE"
+#define ONCE_REASON_BAD_ARGUMENT "BAD_ARGUMENT"
+#define ONCE_REASON_BAD_RPC_ID   "BAD_RPC_ID"
+#define ONCE_REASON_NO_MEMORY    "NO_MEMORY"
+/* The request is larger than onced reads (its --recv-max). */
+#define ONCE_REASON_REQUEST_TOO_LARGE "REQUEST_TOO_LARGE"
+/* An OK reply whose payload is not the method's response. */
+#define ONCE_REASON_BAD_RESPONSE "BAD_RESPONSE"
+/* The client id was never issued (NOT_FOUND). */
+#define ONCE_REASON_UNKNOWN_CLIENT "UNKNOWN_CLIENT"
+
 typedef struct once_options {
     const char *url;             /* required: "ipc:///tmp/once.ipc" */
     const char *principal;       /* NULL: "anonymous" */
@@ -108,7 +163,7 @@ typedef struct once_options {
 } once_options;
 
 /* Fills *o with the defaults (all zero, which means "default"). */
-void once_options_init(once_options *o);
+ONCE_API void once_options_init(once_options *o);
 
 /*
  * Security of a handle (once_client_open_secure): the principal's key, so
@@ -136,7 +191,7 @@ typedef struct once_security {
 #define ONCE_KEY_BYTES 32
 
 /* Fills *s with "nothing" (all zero). */
-void once_security_init(once_security *s);
+ONCE_API void once_security_init(once_security *s);
 
 /*
  * once_client_open with security settings (sec may be NULL: exactly
@@ -144,8 +199,8 @@ void once_security_init(once_security *s);
  * file that cannot be read, or a principal that does not match it, gives
  * ONCE_INVALID_ARGUMENT ("BAD_KEY") and nothing is sent.
  */
-int once_client_open_secure(once_client **cp, const once_options *o,
-                            const once_security *sec, once_status *st);
+ONCE_API int once_client_open_secure(once_client **cp, const once_options *o,
+                                     const once_security *sec, once_status *st);
 
 /*
  * Opens a client: dials o->url (non-blocking dial, the socket reconnects by
@@ -156,7 +211,8 @@ int once_client_open_secure(once_client **cp, const once_options *o,
  * success *cp is the handle (free with once_client_close) and ONCE_OK is
  * returned.
  */
-int once_client_open(once_client **cp, const once_options *o, once_status *st);
+ONCE_API int once_client_open(once_client **cp, const once_options *o,
+                              once_status *st);
 
 /*
  * Closes the handle; calls still in flight must have returned. NULL is
@@ -169,21 +225,34 @@ int once_client_open(once_client **cp, const once_options *o, once_status *st);
  * caller may retry from elsewhere with the explicit id), the lease is left
  * alone and ends by itself after its TTL, since nothing renews it any more.
  */
-void once_client_close(once_client *c);
+ONCE_API void once_client_close(once_client *c);
+
+/*
+ * Closes the handle but leaves its lease alive: no CloseLease is sent and
+ * renewal stops, so the lease ends by itself after its TTL. Until then any
+ * handle (another process too) may retry the handle's rpc ids with
+ * once_call_retry and get the stored result. For one-shot tools that print
+ * an rpc id (oncectl). *lease_left_ms (may be NULL) is about how long the
+ * lease stays live from now: the TTL the server last reported, counted
+ * from its reply (0 when the handle had no lease or it was lost). NULL c
+ * is accepted.
+ */
+ONCE_API void once_client_close_keep_lease(once_client *c,
+                                           uint64_t *lease_left_ms);
 
 /* The client id from the lease, or 0 with no lease. */
-uint64_t once_client_id(const once_client *c);
+ONCE_API uint64_t once_client_id(const once_client *c);
 
 /* The lowest seq whose reply has not been delivered (what the next call will
  * send as first_incomplete). */
-uint64_t once_client_first_incomplete(const once_client *c);
+ONCE_API uint64_t once_client_first_incomplete(const once_client *c);
 
 /*
  * The caller will never retry this seq again (a call that ended
  * OUTCOME_UNKNOWN stays "incomplete" and holds first_incomplete back until
  * it is retried to completion or released here).
  */
-void once_client_release(once_client *c, uint64_t seq);
+ONCE_API void once_client_release(once_client *c, uint64_t seq);
 
 /* The handle's view of its own lease (see "Leases" above). */
 enum once_client_lease {
@@ -196,7 +265,7 @@ enum once_client_lease {
 };
 
 /* One of enum once_client_lease. NULL gives ONCE_CLIENT_LEASE_NONE. */
-int once_client_lease_state(const once_client *c);
+ONCE_API int once_client_lease_state(const once_client *c);
 
 /*
  * Called once when the handle's lease is lost. why has code
@@ -216,11 +285,28 @@ typedef void (*once_lease_lost_fn)(once_client *c, uint64_t client_id,
  * At most one callback run per handle. A handle without a lease never
  * loses it, so its callback never runs.
  */
-void once_client_on_lease_lost(once_client *c, once_lease_lost_fn fn,
-                               void *arg);
+ONCE_API void once_client_on_lease_lost(once_client *c, once_lease_lost_fn fn,
+                                        void *arg);
 
 /* "ALREADY_EXISTS" for ONCE_ALREADY_EXISTS. A static string. */
-const char *once_strerror(int code);
+ONCE_API const char *once_strerror(int code);
+
+/* Whether st's reason is reason (one of the ONCE_REASON_ strings, or any
+ * other). false for a NULL st or reason. */
+ONCE_API bool once_status_is(const once_status *st, const char *reason);
+
+/* Whether st says the call may or may not have taken effect (ONCE_UNKNOWN
+ * with ONCE_REASON_OUTCOME_UNKNOWN): the caller keeps the rpc id and may
+ * retry exactly it with once_call_retry. */
+ONCE_API bool once_status_outcome_unknown(const once_status *st);
+
+/* Whether st says the lease of the call's client id has ended
+ * (FAILED_PRECONDITION with ONCE_REASON_LEASE_EXPIRED). */
+ONCE_API bool once_status_lease_expired(const once_status *st);
+
+/* "0.1.0": the version of the libonce.so in use (ONCE_VERSION_STRING is
+ * the headers'). A static string. */
+ONCE_API const char *once_version(void);
 
 /*
  * The generic call. method is a full name ("/once.v1.Counter/Increment").
@@ -231,30 +317,69 @@ const char *once_strerror(int code);
  * copy of the response payload, freed by the caller with once_free(), and
  * *resp_len its length. On any other code *resp is NULL.
  */
-int once_call(once_client *c, const char *method, bool mutating,
-              once_rpc_id *id, const void *req, size_t req_len, void **resp,
-              size_t *resp_len, once_status *st);
+ONCE_API int once_call(once_client *c, const char *method, bool mutating,
+                       once_rpc_id *id, const void *req, size_t req_len,
+                       void **resp, size_t *resp_len, once_status *st);
+/* (once_call with a non-zero id->seq of this handle's own client id whose
+ * reply was already delivered, or that was released, sends nothing and
+ * gives ONCE_INVALID_ARGUMENT / ONCE_REASON_RPC_ID_COMPLETED.) */
+
+/*
+ * A new mutating call: always a fresh seq of this handle's client id,
+ * whatever *id held before; the id is written to *id (id may be NULL).
+ * Otherwise as once_call. Needs a handle with a lease (ONCE_REASON_NO_LEASE
+ * otherwise).
+ */
+ONCE_API int once_call_new(once_client *c, const char *method, once_rpc_id *id,
+                           const void *req, size_t req_len, void **resp,
+                           size_t *resp_len, once_status *st);
+
+/*
+ * A retry of exactly *id (client_id and seq non-zero), with the same
+ * request as the first attempt: the server runs it if it never ran, or
+ * answers with the stored result (st->replayed). Any handle may retry any
+ * id while its lease lives. A retry of an id this handle already completed
+ * replays too while the server keeps the result; once it has been
+ * acknowledged away the answer is FAILED_PRECONDITION /
+ * ONCE_REASON_STALE_RPC, saying so.
+ */
+ONCE_API int once_call_retry(once_client *c, const char *method,
+                             const once_rpc_id *id, const void *req,
+                             size_t req_len, void **resp, size_t *resp_len,
+                             once_status *st);
 
 /* Frees memory handed out by libonce. NULL is accepted. */
-void once_free(void *p);
+ONCE_API void once_free(void *p);
 
 /* ---- once.v1.Counter ---------------------------------------------------- */
 
 /* Increment(name, by); *value is the counter right after this increment.
  * id as in once_call. */
-int once_counter_incr(once_client *c, const char *name, int64_t by,
-                      once_rpc_id *id, int64_t *value, once_status *st);
+ONCE_API int once_counter_incr(once_client *c, const char *name, int64_t by,
+                               once_rpc_id *id, int64_t *value,
+                               once_status *st);
 
-int once_counter_get(once_client *c, const char *name, int64_t *value,
-                     once_status *st);
+/* A new Increment (once_call_new): *id (may be NULL) receives its id. */
+ONCE_API int once_counter_incr_new(once_client *c, const char *name, int64_t by,
+                                   once_rpc_id *id, int64_t *value,
+                                   once_status *st);
+
+/* A retry of the Increment sent as *id, with the same name and by
+ * (once_call_retry). */
+ONCE_API int once_counter_incr_retry(once_client *c, const char *name,
+                                     int64_t by, const once_rpc_id *id,
+                                     int64_t *value, once_status *st);
+
+ONCE_API int once_counter_get(once_client *c, const char *name, int64_t *value,
+                              once_status *st);
 
 /* ---- once.v1.Lease ------------------------------------------------------ */
 
 /* OpenLease for principal (NULL: the handle's principal). Does not change
  * the handle's own client id. */
-int once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
-                    uint64_t *client_id, uint64_t *granted_ttl_ms,
-                    once_status *st);
+ONCE_API int once_lease_open(once_client *c, const char *principal,
+                             uint64_t ttl_ms, uint64_t *client_id,
+                             uint64_t *granted_ttl_ms, once_status *st);
 
 /* In the calls below, client_id 0 means this handle's own client id.
  * None of them carries an rpc id (renewing, closing or reading twice is
@@ -264,16 +389,17 @@ int once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
  * the renewal (either may be NULL). A lease that has ended or was never
  * issued gives FAILED_PRECONDITION/LEASE_EXPIRED; for the handle's own id
  * that marks the handle's lease lost. */
-int once_lease_renew(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
-                     uint64_t *remaining_ms, once_status *st);
+ONCE_API int once_lease_renew(once_client *c, uint64_t client_id,
+                              uint64_t *ttl_ms, uint64_t *remaining_ms,
+                              once_status *st);
 
 /* CloseLease: ends the lease now (OK also when it had already ended);
  * *records_retained (may be NULL) is how many completion records the
  * collector will now reclaim. An id never issued gives
  * NOT_FOUND/UNKNOWN_CLIENT. Closing the handle's own lease marks it lost:
  * its calls fail fast afterwards. */
-int once_lease_close(once_client *c, uint64_t client_id,
-                     uint64_t *records_retained, once_status *st);
+ONCE_API int once_lease_close(once_client *c, uint64_t client_id,
+                              uint64_t *records_retained, once_status *st);
 
 /* once.v1.LeaseState, as struct once_lease_info.state. */
 enum once_lease_state {
@@ -300,102 +426,21 @@ struct once_lease_info {
     uint64_t oldest_record_age_ms;
 };
 
+/* "LEASE_LIVE" for ONCE_LEASE_STATE_LIVE, the once.v1.LeaseState names
+ * ("LEASE_STATE_UNSPECIFIED" for unknown numbers). A static string. */
+ONCE_API const char *once_lease_state_name(int state);
+
 /* LeaseInfo into *out. An id never issued gives NOT_FOUND/UNKNOWN_CLIENT;
  * a collected one gives OK with state ONCE_LEASE_STATE_COLLECTED. */
-int once_lease_info(once_client *c, uint64_t client_id,
-                    struct once_lease_info *out, once_status *st);
-
-/* ---- once.v1.Admin ------------------------------------------------------ */
-
-typedef struct once_stats {
-    uint64_t requests;
-    uint64_t replays;
-    uint64_t conflicts;
-    uint64_t commits;
-    uint64_t fsyncs;
-    uint64_t records_stored;
-    uint64_t rejected;
-    uint64_t leases_opened;
-} once_stats;
-
-int once_admin_stats(once_client *c, once_stats *out, once_status *st);
-
-/* The StatsResponse fields that came with the collector (once_stats keeps
- * its original size, see "ABI" above). */
-typedef struct once_collector_stats {
-    uint64_t records_bytes;
-    uint64_t reclaimed_total;
-    double reclaimed_per_sec;
-    uint64_t oldest_record_age_ms;
-    uint64_t leases_live;
-    uint64_t leases_ended;
-    uint64_t gc_passes;
-    uint64_t stale;         /* calls refused STALE_RPC */
-    uint64_t window_full;   /* calls refused WINDOW_FULL */
-    uint64_t lease_expired; /* calls refused LEASE_EXPIRED */
-} once_collector_stats;
-
-/* One Stats call filling both *base (may be NULL) and *out, so the two
- * come from the same snapshot. */
-int once_admin_collector_stats(once_client *c, once_stats *base,
-                               once_collector_stats *out, once_status *st);
-
-/*
- * Compact: has onced compact its LevelDB over the whole key range on a
- * thread of its own (operator-only under the default policy). It answers
- * at once; Stats compacting tells when it has ended. *already_running
- * (may be NULL): one was running and no other started; *compactions_before
- * (may be NULL): compactions finished before this call.
- */
-int once_admin_compact(once_client *c, bool *already_running,
-                       uint64_t *compactions_before, once_status *st);
-
-/* ListRecords rows: per-client retention (ClientRecords) ... */
-typedef struct once_client_records {
-    uint64_t client_id;
-    int state; /* enum once_lease_state */
-    uint64_t records;
-    uint64_t bytes;
-    uint64_t watermark;
-    uint64_t watermark_durable;
-    uint64_t watermark_lag; /* seqs issued, not acknowledged: max_seq + 1
-                               - the first unacknowledged seq (the
-                               watermark, or 1 before any ack) */
-    uint64_t max_seq;
-    uint64_t oldest_record_age_ms;
-} once_client_records;
-
-/* ... and one client's records (RecordInfo). */
-typedef struct once_record_info {
-    uint64_t client_id;
-    uint64_t seq;
-    char method[128]; /* truncated if longer */
-    int code;         /* enum once_code of the stored result */
-    uint64_t age_ms;
-    uint64_t bytes;
-} once_record_info;
-
-typedef struct once_record_list {
-    size_t n_clients;
-    once_client_records *clients; /* n_clients rows */
-    size_t n_records;
-    once_record_info *records; /* n_records rows */
-    bool truncated;            /* limit cut the list */
-} once_record_list;
-
-/*
- * ListRecords. client_id 0: one row per client holding records or a live
- * lease, no records. Otherwise: that client's row (none once it is
- * collected) and its records in seq order. limit: most rows, 0 means the
- * server's default (100), at most 10000. On ONCE_OK *out is one malloc'd
- * block (the arrays live inside it) that the caller frees with once_free();
- * otherwise *out is NULL.
- */
-int once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
-                            once_record_list **out, once_status *st);
+ONCE_API int once_lease_info(once_client *c, uint64_t client_id,
+                             struct once_lease_info *out, once_status *st);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The Admin calls (once/admin.h) were declared in this header before;
+ * programs written then keep compiling. */
+#include <once/admin.h>
 
 #endif /* ONCE_CLIENT_H */

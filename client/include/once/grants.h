@@ -47,16 +47,15 @@ typedef struct once_grant_credential {
  * the signature is good, so an expired credential still says which grant
  * it was for. Returns ONCE_OK when all checks pass.
  */
-int once_grant_credential_verify(const uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
-                                 const void *body, size_t body_len,
-                                 const void *sig, size_t sig_len,
-                                 uint64_t now_unix_ms, uint64_t min_epoch,
-                                 once_grant_credential *out, once_status *st);
+ONCE_API int once_grant_credential_verify(
+    const uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES], const void *body,
+    size_t body_len, const void *sig, size_t sig_len, uint64_t now_unix_ms,
+    uint64_t min_epoch, once_grant_credential *out, once_status *st);
 
 /* /once.v1.Grants/GetPublicKey into pk. */
-int once_grants_public_key(once_client *c,
-                           uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
-                           once_status *st);
+ONCE_API int once_grants_public_key(once_client *c,
+                                    uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
+                                    once_status *st);
 
 #ifdef __cplusplus
 }

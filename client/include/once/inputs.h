@@ -114,10 +114,11 @@ typedef struct once_input_info {
 
 /* Opens (creating it, mode 0700, when missing) the store in dir. On success
  * *sp is the store (free with once_inputs_close). */
-int once_inputs_open(once_inputs **sp, const char *dir, once_status *st);
+ONCE_API int once_inputs_open(once_inputs **sp, const char *dir,
+                              once_status *st);
 
 /* Closes the store; the files stay. NULL is accepted. */
-void once_inputs_close(once_inputs *s);
+ONCE_API void once_inputs_close(once_inputs *s);
 
 /*
  * Keeps *in durably under a fresh rpc id of c (which must hold a lease),
@@ -128,9 +129,9 @@ void once_inputs_close(once_inputs *s);
  * same request bytes and PENDING, this is once_grant_input_resend(..., false);
  * otherwise ALREADY_EXISTS / INPUT_KEPT and nothing is sent.
  */
-int once_grant_submit(once_client *c, once_inputs *s,
-                      const once_grant_input *in, once_rpc_id *id, void **resp,
-                      size_t *resp_len, once_status *st);
+ONCE_API int once_grant_submit(once_client *c, once_inputs *s,
+                               const once_grant_input *in, once_rpc_id *id,
+                               void **resp, size_t *resp_len, once_status *st);
 
 /* What to queue: the fields of once.v1.EnqueueRequest. Borrowed. */
 typedef struct once_work_input {
@@ -150,9 +151,9 @@ typedef struct once_work_input {
  * treat it like any kept input: a (request_id, attempt) names one input,
  * whichever path it takes.
  */
-int once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
-                     once_rpc_id *id, void **resp, size_t *resp_len,
-                     once_status *st);
+ONCE_API int once_work_submit(once_client *c, once_inputs *s,
+                              const once_work_input *in, once_rpc_id *id,
+                              void **resp, size_t *resp_len, once_status *st);
 
 /*
  * Re-sends one kept input. new_id false: only a PENDING input, with its
@@ -164,10 +165,10 @@ int once_work_submit(once_client *c, once_inputs *s, const once_work_input *in,
  * same request bytes are sent under it. An input not kept: NOT_FOUND /
  * NO_INPUT. The answer is filed and returned as in once_grant_submit.
  */
-int once_grant_input_resend(once_client *c, once_inputs *s,
-                            const char *request_id, uint32_t attempt,
-                            bool new_id, once_rpc_id *id, void **resp,
-                            size_t *resp_len, once_status *st);
+ONCE_API int once_grant_input_resend(once_client *c, once_inputs *s,
+                                     const char *request_id, uint32_t attempt,
+                                     bool new_id, once_rpc_id *id, void **resp,
+                                     size_t *resp_len, once_status *st);
 
 /* Called by once_grant_inputs_resume after each re-send: in as it was
  * kept, rv/st the answer, resp (on ONCE_OK) the packed
@@ -184,23 +185,24 @@ typedef void (*once_input_resumed_fn)(const once_input_info *in, int rv,
  * re-sent inputs were filed. Returns ONCE_OK unless the store could not be
  * read; the answers of single inputs go to fn.
  */
-int once_grant_inputs_resume(once_client *c, once_inputs *s,
-                             once_input_resumed_fn fn, void *arg,
-                             size_t *accepted, size_t *pending, size_t *ended,
-                             size_t *rejected, once_status *st);
+ONCE_API int once_grant_inputs_resume(once_client *c, once_inputs *s,
+                                      once_input_resumed_fn fn, void *arg,
+                                      size_t *accepted, size_t *pending,
+                                      size_t *ended, size_t *rejected,
+                                      once_status *st);
 
 /* Every kept input, oldest first. On ONCE_OK *out is one malloc'd array of
  * *n rows (NULL when none), freed with once_free(). */
-int once_grant_inputs_list(once_inputs *s, once_input_info **out, size_t *n,
-                           once_status *st);
+ONCE_API int once_grant_inputs_list(once_inputs *s, once_input_info **out,
+                                    size_t *n, once_status *st);
 
 /* Removes a kept input (the caller gives up on it). NOT_FOUND / NO_INPUT
  * when it is not kept. */
-int once_grant_input_forget(once_inputs *s, const char *request_id,
-                            uint32_t attempt, once_status *st);
+ONCE_API int once_grant_input_forget(once_inputs *s, const char *request_id,
+                                     uint32_t attempt, once_status *st);
 
 /* "PENDING", "REJECTED", "LEASE_ENDED", or "?". A static string. */
-const char *once_input_state_name(int state);
+ONCE_API const char *once_input_state_name(int state);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * principal_cmd.c — `oncectl principal ...`: the principals file of a data
+ * cmd_principal.c — `oncectl principal ...`: the principals file of a data
  * folder (format in proto/principals.h), edited in place while onced runs;
  * onced notices the change within ~100 ms (or at once on SIGHUP).
  *
@@ -9,7 +9,7 @@
  * flock of the data folder so two edits never lose one another.
  * Never: prints a key except on the add that created it; talks to onced.
  */
-#include "principal_cmd.h"
+#include "cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +97,7 @@ pcmd_opt(int argc, char **argv, int *i, const char *name, const char **v)
 }
 
 int
-principal_cmd(int argc, char **argv, bool json)
+cmd_principal(int argc, char **argv, bool json)
 {
     const char *sub = argc > 0 ? argv[0] : NULL;
     const char *data = PCMD_DATA_DEFAULT, *role = NULL, *key_out = NULL;

@@ -1,7 +1,6 @@
 /*
- * oncectl_grants.c — `oncectl grants ...`: one subcommand per method of
- * once.v1.Grants (docs/grants.md), and `grants inputs` for libonce's input
- * store.
+ * cmd_grants.c — `oncectl grants ...`: one subcommand per method of
+ * once.v1.Grants (docs/grants.md), and `grants inputs` for libonce's input store.
  *
  * Owns: the table mapping each subcommand to its method and to the request
  * fields its arguments fill (positional arguments and --options are named
@@ -28,7 +27,8 @@
 #include "json_out.h"
 #include "once/client.h"
 #include "once/inputs.h"
-#include "oncectl.h"
+#include "cli.h"
+#include "cmds.h"
 
 #define MAX_POS  6
 #define MAX_OPTS 6

@@ -1,5 +1,5 @@
 /*
- * oncectl_admin.c — `oncectl stats` and `oncectl admin compact`. Stats goes
+ * cmd_admin.c — `oncectl stats` and `oncectl admin compact`. Stats goes
  * through once_call, so every field of its reply is printed, including
  * fields added to the .proto after libonce's once_stats was frozen into the
  * public ABI; Compact through once_admin_compact.
@@ -20,7 +20,8 @@
 #include "json_out.h"
 #include "msg_print.h"
 #include "once/client.h"
-#include "oncectl.h"
+#include "cli.h"
+#include "cmds.h"
 #include "wire.h"
 
 /* Library default of once_options.deadline_ms, used when no --timeout. */

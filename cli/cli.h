@@ -1,13 +1,14 @@
 /*
- * oncectl.h — what oncectl.c shares with the command files beside it
- * (oncectl_grants.c, oncectl_admin.c): the global options, the exit statuses,
- * error and usage reporting, option parsing and opening a client. Never
- * installed.
+ * cli.h — what oncectl's files share: the global options, the exit
+ * statuses, error and usage reporting, option and number parsing, opening
+ * a client. Never installed.
  *
- * Owns nothing: declarations only; the bodies are in oncectl.c.
+ * Owns: declarations only; the bodies are in cli.c.
+ * Invariant: the bottom of oncectl — cli.c calls no command and main.c is
+ * called by nothing.
  */
-#ifndef CLIENT_ONCECTL_H
-#define CLIENT_ONCECTL_H
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,8 +60,22 @@ bool is_global_opt(const char *a);
 int opt_value(int argc, char **argv, int *i, const char *name,
               const char **val);
 
-/* Strict decimal, no sign: 0, EINVAL or ERANGE. */
+/* Strict decimal, no sign: 0, EINVAL or ERANGE. The one number parser of
+ * oncectl; *end is where the digits stopped. */
 int parse_u64(const char *s, const char **end, uint64_t *v);
+
+/* A whole argument as a signed decimal: 0, EINVAL or ERANGE. */
+int parse_i64(const char *s, int64_t *v);
+
+/* The exit status for a call's status: ONCECTL_EXIT_OK, _UNKNOWN for an
+ * unknown outcome (once_status_outcome_unknown), _CALL otherwise. */
+int exit_for(const once_status *st);
+
+/* The arguments every command takes the same way: -h/--help prints usage
+ * and ends the command with ONCECTL_EXIT_OK; a global option written after
+ * the command is a usage error. Returns true when a was one of them, with
+ * the exit status in *ex. */
+bool common_arg(const cli *g, const char *a, const char *usage, int *ex);
 
 /* "CLIENT:SEQ", both non-zero: 0 or EINVAL. */
 int parse_rpc_id(const char *s, once_rpc_id *id);
@@ -68,14 +83,4 @@ int parse_rpc_id(const char *s, once_rpc_id *id);
 /* Opens a client from the global options (no_lease as in once_options). */
 int open_client(const cli *g, bool no_lease, once_client **cp, once_status *st);
 
-/* `oncectl grants SUBCOMMAND ...` (oncectl_grants.c); argv[0] is the
- * subcommand. Returns the exit status. */
-int cmd_grants(const cli *g, int argc, char **argv);
-
-/* `oncectl stats` and `oncectl admin SUBCOMMAND ...` (oncectl_admin.c);
- * argv[0] is the first argument after the command. Return the exit
- * status. */
-int cmd_stats(const cli *g, int argc, char **argv);
-int cmd_admin(const cli *g, int argc, char **argv);
-
-#endif /* CLIENT_ONCECTL_H */
+#endif /* CLI_CLI_H */

@@ -1,0 +1,280 @@
+/*
+ * cmd_lease.c — `oncectl lease open|renew|close|info`: the Lease service
+ * on any client id.
+ *
+ * Owns: the lease commands' arguments and output.
+ * Invariant: every command opens a handle without a lease of its own, so
+ * only the lease named by CLIENT_ID is touched.
+ * Never: prints more than one JSON object.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+#include "duration.h"
+#include "json_out.h"
+
+static const char usage_lease[] =
+    "usage: oncectl [GLOBAL OPTIONS] lease open [--ttl DURATION]\n"
+    "       oncectl [GLOBAL OPTIONS] lease renew CLIENT_ID\n"
+    "       oncectl [GLOBAL OPTIONS] lease close CLIENT_ID\n"
+    "       oncectl [GLOBAL OPTIONS] lease info CLIENT_ID\n"
+    "\n"
+    "open   opens a lease and prints the client id it grants.\n"
+    "         --ttl DURATION  requested lease TTL (default: the server's)\n"
+    "         Output: client id N (ttl T) | --json "
+    "{\"client_id\":N,\"ttl_ms\":N}\n"
+    "renew  extends a live lease by its TTL.\n"
+    "         Output: ttl T, remaining R | --json "
+    "{\"client_id\":N,\"ttl_ms\":N,\"remaining_ms\":N}\n"
+    "close  ends a lease now (OK again for one already ended); the\n"
+    "       collector then reclaims its records and its rpc ids get\n"
+    "       LEASE_EXPIRED.\n"
+    "         Output: records_retained N | --json "
+    "{\"client_id\":N,\"records_retained\":N}\n"
+    "info   prints the lease: state (LEASE_LIVE, LEASE_CLOSED,\n"
+    "       LEASE_EXPIRED, LEASE_COLLECTED), ttl, remaining, watermark,\n"
+    "       retained records and bytes, ... one \"name value\" per line, or\n"
+    "       one JSON object with --json.\n"
+    "An id never issued is NOT_FOUND (UNKNOWN_CLIENT); renewing an ended\n"
+    "one is FAILED_PRECONDITION (LEASE_EXPIRED).\n";
+
+/* Parses the one CLIENT_ID argument of `lease renew|close|info`. Returns
+ * 0, or the exit status of the usage error it reported; *done is set when
+ * the command is over all the same (it printed --help). */
+static int
+lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
+             bool *done)
+{
+    const char *arg = NULL;
+    const char *end;
+
+    *done = false;
+    for (int i = 0; i < argc; i++) {
+        int ex;
+        if (common_arg(g, argv[i], usage_lease, &ex)) {
+            *done = true;
+            return ex;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return usage_error(g, "see 'oncectl lease --help'",
+                               "unknown option '%s' to lease %s", argv[i], sub);
+        }
+        if (arg != NULL) {
+            return usage_error(g, "lease commands take one CLIENT_ID",
+                               "unexpected argument '%s'", argv[i]);
+        }
+        arg = argv[i];
+    }
+    if (arg == NULL) {
+        return usage_error(g, "e.g. oncectl lease info 3",
+                           "lease %s needs a CLIENT_ID", sub);
+    }
+    if (parse_u64(arg, &end, id) != 0 || *end != '\0' || *id == 0) {
+        return usage_error(g, "a client id is a positive integer, e.g. 3",
+                           "bad CLIENT_ID '%s'", arg);
+    }
+    return 0;
+}
+
+static int
+cmd_lease_open(const cli *g, int argc, char **argv)
+{
+    uint64_t ttl = 0, cid = 0, granted = 0;
+    once_client *c = NULL;
+    once_status st;
+    char dbuf[64];
+    int rv;
+
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        int m;
+        if (common_arg(g, argv[i], usage_lease, &rv)) {
+            return rv;
+        }
+        if ((m = opt_value(argc, argv, &i, "--ttl", &v)) < 0) {
+            return usage_error(g, NULL, "--ttl needs a DURATION");
+        } else if (m > 0) {
+            if (duration_parse(v, &ttl) != 0) {
+                return usage_error(g, "write durations like 30s, 5m, 1h",
+                                   "bad --ttl '%s'", v);
+            }
+            continue;
+        }
+        return usage_error(g, "see 'oncectl lease open --help'",
+                           "unexpected argument '%s' to lease open", argv[i]);
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_open(c, NULL, ttl, &cid, &granted, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", cid);
+        json_u64(&j, "ttl_ms", granted);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " (ttl %s)\n", cid,
+               duration_format(granted, dbuf, sizeof(dbuf)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_renew(const cli *g, int argc, char **argv)
+{
+    uint64_t id = 0, ttl = 0, left = 0;
+    once_client *c = NULL;
+    once_status st;
+    char b1[64], b2[64];
+    bool done;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &done)) != 0 || done) {
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_renew(c, id, &ttl, &left, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", id);
+        json_u64(&j, "ttl_ms", ttl);
+        json_u64(&j, "remaining_ms", left);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " renewed: ttl %s, remaining %s\n", id,
+               duration_format(ttl, b1, sizeof(b1)),
+               duration_format(left, b2, sizeof(b2)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_close(const cli *g, int argc, char **argv)
+{
+    uint64_t id = 0, retained = 0;
+    once_client *c = NULL;
+    once_status st;
+    bool done;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &done)) != 0 || done) {
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_close(c, id, &retained, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", id);
+        json_u64(&j, "records_retained", retained);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " closed; %" PRIu64
+               " record(s) left for the collector\n",
+               id, retained);
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_info(const cli *g, int argc, char **argv)
+{
+    struct once_lease_info li;
+    uint64_t id = 0;
+    once_client *c = NULL;
+    once_status st;
+    char b1[64], b2[64], b3[64];
+    bool done;
+    int rv;
+
+    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &done)) != 0 || done) {
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        rv = once_lease_info(c, id, &li, &st);
+    }
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        return report_error(g, &st, NULL);
+    }
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", li.client_id);
+        json_str(&j, "principal", li.principal);
+        json_str(&j, "state", once_lease_state_name(li.state));
+        json_u64(&j, "ttl_ms", li.ttl_ms);
+        json_u64(&j, "remaining_ms", li.remaining_ms);
+        json_u64(&j, "watermark", li.watermark);
+        json_u64(&j, "watermark_durable", li.watermark_durable);
+        json_u64(&j, "records_retained", li.records_retained);
+        json_u64(&j, "bytes_retained", li.bytes_retained);
+        json_u64(&j, "max_seq", li.max_seq);
+        json_u64(&j, "oldest_record_age_ms", li.oldest_record_age_ms);
+        json_end(&j);
+    } else {
+        printf("client_id %" PRIu64 "\n", li.client_id);
+        printf("principal %s\n", li.principal);
+        printf("state %s\n", once_lease_state_name(li.state));
+        printf("ttl %s\n", duration_format(li.ttl_ms, b1, sizeof(b1)));
+        printf("remaining %s\n",
+               duration_format(li.remaining_ms, b2, sizeof(b2)));
+        printf("watermark %" PRIu64 "\n", li.watermark);
+        printf("watermark_durable %" PRIu64 "\n", li.watermark_durable);
+        printf("records_retained %" PRIu64 "\n", li.records_retained);
+        printf("bytes_retained %" PRIu64 "\n", li.bytes_retained);
+        printf("max_seq %" PRIu64 "\n", li.max_seq);
+        printf("oldest_record_age %s\n",
+               duration_format(li.oldest_record_age_ms, b3, sizeof(b3)));
+    }
+    return ONCECTL_EXIT_OK;
+}
+
+/* `oncectl lease SUBCOMMAND ...`; argv[0] is the subcommand. */
+int
+cmd_lease(const cli *g, int argc, char **argv)
+{
+    const char *sub = argc > 0 ? argv[0] : NULL;
+
+    if (sub != NULL && strcmp(sub, "open") == 0) {
+        return cmd_lease_open(g, argc - 1, argv + 1);
+    }
+    if (sub != NULL && strcmp(sub, "renew") == 0) {
+        return cmd_lease_renew(g, argc - 1, argv + 1);
+    }
+    if (sub != NULL && strcmp(sub, "close") == 0) {
+        return cmd_lease_close(g, argc - 1, argv + 1);
+    }
+    if (sub != NULL && strcmp(sub, "info") == 0) {
+        return cmd_lease_info(g, argc - 1, argv + 1);
+    }
+    if (sub != NULL && is_help(sub)) {
+        fputs(usage_lease, stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    return usage_error(g,
+                       "lease commands are: lease open [--ttl D], lease "
+                       "renew|close|info CLIENT_ID",
+                       sub == NULL ? "lease needs a subcommand"
+                                   : "unknown lease subcommand '%s'",
+                       sub != NULL ? sub : "");
+}

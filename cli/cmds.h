@@ -1,0 +1,41 @@
+/*
+ * cmds.h — the command families of oncectl, one file each, as main.c
+ * dispatches to them. argv[0] is the first argument after the command
+ * word; each returns oncectl's exit status.
+ *
+ * Owns: declarations only.
+ * Invariant: a command file includes cli.h and this header and never
+ * another command file's or main.c's functions.
+ */
+#ifndef CLI_CMDS_H
+#define CLI_CMDS_H
+
+#include <stdbool.h>
+
+#include "cli.h"
+
+/* `counter incr|get` (cmd_counter.c). */
+int cmd_counter(const cli *g, int argc, char **argv);
+
+/* `lease open|renew|close|info` (cmd_lease.c). */
+int cmd_lease(const cli *g, int argc, char **argv);
+
+/* `records list` (cmd_records.c). */
+int cmd_records(const cli *g, int argc, char **argv);
+
+/* `stats` and `admin compact` (cmd_admin.c). */
+int cmd_stats(const cli *g, int argc, char **argv);
+int cmd_admin(const cli *g, int argc, char **argv);
+
+/* `grants SUBCOMMAND ...` (cmd_grants.c). */
+int cmd_grants(const cli *g, int argc, char **argv);
+
+/* `key show` (cmd_key.c). */
+int cmd_key(const cli *g, int argc, char **argv);
+
+/* `principal add|list|revoke|restore` (cmd_principal.c): editing the
+ * principals file of a local onced data folder, no RPC. Exit status 0 OK,
+ * 1 the edit failed, 2 usage. */
+int cmd_principal(int argc, char **argv, bool json);
+
+#endif /* CLI_CMDS_H */

@@ -1,0 +1,176 @@
+/*
+ * conn.c — the connection layer (conn.h): socket, dialer, TLS.
+ *
+ * Owns: opening the REQ socket with libonce's options (no nng resend, the
+ * receive limit, reconnect times), its one dialer and the redial of
+ * conn_redial, the TLS client configuration.
+ * Invariant: nng's own REQ resend is off on the socket and on every
+ * context (slot.c): the call engine counts attempts itself.
+ * Never: blocks on the network; never replaces the dialer more than once
+ * a second.
+ */
+#include "conn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/protocol/reqrep0/req.h>
+
+#include "retry.h"
+#include "status.h"
+
+#define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
+#define CONN_RECONNECT_MIN_MS 10
+#define CONN_RECONNECT_MAX_MS 1000
+/* At most one new dialer per this many ms (conn_redial). */
+#define CONN_REDIAL_MIN_MS 1000u
+
+int
+conn_init(conn *cn, const char *url, once_status *st)
+{
+    memset(cn, 0, sizeof(*cn));
+    slot_init(&cn->slots);
+    pthread_mutex_init(&cn->dial_lock, NULL);
+    if ((cn->url = strdup(url)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory");
+    }
+    return ONCE_OK;
+}
+
+/* The host of "tls+tcp://HOST:PORT" ("[v6]" without brackets) into out. */
+static void
+conn_url_host(const char *url, char *out, size_t outlen)
+{
+    const char *h = strstr(url, "://");
+    const char *end;
+
+    h = h != NULL ? h + 3 : url;
+    if (*h == '[' && (end = strchr(h, ']')) != NULL) {
+        h++;
+    } else if ((end = strrchr(h, ':')) == NULL) {
+        end = h + strlen(h);
+    }
+    snprintf(out, outlen, "%.*s", (int)(end - h), h);
+}
+
+int
+conn_tls(conn *cn, const once_security *sec, once_status *st)
+{
+    char host[256];
+    const char *sn;
+    int rv;
+
+    if (sec == NULL ||
+        (strncmp(cn->url, "tls+", 4) != 0 && sec->tls_ca_file == NULL)) {
+        return ONCE_OK;
+    }
+    sn = sec->tls_server_name;
+    if (sn == NULL) {
+        conn_url_host(cn->url, host, sizeof(host));
+        sn = host;
+    }
+    if ((rv = nng_tls_config_alloc(&cn->tls, NNG_TLS_MODE_CLIENT)) != 0 ||
+        (rv = nng_tls_config_auth_mode(cn->tls, NNG_TLS_AUTH_MODE_REQUIRED)) !=
+            0 ||
+        (rv = nng_tls_config_server_name(cn->tls, sn)) != 0 ||
+        (sec->tls_ca_file != NULL &&
+         (rv = nng_tls_config_ca_file(cn->tls, sec->tls_ca_file)) != 0)) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_TLS",
+                          "TLS configuration (CA file %s): %s",
+                          sec->tls_ca_file != NULL ? sec->tls_ca_file : "none",
+                          nng_strerror(rv));
+    }
+    return ONCE_OK;
+}
+
+/* A new dialer on cn->url (with the TLS configuration when there is one),
+ * started without waiting for the connection. Under dial_lock or before
+ * the handle is shared. */
+static int
+conn_dialer_start(conn *cn)
+{
+    nng_dialer d;
+    int rv;
+
+    if ((rv = nng_dialer_create(&d, cn->sock, cn->url)) != 0) {
+        return rv;
+    }
+    if ((cn->tls != NULL &&
+         (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
+        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+        nng_dialer_close(d);
+        return rv;
+    }
+    cn->dialer = d;
+    return 0;
+}
+
+int
+conn_open(conn *cn, once_status *st)
+{
+    int rv;
+
+    if ((rv = nng_req0_open(&cn->sock)) != 0) {
+        return status_set(st, ONCE_INTERNAL, "NNG", "nng_req0_open: %s",
+                          nng_strerror(rv));
+    }
+    /* The library retries by itself (same rpc id, counted attempts, one
+     * deadline); nng's silent REQ resend would hide attempts from it. */
+    if ((rv = nng_socket_set_ms(cn->sock, NNG_OPT_REQ_RESENDTIME,
+                                NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_socket_set_size(cn->sock, NNG_OPT_RECVMAXSZ,
+                                  CONN_RECVMAXSZ)) != 0 ||
+        (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMINT,
+                                CONN_RECONNECT_MIN_MS)) != 0 ||
+        (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMAXT,
+                                CONN_RECONNECT_MAX_MS)) != 0 ||
+        (rv = slot_watch(&cn->slots, cn->sock)) != 0) {
+        return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
+                          nng_strerror(rv));
+    }
+    if ((rv = conn_dialer_start(cn)) != 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
+                          "cannot dial %s%s: %s", cn->url,
+                          cn->tls != NULL ? " with TLS" : "", nng_strerror(rv));
+    }
+    return ONCE_OK;
+}
+
+void
+conn_redial(conn *cn)
+{
+    uint64_t now;
+
+    pthread_mutex_lock(&cn->dial_lock);
+    /* Read under the lock: a time taken before it may be older than the
+     * redial_ms another caller just set, and now - redial_ms would wrap. */
+    now = retry_now_ms();
+    if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
+        cn->redial_ms = now;
+        nng_dialer_close(cn->dialer);
+        (void)conn_dialer_start(cn); /* on failure the next stall retries */
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+}
+
+void
+conn_shut(conn *cn)
+{
+    if (nng_socket_id(cn->sock) > 0) {
+        nng_close(cn->sock); /* a second close only says NNG_ECLOSED */
+    }
+}
+
+void
+conn_fini(conn *cn)
+{
+    slot_fini(&cn->slots);
+    conn_shut(cn);
+    pthread_mutex_destroy(&cn->dial_lock);
+    if (cn->tls != NULL) {
+        nng_tls_config_free(cn->tls);
+    }
+    free(cn->url);
+}
