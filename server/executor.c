@@ -30,6 +30,7 @@
 #include "log.h"
 #include "once.pb-c.h"
 #include "records.h"
+#include "wire_text.h"
 
 typedef struct exec_task {
     void (*fn)(void *);
@@ -268,6 +269,26 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     return e;
 }
 
+/* Whether every string field of the message desc in the len bytes at data
+ * is exact text (wire_text.h); otherwise sets INVALID_ARGUMENT/
+ * INVALID_STRING naming the field. what names the message in the reply. */
+static bool
+exec_text_ok(server_call *c, const ProtobufCMessageDescriptor *desc,
+             const uint8_t *data, size_t len, const char *what)
+{
+    char field[96];
+    const char *why;
+
+    if (wire_text_check(desc, data, len, field, sizeof(field), &why)) {
+        return true;
+    }
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "INVALID_STRING",
+              "%s field %s %s: names and other strings are compared byte "
+              "for byte, so they must be UTF-8 without NUL bytes",
+              what, field, why);
+    return false;
+}
+
 /* Runs every check and the handler; leaves the outcome in c. */
 static void
 exec_call(const executor *ex, server_call *c, const listener_req *lr,
@@ -289,6 +310,12 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
         return;
     }
     if (!auth_check(c->srv->auth, c, body, len, req)) {
+        goto out;
+    }
+    /* The method and principal as decoded end at a NUL byte; the bytes
+     * as received say whether there was more. */
+    if (!exec_text_ok(c, &once__v1__request__descriptor, body, len,
+                      "the envelope's")) {
         goto out;
     }
     if ((de = dispatch_find(req->method, strlen(req->method), &c->wm)) ==
@@ -322,6 +349,10 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
                   "%s changes state and needs an rpc id: non-zero client_id "
                   "(from OpenLease) and seq",
                   c->wm->full_name);
+        goto out;
+    }
+    if (!exec_text_ok(c, c->wm->method->input, req->payload.data,
+                      req->payload.len, c->wm->method->input->name)) {
         goto out;
     }
     if ((payload = protobuf_c_message_unpack(c->wm->method->input, NULL,
