@@ -39,8 +39,13 @@ static const char usage_lease[] =
     "       LEASE_EXPIRED, LEASE_COLLECTED), ttl, remaining, watermark,\n"
     "       retained records and bytes, ... one \"name value\" per line, or\n"
     "       one JSON object with --json.\n"
-    "An id never issued is NOT_FOUND (UNKNOWN_CLIENT); renewing an ended\n"
-    "one is FAILED_PRECONDITION (LEASE_EXPIRED).\n";
+    "Unknown ids: renew answers FAILED_PRECONDITION (LEASE_EXPIRED) for\n"
+    "an id never issued as for an ended lease; close and info answer\n"
+    "NOT_FOUND (UNKNOWN_CLIENT) for an id never issued. With\n"
+    "authentication on, an id that is not one of your leases (another\n"
+    "principal's, never issued, or collected) is PERMISSION_DENIED\n"
+    "(NOT_YOUR_LEASE) for renew, close and info alike, so ids cannot be\n"
+    "probed; an operator's info still sees every lease.\n";
 
 /* Parses the one CLIENT_ID argument of `lease renew|close|info`. Returns
  * 0, or the exit status of the usage error it reported; *done is set when

@@ -589,6 +589,38 @@ auth_owns(server_call *c, uint64_t client_id, const char *principal)
 }
 
 bool
+auth_lease_mine(const server_call *c, bool exists, const char *principal,
+                bool operator_sees)
+{
+    const auth_who *w = c->who;
+
+    if (w == NULL || w->open) {
+        return true;
+    }
+    if (operator_sees && w->operator_) {
+        return true;
+    }
+    return exists && strcmp(w->name, principal != NULL ? principal : "") == 0;
+}
+
+bool
+auth_lease_scope(server_call *c, uint64_t client_id, bool exists,
+                 const char *principal, bool operator_sees)
+{
+    if (auth_lease_mine(c, exists, principal, operator_sees)) {
+        return true;
+    }
+    /* One answer for another principal's id, a never-issued one and a
+     * collected one: no principal learns which ids exist. */
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_LEASE",
+              "client id %llu is not a lease of principal \"%s\" (onced "
+              "does not say whether it is another principal's, never "
+              "issued or collected)",
+              (unsigned long long)client_id, c->who->name);
+    return false;
+}
+
+bool
 auth_sees(server_call *c, uint64_t client_id, const char *principal)
 {
     if (c->who != NULL && c->who->operator_) {

@@ -78,6 +78,18 @@ bool auth_permit(const auth *a, server_call *c, const char *method);
  * otherwise sets PERMISSION_DENIED/NOT_YOUR_LEASE on c. */
 bool auth_owns(server_call *c, uint64_t client_id, const char *principal);
 
+/* Whether c->who may act on the lease of client_id: always in OPEN mode;
+ * authenticated, only when the lease exists (exists) and principal opened
+ * it, or — with operator_sees — when c->who is an operator. Sets nothing. */
+bool auth_lease_mine(const server_call *c, bool exists, const char *principal,
+                     bool operator_sees);
+
+/* auth_lease_mine, or PERMISSION_DENIED/NOT_YOUR_LEASE on c with one
+ * message for another principal's id, a never-issued one and a collected
+ * one (no lease oracle). */
+bool auth_lease_scope(server_call *c, uint64_t client_id, bool exists,
+                      const char *principal, bool operator_sees);
+
 /* auth_owns, or c->who is an operator (who may see every lease). */
 bool auth_sees(server_call *c, uint64_t client_id, const char *principal);
 

@@ -11,6 +11,10 @@
  * Scoping (auth.h): a lease belongs to the authenticated principal that
  * opened it; RenewLease, RenewLeases and CloseLease act only on the
  * caller's own leases, LeaseInfo shows only those (an operator sees all).
+ * With authentication on, an id that is not the caller's — another
+ * principal's, never issued, or collected — gets one answer,
+ * PERMISSION_DENIED/NOT_YOUR_LEASE, so no principal can probe which ids
+ * exist (OPEN mode keeps NOT_FOUND/UNKNOWN_CLIENT for a never-issued id).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -131,7 +135,8 @@ lease_find_live(server_call *c, uint64_t client_id)
 {
     lease_entry *e = lease_table_find(c->srv->leases, client_id);
 
-    if (e != NULL && !auth_owns(c, client_id, e->principal)) {
+    if (!auth_lease_scope(c, client_id, e != NULL,
+                          e != NULL ? e->principal : NULL, false)) {
         return NULL;
     }
     if (e != NULL && e->state == LEASE_STATE_LIVE &&
@@ -210,10 +215,10 @@ lease_renew_many_exec(server_call *c)
         once__v1__renew_lease_result__init(&res[i]);
         res[i].client_id = r->client_ids[i];
         res[i].code = ONCE__V1__CODE__FAILED_PRECONDITION;
-        if (e != NULL && c->who != NULL && !c->who->open &&
-            strcmp(c->who->name, e->principal != NULL ? e->principal : "") !=
-                0) {
-            res[i].code = ONCE__V1__CODE__PERMISSION_DENIED; /* not yours */
+        if (!auth_lease_mine(c, e != NULL, e != NULL ? e->principal : NULL,
+                             false)) {
+            /* not yours, never issued or collected: one answer */
+            res[i].code = ONCE__V1__CODE__PERMISSION_DENIED;
             ptrs[i] = &res[i];
             continue;
         }
@@ -247,8 +252,9 @@ lease_close_exec(server_call *c)
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
     int rv;
 
-    if (!lease_wire_issued(c, r->client_id) ||
-        (e != NULL && !auth_owns(c, r->client_id, e->principal))) {
+    if (!auth_lease_scope(c, r->client_id, e != NULL,
+                          e != NULL ? e->principal : NULL, false) ||
+        !lease_wire_issued(c, r->client_id)) {
         return;
     }
     if (e != NULL && e->state == LEASE_STATE_LIVE) {
@@ -270,8 +276,9 @@ lease_info_exec(server_call *c)
     Once__V1__LeaseInfoResponse resp = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
     lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
 
-    if (!lease_wire_issued(c, r->client_id) ||
-        (e != NULL && !auth_sees(c, r->client_id, e->principal))) {
+    if (!auth_lease_scope(c, r->client_id, e != NULL,
+                          e != NULL ? e->principal : NULL, true) ||
+        !lease_wire_issued(c, r->client_id)) {
         return;
     }
     /* A lease found past its TTL is ended here, durably, before the reply
