@@ -188,7 +188,7 @@ cmd_principal(int argc, char **argv, bool json)
     if (rv != 0 && !(rv == ENOENT && strcmp(sub, "add") == 0) &&
         !(rv == ENOENT && strcmp(sub, "list") == 0)) {
         snprintf(msg, sizeof(msg), "%s",
-                 rv == EINVAL   ? err
+                 rv == EINVAL || rv == EPERM ? err
                  : rv == ENOENT ? "no principals file: onced there runs OPEN"
                                 : strerror(rv));
         status = pcmd_fail(json, "BAD_PRINCIPALS", msg);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -221,6 +222,14 @@ main(int argc, char **argv)
     if (i >= argc) {
         return usage_error(&g, "e.g. oncectl counter incr jobs",
                            "missing command");
+    }
+    /* A --key-file that is not there is a usage error like any other
+     * (exit 2), not a refused call. */
+    if (g.key_file != NULL && access(g.key_file, F_OK) != 0) {
+        return usage_error(&g,
+                           "a key file is written by `oncectl principal add "
+                           "--data DIR NAME --role ROLE --key-out FILE`",
+                           "--key-file %s: %s", g.key_file, strerror(errno));
     }
     /* No key named: $ONCE_KEY_FILE, else the dev key of `make run` when
      * it is there (and no other principal was asked for). */

@@ -37,6 +37,7 @@
 #include "grants.pb-c.h"
 #include "inputs.pb-c.h"
 #include "status.h"
+#include "trust.h"
 #include <once/inputs.h>
 
 #define REQUEST_GRANT "/once.v1.Grants/RequestGrant"
@@ -167,7 +168,7 @@ file_write(once_inputs *s, const char *name, const kept *k)
     }
     once__client__kept_input__pack(k, buf);
     snprintf(tmp, sizeof(tmp), ".tmp-%s", name);
-    fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    fd = trust_create(s->dirfd, tmp); /* O_EXCL|O_NOFOLLOW */
     if (fd < 0) {
         rv = errno;
     } else {

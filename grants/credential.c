@@ -3,6 +3,7 @@
  */
 #include "credential.h"
 #include "fault.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,7 @@
 static int
 signer_read(grants_signer *s, const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* trust.h */
     ssize_t n;
 
     if (fd < 0) {
@@ -41,7 +42,7 @@ signer_create(grants_signer *s, const char *dir, const char *path, char *err,
 
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     crypto_sign_keypair(s->pk, s->sk);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    fd = trust_create(AT_FDCWD, tmp); /* O_EXCL|O_NOFOLLOW */
     if (fd < 0) {
         rv = errno;
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(rv));

@@ -14,6 +14,8 @@
 
 #include <sodium.h>
 
+#include "trust.h"
+
 #define LINE_MAX_BYTES 1024
 
 static bool
@@ -115,11 +117,16 @@ int
 principals_read(const char *path, principal_list *out, char *err, size_t errlen)
 {
     char line[LINE_MAX_BYTES];
-    FILE *f = fopen(path, "r");
-    int lineno = 0, rv = 0;
+    FILE *f;
+    int fd, lineno = 0, rv;
 
-    if (f == NULL) {
-        return errno;
+    if ((rv = trust_open(path, &fd, err, errlen)) != 0) {
+        return rv;
+    }
+    if ((f = fdopen(fd, "r")) == NULL) {
+        rv = errno;
+        close(fd);
+        return rv;
     }
     while (fgets(line, sizeof(line), f) != NULL) {
         principal_entry e;
@@ -176,8 +183,8 @@ principals_read(const char *path, principal_list *out, char *err, size_t errlen)
     return rv;
 }
 
-/* Writes text to a fresh temp file next to path, fsyncs it and renames it
- * over path; mode 0600. */
+/* Writes text to a fresh temp file next to path (created O_EXCL|O_NOFOLLOW:
+ * trust_create), fsyncs it and renames it over path; mode 0600. */
 static int
 write_atomic(const char *path, const char *text, size_t len)
 {
@@ -188,7 +195,7 @@ write_atomic(const char *path, const char *text, size_t len)
         (int)sizeof(tmp)) {
         return ENAMETOOLONG;
     }
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+    if ((fd = trust_create(AT_FDCWD, tmp)) < 0) {
         return errno;
     }
     if (fchmod(fd, 0600) != 0 || write(fd, text, len) != (ssize_t)len ||
@@ -338,7 +345,8 @@ keyfile_write(const char *path, const char *name,
         sodium_memzero(text, sizeof(text));
         return rv;
     }
-    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0600)) < 0) {
         sodium_memzero(text, sizeof(text));
         return errno;
     }

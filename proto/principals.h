@@ -48,9 +48,12 @@ bool principal_name_ok(const char *s);
 bool principal_role_ok(const char *s);
 
 /*
- * Reads a principals file into *out (which must be empty). Returns 0;
- * ENOENT when there is no file; EINVAL with err saying which line is bad;
- * another errno when it cannot be read.
+ * Reads a principals file into *out (which must be empty), only if it is
+ * a file that may grant authority (trust.h: no link, owned by us or root,
+ * not group- or world-writable). Returns 0; ENOENT when there is no file;
+ * EINVAL with err saying which line is bad; EPERM with err saying what is
+ * wrong with the file and how to fix it; another errno when it cannot be
+ * read (err set).
  */
 int principals_read(const char *path, principal_list *out, char *err,
                     size_t errlen);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
@@ -26,6 +27,7 @@
 #include "call.h"
 #include "log.h"
 #include "principals.h"
+#include "trust.h"
 #include "wire.h"
 
 #define AUTH_PATH_MAX   4096
@@ -59,6 +61,7 @@ typedef struct auth_tables {
 } auth_tables;
 
 struct auth {
+    char data_dir[AUTH_PATH_MAX];
     char principals_path[AUTH_PATH_MAX];
     char policy_path[AUTH_PATH_MAX];
     atomic_bool reload; /* set by any thread, taken by the executor */
@@ -184,18 +187,34 @@ rule_add(auth_tables *t, const char *who, const char *glob)
     return 0;
 }
 
-/* Reads the policy file into t; ENOENT: the default policy is used. */
+/* Whether glob matches some method: a pattern that matches none is a typo
+ * that would silently grant nothing. */
+static bool
+policy_glob_matches(const char *glob)
+{
+    size_t n;
+    const wire_method *m = wire_methods(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        if (fnmatch(glob, m[i].full_name, 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads the policy file into t; ENOENT: the default policy is used. A line
+ * that does not parse refuses the whole file (err says which line). */
 static int
 policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
 {
     char line[POLICY_LINE_MAX];
     FILE *f;
-    int lineno = 0, rv = 0;
+    int fd, lineno = 0, rv;
 
-    if ((f = fopen(path, "r")) == NULL) {
-        if (errno != ENOENT) {
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-            return errno;
+    if ((rv = trust_open(path, &fd, err, errlen)) != 0) {
+        if (rv != ENOENT) {
+            return rv;
         }
         for (size_t i = 0;
              i < sizeof(auth_default_policy) / sizeof(auth_default_policy[0]);
@@ -208,11 +227,32 @@ policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
         t->default_policy = true;
         return 0;
     }
+    if ((f = fdopen(fd, "r")) == NULL) {
+        rv = errno;
+        close(fd);
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(rv));
+        return rv;
+    }
     while (rv == 0 && fgets(line, sizeof(line), f) != NULL) {
         char *save = NULL, *who, *glob;
-        char *hash = strchr(line, '#');
+        char *hash;
+        size_t n = strlen(line);
 
         lineno++;
+        /* A line fgets split would read on as a line of its own (the tail
+         * of a long comment as a rule); a NUL byte would end it early. */
+        if (n + 1 == sizeof(line) && line[n - 1] != '\n') {
+            snprintf(err, errlen, "%s line %d: longer than %d bytes", path,
+                     lineno, POLICY_LINE_MAX - 2);
+            rv = EINVAL;
+            break;
+        }
+        if ((n == 0 || line[n - 1] != '\n') && !feof(f)) {
+            snprintf(err, errlen, "%s line %d: holds a NUL byte", path, lineno);
+            rv = EINVAL;
+            break;
+        }
+        hash = strchr(line, '#');
         if (hash != NULL) {
             *hash = '\0';
         }
@@ -241,6 +281,14 @@ policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
                 rv = EINVAL;
                 break;
             }
+            if (!policy_glob_matches(glob)) {
+                snprintf(err, errlen,
+                         "%s line %d: \"%.200s\" matches no method (full "
+                         "names look like /once.v1.Counter/Increment)",
+                         path, lineno, glob);
+                rv = EINVAL;
+                break;
+            }
             if ((rv = rule_add(t, who, glob)) != 0) {
                 snprintf(err, errlen, "%s line %d: too many rules", path,
                          lineno);
@@ -261,11 +309,15 @@ tables_load(auth *a, auth_tables *t, bool *present, char *err, size_t errlen)
 
     memset(t, 0, sizeof(*t));
     *present = true;
+    /* The folder too: whoever may write it may swap the files. */
+    if ((rv = trust_dir(a->data_dir, err, errlen)) != 0) {
+        return rv;
+    }
     rv = principals_read(a->principals_path, &t->plist, err, errlen);
     if (rv == ENOENT) {
         *present = false;
     } else if (rv != 0) {
-        if (rv != EINVAL) {
+        if (rv != EINVAL && rv != EPERM && err[0] == '\0') {
             snprintf(err, errlen, "cannot read %.400s: %s", a->principals_path,
                      strerror(rv));
         }
@@ -303,8 +355,13 @@ auth_log_mode(const auth *a, const char *when)
     {
         struct stat st;
         if (stat(a->principals_path, &st) == 0 && (st.st_mode & 077) != 0) {
-            log_warn("%s is readable by others (mode %03o): chmod 600 it",
-                     a->principals_path, (unsigned)(st.st_mode & 0777));
+            log_warn("%s is readable by others (mode %03o): it holds every "
+                     "principal's key, so whoever can read it can sign "
+                     "requests as any principal, operators included. Fix: "
+                     "chmod 600 %s, then replace the keys (oncectl principal "
+                     "add with new names, and revoke the old ones)",
+                     a->principals_path, (unsigned)(st.st_mode & 0777),
+                     a->principals_path);
         }
     }
 }
@@ -390,7 +447,9 @@ auth_open(auth **ap, const char *data_dir, bool dev)
     if ((a = calloc(1, sizeof(*a))) == NULL) {
         return ENOMEM;
     }
-    if (snprintf(a->principals_path, sizeof(a->principals_path),
+    if (snprintf(a->data_dir, sizeof(a->data_dir), "%s", data_dir) >=
+            AUTH_PATH_MAX ||
+        snprintf(a->principals_path, sizeof(a->principals_path),
                  "%s/principals", data_dir) >= AUTH_PATH_MAX ||
         snprintf(a->policy_path, sizeof(a->policy_path), "%s/policy",
                  data_dir) >= AUTH_PATH_MAX) {

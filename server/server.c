@@ -18,6 +18,7 @@
 #include "listener.h"
 #include "log.h"
 #include "svc_grants.h"
+#include "trust.h"
 
 static uint64_t
 server_wall_ms(void)
@@ -25,6 +26,30 @@ server_wall_ms(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* What to do about a LevelDB that cannot be opened, from its error: only
+ * a lock held suggests another onced, only EACCES the permissions. */
+static const char *
+server_open_hint(const char *err)
+{
+    if (err == NULL) {
+        return "";
+    }
+    if (strstr(err, "No space left") != NULL) {
+        return " (the disk is full: free space on it, then start onced "
+               "again)";
+    }
+    if (strstr(err, "lock") != NULL &&
+        strstr(err, "temporarily unavailable") != NULL) {
+        return " (another onced is using this folder: stop it, or give this "
+               "one another --data)";
+    }
+    if (strstr(err, "Permission denied") != NULL) {
+        return " (onced's user may not write there: check the folder's "
+               "owner and permissions)";
+    }
+    return "";
 }
 
 int
@@ -42,11 +67,23 @@ server_open(server **sp, const server_config *cfg)
     }
     s->cfg = *cfg;
     s->now_ms = cfg->clock_ms != NULL ? cfg->clock_ms : server_wall_ms;
+    {
+        /* The folder holds the principals and policy: checked like them,
+         * before anything in it is opened (a missing one is created by
+         * store_open, mode 0700). */
+        char terr[1024] = "";
+
+        if ((rv = trust_dir(cfg->data_dir, terr, sizeof(terr))) != 0 &&
+            rv != ENOENT) {
+            log_error("%s", terr);
+            free(s);
+            return rv;
+        }
+    }
     if ((rv = store_open(&s->st, cfg->data_dir, &err)) != 0) {
-        if (rv == EIO) { /* LevelDB's own error: a lock, permissions */
-            log_error("cannot open the LevelDB in %s: %s (is another onced "
-                      "using it? check the folder's permissions)",
-                      cfg->data_dir, err != NULL ? err : "error");
+        if (rv == EIO) { /* LevelDB's own error: hint what its text says */
+            log_error("cannot open the LevelDB in %s: %s%s", cfg->data_dir,
+                      err != NULL ? err : "error", server_open_hint(err));
         } else { /* datadir.c's refusal says what and what to do */
             log_error("%s", err != NULL ? err : strerror(rv));
         }

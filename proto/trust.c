@@ -1,0 +1,124 @@
+/*
+ * trust.c — files that grant authority (trust.h).
+ */
+#include "trust.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Owner and mode of st against the rules; what is wrong into err. */
+static int
+trust_stat(const char *path, const struct stat *st, bool dir, char *err,
+           size_t errlen)
+{
+    uid_t me = geteuid();
+
+    if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "%s is not a %s: fix: replace it with one", path,
+                 dir ? "folder" : "regular file");
+        return EPERM;
+    }
+    if (st->st_uid != me && st->st_uid != 0) {
+        snprintf(err, errlen,
+                 "%s is owned by uid %u, not by onced's user (uid %u) or "
+                 "root: its owner could make itself an operator. Fix: chown "
+                 "%u %s",
+                 path, (unsigned)st->st_uid, (unsigned)me, (unsigned)me, path);
+        return EPERM;
+    }
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen,
+                 "%s is writable by %s (mode %03o): any local user could %s "
+                 "and make itself an operator. Fix: chmod %s %s",
+                 path, (st->st_mode & S_IWOTH) != 0 ? "everyone" : "its group",
+                 (unsigned)(st->st_mode & 0777),
+                 dir ? "replace the principals or policy file in it"
+                     : "rewrite it",
+                 dir ? "700" : "600", path);
+        return EPERM;
+    }
+    return 0;
+}
+
+int
+trust_open(const char *path, int *fdp, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd, rv;
+
+    *fdp = -1;
+    if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        rv = errno;
+        if (rv == ELOOP) {
+            snprintf(err, errlen,
+                     "%s is a symbolic link: a file that grants authority is "
+                     "read only as itself, never through a link. Fix: "
+                     "replace the link with a copy of its target (mode 600)",
+                     path);
+            return EPERM;
+        }
+        if (rv != ENOENT) {
+            snprintf(err, errlen, "cannot read %s: %s", path, strerror(rv));
+        }
+        return rv;
+    }
+    if (fstat(fd, &st) != 0) {
+        rv = errno;
+        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(rv));
+        close(fd);
+        return rv;
+    }
+    if ((rv = trust_stat(path, &st, false, err, errlen)) != 0) {
+        close(fd);
+        return rv;
+    }
+    /* Back to blocking reads (O_NONBLOCK only kept a FIFO from hanging the
+     * open). */
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fdp = fd;
+    return 0;
+}
+
+int
+trust_dir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    int rv;
+
+    if (lstat(path, &st) != 0) {
+        rv = errno;
+        if (rv != ENOENT) {
+            snprintf(err, errlen, "cannot stat %s: %s", path, strerror(rv));
+        }
+        return rv;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen,
+                 "data folder %s is a symbolic link: whoever controls the "
+                 "link controls which principals onced believes. Fix: pass "
+                 "the folder itself (--data \"$(readlink -f %s)\")",
+                 path, path);
+        return EPERM;
+    }
+    return trust_stat(path, &st, true, err, errlen);
+}
+
+int
+trust_create(int dirfd, const char *name)
+{
+    static const int flags =
+        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(dirfd, name, flags, 0600);
+
+    if (fd < 0 && errno == EEXIST) {
+        if (unlinkat(dirfd, name, 0) != 0 && errno != ENOENT) {
+            return -1;
+        }
+        fd = openat(dirfd, name, flags, 0600);
+    }
+    return fd;
+}

@@ -1,0 +1,44 @@
+/*
+ * trust.h — files that grant authority, checked as ssh(1) checks its keys.
+ *
+ * Owns: the rules a data folder, a principals file and a policy file must
+ * meet before onced (or oncectl) believes them, and the creation of
+ * temporary files next to them.
+ * The rules: not a symbolic link; owned by the effective user or root;
+ * not writable by group or others; a file is a regular file, a folder a
+ * directory. Anyone who can write such a file, or replace it through the
+ * folder or a link, can make themselves an operator.
+ * Invariant: a file is opened first (O_NOFOLLOW) and its open descriptor
+ * checked, so what is checked is what is read; every refusal's message
+ * names the path, what is wrong and the command that fixes it.
+ * Never: follows a symbolic link; changes a file's mode or owner itself.
+ */
+#ifndef PROTO_TRUST_H
+#define PROTO_TRUST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Opens path for reading if it meets the rules. Returns 0 with *fdp the
+ * descriptor (the caller closes it); ENOENT when there is no such file;
+ * EPERM with err saying what is wrong and how to fix it; another errno
+ * with err set when it cannot be opened.
+ */
+int trust_open(const char *path, int *fdp, char *err, size_t errlen);
+
+/* Checks the folder path against the rules. 0; ENOENT when it does not
+ * exist; EPERM or another errno with err set. */
+int trust_dir(const char *path, char *err, size_t errlen);
+
+/*
+ * Creates name in the folder dirfd (AT_FDCWD: name is a path) for writing,
+ * mode 0600, with O_EXCL|O_NOFOLLOW: never through a link, never into a
+ * file someone else made. A leftover of an earlier crash (a file or a
+ * link of that name) is unlinked first — unlinking a link removes the link,
+ * not its target — and the creation tried once more. Returns the
+ * descriptor, or -1 with errno set.
+ */
+int trust_create(int dirfd, const char *name);
+
+#endif /* PROTO_TRUST_H */
