@@ -122,8 +122,9 @@ admin_client_row(Once__V1__ClientRecords *row, const lease_entry *e,
     row->watermark = e->watermark;
     row->watermark_durable = e->watermark_durable;
     row->max_seq = e->max_seq;
-    row->watermark_lag = e->max_seq + 1 > lease_entry_first_unacked(e)
-                             ? e->max_seq + 1 - lease_entry_first_unacked(e)
+    /* max_seq + 1 would wrap at seq UINT64_MAX */
+    row->watermark_lag = e->max_seq >= lease_entry_first_unacked(e)
+                             ? e->max_seq - lease_entry_first_unacked(e) + 1
                              : 0;
     row->oldest_record_age_ms =
         e->oldest_ms != 0 && now > e->oldest_ms ? now - e->oldest_ms : 0;

@@ -8,6 +8,7 @@
  * a counter name "a\0b" and one of invalid UTF-8, a method name
  * "/once.v1.Counter/Increment\0junk", a surface, a machine and a request id
  * with a NUL byte; and a multi-byte UTF-8 name that must still work.
+ * Also (item 9) the watermark lag at seq UINT64_MAX, which must not wrap.
  * Invariant: each refusal writes nothing (Stats commits unchanged, the
  * counter a name would have been cut to unchanged, the rpc id still free
  * for a real call).
@@ -267,6 +268,50 @@ t_grants_names(void **state)
                      ONCE_OK);
 }
 
+/* seq = UINT64_MAX: the watermark lag Admin.ListRecords reports is the
+ * count of seqs issued but not acknowledged, not a wrapped 0. */
+static void
+t_lag_at_max_seq(void **state)
+{
+    fixture *f = *state;
+    Once__V1__ListRecordsRequest lr = ONCE__V1__LIST_RECORDS_REQUEST__INIT;
+    Once__V1__ListRecordsResponse *resp;
+    uint8_t *pl, *req, buf[32];
+    size_t pl_len, len;
+    Once__V1__Response *r = NULL;
+    void *out = NULL;
+    size_t out_len = 0;
+    once_status st;
+
+    /* Increment under seq UINT64_MAX, acknowledging all below
+     * UINT64_MAX - 5: 6 seqs are issued and not acknowledged. */
+    assert_int_equal(harness_incr_payload("edge", 1, &pl, &pl_len), 0);
+    assert_int_equal(harness_envelope_fi(INCR, f->cid, UINT64_MAX,
+                                         UINT64_MAX - 5, pl, pl_len, &req,
+                                         &len),
+                     0);
+    assert_int_equal(harness_raw_rpc(f->h->url, req, len, &r, REPLY_MS), 0);
+    assert_true(r->status == NULL || r->status->code == 0);
+    once__v1__response__free_unpacked(r, NULL);
+    free(req);
+    free(pl);
+
+    lr.client_id = f->cid;
+    assert_int_equal(once_call(f->c, "/once.v1.Admin/ListRecords", false, NULL,
+                               buf,
+                               once__v1__list_records_request__pack(&lr, buf),
+                               &out, &out_len, &st),
+                     ONCE_OK);
+    assert_non_null(
+        resp = once__v1__list_records_response__unpack(NULL, out_len, out));
+    assert_int_equal(resp->n_clients, 1);
+    assert_true(resp->clients[0]->max_seq == UINT64_MAX);
+    assert_true(resp->clients[0]->watermark == UINT64_MAX - 5);
+    assert_int_equal(resp->clients[0]->watermark_lag, 6);
+    once__v1__list_records_response__free_unpacked(resp, NULL);
+    once_free(out);
+}
+
 int
 main(void)
 {
@@ -274,6 +319,7 @@ main(void)
         cmocka_unit_test_setup_teardown(t_counter_name, setup, teardown),
         cmocka_unit_test_setup_teardown(t_method_name, setup, teardown),
         cmocka_unit_test_setup_teardown(t_grants_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(t_lag_at_max_seq, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
