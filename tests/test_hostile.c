@@ -278,20 +278,22 @@ test_garbage_bytes(void **state)
 
     mark(f);
     expect_code(f, "garbage: invalid wire type", bad_wiretype,
-                sizeof(bad_wiretype), ONCE_INVALID_ARGUMENT, -1, NULL);
+                sizeof(bad_wiretype), ONCE_INVALID_ARGUMENT, -1,
+                "MALFORMED_ENVELOPE");
     nothing_written(f);
     expect_code(f, "garbage: endless varint", bad_varint, sizeof(bad_varint),
-                ONCE_INVALID_ARGUMENT, -1, NULL);
+                ONCE_INVALID_ARGUMENT, -1, "MALFORMED_ENVELOPE");
     nothing_written(f);
     expect_code(f, "garbage: length past the end", overlong_len,
-                sizeof(overlong_len), ONCE_INVALID_ARGUMENT, -1, NULL);
+                sizeof(overlong_len), ONCE_INVALID_ARGUMENT, -1,
+                "MALFORMED_ENVELOPE");
     nothing_written(f);
     expect_code(f, "garbage: HTTP request", text, strlen(text),
-                ONCE_INVALID_ARGUMENT, -1, NULL);
+                ONCE_INVALID_ARGUMENT, -1, "MALFORMED_ENVELOPE");
     nothing_written(f);
     /* Zero bytes decode as an empty Request: no method. */
-    expect_code(f, "garbage: empty message", "", 0, ONCE_INVALID_ARGUMENT,
-                ONCE_UNIMPLEMENTED, NULL);
+    expect_code(f, "garbage: empty message", "", 0, ONCE_UNIMPLEMENTED, -1,
+                "UNKNOWN_METHOD");
     nothing_written(f);
 }
 

@@ -228,13 +228,10 @@ test_resend_after_lease_end(void **state)
     once_client_close(b);
 }
 
-/* Sends one raw Increment and returns without waiting for the reply. */
+/* A REQ socket dialed to url (the connection made), resending never. */
 static int
-send_no_wait(const char *url, nng_socket *s, uint64_t cid, uint64_t seq,
-             const char *name, int64_t by)
+dial_req(const char *url, nng_socket *s)
 {
-    uint8_t *payload = NULL, *env = NULL;
-    size_t plen, elen;
     int rv;
 
     if ((rv = nng_req0_open(s)) != 0) {
@@ -242,9 +239,19 @@ send_no_wait(const char *url, nng_socket *s, uint64_t cid, uint64_t seq,
     }
     nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 2000);
     nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, 3600 * 1000);
-    if ((rv = nng_dial(*s, url, NULL, 0)) != 0) {
-        return rv;
-    }
+    return nng_dial(*s, url, NULL, 0);
+}
+
+/* Sends one raw Increment on s (dial_req) and returns without waiting for
+ * the reply. */
+static int
+send_no_wait(nng_socket *s, uint64_t cid, uint64_t seq, const char *name,
+             int64_t by)
+{
+    uint8_t *payload = NULL, *env = NULL;
+    size_t plen, elen;
+    int rv;
+
     if (harness_incr_payload(name, by, &payload, &plen) != 0 ||
         harness_envelope("/once.v1.Counter/Increment", cid, seq, payload, plen,
                          &env, &elen) != 0) {
@@ -257,16 +264,24 @@ send_no_wait(const char *url, nng_socket *s, uint64_t cid, uint64_t seq,
     return rv;
 }
 
+#define KILL_PAUSED  (-1) /* onced SIGSTOPped before the send: never read */
+#define KILL_REPLIED (-2) /* after the reply came back: committed */
+
 /*
  * onced is SIGKILLed at several points after a request left the client —
- * before it arrived, while it executed, after the commit, after the reply.
- * Whatever the point, the retry after restart must leave exactly one effect
- * and report the value that single execution produced.
+ * before it was read (onced stopped), after 0 µs to 50 ms (while it
+ * executes, or after the commit), after the reply. Whatever the point, the
+ * retry after restart must leave exactly one effect and report the value
+ * that single execution produced. The two ends are certain, so the points
+ * are shown to differ: the first retry's execution is its first, the last
+ * one's a replay.
  */
 static void
 test_sigkill_in_flight(void **state)
 {
-    static const int delay_us[] = {0, 100, 500, 2000, 10000, 50000};
+    static const int delay_us[] = {KILL_PAUSED, 0,     100,   500,
+                                   2000,        10000, 50000, KILL_REPLIED};
+    bool replayed_at[sizeof(delay_us) / sizeof(delay_us[0])];
     const int n = (int)(sizeof(delay_us) / sizeof(delay_us[0]));
     harness *h = *state;
     once_client *a = NULL, *b = NULL;
@@ -285,9 +300,18 @@ test_sigkill_in_flight(void **state)
         once_rpc_id id = {cid, (uint64_t)i + 1};
         int64_t v;
 
-        assert_int_equal(send_no_wait(h->url, &s, cid, id.seq, "inflight", BY),
-                         0);
-        if (delay_us[i] > 0) {
+        assert_int_equal(dial_req(h->url, &s), 0);
+        if (delay_us[i] == KILL_PAUSED) {
+            harness_pause(h); /* connected: the send lands unread */
+        }
+        assert_int_equal(send_no_wait(&s, cid, id.seq, "inflight", BY), 0);
+        if (delay_us[i] == KILL_REPLIED) {
+            void *rep = NULL;
+            size_t rep_len = 0;
+            nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 30000);
+            assert_int_equal(nng_recv(s, &rep, &rep_len, NNG_FLAG_ALLOC), 0);
+            nng_free(rep, rep_len);
+        } else if (delay_us[i] > 0) {
             usleep((useconds_t)delay_us[i]);
         }
         assert_int_not_equal(harness_kill(h, SIGKILL), -1);
@@ -298,6 +322,7 @@ test_sigkill_in_flight(void **state)
         assert_int_equal(incr(b, "inflight", BY, &id, &v, &st), ONCE_OK);
         assert_int_equal(v, (int64_t)(i + 1) * BY);
         replays += st.replayed ? 1 : 0;
+        replayed_at[i] = st.replayed;
         assert_int_equal(harness_get(b, "inflight"), (int64_t)(i + 1) * BY);
 
         /* A further resend is a replay now, whatever happened before. */
@@ -311,6 +336,11 @@ test_sigkill_in_flight(void **state)
     print_message("sigkill in flight: %d of %d first executions had "
                   "committed before the kill\n",
                   replays, n);
+    /* The kill points differed: one before the request was read, one
+     * after its reply. */
+    assert_false(replayed_at[0]);
+    assert_true(replayed_at[n - 1]);
+    assert_true(replays >= 1 && replays <= n - 1);
 }
 
 /* One handle across three server crashes: its next call after each restart
