@@ -24,12 +24,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <linux/sockios.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -447,6 +451,55 @@ background_wait(background *b, int ms)
 }
 
 /*
+ * The bytes waiting unread in the sockets of process pid (SIOCINQ on a copy
+ * of each socket descriptor, pidfd_getfd(2): onced is our child). While
+ * onced is stopped, each attempt a client sends adds to it. -1 when the
+ * kernel or a sandbox does not let us look.
+ */
+static long
+queued_bytes(pid_t pid)
+{
+    char dir[64], path[600], link[64];
+    struct dirent *d;
+    DIR *dp;
+    long sum = 0;
+    int pfd;
+
+    if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+        return -1;
+    }
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+    if ((dp = opendir(dir)) == NULL) {
+        close(pfd);
+        return -1;
+    }
+    while ((d = readdir(dp)) != NULL) {
+        ssize_t n;
+        int fd, q = 0;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+        if ((n = readlink(path, link, sizeof(link) - 1)) <= 0) {
+            continue;
+        }
+        link[n] = '\0';
+        if (strncmp(link, "socket:", 7) != 0) {
+            continue;
+        }
+        if ((fd = (int)syscall(SYS_pidfd_getfd, pfd, atoi(d->d_name), 0)) < 0) {
+            sum = -1;
+            break;
+        }
+        if (ioctl(fd, SIOCINQ, &q) == 0 && q > 0) {
+            sum += q;
+        }
+        close(fd);
+    }
+    closedir(dp);
+    close(pfd);
+    return sum;
+}
+
+/*
  * onced is SIGSTOPped while a call waits for its reply: its attempts (150
  * ms each) time out and are retried with the same id after backoffs of up
  * to 80 ms. Once onced continues it works off every copy; the call gets a
@@ -479,9 +532,33 @@ test_backoff_then_reply(void **state)
         kill(h->pid, SIGCONT);
         fail_msg("pthread_create");
     }
-    /* Nothing to poll for: the attempts time out by themselves. 600 ms is
-     * at least three attempts and two backoffs. */
-    harness_sleep_ms(600);
+    /* onced stays stopped until two attempts have reached its socket
+     * (the unread bytes grew twice), however slow the machine. */
+    {
+        int64_t end = harness_now_ms() + 30000;
+        long last = 0, now = 0;
+        int grew = 0;
+
+        while (grew < 2 && harness_now_ms() < end &&
+               (now = queued_bytes(h->pid)) >= 0) {
+            if (now > last) {
+                grew++;
+                last = now;
+            }
+            harness_sleep_ms(5);
+        }
+        if (now < 0) {
+            /* Cannot look (no pidfd_getfd here): the attempts time out
+             * by themselves; 600 ms is three attempts on a quiet machine. */
+            print_message("  (cannot read onced's socket queue: waiting "
+                          "600 ms instead)\n");
+            harness_sleep_ms(600);
+        } else if (grew < 2) {
+            kill(h->pid, SIGCONT);
+            fail_msg("after 30 s, %d attempt(s) reached the stopped onced",
+                     grew);
+        }
+    }
     kill(h->pid, SIGCONT);
     returned = background_wait(&bg, 30000);
     pthread_join(t, NULL);
