@@ -175,14 +175,33 @@ incr_once(const harness *h, const char *name)
     return rv;
 }
 
-/* Waits until an operator's call gets through and an unsigned one does
- * not: onced has read the principals file. */
+/* Waits until an unsigned call is refused UNAUTHENTICATED (onced has read
+ * the principals file: until then it runs OPEN and lets everyone in) and
+ * the operator's call gets through. */
 static void
 wait_auth_on(const harness *h)
 {
     int64_t end = harness_now_ms() + POLL_MAX_MS;
-    int rv = -1;
+    int code = -1, rv = -1;
 
+    while (harness_now_ms() < end && code != ONCE_UNAUTHENTICATED) {
+        uint8_t *req;
+        size_t len;
+        Once__V1__Response *r = NULL;
+
+        assert_int_equal(
+            harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len),
+            0);
+        if (harness_raw_rpc(h->url, req, len, &r, 1000) == 0) {
+            code = r->status != NULL ? (int)r->status->code : 0;
+            once__v1__response__free_unpacked(r, NULL);
+        }
+        free(req);
+        if (code != ONCE_UNAUTHENTICATED) {
+            harness_sleep_ms(20);
+        }
+    }
+    assert_int_equal(code, ONCE_UNAUTHENTICATED);
     while (harness_now_ms() < end && (rv = stats_as(h, "op")) != ONCE_OK) {
         harness_sleep_ms(20);
     }
