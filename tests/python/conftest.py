@@ -120,6 +120,21 @@ class Onced:
         subprocess.run([ONCECTL, "principal", "add", name, "--role", role,
                         "--data", str(self.data), "--key-out", str(key)],
                        check=True, capture_output=True, timeout=30)
+        # onced notices a changed principals file by itself within its
+        # recheck interval; SIGHUP makes it re-read now. Either way the new
+        # table is in force once a call signed with the new key goes
+        # through (a lease of one second, left to expire).
+        if self.proc is None or self.proc.poll() is not None:
+            return str(key)  # read at the next start
+        os.kill(self.proc.pid, signal.SIGHUP)
+
+        def signed_call_ok() -> bool:
+            return subprocess.run(
+                [ONCECTL, "--server", self.url, "--key-file", str(key),
+                 "lease", "open", "--ttl", "1s"],
+                capture_output=True, timeout=30).returncode == 0
+        wait_for(signed_call_ok, 10 * SLOW, f"onced to load principal {name}",
+                 0.1)
         return str(key)
 
     def cleanup(self) -> None:
