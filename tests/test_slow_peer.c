@@ -484,14 +484,18 @@ t_slow_peer_tls(void **state)
 }
 
 /*
- * SIGTERM with a stuck peer attached (gone: after it hung up), under the
- * default --send-timeout: onced exits 0 within the harness's bound (10 s,
- * then SIGKILL), and every call it acknowledged is there after a restart.
+ * SIGTERM with a stuck peer attached (over ipc://, the default
+ * --send-timeout: its replies still wait), or after onced closed its
+ * connection and it hung up (over tls+tcp://, --send-timeout 1s: nng
+ * 1.5.2's close of the socket then waits forever for that connection):
+ * onced exits 0 within the harness's bound (10 s, then SIGKILL), and every
+ * call it acknowledged is there after a restart.
  */
 static void
-sigterm_with_peer(bool gone)
+sigterm_with_peer(int t, bool gone)
 {
-    fixture *f = fixture_start(NULL);
+    const char *extra[] = {"--send-timeout", "1s", NULL};
+    fixture *f = fixture_start(gone ? extra : NULL);
     int ok = 0;
     int64_t t0;
     peer *pr;
@@ -499,12 +503,10 @@ sigterm_with_peer(bool gone)
     for (int i = 0; i < 3; i++) {
         calls(f, i, "kept", &ok);
     }
-    pr = peer_start(fx_urls[0]);
+    pr = peer_start(fx_urls[t]);
     assert_true(wait_stuck(f, pr));
-    for (int i = 0; i < 3; i++) {
-        calls(f, i, "kept", &ok);
-    }
     if (gone) {
+        wait_dropped(f, pr);
         peer_stop(pr);
         pr = NULL;
     }
@@ -523,14 +525,14 @@ static void
 t_sigterm_peer_attached(void **state)
 {
     (void)state;
-    sigterm_with_peer(false);
+    sigterm_with_peer(0, false);
 }
 
 static void
 t_sigterm_peer_gone(void **state)
 {
     (void)state;
-    sigterm_with_peer(true);
+    sigterm_with_peer(2, true);
 }
 
 int
