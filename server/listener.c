@@ -191,9 +191,9 @@ lctx_cb(void *arg)
             if (rv == NNG_ETIMEDOUT) {
                 /* The peer has not read a reply for --send-timeout:
                  * closing its pipe completes the replies queued behind
-                 * this one, which frees their contexts. Never blocks. */
-                /* Every reply queued behind times out too: count the
-                 * connection once. */
+                 * this one, which frees their contexts. Never blocks.
+                 * Those replies may time out too: count the connection
+                 * once. */
                 if (atomic_exchange(&c->l->last_dropped,
                                     (uint32_t)nng_pipe_id(c->pipe)) !=
                     (uint32_t)nng_pipe_id(c->pipe)) {
