@@ -4,8 +4,9 @@
  * The order of checks for one request (docs/spec.md): envelope shape (a
  * scan of the bytes, envelope.h) → authentication (the tag over the bytes
  * as received) → envelope decode → method → authorization (policy) →
- * deadline → rpc id present → payload → method's own validation → lease (owned by the caller) → completion
- * record (replay or conflict) → execute. Authentication, authorization and
+ * deadline → rpc id present → payload → method's own validation → lease
+ * (owned by the caller) → completion record (replay or conflict) →
+ * execute. Authentication, authorization and
  * lease ownership run on every attempt, before the record lookup: a stored
  * result is never returned to anyone the checks would refuse now. Everything
  * that fails before "execute" writes nothing and is not recorded. An executed
