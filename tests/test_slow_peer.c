@@ -113,6 +113,20 @@ free_port(void)
 /* ---- the peer that never reads --------------------------------------------
  */
 
+/*
+ * LeakSanitizer (make asan), in this test process only: nng 1.5.2 does not
+ * free a message it accepted from the peer socket when the socket closes
+ * while the message waits on a connection onced has closed but the peer
+ * never noticed (it does not read, so over tls+tcp:// it never learns of
+ * the close). Only messages the peer thread allocated are matched; onced
+ * runs under its own sanitizer and nothing of it is suppressed.
+ */
+__attribute__((used)) const char *
+__lsan_default_suppressions(void)
+{
+    return "leak:peer_main\n";
+}
+
 typedef struct peer {
     nng_socket sock;
     nng_tls_config *tls;
