@@ -562,12 +562,13 @@ auth_printable(const char *in, char *out, size_t outlen)
 
 bool
 auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
-           const Once__V1__Request *req)
+           const uint8_t *principal, size_t principal_len)
 {
     const principal_entry *e = NULL;
-    const auth_who *w;
+    const auth_who *w = NULL;
     const uint8_t *tag;
     size_t signed_len;
+    char pname[PRINCIPAL_NAME_MAX + 1];
     char name[64];
 
     auth_refresh(a);
@@ -575,23 +576,33 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
         c->who = &a->anon;
         return true;
     }
-    auth_printable(req->principal, name, sizeof(name));
-    if (!auth_tag_split(body, len, &signed_len, &tag) ||
-        req->auth_tag.len != AUTH_TAG_BYTES) {
+    /* The name as received, cut at the longest a principal may have: a
+     * longer one, or one holding a NUL, names no principal. */
+    memcpy(pname, principal != NULL ? (const char *)principal : "",
+           principal_len < PRINCIPAL_NAME_MAX ? principal_len
+                                              : PRINCIPAL_NAME_MAX);
+    pname[principal_len < PRINCIPAL_NAME_MAX ? principal_len
+                                             : PRINCIPAL_NAME_MAX] = '\0';
+    auth_printable(pname, name, sizeof(name));
+    if (!auth_tag_split(body, len, &signed_len, &tag)) {
         call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG",
                   "onced authenticates every request: sign it with a "
                   "principal's key (oncectl --key-file FILE; libonce "
                   "once_client_open_secure)");
         return false;
     }
-    if (req->principal[0] == '\0') {
+    if (principal_len == 0) {
         call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_PRINCIPAL",
                   "the request names no principal");
         return false;
     }
-    /* An unknown principal and a wrong key read the same from outside. */
-    if ((w = auth_find(a, req->principal, &e)) == NULL ||
-        !auth_tag_verify(tag, body, signed_len, e->key)) {
+    /* An unknown principal and a wrong key read the same from outside.
+     * The tag is checked over the bytes as received, before anything of
+     * the envelope is decoded (envelope.h). */
+    if (principal_len <= PRINCIPAL_NAME_MAX && strlen(pname) == principal_len) {
+        w = auth_find(a, pname, &e);
+    }
+    if (w == NULL || !auth_tag_verify(tag, body, signed_len, e->key)) {
         call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "BAD_TAG",
                   "the request's tag does not verify for principal \"%s\" "
                   "(unknown principal, wrong key, or altered in transit)",

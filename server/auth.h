@@ -63,12 +63,15 @@ void auth_close(auth *a);
 void auth_request_reload(auth *a);
 
 /*
- * Authenticates the request whose envelope is the len bytes at body
- * (decoded as req): sets c->who and returns true, or sets
- * UNAUTHENTICATED on c and returns false. Re-reads changed files first.
+ * Authenticates the request whose envelope is the len bytes at body, before
+ * it is decoded: its tag trailer (auth_tag.h) over the bytes as received,
+ * with the key of the principal named by the principal_len bytes at
+ * principal (envelope_scan found them). Sets c->who and returns true, or
+ * sets UNAUTHENTICATED on c and returns false. Re-reads changed files
+ * first.
  */
 bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
-                const Once__V1__Request *req);
+                const uint8_t *principal, size_t principal_len);
 
 /* The policy: may c->who call method (a full name)? Otherwise sets
  * PERMISSION_DENIED on c and returns false. */

@@ -3,16 +3,29 @@
  * the listeners: ipc://, tcp:// and tls+tcp:// (nng's TLS over mbedTLS,
  * with the certificate and key of --tls-cert/--tls-key); ipc:// listeners
  * are watched (listen_watch.h, --listen-check).
+ *
+ * What one connection may hold: a context that receives a request notes
+ * the pipe it came from until its reply has been handed to that pipe. A
+ * request from a pipe that already holds cfg->conn_inflight contexts is
+ * dropped unread (counted in Stats.conn_limit_drops): a peer that never
+ * reads its replies holds at most that many contexts, whatever it sends.
+ * Each reply is sent with an aio timeout of cfg->send_timeout_ms; when it
+ * expires (the peer has not read for that long) the pipe is closed, which
+ * completes every other reply queued on it, so its contexts come back.
+ * The calls those replies answer were executed and synced before: a retry
+ * gets the stored result.
  */
 #include "listener.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
@@ -20,6 +33,9 @@
 #include "fault.h"
 #include "listen_watch.h"
 #include "log.h"
+
+/* How long SIGTERM waits for nng_close (listener_shutdown). */
+#define LISTENER_CLOSE_WAIT_MS 3000
 
 typedef enum { LCTX_RECV, LCTX_WAIT, LCTX_SEND } lctx_state;
 
@@ -30,6 +46,10 @@ typedef struct lctx {
     nng_aio *aio;
     lctx_state state; /* touched by the aio callback and listener_reply,
                          never at the same time: one request at a time */
+    nng_pipe pipe;    /* the request's connection, from receipt until its
+                         reply left */
+    uint32_t held;    /* pipe's id while this context holds one of its
+                         requests, else 0; l->mtx */
 } lctx;
 
 struct listener {
@@ -39,10 +59,83 @@ struct listener {
     size_t nctx;
     listener_submit_fn submit;
     void *arg;
-    pthread_mutex_t mtx; /* protects closed */
+    pthread_mutex_t mtx;      /* protects closed, sock_closed, leaked and every
+                                 lctx's held */
+    pthread_cond_t closed_cv; /* signalled when sock_closed is set */
     bool closed;
-    listen_watch *watch; /* ipc:// listeners kept accepting; NULL: off */
+    bool sock_closed;        /* nng_close returned */
+    bool leaked;             /* it did not in time: listener_free keeps l */
+    listen_watch *watch;     /* ipc:// listeners kept accepting; NULL: off */
+    size_t conn_inflight;    /* --conn-inflight */
+    nng_duration send_to_ms; /* --send-timeout */
+    server_stats *stats;     /* conn_limit_drops, conns_dropped */
+    _Atomic uint64_t drop_log_ms;  /* nng_clock() of the last drop logged */
+    _Atomic uint32_t last_dropped; /* id of the pipe closed last */
 };
+
+/* Logs at most one line a second about connections held to their bounds. */
+static void
+listener_log_drop(listener *l, const char *what, uint32_t pipe_id)
+{
+    uint64_t now = (uint64_t)nng_clock();
+    uint64_t last = atomic_load(&l->drop_log_ms);
+
+    if (now - last >= 1000 &&
+        atomic_compare_exchange_strong(&l->drop_log_ms, &last, now)) {
+        log_info("connection %u: %s (Stats conn_limit_drops %llu, "
+                 "conns_dropped %llu)",
+                 (unsigned)pipe_id, what,
+                 (unsigned long long)atomic_load(&l->stats->conn_limit_drops),
+                 (unsigned long long)atomic_load(&l->stats->conns_dropped));
+    }
+}
+
+typedef enum { HOLD_OK, HOLD_FULL, HOLD_CLOSED } hold_result;
+
+/*
+ * Takes a request from pipe p for context c unless p already holds
+ * conn_inflight contexts or the listener is shutting down. O(contexts)
+ * under l->mtx: a few hundred comparisons, no allocation, never blocks.
+ */
+static hold_result
+listener_hold(listener *l, lctx *c, nng_pipe p)
+{
+    uint32_t id = (uint32_t)nng_pipe_id(p);
+    size_t n = 0;
+    bool ok;
+
+    pthread_mutex_lock(&l->mtx);
+    if (l->closed) {
+        pthread_mutex_unlock(&l->mtx);
+        return HOLD_CLOSED;
+    }
+    for (size_t i = 0; i < l->nctx && n < l->conn_inflight; i++) {
+        n += l->ctxs[i].held == id;
+    }
+    if ((ok = n < l->conn_inflight)) {
+        c->held = id;
+    }
+    pthread_mutex_unlock(&l->mtx);
+    return ok ? HOLD_OK : HOLD_FULL;
+}
+
+static void
+listener_release(listener *l, lctx *c)
+{
+    pthread_mutex_lock(&l->mtx);
+    c->held = 0;
+    pthread_mutex_unlock(&l->mtx);
+}
+
+/* Back to receiving, without a timeout: a context waits for requests as
+ * long as it takes. */
+static void
+lctx_recv(lctx *c)
+{
+    c->state = LCTX_RECV;
+    nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
+    nng_ctx_recv(c->ctx, c->aio);
+}
 
 static void
 lctx_cb(void *arg)
@@ -60,6 +153,27 @@ lctx_cb(void *arg)
             return;
         }
         c->req.msg = nng_aio_get_msg(c->aio);
+        c->pipe = nng_msg_get_pipe(c->req.msg);
+        switch (listener_hold(c->l, c, c->pipe)) {
+        case HOLD_OK:
+            break;
+        case HOLD_CLOSED:
+            nng_msg_free(c->req.msg); /* shutting down: never submitted */
+            c->req.msg = NULL;
+            return;
+        case HOLD_FULL:
+            /* Its connection holds enough contexts already: dropped as
+             * an oversized request is; the client's retry comes back. */
+            nng_msg_free(c->req.msg);
+            c->req.msg = NULL;
+            STATS_INC(c->l->stats, conn_limit_drops);
+            listener_log_drop(c->l,
+                              "has --conn-inflight replies it has not read; "
+                              "requests beyond them are dropped",
+                              (uint32_t)nng_pipe_id(c->pipe));
+            nng_ctx_recv(c->ctx, c->aio);
+            return;
+        }
         c->req.recv_ms = (uint64_t)nng_clock();
         c->req.wrote = false;
         c->req.next = NULL;
@@ -67,16 +181,36 @@ lctx_cb(void *arg)
         c->l->submit(c->l->arg, &c->req);
         return;
     case LCTX_SEND:
+        listener_release(c->l, c);
         if (rv != 0) {
             nng_msg_free(nng_aio_get_msg(c->aio));
+            nng_aio_set_msg(c->aio, NULL);
             if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
                 return; /* shut down */
+            }
+            if (rv == NNG_ETIMEDOUT) {
+                /* The peer has not read a reply for --send-timeout:
+                 * closing its pipe completes the replies queued behind
+                 * this one, which frees their contexts. Never blocks.
+                 * Those replies may time out too: count the connection
+                 * once. */
+                if (atomic_exchange(&c->l->last_dropped,
+                                    (uint32_t)nng_pipe_id(c->pipe)) !=
+                    (uint32_t)nng_pipe_id(c->pipe)) {
+                    STATS_INC(c->l->stats, conns_dropped);
+                    log_info("connection %u closed: a reply waited "
+                             "--send-timeout for it to read (Stats "
+                             "conns_dropped %llu)",
+                             (unsigned)nng_pipe_id(c->pipe),
+                             (unsigned long long)atomic_load(
+                                 &c->l->stats->conns_dropped));
+                }
+                nng_pipe_close(c->pipe);
             }
         } else if (c->req.wrote) {
             fault_point(FAULT_REPLY_SENT);
         }
-        c->state = LCTX_RECV;
-        nng_ctx_recv(c->ctx, c->aio);
+        lctx_recv(c);
         return;
     case LCTX_WAIT:
         return;
@@ -96,9 +230,9 @@ listener_reply(listener_req *r, const void *buf, size_t len)
             /* Lost on its way: the context takes the next request and
              * the client times out and retries the same id. */
             pthread_mutex_lock(&l->mtx);
+            c->held = 0;
             if (!l->closed) {
-                c->state = LCTX_RECV;
-                nng_ctx_recv(c->ctx, c->aio);
+                lctx_recv(c);
             }
             pthread_mutex_unlock(&l->mtx);
             return;
@@ -108,10 +242,12 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     if (l->closed || nng_msg_alloc(&m, 0) != 0 ||
         nng_msg_append(m, buf, len) != 0) {
         /* Dropped: the client times out and retries the same id. */
+        c->held = 0;
         pthread_mutex_unlock(&l->mtx);
         return;
     }
     c->state = LCTX_SEND;
+    nng_aio_set_timeout(c->aio, l->send_to_ms);
     nng_aio_set_msg(c->aio, m);
     nng_ctx_send(c->ctx, c->aio);
     pthread_mutex_unlock(&l->mtx);
@@ -201,7 +337,7 @@ listener_listen(listener *l, const server_config *cfg, const char *url)
 
 int
 listener_open(listener **lp, const server_config *cfg,
-              listener_submit_fn submit, void *arg, _Atomic uint64_t *restarts)
+              listener_submit_fn submit, void *arg, server_stats *stats)
 {
     listener *l;
     int rv;
@@ -210,8 +346,15 @@ listener_open(listener **lp, const server_config *cfg,
         return NNG_ENOMEM;
     }
     pthread_mutex_init(&l->mtx, NULL);
+    pthread_cond_init(&l->closed_cv, NULL);
     l->submit = submit;
     l->arg = arg;
+    l->stats = stats;
+    l->conn_inflight = cfg->conn_inflight > 0 ? cfg->conn_inflight : 1;
+    l->send_to_ms =
+        cfg->send_timeout_ms > 0 && cfg->send_timeout_ms < (uint64_t)INT32_MAX
+            ? (nng_duration)cfg->send_timeout_ms
+            : NNG_DURATION_INFINITE;
     if ((rv = nng_rep0_open(&l->sock)) != 0) {
         log_error("cannot open the nng REP socket: %s", nng_strerror(rv));
         free(l);
@@ -220,7 +363,7 @@ listener_open(listener **lp, const server_config *cfg,
     nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, cfg->recv_max);
     if (cfg->listen_check_ms > 0 &&
         (rv = listen_watch_open(&l->watch, l->sock, cfg->listen_check_ms,
-                                restarts)) != 0) {
+                                &stats->listener_restarts)) != 0) {
         log_error("cannot watch the listeners: %s", nng_strerror(rv));
         goto fail;
     }
@@ -248,8 +391,7 @@ listener_open(listener **lp, const server_config *cfg,
         }
     }
     for (size_t i = 0; i < l->nctx; i++) {
-        l->ctxs[i].state = LCTX_RECV;
-        nng_ctx_recv(l->ctxs[i].ctx, l->ctxs[i].aio);
+        lctx_recv(&l->ctxs[i]);
     }
     if (l->watch != NULL && (rv = listen_watch_start(l->watch)) != 0) {
         log_error("cannot start the listener watch: %s", nng_strerror(rv));
@@ -263,26 +405,67 @@ fail:
     return rv;
 }
 
+/* nng_close on its own thread: nng 1.5.2 can wait forever in it for a
+ * pipe that never finishes closing (seen after a peer that did not read
+ * its replies), and SIGTERM must end onced whatever its peers did. */
+static void *
+listener_closer(void *arg)
+{
+    listener *l = arg;
+
+    nng_close(l->sock);
+    pthread_mutex_lock(&l->mtx);
+    l->sock_closed = true;
+    pthread_cond_signal(&l->closed_cv);
+    pthread_mutex_unlock(&l->mtx);
+    return NULL;
+}
+
 void
 listener_shutdown(listener *l)
 {
+    pthread_t t;
+    struct timespec until;
+    bool done;
+
     pthread_mutex_lock(&l->mtx);
-    l->closed = true;
+    l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
     listen_watch_stop(l->watch); /* no probe or new listener from here */
-    nng_close(l->sock);
-    /* nng_close does not wait for callbacks already running: stop every
-     * aio, which does, so no request reaches the executor after this. */
+    /* Cancel every receive and send and wait for running callbacks, so no
+     * request reaches the executor after this, however nng_close goes. */
     for (size_t i = 0; i < l->nctx; i++) {
         nng_aio_stop(l->ctxs[i].aio);
     }
+    if (pthread_create(&t, NULL, listener_closer, l) != 0) {
+        listener_closer(l);
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += LISTENER_CLOSE_WAIT_MS / 1000;
+    pthread_mutex_lock(&l->mtx);
+    while (!l->sock_closed &&
+           pthread_cond_timedwait(&l->closed_cv, &l->mtx, &until) == 0) {
+    }
+    done = l->sock_closed;
+    l->leaked = !done; /* the closer still uses l: never free it */
+    pthread_mutex_unlock(&l->mtx);
+    if (done) {
+        pthread_join(t, NULL);
+        return;
+    }
+    pthread_detach(t);
+    log_warn("the nng socket did not close within %d ms (a connection that "
+             "does not finish closing); stopping without waiting for it — "
+             "every call received is still executed and synced",
+             LISTENER_CLOSE_WAIT_MS);
 }
 
 void
 listener_free(listener *l)
 {
-    if (l == NULL) {
-        return;
+    if (l == NULL || l->leaked) {
+        return; /* leaked: the process is about to exit */
     }
     for (size_t i = 0; i < l->nctx; i++) {
         nng_aio_free(l->ctxs[i].aio); /* waits for a running callback */
@@ -293,5 +476,6 @@ listener_free(listener *l)
         nng_tls_config_free(l->tls);
     }
     pthread_mutex_destroy(&l->mtx);
+    pthread_cond_destroy(&l->closed_cv);
     free(l);
 }

@@ -4,7 +4,10 @@
  * Owns the socket, its listeners and a fixed pool of contexts, each with
  * one aio driving a receive → (executor) → send → receive cycle. A context
  * holds at most one request at a time, so the pool size bounds the calls in
- * flight and gives back-pressure for free.
+ * flight and gives back-pressure for free. One connection holds at most
+ * cfg->conn_inflight contexts (requests beyond them are dropped unread),
+ * and one whose reply waits cfg->send_timeout_ms to be taken is closed: a
+ * peer that never reads cannot take the pool from the others.
  * Never: blocks, touches LevelDB or executes anything inside an aio
  * callback; a received request is handed to the submit function, which must
  * not block either.
@@ -37,11 +40,11 @@ typedef void (*listener_submit_fn)(void *arg, listener_req *r);
 
 /* Opens the socket, starts listening on every cfg->listen URL and starts
  * receiving; with cfg->listen_check_ms, watches the ipc:// listeners
- * (listen_watch.h), counting those started again in *restarts. Returns 0
- * or an nng error (logged). */
+ * (listen_watch.h). Counts in *stats the listeners started again
+ * (listener_restarts) and the connections held to their bounds
+ * (conn_limit_drops, conns_dropped). Returns 0 or an nng error (logged). */
 int listener_open(listener **lp, const server_config *cfg,
-                  listener_submit_fn submit, void *arg,
-                  _Atomic uint64_t *restarts);
+                  listener_submit_fn submit, void *arg, server_stats *stats);
 
 /* Sends buf as the reply to r (copied; the caller keeps buf). After
  * listener_shutdown the reply is dropped. Never blocks. For a call that

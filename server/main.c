@@ -68,6 +68,12 @@ usage(FILE *f)
             "  --listen URL      ipc://PATH, tcp://HOST:PORT; repeatable\n"
             "                    (default %s and %s)\n"
             "  --contexts N      requests in flight (default 256)\n"
+            "  --conn-inflight N requests one connection may have in flight\n"
+            "                    (default 64); beyond them its requests are\n"
+            "                    dropped unread until it reads its replies\n"
+            "  --send-timeout DUR  a reply its connection has not taken in\n"
+            "                    this long closes that connection (default\n"
+            "                    10s); the call stays executed and recorded\n"
             "  --recv-max BYTES  largest request accepted (default 1048576);\n"
             "                    larger ones are dropped unread\n"
             "  --lease-ttl DUR   TTL of a lease that asks for none (default "
@@ -197,6 +203,8 @@ static const struct option onced_opts[] = {
     {"data", required_argument, NULL, 'd'},
     {"listen", required_argument, NULL, 'l'},
     {"contexts", required_argument, NULL, 'c'},
+    {"conn-inflight", required_argument, NULL, 'i'},
+    {"send-timeout", required_argument, NULL, 's'},
     {"recv-max", required_argument, NULL, 'r'},
     {"lease-ttl", required_argument, NULL, 't'},
     {"lease-ttl-max", required_argument, NULL, 'T'},
@@ -235,6 +243,8 @@ config_defaults(server_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->data_dir = DEFAULT_DATA;
     cfg->contexts = 256;
+    cfg->conn_inflight = 64;
+    cfg->send_timeout_ms = 10000;
     cfg->recv_max = 1u << 20;
     cfg->lease_ttl_ms = 30000;
     cfg->lease_ttl_max_ms = 3600000;
@@ -280,6 +290,18 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 return 2;
             }
             cfg.contexts = (size_t)v;
+            break;
+        case 'i':
+            if (parse_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
+                return 2;
+            }
+            cfg.conn_inflight = (size_t)v;
+            break;
+        case 's':
+            if (parse_dur("--send-timeout", optarg, 100, 3600000, &v) != 0) {
+                return 2;
+            }
+            cfg.send_timeout_ms = v;
             break;
         case 'r':
             if (parse_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {

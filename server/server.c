@@ -123,7 +123,7 @@ server_open(server **sp, const server_config *cfg)
         goto fail;
     }
     if ((rv = listener_open(&s->ls, cfg, executor_submit, s->ex,
-                            &s->stats.listener_restarts)) != 0) {
+                            &s->stats)) != 0) {
         goto fail;
     }
     log_info("data %s: %llu completion records (%llu bytes), %zu leases "

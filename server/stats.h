@@ -24,6 +24,11 @@ typedef struct server_stats {
     _Atomic uint64_t permission_denied; /* refused PERMISSION_DENIED */
     _Atomic uint64_t listener_restarts; /* ipc listeners started again
                                            (listen_watch.h) */
+    _Atomic uint64_t conn_limit_drops;  /* requests dropped unread: their
+                                           connection had --conn-inflight
+                                           replies pending (listener.h) */
+    _Atomic uint64_t conns_dropped;     /* connections closed after a reply
+                                           waited --send-timeout */
     _Atomic uint64_t lease_quota;       /* OpenLease refused LEASE_QUOTA */
     _Atomic uint64_t lease_capacity;    /* OpenLease refused LEASE_CAPACITY */
     stats_calls calls; /* by method and code, latency, group commit

@@ -68,6 +68,8 @@ admin_stats(server_call *c)
     resp.disk_low = disk_floor_refresh(&c->srv->disk);
     resp.disk_free_bytes = atomic_load(&c->srv->disk.free_bytes);
     resp.disk_low_refused = atomic_load(&c->srv->disk.refused);
+    resp.conn_limit_drops = atomic_load(&ss->conn_limit_drops);
+    resp.conns_dropped = atomic_load(&ss->conns_dropped);
     call_reply(c, &resp.base);
 }
 

@@ -1,0 +1,387 @@
+/*
+ * test_preauth.c — what a request costs before it is authenticated (issue
+ * 12, item 3).
+ *
+ * Owns: hand-made envelopes — unsigned, 1 MiB, of half a million empty
+ * metadata entries or of one big payload — and the checks on them: too
+ * many metadata entries are refused INVALID_ARGUMENT/TOO_MANY_METADATA
+ * (exact reason), the cap's edge is exact, and while four senders flood
+ * onced with such envelopes a signed call's latency stays within a
+ * generous multiple of its quiet value (printed; bounded loosely, never
+ * tightly). The flood is proven: the senders count the refusals they got.
+ * Invariant: every loop is bounded in count and time; sender threads only
+ * touch atomics and their own sockets.
+ * Never: asserts from a sender thread; decides on a fixed sleep.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "harness.h"
+
+#define ENV_BYTES   (1048576 - 64) /* under onced's default --recv-max */
+#define SENDERS     4
+#define FLOOD_MS    60000 /* bound of one sender's run */
+#define CALLS       20    /* signed calls measured, quiet and flooded */
+#define METADATA_OK 64    /* ENVELOPE_METADATA_MAX */
+
+/* Appends a varint. */
+static size_t
+put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/*
+ * An unsigned Admin.Stats envelope of about len bytes: method, then either
+ * `entries` empty metadata entries (field 9, 0x4a 0x00 each) or, with
+ * entries 0, one payload field (10) filling len. *out malloc'd (free()).
+ */
+static uint8_t *
+envelope(size_t entries, size_t len, size_t *out_len)
+{
+    static const char method[] = "/once.v1.Admin/Stats";
+    uint8_t *b = malloc((len > 2 * entries ? len : 2 * entries) + 64);
+    size_t n = 0;
+
+    assert_non_null(b);
+    b[n++] = 0x0a;
+    n += put_varint(b + n, sizeof(method) - 1);
+    memcpy(b + n, method, sizeof(method) - 1);
+    n += sizeof(method) - 1;
+    if (entries > 0) {
+        for (size_t i = 0; i < entries; i++) {
+            b[n++] = 0x4a;
+            b[n++] = 0x00;
+        }
+    } else if (len > n + 8) {
+        size_t body = len - n - 8;
+        b[n++] = 0x52;
+        n += put_varint(b + n, body);
+        memset(b + n, 'x', body);
+        n += body;
+    }
+    *out_len = n;
+    return b;
+}
+
+/* Sends env to onced and returns its Response (free_unpacked). */
+static Once__V1__Response *
+rpc(const harness *h, const uint8_t *env, size_t len)
+{
+    Once__V1__Response *r = NULL;
+
+    assert_int_equal(harness_raw_rpc(h->url, env, len, &r, 10000), 0);
+    return r;
+}
+
+static void
+expect(const harness *h, size_t entries, size_t len, int code,
+       const char *reason)
+{
+    size_t n;
+    uint8_t *env = envelope(entries, len, &n);
+    Once__V1__Response *r = rpc(h, env, n);
+    int got = r->status != NULL ? (int)r->status->code : 0;
+    const char *why = r->status != NULL ? r->status->reason : "";
+
+    print_message("  %zu metadata entries, %zu bytes: %d %s\n", entries, n, got,
+                  why);
+    assert_int_equal(got, code);
+    assert_string_equal(why, reason);
+    once__v1__response__free_unpacked(r, NULL);
+    free(env);
+}
+
+/* onced with authentication on (principal alice); waits until it reads
+ * the principals file. */
+static harness *
+start_auth(void)
+{
+    harness *h = NULL;
+    size_t n;
+    uint8_t *env = envelope(0, 0, &n);
+    bool on = false;
+
+    assert_int_equal(harness_start(&h), 0);
+    harness_add_principal(h, "alice", "operator");
+    for (int i = 0; i < 200 && !on; i++) {
+        Once__V1__Response *r = rpc(h, env, n);
+        on = r->status != NULL &&
+             r->status->code == ONCE__V1__CODE__UNAUTHENTICATED;
+        once__v1__response__free_unpacked(r, NULL);
+        if (!on) {
+            harness_sleep_ms(50);
+        }
+    }
+    free(env);
+    assert_true(on);
+    return h;
+}
+
+/* The cap and its edge, before authentication and in OPEN mode. */
+static void
+t_metadata_cap(void **state)
+{
+    harness *h = NULL;
+
+    (void)state;
+    assert_int_equal(harness_start(&h), 0); /* OPEN */
+    expect(h, METADATA_OK, 0, ONCE__V1__CODE__OK, "");
+    expect(h, METADATA_OK + 1, 0, ONCE__V1__CODE__INVALID_ARGUMENT,
+           "TOO_MANY_METADATA");
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+
+    h = start_auth();
+    expect(h, METADATA_OK, 0, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG");
+    expect(h, METADATA_OK + 1, 0, ONCE__V1__CODE__INVALID_ARGUMENT,
+           "TOO_MANY_METADATA");
+    /* the 1 MiB envelope of the issue: about half a million entries */
+    expect(h, (ENV_BYTES - 32) / 2, 0, ONCE__V1__CODE__INVALID_ARGUMENT,
+           "TOO_MANY_METADATA");
+    /* 1 MiB of payload, unsigned: refused by its missing tag */
+    expect(h, 0, ENV_BYTES, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG");
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
+/* ---- the flood -------------------------------------------------------- */
+
+typedef struct sender {
+    const char *url;
+    uint8_t *env;
+    size_t len;
+    nng_socket sock;
+    pthread_t tx, rx;
+    _Atomic bool stop;
+    _Atomic bool closed; /* nng_close returned */
+    _Atomic uint64_t sent, replies;
+} sender;
+
+static void *
+sender_tx(void *arg)
+{
+    sender *s = arg;
+    int64_t end = harness_now_ms() + FLOOD_MS;
+
+    for (uint32_t n = 1; !atomic_load(&s->stop) && harness_now_ms() < end;
+         n++) {
+        nng_msg *m;
+
+        if (nng_msg_alloc(&m, 0) != 0) {
+            break;
+        }
+        if (nng_msg_header_append_u32(m, 0x80000000u | n) != 0 ||
+            nng_msg_append(m, s->env, s->len) != 0 ||
+            nng_sendmsg(s->sock, m, 0) != 0) {
+            nng_msg_free(m);
+            continue;
+        }
+        atomic_fetch_add(&s->sent, 1);
+    }
+    return NULL;
+}
+
+/* Reads (and drops) every reply: this sender is fast, not a slow peer. */
+static void *
+sender_rx(void *arg)
+{
+    sender *s = arg;
+    int64_t end = harness_now_ms() + FLOOD_MS + 5000;
+
+    while (!atomic_load(&s->stop) && harness_now_ms() < end) {
+        nng_msg *m;
+
+        if (nng_recvmsg(s->sock, &m, 0) == 0) {
+            atomic_fetch_add(&s->replies, 1);
+            nng_msg_free(m);
+        }
+    }
+    return NULL;
+}
+
+static void
+sender_start(sender *s, const char *url, size_t entries)
+{
+    memset(s, 0, sizeof(*s));
+    s->url = url;
+    s->env = envelope(entries, ENV_BYTES, &s->len);
+    assert_int_equal(nng_req0_open_raw(&s->sock), 0);
+    assert_int_equal(nng_socket_set_ms(s->sock, NNG_OPT_SENDTIMEO, 100), 0);
+    assert_int_equal(nng_socket_set_ms(s->sock, NNG_OPT_RECVTIMEO, 100), 0);
+    assert_int_equal(nng_dial(s->sock, url, NULL, 0), 0);
+    assert_int_equal(pthread_create(&s->tx, NULL, sender_tx, s), 0);
+    assert_int_equal(pthread_create(&s->rx, NULL, sender_rx, s), 0);
+}
+
+static bool left_behind; /* a sender's nng_close never returned */
+
+static void *
+sender_closer(void *arg)
+{
+    sender *s = arg;
+
+    nng_close(s->sock);
+    atomic_store(&s->closed, true);
+    return NULL;
+}
+
+/* Stops both threads and closes the socket. nng 1.5.2's close can wait
+ * forever with a 1 MiB message half sent (seen once here): it runs on its
+ * own thread, waited for at most 5 s, and is left behind after that. */
+static void
+sender_stop(sender *s)
+{
+    pthread_t t;
+
+    atomic_store(&s->stop, true);
+    pthread_join(s->tx, NULL);
+    pthread_join(s->rx, NULL);
+    /* drain: a reply for every request sent, so nothing is half sent */
+    for (int i = 0; i < 50 && atomic_load(&s->replies) < atomic_load(&s->sent);
+         i++) {
+        nng_msg *m;
+        if (nng_recvmsg(s->sock, &m, 0) == 0) {
+            atomic_fetch_add(&s->replies, 1);
+            nng_msg_free(m);
+        }
+    }
+    if (pthread_create(&t, NULL, sender_closer, s) != 0) {
+        sender_closer(s);
+    } else {
+        for (int i = 0; i < 500 && !atomic_load(&s->closed); i++) {
+            harness_sleep_ms(10);
+        }
+        if (atomic_load(&s->closed)) {
+            pthread_join(t, NULL);
+        } else {
+            print_message("  (nng_close of a sender did not return in 5 s; "
+                          "left behind)\n");
+            pthread_detach(t);
+            left_behind = true;
+            return; /* s->env stays: the closer may still use the socket */
+        }
+    }
+    free(s->env);
+}
+
+/* CALLS signed increments; returns the slowest in ms. */
+static int64_t
+signed_calls(once_client *c)
+{
+    int64_t worst = 0;
+
+    for (int k = 0; k < CALLS; k++) {
+        once_rpc_id id = {0, 0};
+        once_status st;
+        int64_t v, t0 = harness_now_ms(), dt;
+        int rc = once_counter_incr(c, "signed", 1, &id, &v, &st);
+
+        dt = harness_now_ms() - t0;
+        if (rc != ONCE_OK) {
+            print_error("  signed call %d: code %d %s after %lld ms\n", k, rc,
+                        st.reason, (long long)dt);
+        }
+        assert_int_equal(rc, ONCE_OK);
+        worst = dt > worst ? dt : worst;
+    }
+    return worst;
+}
+
+/*
+ * Four senders of 1 MiB unsigned envelopes (two of metadata entries, two
+ * of payload), each reading its replies: a signed call's slowest latency
+ * stays within 20 times its quiet value, or 2 s on this shared machine,
+ * whichever is larger.
+ */
+static void
+t_flood_latency(void **state)
+{
+    harness *h = start_auth();
+    once_client *c = NULL;
+    once_status st;
+    sender s[SENDERS];
+    int64_t quiet, busy, bound, end;
+    uint64_t replies = 0;
+
+    (void)state;
+    assert_int_equal(harness_client_as(h, "alice", false, &c, &st), ONCE_OK);
+    quiet = signed_calls(c);
+    for (int i = 0; i < SENDERS; i++) {
+        sender_start(&s[i], h->url, i % 2 == 0 ? (ENV_BYTES - 32) / 2 : 0);
+    }
+    /* The flood is on once every sender has had replies. */
+    end = harness_now_ms() + 30000;
+    for (int i = 0; i < 3000 && harness_now_ms() < end; i++) {
+        bool all = true;
+        for (int k = 0; k < SENDERS; k++) {
+            all = all && atomic_load(&s[k].replies) >= 10;
+        }
+        if (all) {
+            break;
+        }
+        harness_sleep_ms(10);
+    }
+    busy = signed_calls(c);
+    for (int i = 0; i < SENDERS; i++) {
+        replies += atomic_load(&s[i].replies);
+        print_message("  sender %d: %llu sent, %llu replies\n", i,
+                      (unsigned long long)atomic_load(&s[i].sent),
+                      (unsigned long long)atomic_load(&s[i].replies));
+    }
+    for (int i = 0; i < SENDERS; i++) {
+        sender_stop(&s[i]);
+    }
+    bound = 20 * quiet > 2000 ? 20 * quiet : 2000;
+    print_message("  signed call, slowest of %d: quiet %lld ms, flooded "
+                  "%lld ms (bound %lld ms); %llu flood replies\n",
+                  CALLS, (long long)quiet, (long long)busy, (long long)bound,
+                  (unsigned long long)replies);
+    assert_true(replies >= SENDERS * 10); /* the flood happened */
+    assert_true(busy <= bound);
+    assert_int_equal(harness_get(c, "signed"), 2 * CALLS);
+    once_client_close(c);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(t_metadata_cap),
+        cmocka_unit_test(t_flood_latency),
+    };
+    if (getenv("ONCE_TEST_FILTER") != NULL) {
+        cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
+    }
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+    if (left_behind) {
+        /* exit() would wait in nng's teardown for the socket still
+         * closing; the results are out, so leave without it */
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
+}
