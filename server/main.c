@@ -64,7 +64,7 @@ usage(FILE *f)
             "created\n"
             "                    only in a missing or empty folder, and a\n"
             "                    folder with onced data but no complete\n"
-            "                    LevelDB is refused (docs/hardening-store.md)\n"
+            "                    LevelDB is refused (docs/operations.md)\n"
             "  --listen URL      ipc://PATH, tcp://HOST:PORT; repeatable\n"
             "                    (default %s and %s)\n"
             "  --contexts N      requests in flight (default 256)\n"

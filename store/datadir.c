@@ -37,7 +37,7 @@
 #define DATADIR_RESTORE                                                        \
     "onced will not start on it: an empty store would run acknowledged "       \
     "calls a second time. Restore the folder from a backup (stop onced, "      \
-    "replace the whole folder, start onced); see docs/hardening-store.md"
+    "replace the whole folder, start onced); see docs/operations.md"
 
 static void
 datadir_msg(char **errmsg, const char *fmt, ...)
@@ -215,7 +215,7 @@ datadir_read_id(const char *dir, char id[DATADIR_ID_LEN + 1], char **errmsg)
         datadir_msg(errmsg,
                     "%s is damaged (no \"once-store %d\" line or no valid id "
                     "line). Restore the folder from a backup; see "
-                    "docs/hardening-store.md",
+                    "docs/operations.md",
                     path, DATADIR_FORMAT);
         return EBADMSG;
     }
