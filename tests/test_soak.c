@@ -142,6 +142,26 @@ soak_call(soak *s, once_client *c)
     pthread_mutex_unlock(&s->mtx);
 }
 
+/* Prints a file of the test's (the proxy's counts and messages) after a
+ * failure, as harness_dump_log does for onced's log. */
+static void
+soak_dump_file(const char *what, const char *path)
+{
+    char line[512];
+    FILE *f = fopen(path, "r");
+
+    print_error("---- %s (%s) ----\n", what, path);
+    if (f == NULL) {
+        print_error("(cannot open it)\n");
+        return;
+    }
+    for (int n = 0; n < 200 && fgets(line, sizeof(line), f) != NULL; n++) {
+        print_error("%s", line);
+    }
+    fclose(f);
+    print_error("---- end of %s ----\n", what);
+}
+
 static void *
 soak_worker(void *arg)
 {
@@ -304,6 +324,7 @@ test_soak(void **state)
         print_error("soak (seed %llu): %s\n", (unsigned long long)s->seed,
                     s->error);
         harness_dump_log(h);
+        soak_dump_file("once_proxy", proxy_log);
     }
     assert_string_equal(s->error, "");
 
