@@ -62,8 +62,9 @@
 #define GNUPLOT_TIMEOUT_MS     60000
 
 static const compare_peer *const all_peers[] = {
-    &compare_peer_once, &compare_peer_redis,   &compare_peer_postgres,
-    &compare_peer_echo, &compare_peer_leveldb,
+    &compare_peer_once,      &compare_peer_redis,   &compare_peer_postgres,
+    &compare_peer_echo,      &compare_peer_leveldb, &compare_peer_etcd,
+    &compare_peer_once_repl,
 };
 #define NPEERS ((int)(sizeof(all_peers) / sizeof(all_peers[0])))
 
@@ -124,8 +125,8 @@ usage(FILE *f)
         "\n"
         "  --callers LIST      concurrency levels (default 1,16,64)\n"
         "  --seconds S         per system and level (default 5)\n"
-        "  --systems LIST      subset of once,redis,postgres,echo,leveldb\n"
-        "                      (default all)\n"
+        "  --systems LIST      subset of once,redis,postgres,echo,leveldb,\n"
+        "                      etcd,once-replicated (default all)\n"
         "  --csv FILE          results (default compare.csv)\n"
         "  --png FILE          plot (default: the CSV's name with .png;\n"
         "                      'none': no plot)\n"

@@ -68,7 +68,12 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
     }
     sn = sec->tls_server_name;
     if (sn == NULL) {
-        conn_url_host(cn->url, host, sizeof(host));
+        /* Of the first URL when there are several (a cluster's replicas
+         * share one certificate name, or set tls_server_name). */
+        char first[512];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(cn->url, ","),
+                 cn->url);
+        conn_url_host(first, host, sizeof(host));
         sn = host;
     }
     if ((rv = nng_tls_config_alloc(&cn->tls, NNG_TLS_MODE_CLIENT)) != 0 ||
@@ -85,26 +90,43 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
     return ONCE_OK;
 }
 
-/* A new dialer on cn->url (with the TLS configuration when there is one),
- * started without waiting for the connection. Under dial_lock or before
- * the handle is shared. */
+/* A new dialer on each URL of cn->url (comma-separated: the replicas of
+ * a cluster; with the TLS configuration when there is one), started
+ * without waiting for the connection. Under dial_lock or before the
+ * handle is shared. */
 static int
 conn_dialer_start(conn *cn)
 {
-    nng_dialer d;
-    int rv;
+    const char *p = cn->url;
+    int rv = 0;
 
-    if ((rv = nng_dialer_create(&d, cn->sock, cn->url)) != 0) {
-        return rv;
+    cn->ndialers = 0;
+    while (*p != '\0' && cn->ndialers < CONN_URLS_MAX) {
+        size_t n = strcspn(p, ",");
+        char *one = strndup(p, n);
+        nng_dialer d;
+
+        if (one == NULL) {
+            return NNG_ENOMEM;
+        }
+        rv = nng_dialer_create(&d, cn->sock, one);
+        free(one);
+        if (rv != 0) {
+            return rv;
+        }
+        if ((cn->tls != NULL &&
+             (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
+            (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+            nng_dialer_close(d);
+            return rv;
+        }
+        cn->dialers[cn->ndialers++] = d;
+        p += n;
+        if (*p == ',') {
+            p++;
+        }
     }
-    if ((cn->tls != NULL &&
-         (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
-        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
-        nng_dialer_close(d);
-        return rv;
-    }
-    cn->dialer = d;
-    return 0;
+    return cn->ndialers > 0 ? 0 : NNG_EADDRINVAL;
 }
 
 int
@@ -130,7 +152,9 @@ conn_open(conn *cn, once_status *st)
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }
-    if ((rv = conn_dialer_start(cn)) != 0) {
+    rv = conn_dialer_start(cn);
+    cn->nurls = cn->ndialers;
+    if (rv != 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
                           "cannot dial %s%s: %s", cn->url,
                           cn->tls != NULL ? " with TLS" : "", nng_strerror(rv));
@@ -149,7 +173,9 @@ conn_redial(conn *cn)
     now = retry_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
-        nng_dialer_close(cn->dialer);
+        for (size_t i = 0; i < cn->ndialers; i++) {
+            nng_dialer_close(cn->dialers[i]);
+        }
         (void)conn_dialer_start(cn); /* on failure the next stall retries */
     }
     pthread_mutex_unlock(&cn->dial_lock);

@@ -1,7 +1,7 @@
 /*
- * conn.h — libonce's connection layer: the REQ socket of a handle, its one
- * dialer (started over when it stalls), the TLS configuration, and the call
- * slots (slot.h) kept for reuse on that socket.
+ * conn.h — libonce's connection layer: the REQ socket of a handle, its
+ * dialers (one per URL; started over when they stall), the TLS
+ * configuration, and the call slots (slot.h) kept for reuse on that socket.
  *
  * Owns: struct conn and everything in it; which lock protects which field
  * is written beside it.
@@ -26,6 +26,10 @@
 #include "once/client.h"
 #include "slot.h"
 
+/* Most server URLs one handle dials (once_options.url, comma-separated:
+ * the replicas of a cluster, docs/replication.md). */
+#define CONN_URLS_MAX 8
+
 typedef struct conn {
     nng_socket sock;     /* REQ socket; nng makes it thread-safe */
     char *url;           /* owned (strdup); read-only after conn_open */
@@ -35,9 +39,14 @@ typedef struct conn {
     _Atomic uint64_t max_request; /* onced's --recv-max from its last
                                      OpenLease reply; 0: not known */
 
-    pthread_mutex_t dial_lock; /* protects dialer and redial_ms */
-    nng_dialer dialer;         /* the one dialer of sock */
-    uint64_t redial_ms;        /* retry_now_ms() of the last redial */
+    pthread_mutex_t dial_lock; /* protects dialers, ndialers, redial_ms */
+    /* One dialer per URL of url: REQ sends each attempt to one connected
+     * replica; a follower's UNAVAILABLE/NOT_LEADER is retried under the
+     * same rpc id (call.c) and reaches another. */
+    nng_dialer dialers[CONN_URLS_MAX];
+    size_t ndialers;
+    size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
+    uint64_t redial_ms; /* retry_now_ms() of the last redial */
 } conn;
 
 /* Initializes *cn (locks, no socket) with a copy of url. Returns ONCE_OK

@@ -36,6 +36,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "replica.h"
 #include "server.h"
 #ifdef ONCE_TEST_SEAMS
 #include "test_seams.h" /* the test-only servers of tests/ alone */
@@ -117,6 +118,17 @@ usage(FILE *f)
             "                    (http://HOST:PORT, e.g. "
             "http://127.0.0.1:9464;\n"
             "                    default: none)\n"
+            "\n"
+            "replication (docs/replication.md; off unless --replicate):\n"
+            "  --replicate URLS  etcd endpoints, http://HOST:PORT,...: this\n"
+            "                    onced is one replica; the leader appends\n"
+            "                    every commit to a log in etcd, followers\n"
+            "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
+            "  --cluster NAME    the replicas' common name (default once)\n"
+            "  --advertise URL   the URL clients reach this replica on\n"
+            "                    (default the first --listen)\n"
+            "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
+            "                    failover takes about this long)\n"
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
@@ -222,6 +234,10 @@ static const struct option onced_opts[] = {
     {"lease-max", required_argument, NULL, 'm'},
     {"lease-max-per-principal", required_argument, NULL, 'P'},
     {"disk-free-min", required_argument, NULL, 'f'},
+    {"replicate", required_argument, NULL, 'R'},
+    {"cluster", required_argument, NULL, 'U'},
+    {"advertise", required_argument, NULL, 'A'},
+    {"replicate-ttl", required_argument, NULL, 'Z'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -262,14 +278,18 @@ config_defaults(server_config *cfg)
  * the --metrics-listen URL or NULL. */
 static int
 parse_options(int argc, char **argv, server_config *out, bool *json,
-              const char **metrics_out)
+              const char **metrics_out, repl_config *rc_out)
 {
     server_config cfg;
+    repl_config rc;
     const char *metrics_url = NULL, *why;
     uint64_t v;
     int ch;
 
     config_defaults(&cfg);
+    memset(&rc, 0, sizeof(rc));
+    rc.cluster = "once";
+    rc.ttl_s = 5;
     *json = false;
     optind = 0; /* glibc: start over (SIGHUP parses again) */
     while ((ch = getopt_long(argc, argv, "h", onced_opts, NULL)) != -1) {
@@ -395,6 +415,21 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 return 2;
             }
             break;
+        case 'R':
+            rc.endpoints = optarg;
+            break;
+        case 'U':
+            rc.cluster = optarg;
+            break;
+        case 'A':
+            rc.advertise = optarg;
+            break;
+        case 'Z':
+            if (parse_u64("--replicate-ttl", optarg, 1, 600, &v) != 0) {
+                return 2;
+            }
+            rc.ttl_s = (uint32_t)v;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -425,8 +460,14 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
     }
+    if (rc.endpoints == NULL &&
+        (strcmp(rc.cluster, "once") != 0 || rc.advertise != NULL)) {
+        fprintf(stderr, "onced: --cluster and --advertise need --replicate\n");
+        return 2;
+    }
     *out = cfg;
     *metrics_out = metrics_url;
+    *rc_out = rc;
     return PARSE_GO_ON;
 }
 
@@ -476,6 +517,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
 {
     config_args next;
     server_config c;
+    repl_config rc; /* not reloadable: parsed to check the file only */
     const char *metrics_url;
     reload_task *t;
     char err[512];
@@ -489,7 +531,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
         log_error("SIGHUP: %s; the configuration in force stays", err);
         return;
     }
-    if (parse_options(next.argc, next.argv, &c, &json, &metrics_url) !=
+    if (parse_options(next.argc, next.argv, &c, &json, &metrics_url, &rc) !=
         PARSE_GO_ON) {
         log_error("SIGHUP: %s has a bad value (above); the configuration in "
                   "force stays",
@@ -519,6 +561,8 @@ main(int argc, char **argv)
 {
     static config_args boot, cur; /* live as long as the server */
     server_config cfg;
+    repl_config rc;
+    repl *rp = NULL;
     server *srv;
     const char *metrics_url = NULL;
     metrics *mx = NULL;
@@ -532,8 +576,8 @@ main(int argc, char **argv)
         fprintf(stderr, "onced: %s\n", err);
         return 2;
     }
-    if ((rv = parse_options(boot.argc, boot.argv, &cfg, &json, &metrics_url)) !=
-        PARSE_GO_ON) {
+    if ((rv = parse_options(boot.argc, boot.argv, &cfg, &json, &metrics_url,
+                            &rc)) != PARSE_GO_ON) {
         config_args_free(&boot);
         return rv;
     }
@@ -555,8 +599,33 @@ main(int argc, char **argv)
 #ifdef ONCE_TEST_SEAMS
     test_seams_apply(&cfg);
 #endif
+    if (rc.endpoints != NULL) {
+        /* A replica: follow the log until this one leads (replica.h). */
+        if (rc.advertise == NULL) {
+            rc.advertise = cfg.listen[0];
+        }
+        rc.data_dir = cfg.data_dir;
+        for (size_t i = 0; i < cfg.nlisten && i < REPL_LISTEN_MAX; i++) {
+            rc.listen[rc.nlisten++] = cfg.listen[i];
+        }
+        rc.timeout_ms = rc.ttl_s * 1000 / 4 < 1000 ? rc.ttl_s * 1000 / 4 : 1000;
+        rc.argv = argv;
+        if ((rv = repl_follow(&rp, &rc, &set, &sig)) == ECANCELED) {
+            log_info("%s while following: stopped",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+            config_args_free(&boot);
+            return 0;
+        }
+        if (rv != 0) {
+            log_error("not started");
+            return 1;
+        }
+        cfg.append_fn = repl_append;
+        cfg.append_arg = rp;
+    }
     if ((rv = server_open(&srv, &cfg)) != 0) {
         log_error("not started");
+        repl_close(rp);
         return 1;
     }
     if (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0) {
@@ -591,6 +660,7 @@ main(int argc, char **argv)
     notify_watchdog_stop();
     metrics_stop(mx); /* before the executor stops: it may hold a task */
     server_close(srv);
+    repl_close(rp); /* after the last append: another replica takes over */
     metrics_free(mx);
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {

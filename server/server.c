@@ -95,6 +95,9 @@ server_open(server **sp, const server_config *cfg)
     if (cfg->compact_hold_ms > 0) {
         store_compact_hold(s->st, cfg->compact_hold_ms);
     }
+    if (cfg->append_fn != NULL) {
+        store_set_appender(s->st, cfg->append_fn, cfg->append_arg);
+    }
     if ((rv = svc_grants_open(s)) != 0 ||
         (rv = auth_open(&s->auth, cfg->data_dir, cfg->dev)) != 0) {
         goto fail;

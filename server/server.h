@@ -54,6 +54,12 @@ typedef struct server_config {
                                   flight (listener.h) */
     uint64_t send_timeout_ms;  /* a reply not taken by its connection in
                                   this long drops that connection */
+
+    /* onced --replicate (repl/replica.h): every group is appended to the
+     * replicated log before it is written (store.h, "replicate.c"). NULL:
+     * not replicated. */
+    store_append_fn append_fn;
+    void *append_arg;
 } server_config;
 
 typedef struct server server;

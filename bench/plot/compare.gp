@@ -13,9 +13,9 @@ if (!exists("csv")) csv = "compare.csv"
 if (!exists("png")) png = "compare.png"
 if (!exists("seconds")) seconds = 0
 
-systems = "once redis postgres echo leveldb"
-labels  = "once redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC)"
-colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd"
+systems = "once redis postgres echo leveldb etcd once-replicated"
+labels  = "once redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC) etcd(3-members,Txn) once-replicated(3+3-etcd)"
+colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd #ff7f0e #8c564b"
 
 set datafile separator ","
 set terminal pngcairo size 1400,560 font ",10"
