@@ -25,6 +25,7 @@ static int cluster_seq;
 static int
 replica_spawn(replica_set *r, int i)
 {
+    r->exit_status[i] = -1;
     char ttl[16];
     char *argv[24];
     int a = 0;
@@ -131,6 +132,7 @@ replica_wait_up(replica_set *r, int i, int ms)
 
         if (waitpid(r->pid[i], &status, WNOHANG) == r->pid[i]) {
             r->pid[i] = 0; /* it exited: it will not answer */
+            r->exit_status[i] = status;
             break;
         }
         if (harness_raw_rpc(r->url[i], req, len, &resp, 500) == 0) {
@@ -151,6 +153,26 @@ replicas_restart(replica_set *r, int i)
         return -1;
     }
     return replica_wait_up(r, i, 30000);
+}
+
+int
+replicas_wait_exit(replica_set *r, int i, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+    int status;
+
+    if (r->pid[i] == 0) {
+        return r->exit_status[i]; /* reaped by replica_wait_up */
+    }
+    do {
+        if (waitpid(r->pid[i], &status, WNOHANG) == r->pid[i]) {
+            r->pid[i] = 0;
+            r->exit_status[i] = status;
+            return status;
+        }
+        harness_sleep_ms(20);
+    } while (harness_now_ms() < until);
+    return -1;
 }
 
 void

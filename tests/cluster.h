@@ -26,6 +26,8 @@ typedef struct replica_set {
     int n;
     int ttl_s;
     pid_t pid[CLUSTER_MAX];
+    int exit_status[CLUSTER_MAX]; /* wait status of one that exited by
+                                     itself (-1: none since its start) */
     char url[CLUSTER_MAX][320];
     char path[CLUSTER_MAX][300];
     char data[CLUSTER_MAX][300];
@@ -43,6 +45,10 @@ void replicas_kill(replica_set *r, int i, int sig);
 /* Starts replica i again on its data folder and waits (at most 30 s)
  * until it answers. 0, or -1 (when it exited, pid[i] is 0). */
 int replicas_restart(replica_set *r, int i);
+
+/* Waits (at most ms) for replica i to exit by itself and reaps it: its
+ * wait status, or -1 (still running, or not running at all). */
+int replicas_wait_exit(replica_set *r, int i, int ms);
 
 /* Empties replica i's data folder (it must not run). */
 void replicas_wipe(replica_set *r, int i);
