@@ -618,6 +618,7 @@ main(int argc, char **argv)
         }
         if (rv != 0) {
             log_error("not started");
+            config_args_free(&boot);
             return 1;
         }
         cfg.append_fn = repl_append;

@@ -353,26 +353,44 @@ test_etcd_members_lost(void **state)
         once_client *q = NULL;
         int64_t got;
 
+        /* Few attempts and a long deadline: the read ends on its last
+         * reply, not cut short by the deadline (that is
+         * DEADLINE_EXCEEDED whatever the replicas said). */
         once_options_init(&o);
         o.url = f->rs->urls;
         o.no_lease = true;
-        o.deadline_ms = 1000;
+        o.deadline_ms = 10000;
+        o.attempt_timeout_ms = 1000;
+        o.max_attempts = 3;
         assert_int_equal(once_client_open(&q, &o, &st), ONCE_OK);
         rv = once_counter_get(q, "c", &got, &st);
         once_client_close(q);
-        if (rv == ONCE_UNAVAILABLE) {
+        /* A follower's refusal: ETCD_UNAVAILABLE once its own read of
+         * etcd timed out, its last NOT_LEADER/NO_LEADER until then. */
+        if (rv == ONCE_UNAVAILABLE &&
+            (once_status_is(&st, ONCE_REASON_ETCD_UNAVAILABLE) ||
+             once_status_is(&st, ONCE_REASON_NOT_LEADER) ||
+             once_status_is(&st, ONCE_REASON_NO_LEADER))) {
             break;
         }
-        assert_true(rv == ONCE_OK || rv == ONCE_DEADLINE_EXCEEDED);
+        /* Before that: OK from the old leader, or no reply from it
+         * while it waits on etcd. */
+        assert_true(rv == ONCE_OK || rv == ONCE_UNAVAILABLE ||
+                    rv == ONCE_DEADLINE_EXCEEDED);
+        rv = ONCE_OK;
         harness_sleep_ms(100);
     }
-    /* A follower's refusal: ETCD_UNAVAILABLE once its own read of etcd
-     * timed out, its last NOT_LEADER/NO_LEADER until then. */
     assert_int_equal(rv, ONCE_UNAVAILABLE);
-    assert_true(once_status_is(&st, ONCE_REASON_ETCD_UNAVAILABLE) ||
-                once_status_is(&st, ONCE_REASON_NOT_LEADER) ||
-                once_status_is(&st, ONCE_REASON_NO_LEADER));
-    /* And it stays so: no replica leads without an etcd quorum. */
+    /* The old leader answers OK at most until its local deadline (2/3 of
+     * the TTL after its last keepalive); then, and from then on, no
+     * replica leads without an etcd quorum. */
+    {
+        int64_t until = harness_now_ms() + 30000;
+        while (replicas_leader(f->rs, -1, 200) >= 0 &&
+               harness_now_ms() < until) {
+            harness_sleep_ms(100);
+        }
+    }
     assert_int_equal(replicas_leader(f->rs, -1, 3 * TTL_S * 1000), -1);
     assert_true(replicas_log_has(f->rs, 0, "ETCD_UNAVAILABLE") ||
                 replicas_log_has(f->rs, 1, "ETCD_UNAVAILABLE") ||
@@ -699,7 +717,7 @@ test_replica_refuses_other_etcd(void **state)
         replicas_dump(f->rs);
         fail_msg("replica %d followed an etcd without its entries", i);
     }
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
     etcd_cluster_free(other);
     assert_int_equal(replicas_restart(f->rs, i), 0);
 }
