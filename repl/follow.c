@@ -298,7 +298,13 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         return ENOMEM;
     }
     f.r = r;
-    if ((rv = etcd_open(&r->kv, cfg->endpoints, cfg->timeout_ms)) != 0 ||
+    /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
+     * keepalive: their handle waits up to 2/3 of the TTL — an append
+     * that lands later still fails its compare if the lease is gone. */
+    if ((rv = etcd_open(&r->kv, cfg->endpoints,
+                        cfg->timeout_ms > cfg->ttl_s * 2000 / 3
+                            ? cfg->timeout_ms
+                            : cfg->ttl_s * 2000 / 3)) != 0 ||
         (rv = etcd_open(&r->ka, cfg->endpoints, cfg->timeout_ms)) != 0) {
         log_error("repl: bad --replicate \"%s\"", cfg->endpoints);
         goto out;
