@@ -8,28 +8,28 @@
  */
 #include <string.h>
 
+#include "names.h"
 #include "rules_impl.h"
 
 bool
 grants_check_name(const char *what, const char *s, grants_outcome *o)
 {
-    size_t len = strlen(s);
+    size_t at;
 
-    if (len == 0 || len > GRANTS_NAME_MAX) {
+    switch (name_check(s, GRANTS_NAME_MAX, &at)) {
+    case NAME_OK:
+        return true;
+    case NAME_BAD_LENGTH:
         grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_NAME",
                     "%s must be 1 to %d bytes, got %zu", what, GRANTS_NAME_MAX,
-                    len);
+                    at);
         return false;
+    case NAME_CONTROL:
+        break;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x20 || ch == 0x7f) {
-            grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_NAME",
-                        "%s has a control character at byte %zu", what, i);
-            return false;
-        }
-    }
-    return true;
+    grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_NAME",
+                "%s has a control character at byte %zu", what, at);
+    return false;
 }
 
 /* An open grant always has a location: an empty one is refused here. */

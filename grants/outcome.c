@@ -14,15 +14,22 @@
 #include "rules_impl.h"
 
 void
+grants_vfail(grants_outcome *o, int code, const char *reason, const char *fmt,
+             va_list ap)
+{
+    o->code = code;
+    snprintf(o->reason, sizeof(o->reason), "%s", reason);
+    vsnprintf(o->message, sizeof(o->message), fmt, ap);
+}
+
+void
 grants_fail(grants_outcome *o, int code, const char *reason, const char *fmt,
             ...)
 {
     va_list ap;
 
-    o->code = code;
-    snprintf(o->reason, sizeof(o->reason), "%s", reason);
     va_start(ap, fmt);
-    vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    grants_vfail(o, code, reason, fmt, ap);
     va_end(ap);
 }
 

@@ -41,10 +41,8 @@ grants_reject(const grants_env *e, grants_outcome *o, const char *surface,
     gkey k;
     int rv;
 
-    o->code = code;
-    snprintf(o->reason, sizeof(o->reason), "%s", reason);
     va_start(ap, fmt);
-    vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    grants_vfail(o, code, reason, fmt, ap);
     va_end(ap);
 
     if (e->read_only) {

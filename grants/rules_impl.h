@@ -15,6 +15,7 @@
 #ifndef GRANTS_RULES_IMPL_H
 #define GRANTS_RULES_IMPL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +40,13 @@
             protobuf_c_message_free_unpacked(&(m)->base, NULL);                \
         }                                                                      \
     } while (0)
+
+/* ---- outcome.c ----------------------------------------------------------- */
+
+/* grants_fail (rules.h) over a va_list. */
+void grants_vfail(grants_outcome *o, int code, const char *reason,
+                  const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* ---- grant_rows.c: the rows the rules share ------------------------------ */
 

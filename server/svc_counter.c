@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "names.h"
 #include "once.pb-c.h"
 
 #define COUNTER_NAME_MAX 256
@@ -19,23 +20,22 @@
 static int
 counter_name_ok(server_call *c, const char *name)
 {
-    size_t len = strlen(name);
+    size_t at;
 
-    if (len == 0 || len > COUNTER_NAME_MAX) {
+    switch (name_check(name, COUNTER_NAME_MAX, &at)) {
+    case NAME_OK:
+        return 1;
+    case NAME_BAD_LENGTH:
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
                   "counter name must be 1 to %d bytes, got %zu",
-                  COUNTER_NAME_MAX, len);
+                  COUNTER_NAME_MAX, at);
         return 0;
+    case NAME_CONTROL:
+        break;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        if (ch < 0x20 || ch == 0x7f) {
-            call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
-                      "counter name has a control character at byte %zu", i);
-            return 0;
-        }
-    }
-    return 1;
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
+              "counter name has a control character at byte %zu", at);
+    return 0;
 }
 
 /* Reads counter name into *value (0 when absent). Returns 0 or sets the

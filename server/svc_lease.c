@@ -153,7 +153,8 @@ lease_find_live(server_call *c, uint64_t client_id)
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
                   "client id %llu has no live lease (%s); open a new one",
                   (unsigned long long)client_id,
-                  e != NULL ? lease_state_name(e->state)
+                  e != NULL
+                      ? wire_lease_state_name(lease_wire_state(e, c->now_ms))
                   : client_id >= lease_table_next_id(c->srv->leases)
                       ? "never issued"
                       : "ended and collected");
