@@ -29,10 +29,8 @@
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
-#include "auth.h"
 #include "config_file.h"
 #include "duration.h"
-#include "executor.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -430,30 +428,6 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
     return PARSE_GO_ON;
 }
 
-/* The reloadable values, carried to the executor thread (the only one that
- * reads them from srv->cfg). */
-typedef struct reload_task {
-    server *srv;
-    uint64_t window;
-    uint64_t lease_ttl_ms;
-    uint64_t lease_ttl_max_ms;
-} reload_task;
-
-static void
-reload_apply(void *arg)
-{
-    reload_task *t = arg;
-
-    t->srv->cfg.window = t->window;
-    t->srv->cfg.lease_ttl_ms = t->lease_ttl_ms;
-    t->srv->cfg.lease_ttl_max_ms = t->lease_ttl_max_ms;
-    log_info("SIGHUP: window %llu, lease-ttl %llums, lease-ttl-max %llums "
-             "in force",
-             (unsigned long long)t->window, (unsigned long long)t->lease_ttl_ms,
-             (unsigned long long)t->lease_ttl_max_ms);
-    free(t);
-}
-
 static void
 reload_changed(const char *name, void *arg)
 {
@@ -477,7 +451,6 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
     config_args next;
     server_config c;
     const char *metrics_url;
-    reload_task *t;
     char err[512];
     bool json;
 
@@ -501,13 +474,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
         log_info("SIGHUP: %s unchanged", next.file);
     }
     log_set_json(json);
-    if ((t = malloc(sizeof(*t))) != NULL) {
-        t->srv = srv;
-        t->window = c.window;
-        t->lease_ttl_ms = c.lease_ttl_ms;
-        t->lease_ttl_max_ms = c.lease_ttl_max_ms;
-        executor_post(srv->ex, reload_apply, t);
-    }
+    server_set_limits(srv, &c);
     if (cur->argv != boot->argv) {
         config_args_free(cur);
     }
@@ -581,7 +548,7 @@ main(int argc, char **argv)
         notify_reloading();
         log_info("SIGHUP: re-reading the principals, the policy and the "
                  "configuration file");
-        auth_request_reload(srv->auth);
+        server_reload_auth(srv);
         reload_config(srv, argc, argv, &boot, &cur);
         notify_ready(srv);
     }

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
 #include "names.h"
 #include "once.pb-c.h"
+#include "service.h"
 
 #define COUNTER_NAME_MAX 256
 
@@ -151,10 +151,13 @@ counter_get(server_call *c)
     call_reply(c, &resp.base);
 }
 
-const dispatch_entry svc_counter_methods[] = {
-    {"/once.v1.Counter/Increment", DISPATCH_MUTATING, counter_incr_validate,
+static const service_method svc_counter_methods[] = {
+    {"/once.v1.Counter/Increment", SERVICE_MUTATING, counter_incr_validate,
      counter_incr, NULL},
     {"/once.v1.Counter/Get", 0, counter_get_validate, counter_get, NULL},
 };
-const size_t svc_counter_count =
-    sizeof(svc_counter_methods) / sizeof(svc_counter_methods[0]);
+const service_ops svc_counter_ops = {
+    .name = "once.v1.Counter",
+    .methods = svc_counter_methods,
+    .nmethods = sizeof(svc_counter_methods) / sizeof(svc_counter_methods[0]),
+};
