@@ -155,6 +155,12 @@ server_open(server **sp, const server_config *cfg)
         log_error("cannot start the executor (error %d)", rv);
         goto fail;
     }
+    /* The principals and policy are re-read off the request path from
+     * now on, new tables reaching the executor as tasks. */
+    if ((rv = auth_watch_start(env->auth, executor_post, s->ex)) != 0) {
+        log_error("cannot start the principals watcher thread");
+        goto fail;
+    }
     gcc.interval_ms = cfg->gc_interval_ms;
     gcc.budget = cfg->gc_budget;
     if ((rv = gc_open(&env->gc, env->st, env->leases, env->now_ms,
@@ -175,6 +181,7 @@ server_open(server **sp, const server_config *cfg)
     return 0;
 fail:
     gc_close(env->gc);
+    auth_watch_stop(env->auth);
     executor_close(s->ex);
     store_close(env->st);
     lease_table_free(env->leases);
@@ -189,7 +196,8 @@ server_close(server *s)
     if (s == NULL) {
         return;
     }
-    gc_close(s->env.gc); /* a pass in flight finishes first */
+    gc_close(s->env.gc);          /* a pass in flight finishes first */
+    auth_watch_stop(s->env.auth); /* posts nothing after this */
     listener_shutdown(s->ls);
     executor_close(s->ex); /* closes the services after the last call */
     store_close(s->env.st);
