@@ -31,6 +31,7 @@
 #include "fault.h"
 #include "lease.h"
 #include "log.h"
+#include "names.h"
 #include "once.pb-c.h"
 #include "records.h"
 #include "wire_text.h"
@@ -78,22 +79,6 @@ exec_reply_send(void *arg)
     stats_calls_latency(&r->stats->calls, stats_now_us() - recv_us);
     free(r->buf);
     free(r);
-}
-
-/* A method name as received, made safe to print. */
-static void
-exec_printable(const char *in, char *out, size_t outlen)
-{
-    size_t j = 0;
-    for (size_t i = 0; in[i] != '\0' && j + 4 < outlen; i++) {
-        unsigned char ch = (unsigned char)in[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-    }
-    if (in[0] != '\0' && j + 4 >= outlen) {
-        memcpy(out + j, "...", 3);
-        j += 3;
-    }
-    out[j] = '\0';
 }
 
 /* Starts over with an empty transaction: drops whatever was staged. */
@@ -351,7 +336,7 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
     }
     if ((de = dispatch_find(ex->dp, req->method, strlen(req->method), &c->wm,
                             &c->svc)) == NULL) {
-        exec_printable(req->method, name, sizeof(name));
+        name_printable(req->method, name, sizeof(name));
         call_fail(c, ONCE__V1__CODE__UNIMPLEMENTED, "UNKNOWN_METHOD",
                   "no method \"%s\" (names look like "
                   "/once.v1.Counter/Increment)",

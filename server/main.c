@@ -34,6 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "number.h"
 #include "server.h"
 #ifdef ONCE_TEST_SEAMS
 #include "test_seams.h" /* the test-only servers of tests/ alone */
@@ -133,17 +134,13 @@ usage(FILE *f)
             (unsigned long long)DEFAULT_DISK_FREE_MIN);
 }
 
+/* An option's whole number in [lo, hi] (strict decimal, number.h). */
 static int
-parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
-          uint64_t *out)
+opt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    uint64_t v;
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < lo ||
-        v > hi) {
+    if (number_parse_u64_all(s, &v) != 0 || v < lo || v > hi) {
         fprintf(stderr,
                 "onced: %s wants a whole number from %llu to %llu, got "
                 "\"%s\"\n",
@@ -156,27 +153,25 @@ parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 
 /* A byte count with an optional K, M or G suffix (powers of 1024). */
 static int
-parse_bytes(const char *opt, const char *s, uint64_t *out)
+opt_bytes(const char *opt, const char *s, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    const char *end = s;
+    uint64_t v = 0;
     unsigned shift = 0;
+    int rv = number_parse_u64(s, &end, &v);
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'M' || *end == 'G') {
+    if (rv == 0 && (*end == 'K' || *end == 'M' || *end == 'G')) {
         shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
         end++;
     }
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
-        v > (UINT64_MAX >> 1) >> shift) {
+    if (rv != 0 || *end != '\0' || v > (UINT64_MAX >> 1) >> shift) {
         fprintf(stderr,
                 "onced: %s wants a number of bytes, optionally with K, M or "
                 "G, got \"%s\"\n",
                 opt, s);
         return -1;
     }
-    *out = (uint64_t)v << shift;
+    *out = v << shift;
     return 0;
 }
 
@@ -284,13 +279,13 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.listen[cfg.nlisten++] = optarg;
             break;
         case 'c':
-            if (parse_u64("--contexts", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--contexts", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.contexts = (size_t)v;
             break;
         case 'i':
-            if (parse_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.conn_inflight = (size_t)v;
@@ -302,7 +297,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.send_timeout_ms = v;
             break;
         case 'r':
-            if (parse_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
+            if (opt_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
                 return 2;
             }
             cfg.recv_max = (size_t)v;
@@ -320,7 +315,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.lease_ttl_max_ms = v;
             break;
         case 'w':
-            if (parse_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
+            if (opt_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
                 return 2;
             }
             cfg.window = v;
@@ -332,7 +327,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.gc_interval_ms = v;
             break;
         case 'b':
-            if (parse_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
+            if (opt_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
                 return 2;
             }
             cfg.gc_budget = v;
@@ -375,21 +370,20 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             metrics_url = optarg;
             break;
         case 'm':
-            if (parse_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
+            if (opt_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
                 return 2;
             }
             cfg.lease_max = v;
             break;
         case 'P':
-            if (parse_u64("--lease-max-per-principal", optarg, 0, 1u << 30,
-                          &v) != 0) {
+            if (opt_u64("--lease-max-per-principal", optarg, 0, 1u << 30, &v) !=
+                0) {
                 return 2;
             }
             cfg.lease_max_principal = v;
             break;
         case 'f':
-            if (parse_bytes("--disk-free-min", optarg, &cfg.disk_free_min) !=
-                0) {
+            if (opt_bytes("--disk-free-min", optarg, &cfg.disk_free_min) != 0) {
                 return 2;
             }
             break;
