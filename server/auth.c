@@ -30,6 +30,14 @@
 #include "trust.h"
 #include "wire.h"
 
+/* The caller of every request while onced runs OPEN. */
+static const auth_who auth_anon = {
+    .name = AUTH_ANONYMOUS,
+    .role = "operator",
+    .operator_ = true,
+    .open = true,
+};
+
 /* The default policy: the operator may do anything; a scheduler counts,
  * holds leases and asks for grants; an agent holds leases and claims,
  * renews and finishes grants (for its own machine: auth_machine). */
@@ -373,10 +381,6 @@ auth_open(auth **ap, const char *data_dir, bool dev)
         free(a);
         return ENAMETOOLONG;
     }
-    a->anon.name = AUTH_ANONYMOUS;
-    a->anon.role = "operator";
-    a->anon.operator_ = true;
-    a->anon.open = true;
     if (dev && !auth_file_stat(a->principals_path).exists) {
         if ((rv = auth_dev_create(data_dir, a->principals_path)) != 0) {
             free(a);
@@ -453,7 +457,7 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
     char name[64];
 
     if (!a->enabled) {
-        c->who = &a->anon;
+        c->who = &auth_anon;
         return true;
     }
     /* The name as received, cut at the longest a principal may have: a

@@ -15,9 +15,13 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "auth.h"
 #include "principals.h"
 #include "wire.h"
+
+/* auth.h's types, named here without including it (auth.h is the outside
+ * of this header, not below it). */
+typedef struct auth auth;
+typedef struct auth_who auth_who;
 
 #define AUTH_PATH_MAX   4096
 #define AUTH_RULES_MAX  4096
@@ -53,7 +57,6 @@ struct auth {
     char data_dir[AUTH_PATH_MAX];
     char principals_path[AUTH_PATH_MAX];
     char policy_path[AUTH_PATH_MAX];
-    auth_who anon;
 
     /* The tables in force. Executor thread only once the executor runs
      * (auth_watch.c's install task replaces them there, between calls). */
@@ -67,7 +70,7 @@ struct auth {
     pthread_cond_t wcv;   /* monotonic clock (duration_cond_init) */
     bool wkick;           /* re-read now (auth_request_reload) */
     bool wstop;           /* auth_watch_stop */
-    auth_post_fn post;    /* hands a task to the executor */
+    void (*post)(void *, void (*)(void *), void *); /* auth_post_fn */
     void *post_arg;
     /* Watcher thread only (before it starts: auth_open): */
     file_sig psig; /* the files as last read */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "auth_impl.h"
 #include "duration.h"
 #include "log.h"
