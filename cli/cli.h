@@ -60,10 +60,6 @@ bool is_global_opt(const char *a);
 int opt_value(int argc, char **argv, int *i, const char *name,
               const char **val);
 
-/* Strict decimal, no sign: 0, EINVAL or ERANGE. The one number parser of
- * oncectl; *end is where the digits stopped. */
-int parse_u64(const char *s, const char **end, uint64_t *v);
-
 /* A whole argument as a signed decimal: 0, EINVAL or ERANGE. */
 int parse_i64(const char *s, int64_t *v);
 

@@ -279,7 +279,7 @@ listener_read_pem(const char *path)
 
 /* The server TLS configuration from cfg's certificate and key. */
 static int
-listener_tls(listener *l, const server_config *cfg)
+listener_tls(listener *l, const listener_config *cfg)
 {
     char *cert, *key;
     int rv;
@@ -311,7 +311,7 @@ listener_tls(listener *l, const server_config *cfg)
 
 /* Listens on url; tls+tcp:// with the TLS configuration. */
 static int
-listener_listen(listener *l, const server_config *cfg, const char *url)
+listener_listen(listener *l, const listener_config *cfg, const char *url)
 {
     nng_listener nl;
     int rv;
@@ -336,7 +336,7 @@ listener_listen(listener *l, const server_config *cfg, const char *url)
 }
 
 int
-listener_open(listener **lp, const server_config *cfg,
+listener_open(listener **lp, const listener_config *cfg,
               listener_submit_fn submit, void *arg, server_stats *stats)
 {
     listener *l;

@@ -29,13 +29,12 @@
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
-#include "auth.h"
 #include "config_file.h"
 #include "duration.h"
-#include "executor.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "number.h"
 #include "replica.h"
 #include "server.h"
 #ifdef ONCE_TEST_SEAMS
@@ -147,17 +146,13 @@ usage(FILE *f)
             (unsigned long long)DEFAULT_DISK_FREE_MIN);
 }
 
+/* An option's whole number in [lo, hi] (strict decimal, number.h). */
 static int
-parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
-          uint64_t *out)
+opt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    uint64_t v;
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < lo ||
-        v > hi) {
+    if (number_parse_u64_all(s, &v) != 0 || v < lo || v > hi) {
         fprintf(stderr,
                 "onced: %s wants a whole number from %llu to %llu, got "
                 "\"%s\"\n",
@@ -170,27 +165,25 @@ parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 
 /* A byte count with an optional K, M or G suffix (powers of 1024). */
 static int
-parse_bytes(const char *opt, const char *s, uint64_t *out)
+opt_bytes(const char *opt, const char *s, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    const char *end = s;
+    uint64_t v = 0;
     unsigned shift = 0;
+    int rv = number_parse_u64(s, &end, &v);
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'M' || *end == 'G') {
+    if (rv == 0 && (*end == 'K' || *end == 'M' || *end == 'G')) {
         shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
         end++;
     }
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
-        v > (UINT64_MAX >> 1) >> shift) {
+    if (rv != 0 || *end != '\0' || v > (UINT64_MAX >> 1) >> shift) {
         fprintf(stderr,
                 "onced: %s wants a number of bytes, optionally with K, M or "
                 "G, got \"%s\"\n",
                 opt, s);
         return -1;
     }
-    *out = (uint64_t)v << shift;
+    *out = v << shift;
     return 0;
 }
 
@@ -306,13 +299,13 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.listen[cfg.nlisten++] = optarg;
             break;
         case 'c':
-            if (parse_u64("--contexts", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--contexts", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.contexts = (size_t)v;
             break;
         case 'i':
-            if (parse_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.conn_inflight = (size_t)v;
@@ -324,7 +317,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.send_timeout_ms = v;
             break;
         case 'r':
-            if (parse_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
+            if (opt_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
                 return 2;
             }
             cfg.recv_max = (size_t)v;
@@ -342,7 +335,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.lease_ttl_max_ms = v;
             break;
         case 'w':
-            if (parse_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
+            if (opt_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
                 return 2;
             }
             cfg.window = v;
@@ -354,7 +347,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.gc_interval_ms = v;
             break;
         case 'b':
-            if (parse_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
+            if (opt_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
                 return 2;
             }
             cfg.gc_budget = v;
@@ -397,21 +390,20 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             metrics_url = optarg;
             break;
         case 'm':
-            if (parse_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
+            if (opt_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
                 return 2;
             }
             cfg.lease_max = v;
             break;
         case 'P':
-            if (parse_u64("--lease-max-per-principal", optarg, 0, 1u << 30,
-                          &v) != 0) {
+            if (opt_u64("--lease-max-per-principal", optarg, 0, 1u << 30, &v) !=
+                0) {
                 return 2;
             }
             cfg.lease_max_principal = v;
             break;
         case 'f':
-            if (parse_bytes("--disk-free-min", optarg, &cfg.disk_free_min) !=
-                0) {
+            if (opt_bytes("--disk-free-min", optarg, &cfg.disk_free_min) != 0) {
                 return 2;
             }
             break;
@@ -425,7 +417,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             rc.advertise = optarg;
             break;
         case 'Z':
-            if (parse_u64("--replicate-ttl", optarg, 1, 600, &v) != 0) {
+            if (opt_u64("--replicate-ttl", optarg, 1, 600, &v) != 0) {
                 return 2;
             }
             rc.ttl_s = (uint32_t)v;
@@ -471,30 +463,6 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
     return PARSE_GO_ON;
 }
 
-/* The reloadable values, carried to the executor thread (the only one that
- * reads them from srv->cfg). */
-typedef struct reload_task {
-    server *srv;
-    uint64_t window;
-    uint64_t lease_ttl_ms;
-    uint64_t lease_ttl_max_ms;
-} reload_task;
-
-static void
-reload_apply(void *arg)
-{
-    reload_task *t = arg;
-
-    t->srv->cfg.window = t->window;
-    t->srv->cfg.lease_ttl_ms = t->lease_ttl_ms;
-    t->srv->cfg.lease_ttl_max_ms = t->lease_ttl_max_ms;
-    log_info("SIGHUP: window %llu, lease-ttl %llums, lease-ttl-max %llums "
-             "in force",
-             (unsigned long long)t->window, (unsigned long long)t->lease_ttl_ms,
-             (unsigned long long)t->lease_ttl_max_ms);
-    free(t);
-}
-
 static void
 reload_changed(const char *name, void *arg)
 {
@@ -519,7 +487,6 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
     server_config c;
     repl_config rc; /* not reloadable: parsed to check the file only */
     const char *metrics_url;
-    reload_task *t;
     char err[512];
     bool json;
 
@@ -543,13 +510,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
         log_info("SIGHUP: %s unchanged", next.file);
     }
     log_set_json(json);
-    if ((t = malloc(sizeof(*t))) != NULL) {
-        t->srv = srv;
-        t->window = c.window;
-        t->lease_ttl_ms = c.lease_ttl_ms;
-        t->lease_ttl_max_ms = c.lease_ttl_max_ms;
-        executor_post(srv->ex, reload_apply, t);
-    }
+    server_set_limits(srv, &c);
     if (cur->argv != boot->argv) {
         config_args_free(cur);
     }
@@ -651,7 +612,7 @@ main(int argc, char **argv)
         notify_reloading();
         log_info("SIGHUP: re-reading the principals, the policy and the "
                  "configuration file");
-        auth_request_reload(srv->auth);
+        server_reload_auth(srv);
         reload_config(srv, argc, argv, &boot, &cur);
         notify_ready(srv);
     }
