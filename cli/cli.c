@@ -142,10 +142,9 @@ is_help(const char *a)
 bool
 is_global_opt(const char *a)
 {
-    static const char *const globals[] = {"--json",     "--server",
-                                          "--timeout",  "--principal",
-                                          "--key-file", "--tls-ca",
-                                          "--tls-server-name"};
+    static const char *const globals[] = {
+        "--json",     "--server", "--timeout",        "--principal",
+        "--key-file", "--tls-ca", "--tls-server-name"};
 
     for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
         size_t n = strlen(globals[i]);

@@ -39,9 +39,9 @@ diag_config(nng_tls_config **cfgp, bool verify, const char *ca_file,
     if ((rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0) {
         return rv;
     }
-    if ((rv = nng_tls_config_auth_mode(
-             cfg, verify ? NNG_TLS_AUTH_MODE_REQUIRED
-                         : NNG_TLS_AUTH_MODE_NONE)) != 0 ||
+    if ((rv = nng_tls_config_auth_mode(cfg, verify ? NNG_TLS_AUTH_MODE_REQUIRED
+                                                   : NNG_TLS_AUTH_MODE_NONE)) !=
+            0 ||
         (verify && name != NULL &&
          (rv = nng_tls_config_server_name(cfg, name)) != 0) ||
         (verify && ca_file != NULL &&

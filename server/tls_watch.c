@@ -15,8 +15,8 @@
 #include "duration.h"
 #include "log.h"
 
-#define TLS_WATCH_MAX     8     /* tls+tcp:// listeners watched */
-#define TLS_WATCH_POLL_MS 1000u /* how often the counters are read */
+#define TLS_WATCH_MAX     8      /* tls+tcp:// listeners watched */
+#define TLS_WATCH_POLL_MS 1000u  /* how often the counters are read */
 #define TLS_WATCH_LOG_MS  10000u /* at most one line per listener per this */
 
 typedef struct tls_entry {
@@ -37,29 +37,60 @@ struct tls_watch {
     bool stopping;
 };
 
+/* The child of scope st named name, or NULL. */
+static nng_stat *
+tls_stat_child(nng_stat *st, const char *name)
+{
+    for (nng_stat *s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
+        if (strcmp(nng_stat_name(s), name) == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* The statistics scope of the listener with this id. Not
+ * nng_stat_find_listener: nng 1.5.2's search below the top level ignores
+ * the id and returns the first listener of the process. */
+static nng_stat *
+tls_stat_listener(nng_stat *st, uint64_t id)
+{
+    nng_stat *s;
+
+    if (nng_stat_type(st) != NNG_STAT_SCOPE) {
+        return NULL;
+    }
+    if (strcmp(nng_stat_name(st), "listener") == 0) {
+        s = tls_stat_child(st, "id");
+        return s != NULL && nng_stat_value(s) == id ? st : NULL;
+    }
+    for (s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
+        nng_stat *found = tls_stat_listener(s, id);
+        if (found != NULL) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
 /* The "auth" counter (NNG_ECRYPTO and NNG_EPEERAUTH of accepted
  * connections) of listener nl in the snapshot, or 0. */
 static uint64_t
 tls_auth_errors(nng_stat *snap, nng_listener nl)
 {
-    nng_stat *ls = nng_stat_find_listener(snap, nl);
+    nng_stat *ls = tls_stat_listener(snap, (uint64_t)nng_listener_id(nl));
+    nng_stat *auth = ls != NULL ? tls_stat_child(ls, "auth") : NULL;
 
-    for (nng_stat *s = ls != NULL ? nng_stat_child(ls) : NULL; s != NULL;
-         s = nng_stat_next(s)) {
-        if (strcmp(nng_stat_name(s), "auth") == 0) {
-            return nng_stat_value(s);
-        }
-    }
-    return 0;
+    return auth != NULL ? nng_stat_value(auth) : 0;
 }
 
 static void
 tls_tell(tls_entry *e, uint64_t now)
 {
-    log_warn("%s: %llu TLS handshake(s) failed since %s: clients that do "
-             "not trust this certificate (another CA) or expect a name it "
-             "does not carry as a DNS name; they are told TLS_UNTRUSTED or "
-             "TLS_NAME_MISMATCH (docs/security.md)",
+    log_warn("%s: %llu TLS handshake(s) rejected by clients since %s: "
+             "clients that do not trust this certificate (another CA) or "
+             "expect a name it does not carry as a DNS name are told "
+             "TLS_UNTRUSTED or TLS_NAME_MISMATCH (docs/security.md)",
              e->url, (unsigned long long)e->untold,
              e->told_ms == 0 ? "onced started" : "the last report");
     e->untold = 0;
@@ -79,7 +110,6 @@ tls_poll(tls_watch *w, bool flush)
     for (size_t i = 0; i < w->n; i++) {
         tls_entry *e = &w->entries[i];
         uint64_t v = tls_auth_errors(snap, e->nl);
-
         if (v > e->seen) {
             e->untold += v - e->seen;
         }
