@@ -7,8 +7,9 @@
  * (conn_tls_verdict).
  * Invariant: nng's own REQ resend is off on the socket and on every
  * context (slot.c): the call engine counts attempts itself.
- * Never: blocks on the network; never replaces the dialer more than once
- * a second.
+ * Never: blocks on the network, but for the TLS probe of conn_tls_verdict
+ * (bounded by the time its caller gives, at most once a second); never
+ * replaces the dialer more than once a second.
  */
 #include "conn.h"
 
