@@ -213,12 +213,15 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         }
         /* tls+tcp://: a handshake that fails (a certificate not trusted,
          * another name) looks like no connection at all; ask why. */
-        uint64_t probe_ms = retry_remaining_ms(deadline);
+        uint64_t probe_ms = retry_remaining_ms(attempt_end);
 
-        if (conn_tls_verdict(&c->conn,
-                             probe_ms < CALL_SEND_SLICE_MS ? probe_ms
-                                                           : CALL_SEND_SLICE_MS,
-                             &cst->tls) != ONCE_OK) {
+        if (probe_ms < CALL_SEND_SLICE_MS) {
+            probe_ms = CALL_SEND_SLICE_MS; /* a slice at least, */
+        }
+        if (probe_ms > retry_remaining_ms(deadline)) {
+            probe_ms = retry_remaining_ms(deadline); /* never past it */
+        }
+        if (conn_tls_verdict(&c->conn, probe_ms, &cst->tls) != ONCE_OK) {
             nng_msg_free(nng_aio_get_msg(aio));
             nng_aio_set_msg(aio, NULL);
             snprintf(cst->last_err, sizeof(cst->last_err), "TLS %s",

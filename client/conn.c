@@ -174,6 +174,19 @@ conn_open(conn *cn, once_status *st)
     return ONCE_OK;
 }
 
+/* Whether a dialer of cn counted a handshake that failed as TLS. Under
+ * dial_lock. */
+static bool
+conn_dialers_tls_failed(conn *cn)
+{
+    for (size_t i = 0; i < cn->ndialers; i++) {
+        if (tls_diag_dialer_failed(cn->dialers[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 conn_redial(conn *cn)
 {
@@ -185,6 +198,10 @@ conn_redial(conn *cn)
     now = retry_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
+        /* The dialers' statistics go with them: keep what they said. */
+        if (cn->tls != NULL && !cn->tls_failed) {
+            cn->tls_failed = conn_dialers_tls_failed(cn);
+        }
         for (size_t i = 0; i < cn->ndialers; i++) {
             nng_dialer_close(cn->dialers[i]);
         }
@@ -198,16 +215,26 @@ conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
 {
     uint64_t now;
 
-    if (cn->tls == NULL) {
+    /* One server only: the replicas of a cluster (several URLs) may differ
+     * in their certificates, and a call only needs one of them. */
+    if (cn->tls == NULL || cn->nurls != 1) {
         return ONCE_OK;
     }
     pthread_mutex_lock(&cn->diag_lock);
     now = retry_now_ms(); /* under the lock, as in conn_redial */
     if (timeout_ms > 0 &&
         (cn->diag_ms == 0 || now - cn->diag_ms >= CONN_DIAG_MIN_MS)) {
+        bool failed;
+
+        pthread_mutex_lock(&cn->dial_lock);
+        cn->tls_failed = cn->tls_failed || conn_dialers_tls_failed(cn);
+        failed = cn->tls_failed;
+        pthread_mutex_unlock(&cn->dial_lock);
         status_clear(&cn->diag);
-        (void)tls_diag_probe(cn->url, cn->tls_ca, cn->tls_name, timeout_ms,
-                             &cn->diag);
+        if (failed) {
+            (void)tls_diag_probe(cn->url, cn->tls_ca, cn->tls_name, timeout_ms,
+                                 &cn->diag);
+        }
         cn->diag_ms = retry_now_ms();
     }
     *st = cn->diag;

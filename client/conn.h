@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +43,8 @@ typedef struct conn {
     _Atomic uint64_t max_request; /* onced's --recv-max from its last
                                      OpenLease reply; 0: not known */
 
-    pthread_mutex_t dial_lock; /* protects dialers, ndialers, redial_ms */
+    pthread_mutex_t dial_lock; /* protects dialers, ndialers, redial_ms,
+                                  tls_failed */
     /* One dialer per URL of url: REQ sends each attempt to one connected
      * replica; a follower's UNAVAILABLE/NOT_LEADER is retried under the
      * same rpc id (call.c) and reaches another. */
@@ -50,6 +52,8 @@ typedef struct conn {
     size_t ndialers;
     size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
     uint64_t redial_ms; /* retry_now_ms() of the last redial */
+    bool tls_failed;    /* a dialer of sock saw a handshake fail as TLS
+                           (tls_diag_dialer_failed); sticky */
 
     pthread_mutex_t diag_lock; /* protects diag_ms and diag */
     uint64_t diag_ms;          /* retry_now_ms() of the last TLS probe */
@@ -77,7 +81,8 @@ void conn_shut(conn *cn);
 void conn_fini(conn *cn);
 
 /* A send found no connection (tls+tcp:// only; ONCE_OK at once for any
- * other URL): probes the server's TLS (tls_diag.h), at most once a second
+ * other URL): when the dialer has seen a handshake fail as TLS (its
+ * statistics), probes the server's TLS (tls_diag.h), at most once a second
  * per handle — a caller within that second gets the last verdict — and
  * waiting at most timeout_ms. Returns ONCE_OK (no TLS verdict: keep
  * waiting) or ONCE_UNAVAILABLE with st set (TLS_UNTRUSTED,

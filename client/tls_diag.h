@@ -23,9 +23,18 @@
 #ifndef CLIENT_TLS_DIAG_H
 #define CLIENT_TLS_DIAG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include <nng/nng.h>
+
 #include "once/client.h"
+
+/* Whether dialer d has had a handshake fail as TLS since it started (its
+ * "auth" statistic), or nng keeps no statistics (then nobody can tell
+ * without a probe). A slow handshake or a server not reachable is no
+ * reason to probe: a probe is one more handshake for the server. */
+bool tls_diag_dialer_failed(nng_dialer d);
 
 /* The probe of a tls+tcp:// url: ca_file (NULL: none given) and the
  * server name the handle checks (never NULL: the URL's host by default).
