@@ -82,7 +82,11 @@ import once
 assert once.__file__.startswith("/usr/lib/python3/dist-packages/"), once.__file__
 with once.Client(sys.argv[1]) as c:
     first = c.counter_incr_reply("deb-check-py", by=2)
-    again = c.counter_incr_reply("deb-check-py", by=2, rpc_id=first.rpc_id)
+    # The same rpc id from another handle while the lease lives: the
+    # stored reply.
+    with once.Client(sys.argv[1], lease=False) as r:
+        again = r.counter_incr_reply("deb-check-py", by=2,
+                                     rpc_id=first.rpc_id)
 assert first.value == 2 and not first.replayed, (first.value, first.replayed)
 assert again.value == 2 and again.replayed, (again.value, again.replayed)
 print("python3-once: counter_incr gave", first.value, "rpc id", first.rpc_id,
