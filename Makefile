@@ -37,13 +37,14 @@ test: deps build
 
 # Debian packages (CPack, packaging/CMakeLists.txt) in build-deb/: once
 # (onced, oncectl, onced.service, /etc/once/onced.conf, man pages),
-# libonce0 and libonce-dev (headers, once.pc, find_package(once), .proto).
+# libonce0 and libonce-dev (headers, once.pc, find_package(once), .proto),
+# python3-once (the `once` Python package).
 # Only what the packages hold is built (no tests or benchmarks).
 deb: deps
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DCMAKE_INSTALL_PREFIX=/usr -DONCE_SYSTEM_INSTALL=ON \
 	    -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON
-	cmake --build $(DEB_BUILD) -j$(JOBS) --target onced oncectl once man_pages
+	cmake --build $(DEB_BUILD) -j$(JOBS) --target onced oncectl once man_pages once_python
 	cd $(DEB_BUILD) && cpack -G DEB
 	@ls -l $(DEB_BUILD)/*.deb
 

@@ -143,9 +143,9 @@ is_help(const char *a)
 bool
 is_global_opt(const char *a)
 {
-    static const char *const globals[] = {"--json",     "--server",
-                                          "--timeout",  "--principal",
-                                          "--key-file", "--tls-ca"};
+    static const char *const globals[] = {
+        "--json",     "--server", "--timeout",        "--principal",
+        "--key-file", "--tls-ca", "--tls-server-name"};
 
     for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
         size_t n = strlen(globals[i]);
@@ -245,6 +245,7 @@ open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
     once_security_init(&sec);
     sec.key_file = g->key_file;
     sec.tls_ca_file = g->tls_ca;
+    sec.tls_server_name = g->tls_server_name;
     o.url = g->server;
     o.principal = g->principal;
     o.deadline_ms = (uint32_t)g->timeout_ms;

@@ -30,6 +30,8 @@ typedef struct cli {
     const char *principal;
     const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
     const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
+    const char *tls_server_name; /* --tls-server-name: the name their
+                                    certificates must carry */
 } cli;
 
 #define GLOBAL_HINT                                                            \

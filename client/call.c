@@ -77,6 +77,8 @@ typedef struct call_state {
                                 answered UNAVAILABLE: it may have run */
     uint32_t not_leader;     /* NOT_LEADER refusals in a row (followers) */
     bool lost;               /* stopped because the lease was lost */
+    once_status tls;         /* a TLS verdict (conn_tls_verdict) that
+                                ended the call unsent; code 0: none */
 } call_state;
 
 /* Starts op on one of the call's aios (its sleep aio for GATE_OP_SLEEP); a
@@ -209,6 +211,23 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL) {
             break;
         }
+        /* tls+tcp://: a handshake that fails (a certificate not trusted,
+         * another name) looks like no connection at all; ask why. */
+        uint64_t probe_ms = retry_remaining_ms(attempt_end);
+
+        if (probe_ms < CALL_SEND_SLICE_MS) {
+            probe_ms = CALL_SEND_SLICE_MS; /* a slice at least, */
+        }
+        if (probe_ms > retry_remaining_ms(deadline)) {
+            probe_ms = retry_remaining_ms(deadline); /* never past it */
+        }
+        if (conn_tls_verdict(&c->conn, probe_ms, &cst->tls) != ONCE_OK) {
+            nng_msg_free(nng_aio_get_msg(aio));
+            nng_aio_set_msg(aio, NULL);
+            snprintf(cst->last_err, sizeof(cst->last_err), "TLS %s",
+                     cst->tls.reason);
+            return NNG_ECRYPTO;
+        }
         conn_redial(
             &c->conn); /* no connection for a slice, or a whole attempt */
         if (retry_remaining_ms(attempt_end) == 0) {
@@ -320,6 +339,10 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
             " may or may not have taken effect and can no "
             "longer be retried",
             cs->client_id, why.message, cst->sent, cs->client_id, cs->seq);
+    }
+    if (cst->sent == 0 && cst->tls.code != ONCE_OK) {
+        *st = cst->tls; /* nothing was sent: nothing can have run */
+        return st->code;
     }
     if (cst->sent == 0) {
         return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
@@ -500,6 +523,8 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
             r = NULL;
         } else if (rv == NNG_ECLOSED) {
             break; /* the handle is closing: no attempt can succeed */
+        } else if (cst.tls.code != ONCE_OK) {
+            break; /* the certificate will not change by itself */
         }
         if (cs->tracked && gate_is_lost(&c->gate)) {
             cst.lost = true;

@@ -3,11 +3,13 @@
  *
  * Owns: opening the REQ socket with libonce's options (no nng resend, the
  * receive limit, reconnect times), its one dialer and the redial of
- * conn_redial, the TLS client configuration.
+ * conn_redial, the TLS client configuration and the rate of its probes
+ * (conn_tls_verdict).
  * Invariant: nng's own REQ resend is off on the socket and on every
  * context (slot.c): the call engine counts attempts itself.
- * Never: blocks on the network; never replaces the dialer more than once
- * a second.
+ * Never: blocks on the network, but for the TLS probe of conn_tls_verdict
+ * (bounded by the time its caller gives, at most once a second); never
+ * replaces the dialer more than once a second.
  */
 #include "conn.h"
 
@@ -19,12 +21,15 @@
 
 #include "retry.h"
 #include "status.h"
+#include "tls_diag.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
 #define CONN_RECONNECT_MAX_MS 1000
 /* At most one new dialer per this many ms (conn_redial). */
 #define CONN_REDIAL_MIN_MS 1000u
+/* At most one TLS probe per this many ms (conn_tls_verdict). */
+#define CONN_DIAG_MIN_MS 1000u
 
 int
 conn_init(conn *cn, const char *url, once_status *st)
@@ -32,6 +37,7 @@ conn_init(conn *cn, const char *url, once_status *st)
     memset(cn, 0, sizeof(*cn));
     slot_init(&cn->slots);
     pthread_mutex_init(&cn->dial_lock, NULL);
+    pthread_mutex_init(&cn->diag_lock, NULL);
     if ((cn->url = strdup(url)) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
@@ -86,6 +92,12 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
                           "TLS configuration (CA file %s): %s",
                           sec->tls_ca_file != NULL ? sec->tls_ca_file : "none",
                           nng_strerror(rv));
+    }
+    if ((cn->tls_name = strdup(sn)) == NULL ||
+        (sec->tls_ca_file != NULL &&
+         (cn->tls_ca = strdup(sec->tls_ca_file)) == NULL)) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory");
     }
     return ONCE_OK;
 }
@@ -162,6 +174,19 @@ conn_open(conn *cn, once_status *st)
     return ONCE_OK;
 }
 
+/* Whether a dialer of cn counted a handshake that failed as TLS. Under
+ * dial_lock. */
+static bool
+conn_dialers_tls_failed(conn *cn)
+{
+    for (size_t i = 0; i < cn->ndialers; i++) {
+        if (tls_diag_dialer_failed(cn->dialers[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 conn_redial(conn *cn)
 {
@@ -173,12 +198,48 @@ conn_redial(conn *cn)
     now = retry_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
+        /* The dialers' statistics go with them: keep what they said. */
+        if (cn->tls != NULL && !cn->tls_failed) {
+            cn->tls_failed = conn_dialers_tls_failed(cn);
+        }
         for (size_t i = 0; i < cn->ndialers; i++) {
             nng_dialer_close(cn->dialers[i]);
         }
         (void)conn_dialer_start(cn); /* on failure the next stall retries */
     }
     pthread_mutex_unlock(&cn->dial_lock);
+}
+
+int
+conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
+{
+    uint64_t now;
+
+    /* One server only: the replicas of a cluster (several URLs) may differ
+     * in their certificates, and a call only needs one of them. */
+    if (cn->tls == NULL || cn->nurls != 1) {
+        return ONCE_OK;
+    }
+    pthread_mutex_lock(&cn->diag_lock);
+    now = retry_now_ms(); /* under the lock, as in conn_redial */
+    if (timeout_ms > 0 &&
+        (cn->diag_ms == 0 || now - cn->diag_ms >= CONN_DIAG_MIN_MS)) {
+        bool failed;
+
+        pthread_mutex_lock(&cn->dial_lock);
+        cn->tls_failed = cn->tls_failed || conn_dialers_tls_failed(cn);
+        failed = cn->tls_failed;
+        pthread_mutex_unlock(&cn->dial_lock);
+        status_clear(&cn->diag);
+        if (failed) {
+            (void)tls_diag_probe(cn->url, cn->tls_ca, cn->tls_name, timeout_ms,
+                                 &cn->diag);
+        }
+        cn->diag_ms = retry_now_ms();
+    }
+    *st = cn->diag;
+    pthread_mutex_unlock(&cn->diag_lock);
+    return st->code;
 }
 
 void
@@ -195,8 +256,11 @@ conn_fini(conn *cn)
     slot_fini(&cn->slots);
     conn_shut(cn);
     pthread_mutex_destroy(&cn->dial_lock);
+    pthread_mutex_destroy(&cn->diag_lock);
     if (cn->tls != NULL) {
         nng_tls_config_free(cn->tls);
     }
+    free(cn->tls_ca);
+    free(cn->tls_name);
     free(cn->url);
 }

@@ -155,6 +155,16 @@ typedef struct once_status {
 #define ONCE_REASON_NOT_LEADER       "NOT_LEADER"
 #define ONCE_REASON_NO_LEADER        "NO_LEADER"
 #define ONCE_REASON_ETCD_UNAVAILABLE "ETCD_UNAVAILABLE"
+/* tls+tcp:// (code ONCE_UNAVAILABLE, nothing sent): the server's
+ * certificate does not chain to the CA file (or none was given), or is
+ * outside its validity; */
+#define ONCE_REASON_TLS_UNTRUSTED "TLS_UNTRUSTED"
+/* ... it chains to the CA but does not carry the server name (the URL's
+ * host or once_security.tls_server_name) as a DNS name; */
+#define ONCE_REASON_TLS_NAME_MISMATCH "TLS_NAME_MISMATCH"
+/* ... or the handshake fails whatever the certificate (not a TLS
+ * listener, no common protocol version or cipher). */
+#define ONCE_REASON_TLS_HANDSHAKE "TLS_HANDSHAKE"
 
 typedef struct once_options {
     const char *url;             /* required: "ipc:///tmp/once.ipc"; or
