@@ -121,6 +121,10 @@ void harness_free(harness *h);
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t harness_now_ms(void);
 
+/* A TCP port on 127.0.0.1 that nothing listens on right now (bound and
+ * released: another process may still take it), or -1. */
+int harness_free_port(void);
+
 /* Sleeps ms milliseconds (the whole time, across EINTR). */
 void harness_sleep_ms(int ms);
 
