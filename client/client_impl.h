@@ -25,10 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conn.h"
-#include "lease_gate.h"
+#include "client/conn.h"
+#include "client/lease_gate.h"
 #include "once/client.h"
-#include "retry.h"
+#include "client/retry.h"
 
 /* The lease's renewal thread; only lease.c touches it. */
 typedef struct lease_renewer {

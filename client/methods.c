@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "call.h"
-#include "status.h"
-#include "wire.h"
+#include "client/call.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 static int
 methods_incr(once_client *c, const char *name, int64_t by, call_kind kind,

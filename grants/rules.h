@@ -42,11 +42,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "credential.h"
-#include "grants.pb-c.h"
-#include "once.pb-c.h"
-#include "store.h"
-#include "wire.h"
+#include "grants/credential.h"
+#include "proto/grants.pb-c.h"
+#include "proto/once.pb-c.h"
+#include "store/store.h"
+#include "proto/wire.h"
 
 /* A pending queue row older than this expires on its machine's next
  * claim. */

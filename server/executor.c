@@ -13,7 +13,7 @@
  * call's outcome is recorded with its effect in one transaction; a non-OK
  * outcome keeps no effect, only its record.
  */
-#include "executor.h"
+#include "server/executor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,17 +24,17 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "auth.h"
-#include "dispatch.h"
-#include "duration.h"
-#include "envelope.h"
-#include "fault.h"
-#include "lease.h"
-#include "log.h"
-#include "names.h"
-#include "once.pb-c.h"
-#include "records.h"
-#include "wire_text.h"
+#include "server/auth.h"
+#include "server/dispatch.h"
+#include "proto/duration.h"
+#include "proto/envelope.h"
+#include "store/fault.h"
+#include "lease/lease.h"
+#include "proto/log.h"
+#include "proto/names.h"
+#include "proto/once.pb-c.h"
+#include "store/records.h"
+#include "proto/wire_text.h"
 
 typedef struct exec_task {
     void (*fn)(void *);

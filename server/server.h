@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk_floor.h"
-#include "exec_env.h"
-#include "stats.h"
-#include "store.h"
+#include "server/disk_floor.h"
+#include "server/exec_env.h"
+#include "server/stats.h"
+#include "store/store.h"
 
 #define SERVER_LISTEN_MAX 8
 

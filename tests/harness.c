@@ -11,10 +11,10 @@
  * exec; never removes anything outside the harness's own temp dir and ipc
  * file.
  */
-#include "harness.h"
+#include "tests/harness.h"
 
-#include "auth_tag.h"
-#include "principals.h"
+#include "proto/auth_tag.h"
+#include "proto/principals.h"
 
 #include <dirent.h>
 #include <errno.h>

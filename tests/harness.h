@@ -28,7 +28,7 @@
 
 #include <once/client.h>
 
-#include "once.pb-c.h"
+#include "proto/once.pb-c.h"
 
 /* How long harness_start/harness_restart wait for onced to answer. */
 #define HARNESS_READY_MS 10000

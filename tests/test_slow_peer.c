@@ -35,7 +35,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define PEER_MAX_SENDS 3000000 /* bound of the flood, in requests */
 #define PEER_MAX_MS    120000  /* and in time */

@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 typedef struct tls_fixture {
     char dir[64];

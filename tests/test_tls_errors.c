@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* A failing open: deadline and attempt timeout. The verdict must come
  * within the first attempt, long before the deadline. */
