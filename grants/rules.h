@@ -79,8 +79,8 @@ typedef struct grants_outcome {
     size_t resp_len;
 } grants_outcome;
 
-/* checks.c: request checks that need no state (names, lengths, enums). Returns true
- * when the request may run; otherwise o says why (INVALID_ARGUMENT). */
+/* checks.c: request checks that need no state (names, lengths, enums). Returns
+ * true when the request may run; otherwise o says why (INVALID_ARGUMENT). */
 bool grants_check_placement(const Once__V1__SetPlacementRequest *r,
                             grants_outcome *o);
 bool grants_check_request(const Once__V1__RequestGrantRequest *r,

@@ -443,7 +443,7 @@ listener_shutdown(listener *l)
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
     listen_watch_stop(l->watch); /* no probe or new listener from here */
-    tls_watch_stop(l->tls_log); /* reads the socket's listeners' stats */
+    tls_watch_stop(l->tls_log);  /* reads the socket's listeners' stats */
     /* Cancel every receive and send and wait for running callbacks, so no
      * request reaches the executor after this, however nng_close goes. */
     for (size_t i = 0; i < l->nctx; i++) {
