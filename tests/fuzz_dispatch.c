@@ -91,6 +91,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.listen[0] = url;
     cfg.nlisten = 1;
     cfg.contexts = 4;
+    /* onced's defaults (main.c): with 0 the listener allows one request in
+     * flight per connection, and the next request can arrive before the
+     * context that sent the last reply is free again: dropped unanswered. */
+    cfg.conn_inflight = 64;
+    cfg.send_timeout_ms = 10000;
     cfg.recv_max = 1 << 20;
     cfg.lease_ttl_ms = 3600 * 1000;
     cfg.lease_ttl_max_ms = 3600 * 1000;
