@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "async.h"
 #include "client_impl.h"
 #include "conn.h"
 #include "lease.h"
@@ -62,6 +63,7 @@ client_free(once_client *c)
     if (c == NULL) {
         return;
     }
+    async_fini(&c->async);
     conn_fini(&c->conn);
     lease_fini(c);
     gate_fini(&c->gate);
@@ -135,6 +137,11 @@ once_client_open_secure(once_client **cp, const once_options *o,
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
     }
+    if (async_init(&c->async) != 0) {
+        free(c);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory");
+    }
     gate_init(&c->gate, c);
     lease_init(c);
     if ((rv = conn_init(&c->conn, o->url, st)) != ONCE_OK) {
@@ -178,6 +185,7 @@ void
 once_client_close(once_client *c)
 {
     if (c != NULL) {
+        async_stop(&c->async); /* async calls end before the lease */
         lease_end(c, false, NULL);
         client_free(c);
     }
@@ -190,6 +198,7 @@ once_client_close_keep_lease(once_client *c, uint64_t *lease_left_ms)
         *lease_left_ms = 0;
     }
     if (c != NULL) {
+        async_stop(&c->async);
         lease_end(c, true, lease_left_ms);
         client_free(c);
     }
