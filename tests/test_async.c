@@ -40,9 +40,10 @@
 
 #define ASYNC_N        600 /* async calls from one thread, all in flight */
 #define SHARED_THREADS 8
-#define SHARED_CALLS   100 /* per thread, on one handle */
-#define LOSSY_N        400
-#define LOSSY_WINDOW   32 /* async calls in flight at once */
+#define SHARED_CALLS   100   /* per thread, on one handle */
+#define LOSSY_N        400   /* at most; fewer when onced is slow */
+#define LOSSY_START_MS 15000 /* no new call after this (valgrind: slow) */
+#define LOSSY_WINDOW   32    /* async calls in flight at once */
 #define RESOLVE_TRIES  60
 
 static int
@@ -435,7 +436,8 @@ test_async_lossy_kills(void **state)
     once_status st;
     char front[160];
     int started = 0, kills = 0, status, rv = ONCE_UNAVAILABLE;
-    int64_t next_kill, end = harness_now_ms() + 120000;
+    int64_t next_kill, end = harness_now_ms() + 180000;
+    int64_t stop_starting = harness_now_ms() + LOSSY_START_MS;
     pid_t proxy;
 
     assert_non_null(l);
@@ -462,11 +464,13 @@ test_async_lossy_kills(void **state)
     }
     assert_int_equal(rv, ONCE_OK);
 
-    next_kill = harness_now_ms() + 300 + (int64_t)(seed % 500);
+    next_kill = harness_now_ms() + 200 + (int64_t)(seed % 300);
     pthread_mutex_lock(&l->mtx);
-    while ((started < LOSSY_N || l->in_flight > 0) && harness_now_ms() < end &&
-           l->error[0] == '\0') {
-        while (started < LOSSY_N && l->in_flight < LOSSY_WINDOW) {
+    while (((started < LOSSY_N && harness_now_ms() < stop_starting) ||
+            l->in_flight > 0) &&
+           harness_now_ms() < end && l->error[0] == '\0') {
+        while (started < LOSSY_N && l->in_flight < LOSSY_WINDOW &&
+               harness_now_ms() < stop_starting) {
             lossy_call *lc = calloc(1, sizeof(*lc));
 
             assert_non_null(lc);
@@ -483,7 +487,8 @@ test_async_lossy_kills(void **state)
             }
             pthread_mutex_lock(&l->mtx);
         }
-        if (harness_now_ms() >= next_kill && started < LOSSY_N) {
+        if (harness_now_ms() >= next_kill && started < LOSSY_N &&
+            harness_now_ms() < stop_starting) {
             pthread_mutex_unlock(&l->mtx);
             assert_int_not_equal(harness_kill(h, SIGKILL), -1);
             harness_sleep_ms(50);
@@ -516,13 +521,14 @@ test_async_lossy_kills(void **state)
         harness_dump_log(h);
     }
     assert_string_equal(l->error, "");
-    print_message("async lossy: %zu acknowledged, %llu after OUTCOME_UNKNOWN, "
-                  "%d SIGKILLs\n",
-                  l->n, (unsigned long long)l->unknown, kills);
-    assert_int_equal(l->n, LOSSY_N);
+    print_message("async lossy: %d started, %zu acknowledged, %llu after "
+                  "OUTCOME_UNKNOWN, %d SIGKILLs\n",
+                  started, l->n, (unsigned long long)l->unknown, kills);
+    assert_int_equal(l->n, (size_t)started); /* every call answered */
+    assert_true(l->n > 0);
     assert_true(kills > 0);
     assert_exact(l->values, l->n, "async lossy");
-    assert_int_equal(counter_value(h, "lossy"), LOSSY_N);
+    assert_int_equal(counter_value(h, "lossy"), (int64_t)l->n);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mtx);
     free(l);
