@@ -65,6 +65,7 @@ client_free(once_client *c)
     }
     async_fini(&c->async);
     conn_fini(&c->conn);
+    batch_fini(&c->batch);
     lease_fini(c);
     gate_fini(&c->gate);
     sodium_memzero(c->key, sizeof(c->key));
@@ -142,6 +143,7 @@ once_client_open_secure(once_client **cp, const once_options *o,
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
     }
+    batch_init(&c->batch);
     gate_init(&c->gate, c);
     lease_init(c);
     if ((rv = conn_init(&c->conn, o->url, st)) != ONCE_OK) {

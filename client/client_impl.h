@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "conn.h"
 #include "lease_gate.h"
 #include "once/client.h"
@@ -67,6 +68,7 @@ struct once_client {
     lease_gate gate;     /* lease state the call engine consults */
     lease_renewer renew; /* the renewal thread (lease.c) */
     async_pool async;    /* async calls and their workers (async.c) */
+    batch_queue batch;   /* calls queued behind messages in flight */
 
     /* Call settings; read-only after open. */
     char *principal;             /* owned (strdup) */

@@ -487,7 +487,10 @@ test_async_lossy_kills(void **state)
             }
             pthread_mutex_lock(&l->mtx);
         }
-        if (harness_now_ms() >= next_kill && started < LOSSY_N &&
+        /* A SIGKILL every LOSSY_N / 4 calls started (batches make 400
+         * calls too quick for a clock-only schedule), or on the clock. */
+        if (((harness_now_ms() >= next_kill && started < LOSSY_N) ||
+             (started >= (kills + 1) * (LOSSY_N / 4) && kills < 3)) &&
             harness_now_ms() < stop_starting) {
             pthread_mutex_unlock(&l->mtx);
             assert_int_not_equal(harness_kill(h, SIGKILL), -1);
@@ -526,7 +529,7 @@ test_async_lossy_kills(void **state)
                   started, l->n, (unsigned long long)l->unknown, kills);
     assert_int_equal(l->n, (size_t)started); /* every call answered */
     assert_true(l->n > 0);
-    assert_true(kills > 0);
+    assert_true(kills >= 3);
     assert_exact(l->values, l->n, "async lossy");
     assert_int_equal(counter_value(h, "lossy"), (int64_t)l->n);
     pthread_cond_destroy(&l->cv);

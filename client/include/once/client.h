@@ -391,6 +391,11 @@ ONCE_API int once_counter_get(once_client *c, const char *name, int64_t *value,
  * start new calls, but must not close the handle. once_client_close waits
  * for every pending async call and its callback first.
  *
+ * Calls in flight on one handle (async, or from many threads) share
+ * messages: while two messages of the handle are in flight, further calls
+ * queue and leave together as one batch (docs/protocol.md, "Batches"),
+ * each keeping its own rpc id, status and retries.
+ *
  * A future belongs to the caller until once_future_free (which may come
  * before the call finished: the call still runs, and its callback still
  * runs). Passing fp == NULL with a callback keeps no future for the caller.
