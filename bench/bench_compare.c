@@ -68,6 +68,8 @@ static const compare_peer *const all_peers[] = {
     &compare_peer_echo,
     &compare_peer_leveldb,
     /* after the first five: opt.selected indexes them by position */
+    &compare_peer_etcd,
+    &compare_peer_once_repl,
     &compare_peer_once_shared,
     &compare_peer_once_async,
 };
@@ -96,7 +98,8 @@ static struct {
     .levels = {1, 16, 64},
     .nlevels = 3,
     .seconds = 5,
-    .selected = {true, true, true, true, true, true, true},
+    .selected = {true, true, true, true, true, true, true, true,
+                 true}, /* all NPEERS */
     .csv = "compare.csv",
     .plot_script = COMPARE_GP,
     .onced = ONCED_PATH,
@@ -119,7 +122,7 @@ usage(FILE *f)
             "run on this machine, at each concurrency level:\n"
             "\n");
     for (int i = 0; i < NPEERS; i++) {
-        fprintf(f, "  %-11s %s\n", all_peers[i]->name, all_peers[i]->what);
+        fprintf(f, "  %-15s %s\n", all_peers[i]->name, all_peers[i]->what);
     }
     fprintf(
         f,
@@ -131,7 +134,8 @@ usage(FILE *f)
         "  --callers LIST      concurrency levels (default 1,16,64)\n"
         "  --seconds S         per system and level (default 5)\n"
         "  --systems LIST      subset of once,redis,postgres,echo,leveldb,\n"
-        "                      once-shared,once-async (default all)\n"
+        "                      etcd,once-replicated,once-shared,once-async\n"
+        "                      (default all)\n"
         "  --csv FILE          results (default compare.csv)\n"
         "  --png FILE          plot (default: the CSV's name with .png;\n"
         "                      'none': no plot)\n"
@@ -887,7 +891,7 @@ report(void)
            "postgres mode '%s'%s\n\n",
            when, host, sysconf(_SC_NPROCESSORS_ONLN), opt.seconds, opt.pg_mode,
            opt.one_counter ? ", one counter" : "");
-    printf("%-11s %7s %11s %9s %9s %10s %7s  %s\n", "system", "callers",
+    printf("%-15s %7s %11s %9s %9s %10s %7s  %s\n", "system", "callers",
            "calls/s", "p50_us", "p99_us", "calls", "errors", "exactly-once");
     for (int l = 0; l < opt.nlevels; l++) {
         for (int p = 0; p < NPEERS; p++) {
@@ -895,7 +899,7 @@ report(void)
             if (!r->ran) {
                 continue;
             }
-            printf("%-11s %7d %11.0f %9.1f %9.1f %10" PRId64 " %7" PRId64
+            printf("%-15s %7d %11.0f %9.1f %9.1f %10" PRId64 " %7" PRId64
                    "  %s\n",
                    r->peer->name, r->callers, r->per_s, r->p50_us, r->p99_us,
                    r->calls, r->errors, check_word(r));

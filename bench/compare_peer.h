@@ -83,6 +83,8 @@ extern const compare_peer compare_peer_redis;
 extern const compare_peer compare_peer_postgres;
 extern const compare_peer compare_peer_echo;
 extern const compare_peer compare_peer_leveldb;
+extern const compare_peer compare_peer_etcd;
+extern const compare_peer compare_peer_once_repl;
 extern const compare_peer compare_peer_once_shared;
 extern const compare_peer compare_peer_once_async;
 

@@ -26,9 +26,17 @@
 
 #include "bench_env.h"
 #include "compare_peer.h"
+#include "etcd_procs.h"
+
+#define ONCE_REPLICAS 3
 
 typedef struct once_env {
     bench_onced srv;
+    char url[1100]; /* what clients dial: srv's, or every replica's */
+    /* once-replicated: the etcd cluster and the replicas (srv unused) */
+    etcd_cluster *cl;
+    bench_onced reps[ONCE_REPLICAS];
+    int nreps;
     pthread_mutex_t mu;  /* protects shared and shared_refs */
     once_client *shared; /* the one handle of the shared rows */
     int shared_refs;     /* callers open on it */
@@ -65,6 +73,7 @@ once_start(const compare_config *cfg, void **envp)
         return -1;
     }
     pthread_mutex_init(&e->mu, NULL);
+    snprintf(e->url, sizeof(e->url), "%s", e->srv.url);
     *envp = e;
     return 0;
 }
@@ -89,13 +98,89 @@ client_open(once_env *e, bool lease, once_client **cp, char *err)
     int rv;
 
     once_options_init(&o);
-    o.url = e->srv.url;
+    o.url = e->url;
     o.no_lease = !lease;
     if ((rv = once_client_open(cp, &o, &st)) != ONCE_OK) {
         say(err, rv, &st);
         return -1;
     }
     return 0;
+}
+
+/* once-replicated: 3 etcd members and 3 onced --replicate; clients dial
+ * all three. Ready when a leader answers. */
+static void once_repl_stop(void *env);
+
+static int
+once_repl_start(const compare_config *cfg, void **envp)
+{
+    once_env *e = calloc(1, sizeof(*e));
+    size_t off = 0;
+    int64_t until;
+
+    if (e == NULL) {
+        return -1;
+    }
+    pthread_mutex_init(&e->mu, NULL);
+    if (etcd_cluster_start(&e->cl, 3) != 0) {
+        fprintf(stderr, "once-replicated: etcd did not start\n");
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return -1;
+    }
+    for (int i = 0; i < ONCE_REPLICAS; i++) {
+        const char *args[] = {"--replicate", e->cl->endpoints,  "--cluster",
+                              "bench",       "--replicate-ttl", "2",
+                              NULL};
+        if (bench_spawn(&e->reps[i], cfg->onced, args) != 0) {
+            once_repl_stop(e);
+            return -1;
+        }
+        e->nreps++;
+        off += (size_t)snprintf(e->url + off, sizeof(e->url) - off, "%s%s",
+                                i > 0 ? "," : "", e->reps[i].url);
+    }
+    until = bench_now_ns() / 1000000 + 60000;
+    for (;;) {
+        once_options o;
+        once_client *c = NULL;
+        once_status st;
+        int64_t v;
+
+        once_options_init(&o);
+        o.url = e->url;
+        o.no_lease = true;
+        o.deadline_ms = 2000;
+        if (once_client_open(&c, &o, &st) == ONCE_OK &&
+            once_counter_get(c, "ready", &v, &st) == ONCE_OK) {
+            once_client_close(c);
+            break;
+        }
+        once_client_close(c);
+        if (bench_now_ns() / 1000000 > until) {
+            fprintf(stderr, "once-replicated: no leader within 60 s\n");
+            once_repl_stop(e);
+            return -1;
+        }
+        bench_sleep_ms(100);
+    }
+    *envp = e;
+    return 0;
+}
+
+static void
+once_repl_stop(void *env)
+{
+    once_env *e = env;
+
+    if (e != NULL) {
+        for (int i = 0; i < e->nreps; i++) {
+            bench_onced_stop(&e->reps[i]);
+        }
+        etcd_cluster_free(e->cl);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+    }
 }
 
 static int
@@ -300,6 +385,20 @@ const compare_peer compare_peer_once = {
     .exactly_once = true,
     .start = once_start,
     .stop = once_stop,
+    .open = once_open,
+    .call = once_do,
+    .replay_last = once_replay_last,
+    .close = once_close,
+    .read = once_read,
+};
+
+const compare_peer compare_peer_once_repl = {
+    .name = "once-replicated",
+    .what = "3 onced --replicate on 3 etcd members, libonce dialing all "
+            "three (Increment)",
+    .exactly_once = true,
+    .start = once_repl_start,
+    .stop = once_repl_stop,
     .open = once_open,
     .call = once_do,
     .replay_last = once_replay_last,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "json_out.h"
+#include "number.h"
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -142,9 +143,9 @@ is_help(const char *a)
 bool
 is_global_opt(const char *a)
 {
-    static const char *const globals[] = {"--json",     "--server",
-                                          "--timeout",  "--principal",
-                                          "--key-file", "--tls-ca"};
+    static const char *const globals[] = {
+        "--json",     "--server", "--timeout",        "--principal",
+        "--key-file", "--tls-ca", "--tls-server-name"};
 
     for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
         size_t n = strlen(globals[i]);
@@ -183,36 +184,13 @@ opt_value(int argc, char **argv, int *i, const char *name, const char **val)
     return 1;
 }
 
-/* Strict decimal, no sign, no spaces. */
-int
-parse_u64(const char *s, const char **end, uint64_t *v)
-{
-    uint64_t n = 0;
-    const char *p = s;
-
-    while (*p >= '0' && *p <= '9') {
-        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) {
-            return ERANGE;
-        }
-        n = n * 10 + (uint64_t)(*p - '0');
-        p++;
-    }
-    if (p == s) {
-        return EINVAL;
-    }
-    *end = p;
-    *v = n;
-    return 0;
-}
-
 int
 parse_i64(const char *s, int64_t *v)
 {
     bool neg = (*s == '-');
-    const char *end;
     uint64_t u;
 
-    if (parse_u64(neg ? s + 1 : s, &end, &u) != 0 || *end != '\0') {
+    if (number_parse_u64_all(neg ? s + 1 : s, &u) != 0) {
         return EINVAL;
     }
     if (neg ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX) {
@@ -229,8 +207,8 @@ parse_rpc_id(const char *s, once_rpc_id *id)
     const char *end;
     uint64_t c, q;
 
-    if (parse_u64(s, &end, &c) != 0 || *end != ':' ||
-        parse_u64(end + 1, &end, &q) != 0 || *end != '\0' || c == 0 || q == 0) {
+    if (number_parse_u64(s, &end, &c) != 0 || *end != ':' ||
+        number_parse_u64_all(end + 1, &q) != 0 || c == 0 || q == 0) {
         return EINVAL;
     }
     id->client_id = c;
@@ -267,6 +245,7 @@ open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
     once_security_init(&sec);
     sec.key_file = g->key_file;
     sec.tls_ca_file = g->tls_ca;
+    sec.tls_server_name = g->tls_server_name;
     o.url = g->server;
     o.principal = g->principal;
     o.deadline_ms = (uint32_t)g->timeout_ms;

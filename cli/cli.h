@@ -30,6 +30,8 @@ typedef struct cli {
     const char *principal;
     const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
     const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
+    const char *tls_server_name; /* --tls-server-name: the name their
+                                    certificates must carry */
 } cli;
 
 #define GLOBAL_HINT                                                            \
@@ -59,10 +61,6 @@ bool is_global_opt(const char *a);
  * the value is missing. */
 int opt_value(int argc, char **argv, int *i, const char *name,
               const char **val);
-
-/* Strict decimal, no sign: 0, EINVAL or ERANGE. The one number parser of
- * oncectl; *end is where the digits stopped. */
-int parse_u64(const char *s, const char **end, uint64_t *v);
 
 /* A whole argument as a signed decimal: 0, EINVAL or ERANGE. */
 int parse_i64(const char *s, int64_t *v);

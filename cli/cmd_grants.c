@@ -1,6 +1,7 @@
 /*
  * cmd_grants.c — `oncectl grants ...`: one subcommand per method of
- * once.v1.Grants (docs/grants.md), and `grants inputs` for libonce's input store.
+ * once.v1.Grants (docs/grants.md), and `grants inputs` for libonce's input
+ * store.
  *
  * Owns: the table mapping each subcommand to its method and to the request
  * fields its arguments fill (positional arguments and --options are named
@@ -25,6 +26,7 @@
 #include "duration.h"
 #include "grants.pb-c.h"
 #include "json_out.h"
+#include "number.h"
 #include "once/client.h"
 #include "once/inputs.h"
 #include "cli.h"
@@ -400,7 +402,6 @@ set_field(const cli *g, ProtobufCMessage *m, const char *field, const char *a)
         protobuf_c_message_descriptor_get_field_by_name(m->descriptor, field);
     char *p;
     uint64_t v = 0;
-    const char *end;
 
     if (fd == NULL) {
         return usage_error(g, NULL, "internal: no field %s", field);
@@ -439,7 +440,7 @@ set_field(const cli *g, ProtobufCMessage *m, const char *field, const char *a)
                 return usage_error(g, "write durations like 30s, 5m, 1h",
                                    "bad duration '%s'", a);
             }
-        } else if (parse_u64(a, &end, &v) != 0 || *end != '\0') {
+        } else if (number_parse_u64_all(a, &v) != 0) {
             return usage_error(g, NULL,
                                "%s takes a non-negative integer, "
                                "not '%s'",

@@ -16,6 +16,7 @@
 #include "cmds.h"
 #include "duration.h"
 #include "json_out.h"
+#include "number.h"
 
 static const char usage_lease[] =
     "usage: oncectl [GLOBAL OPTIONS] lease open [--ttl DURATION]\n"
@@ -55,7 +56,6 @@ lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
              bool *done)
 {
     const char *arg = NULL;
-    const char *end;
 
     *done = false;
     for (int i = 0; i < argc; i++) {
@@ -78,7 +78,7 @@ lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
         return usage_error(g, "e.g. oncectl lease info 3",
                            "lease %s needs a CLIENT_ID", sub);
     }
-    if (parse_u64(arg, &end, id) != 0 || *end != '\0' || *id == 0) {
+    if (number_parse_u64_all(arg, id) != 0 || *id == 0) {
         return usage_error(g, "a client id is a positive integer, e.g. 3",
                            "bad CLIENT_ID '%s'", arg);
     }

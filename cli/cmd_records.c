@@ -15,6 +15,7 @@
 #include "cmds.h"
 #include "duration.h"
 #include "json_out.h"
+#include "number.h"
 #include "once/admin.h"
 
 static const char usage_records[] =
@@ -122,22 +123,21 @@ cmd_records_list(const cli *g, int argc, char **argv)
     int rv;
 
     for (int i = 0; i < argc; i++) {
-        const char *v, *end;
+        const char *v;
         int m;
         if (common_arg(g, argv[i], usage_records, &rv)) {
             return rv;
         }
         if ((m = opt_value(argc, argv, &i, "--client", &v)) != 0) {
-            if (m < 0 || parse_u64(v, &end, &id) != 0 || *end != '\0' ||
-                id == 0) {
+            if (m < 0 || number_parse_u64_all(v, &id) != 0 || id == 0) {
                 return usage_error(g, "--client takes a client id, e.g. 3",
                                    "bad --client '%s'", m < 0 ? "" : v);
             }
             continue;
         }
         if ((m = opt_value(argc, argv, &i, "--limit", &v)) != 0) {
-            if (m < 0 || parse_u64(v, &end, &limit) != 0 || *end != '\0' ||
-                limit == 0 || limit > 10000) {
+            if (m < 0 || number_parse_u64_all(v, &limit) != 0 || limit == 0 ||
+                limit > 10000) {
                 return usage_error(g, "--limit takes 1 to 10000",
                                    "bad --limit '%s'", m < 0 ? "" : v);
             }

@@ -3,7 +3,8 @@
  * scripts: global options and dispatch to the command files (cmds.h).
  *
  *   oncectl [--server URL] [--json] [--timeout DURATION] [--principal NAME]
- *           [--key-file FILE] [--tls-ca FILE] COMMAND ...
+ *           [--key-file FILE] [--tls-ca FILE] [--tls-server-name NAME]
+ *           COMMAND ...
  *
  * Owns: the global options and the top usage text; which command file
  * runs a command. Output forms (text for people; with --json exactly one
@@ -73,6 +74,8 @@ static const char usage_top[] =
     "                      (\"NAME KEYHEX\"); default: $ONCE_KEY_FILE, else\n"
     "                      " ONCECTL_DEV_KEY " when it exists (onced --dev)\n"
     "  --tls-ca FILE       PEM CA that a tls+tcp:// server must be signed by\n"
+    "  --tls-server-name NAME  name its certificate must carry (a DNS name in\n"
+    "                      subjectAltName); default: the host of --server\n"
     "  --version           oncectl's version\n"
     "  -h, --help          this text; `oncectl COMMAND --help` for a command\n"
     "\n"
@@ -213,9 +216,17 @@ main(int argc, char **argv)
             g.tls_ca = v;
             continue;
         }
+        if ((m = opt_value(argc, argv, &i, "--tls-server-name", &v)) != 0) {
+            if (m < 0 || v[0] == '\0') {
+                return usage_error(&g, NULL, "--tls-server-name needs a NAME");
+            }
+            g.tls_server_name = v;
+            continue;
+        }
         return usage_error(&g,
                            "global options are --server, --json, --timeout, "
-                           "--principal, --key-file, --tls-ca; command "
+                           "--principal, --key-file, --tls-ca, "
+                           "--tls-server-name; command "
                            "options go after the command",
                            "unknown option '%s'", a);
     }

@@ -13,7 +13,9 @@
  * or ONCE_UNKNOWN/OUTCOME_UNKNOWN with its rpc id; its seq stays incomplete
  * in the window until a final reply is delivered (or the caller releases
  * it). Retryable: timeouts, transport errors, undecodable envelopes,
- * replies with code UNAVAILABLE, and — on mutating calls —
+ * replies with code UNAVAILABLE (a replicated cluster's followers answer
+ * UNAVAILABLE/NOT_LEADER: not run, call_is_follower_refusal), and — on
+ * mutating calls —
  * RESOURCE_EXHAUSTED/WINDOW_FULL (refused before execution; a later attempt
  * carries a newer acknowledgement). Every other reply code is final. A
  * refusal-before-execution reply (WINDOW_FULL, LEASE_EXPIRED,
@@ -81,7 +83,10 @@ typedef struct call_state {
     once_status window_full; /* that reply's status */
     bool maybe_executed;     /* an attempt was sent and not answered, or
                                 answered UNAVAILABLE: it may have run */
+    uint32_t not_leader;     /* NOT_LEADER refusals in a row (followers) */
     bool lost;               /* stopped because the lease was lost */
+    once_status tls;         /* a TLS verdict (conn_tls_verdict) that
+                                ended the call unsent; code 0: none */
 } call_state;
 
 /* Starts op on one of the call's aios (its sleep aio for GATE_OP_SLEEP); a
@@ -203,6 +208,23 @@ call_exchange(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         }
         if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(aio) == NULL) {
             break;
+        }
+        /* tls+tcp://: a handshake that fails (a certificate not trusted,
+         * another name) looks like no connection at all; ask why. */
+        uint64_t probe_ms = retry_remaining_ms(attempt_end);
+
+        if (probe_ms < CALL_SEND_SLICE_MS) {
+            probe_ms = CALL_SEND_SLICE_MS; /* a slice at least, */
+        }
+        if (probe_ms > retry_remaining_ms(deadline)) {
+            probe_ms = retry_remaining_ms(deadline); /* never past it */
+        }
+        if (conn_tls_verdict(&c->conn, probe_ms, &cst->tls) != ONCE_OK) {
+            nng_msg_free(nng_aio_get_msg(aio));
+            nng_aio_set_msg(aio, NULL);
+            snprintf(cst->last_err, sizeof(cst->last_err), "TLS %s",
+                     cst->tls.reason);
+            return NNG_ECRYPTO;
         }
         conn_redial(
             &c->conn); /* no connection for a slice, or a whole attempt */
@@ -562,6 +584,10 @@ call_give_up(once_client *c, const call_spec *cs, const call_state *cst,
             "longer be retried",
             cs->client_id, why.message, cst->sent, cs->client_id, cs->seq);
     }
+    if (cst->sent == 0 && cst->tls.code != ONCE_OK) {
+        *st = cst->tls; /* nothing was sent: nothing can have run */
+        return st->code;
+    }
     if (cst->sent == 0) {
         return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "could not send to the server in %" PRIu32
@@ -615,6 +641,28 @@ call_is_window_full(const Once__V1__Response *r)
     return call_code(r) == ONCE_RESOURCE_EXHAUSTED && r->status != NULL &&
            r->status->reason != NULL &&
            strcmp(r->status->reason, ONCE_REASON_WINDOW_FULL) == 0;
+}
+
+/* A follower of a replicated cluster (onced --replicate) refused the call
+ * without looking at it: it never executes anything, so the attempt did
+ * not run (docs/replication.md). */
+static bool
+call_is_follower_refusal(const Once__V1__Response *r)
+{
+    const char *why = r->status != NULL ? r->status->reason : NULL;
+
+    return why != NULL && (strcmp(why, ONCE_REASON_NOT_LEADER) == 0 ||
+                           strcmp(why, ONCE_REASON_NO_LEADER) == 0 ||
+                           strcmp(why, ONCE_REASON_ETCD_UNAVAILABLE) == 0);
+}
+
+/* A follower refused and named the leader: one exists. */
+static bool
+call_is_not_leader(const Once__V1__Response *r)
+{
+    return call_code(r) == ONCE_UNAVAILABLE && r->status != NULL &&
+           r->status->reason != NULL &&
+           strcmp(r->status->reason, ONCE_REASON_NOT_LEADER) == 0;
 }
 
 /* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
@@ -692,11 +740,14 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         cst.last_window_full = false;
         if ((rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
                                &cst, &r)) == 0) {
+            cst.not_leader = call_is_not_leader(r) ? cst.not_leader + 1 : 0;
             if (call_code(r) == ONCE_UNAVAILABLE) {
                 /* IN_PROGRESS and friends: the server asks us to come
                  * back; the call may be running meanwhile. */
                 cst.last_unavailable = true;
-                cst.maybe_executed = cst.maybe_executed || cs->mutating;
+                cst.maybe_executed =
+                    cst.maybe_executed ||
+                    (cs->mutating && !call_is_follower_refusal(r));
                 call_status_from(&cst.unavailable, r);
                 cst.unavailable.attempts = cst.sent;
                 snprintf(cst.last_err, sizeof(cst.last_err), "UNAVAILABLE %s",
@@ -716,6 +767,8 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
             r = NULL;
         } else if (rv == NNG_ECLOSED) {
             break; /* the handle is closing: no attempt can succeed */
+        } else if (cst.tls.code != ONCE_OK) {
+            break; /* the certificate will not change by itself */
         }
         if (cs->tracked && gate_is_lost(&c->gate)) {
             cst.lost = true;
@@ -728,6 +781,12 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         uint64_t b = retry_backoff_ms(&c->retry, attempt, &rng);
         if (b > left) {
             b = left;
+        }
+        /* A follower named a leader: the next attempt goes to another
+         * replica (REQ picks the next connected pipe) at once, once per
+         * URL in a row; then the backoff again (no leader answers). */
+        if (cst.not_leader > 0 && cst.not_leader < c->conn.nurls) {
+            b = 0;
         }
         /* On the slot's sleep aio, never on aio (slot.h); tracked with
          * the call, so a lost lease cuts the backoff short. */

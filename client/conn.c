@@ -3,11 +3,13 @@
  *
  * Owns: opening the REQ socket with libonce's options (no nng resend, the
  * receive limit, reconnect times), its one dialer and the redial of
- * conn_redial, the TLS client configuration.
+ * conn_redial, the TLS client configuration and the rate of its probes
+ * (conn_tls_verdict).
  * Invariant: nng's own REQ resend is off on the socket and on every
  * context (slot.c): the call engine counts attempts itself.
- * Never: blocks on the network; never replaces the dialer more than once
- * a second.
+ * Never: blocks on the network, but for the TLS probe of conn_tls_verdict
+ * (bounded by the time its caller gives, at most once a second); never
+ * replaces the dialer more than once a second.
  */
 #include "conn.h"
 
@@ -19,12 +21,15 @@
 
 #include "retry.h"
 #include "status.h"
+#include "tls_diag.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
 #define CONN_RECONNECT_MAX_MS 1000
 /* At most one new dialer per this many ms (conn_redial). */
 #define CONN_REDIAL_MIN_MS 1000u
+/* At most one TLS probe per this many ms (conn_tls_verdict). */
+#define CONN_DIAG_MIN_MS 1000u
 
 int
 conn_init(conn *cn, const char *url, once_status *st)
@@ -32,6 +37,7 @@ conn_init(conn *cn, const char *url, once_status *st)
     memset(cn, 0, sizeof(*cn));
     slot_init(&cn->slots);
     pthread_mutex_init(&cn->dial_lock, NULL);
+    pthread_mutex_init(&cn->diag_lock, NULL);
     if ((cn->url = strdup(url)) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
@@ -68,7 +74,12 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
     }
     sn = sec->tls_server_name;
     if (sn == NULL) {
-        conn_url_host(cn->url, host, sizeof(host));
+        /* Of the first URL when there are several (a cluster's replicas
+         * share one certificate name, or set tls_server_name). */
+        char first[512];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(cn->url, ","),
+                 cn->url);
+        conn_url_host(first, host, sizeof(host));
         sn = host;
     }
     if ((rv = nng_tls_config_alloc(&cn->tls, NNG_TLS_MODE_CLIENT)) != 0 ||
@@ -82,29 +93,52 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
                           sec->tls_ca_file != NULL ? sec->tls_ca_file : "none",
                           nng_strerror(rv));
     }
+    if ((cn->tls_name = strdup(sn)) == NULL ||
+        (sec->tls_ca_file != NULL &&
+         (cn->tls_ca = strdup(sec->tls_ca_file)) == NULL)) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory");
+    }
     return ONCE_OK;
 }
 
-/* A new dialer on cn->url (with the TLS configuration when there is one),
- * started without waiting for the connection. Under dial_lock or before
- * the handle is shared. */
+/* A new dialer on each URL of cn->url (comma-separated: the replicas of
+ * a cluster; with the TLS configuration when there is one), started
+ * without waiting for the connection. Under dial_lock or before the
+ * handle is shared. */
 static int
 conn_dialer_start(conn *cn)
 {
-    nng_dialer d;
-    int rv;
+    const char *p = cn->url;
+    int rv = 0;
 
-    if ((rv = nng_dialer_create(&d, cn->sock, cn->url)) != 0) {
-        return rv;
+    cn->ndialers = 0;
+    while (*p != '\0' && cn->ndialers < CONN_URLS_MAX) {
+        size_t n = strcspn(p, ",");
+        char *one = strndup(p, n);
+        nng_dialer d;
+
+        if (one == NULL) {
+            return NNG_ENOMEM;
+        }
+        rv = nng_dialer_create(&d, cn->sock, one);
+        free(one);
+        if (rv != 0) {
+            return rv;
+        }
+        if ((cn->tls != NULL &&
+             (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
+            (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+            nng_dialer_close(d);
+            return rv;
+        }
+        cn->dialers[cn->ndialers++] = d;
+        p += n;
+        if (*p == ',') {
+            p++;
+        }
     }
-    if ((cn->tls != NULL &&
-         (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
-        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
-        nng_dialer_close(d);
-        return rv;
-    }
-    cn->dialer = d;
-    return 0;
+    return cn->ndialers > 0 ? 0 : NNG_EADDRINVAL;
 }
 
 int
@@ -130,12 +164,27 @@ conn_open(conn *cn, once_status *st)
         return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
                           nng_strerror(rv));
     }
-    if ((rv = conn_dialer_start(cn)) != 0) {
+    rv = conn_dialer_start(cn);
+    cn->nurls = cn->ndialers;
+    if (rv != 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
                           "cannot dial %s%s: %s", cn->url,
                           cn->tls != NULL ? " with TLS" : "", nng_strerror(rv));
     }
     return ONCE_OK;
+}
+
+/* Whether a dialer of cn counted a handshake that failed as TLS. Under
+ * dial_lock. */
+static bool
+conn_dialers_tls_failed(conn *cn)
+{
+    for (size_t i = 0; i < cn->ndialers; i++) {
+        if (tls_diag_dialer_failed(cn->dialers[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void
@@ -149,10 +198,48 @@ conn_redial(conn *cn)
     now = retry_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
-        nng_dialer_close(cn->dialer);
+        /* The dialers' statistics go with them: keep what they said. */
+        if (cn->tls != NULL && !cn->tls_failed) {
+            cn->tls_failed = conn_dialers_tls_failed(cn);
+        }
+        for (size_t i = 0; i < cn->ndialers; i++) {
+            nng_dialer_close(cn->dialers[i]);
+        }
         (void)conn_dialer_start(cn); /* on failure the next stall retries */
     }
     pthread_mutex_unlock(&cn->dial_lock);
+}
+
+int
+conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
+{
+    uint64_t now;
+
+    /* One server only: the replicas of a cluster (several URLs) may differ
+     * in their certificates, and a call only needs one of them. */
+    if (cn->tls == NULL || cn->nurls != 1) {
+        return ONCE_OK;
+    }
+    pthread_mutex_lock(&cn->diag_lock);
+    now = retry_now_ms(); /* under the lock, as in conn_redial */
+    if (timeout_ms > 0 &&
+        (cn->diag_ms == 0 || now - cn->diag_ms >= CONN_DIAG_MIN_MS)) {
+        bool failed;
+
+        pthread_mutex_lock(&cn->dial_lock);
+        cn->tls_failed = cn->tls_failed || conn_dialers_tls_failed(cn);
+        failed = cn->tls_failed;
+        pthread_mutex_unlock(&cn->dial_lock);
+        status_clear(&cn->diag);
+        if (failed) {
+            (void)tls_diag_probe(cn->url, cn->tls_ca, cn->tls_name, timeout_ms,
+                                 &cn->diag);
+        }
+        cn->diag_ms = retry_now_ms();
+    }
+    *st = cn->diag;
+    pthread_mutex_unlock(&cn->diag_lock);
+    return st->code;
 }
 
 void
@@ -169,8 +256,11 @@ conn_fini(conn *cn)
     slot_fini(&cn->slots);
     conn_shut(cn);
     pthread_mutex_destroy(&cn->dial_lock);
+    pthread_mutex_destroy(&cn->diag_lock);
     if (cn->tls != NULL) {
         nng_tls_config_free(cn->tls);
     }
+    free(cn->tls_ca);
+    free(cn->tls_name);
     free(cn->url);
 }

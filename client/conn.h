@@ -1,22 +1,24 @@
 /*
- * conn.h — libonce's connection layer: the REQ socket of a handle, its one
- * dialer (started over when it stalls), the TLS configuration, and the call
- * slots (slot.h) kept for reuse on that socket.
+ * conn.h — libonce's connection layer: the REQ socket of a handle, its
+ * dialers (one per URL; started over when they stall), the TLS
+ * configuration, and the call slots (slot.h) kept for reuse on that socket.
  *
  * Owns: struct conn and everything in it; which lock protects which field
  * is written beside it.
  * Invariant: the layer knows nothing of rpc ids, leases or retries; it
  * includes no other header of client/ but slot.h (the
- * layer's other half), and its functions take a
+ * layer's other half; conn.c also uses tls_diag.h), and its functions take a
  * conn, never the whole handle.
  * Never: blocks on the network (the dial is non-blocking and nng
- * reconnects by itself); never sends a request (call.c does).
+ * reconnects by itself) but in conn_tls_verdict, bounded by its caller's
+ * time; never sends a request (call.c does).
  */
 #ifndef CLIENT_CONN_H
 #define CLIENT_CONN_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,18 +28,36 @@
 #include "once/client.h"
 #include "slot.h"
 
+/* Most server URLs one handle dials (once_options.url, comma-separated:
+ * the replicas of a cluster, docs/replication.md). */
+#define CONN_URLS_MAX 8
+
 typedef struct conn {
     nng_socket sock;     /* REQ socket; nng makes it thread-safe */
     char *url;           /* owned (strdup); read-only after conn_open */
     nng_tls_config *tls; /* tls+tcp:// client config, or NULL; read-only */
+    char *tls_ca;        /* its CA file (strdup), or NULL; read-only */
+    char *tls_name;      /* the server name it checks (strdup); read-only */
 
     slot_pool slots;              /* free call slots (slot.h) */
     _Atomic uint64_t max_request; /* onced's --recv-max from its last
                                      OpenLease reply; 0: not known */
 
-    pthread_mutex_t dial_lock; /* protects dialer and redial_ms */
-    nng_dialer dialer;         /* the one dialer of sock */
-    uint64_t redial_ms;        /* retry_now_ms() of the last redial */
+    pthread_mutex_t dial_lock; /* protects dialers, ndialers, redial_ms,
+                                  tls_failed */
+    /* One dialer per URL of url: REQ sends each attempt to one connected
+     * replica; a follower's UNAVAILABLE/NOT_LEADER is retried under the
+     * same rpc id (call.c) and reaches another. */
+    nng_dialer dialers[CONN_URLS_MAX];
+    size_t ndialers;
+    size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
+    uint64_t redial_ms; /* retry_now_ms() of the last redial */
+    bool tls_failed;    /* a dialer of sock saw a handshake fail as TLS
+                           (tls_diag_dialer_failed); sticky */
+
+    pthread_mutex_t diag_lock; /* protects diag_ms and diag */
+    uint64_t diag_ms;          /* retry_now_ms() of the last TLS probe */
+    once_status diag;          /* its verdict (code ONCE_OK: none) */
 } conn;
 
 /* Initializes *cn (locks, no socket) with a copy of url. Returns ONCE_OK
@@ -59,6 +79,15 @@ void conn_shut(conn *cn);
 
 /* Closes kept slots and the socket and frees what conn_init made. */
 void conn_fini(conn *cn);
+
+/* A send found no connection (tls+tcp:// only; ONCE_OK at once for any
+ * other URL): when the dialer has seen a handshake fail as TLS (its
+ * statistics), probes the server's TLS (tls_diag.h), at most once a second
+ * per handle — a caller within that second gets the last verdict — and
+ * waiting at most timeout_ms. Returns ONCE_OK (no TLS verdict: keep
+ * waiting) or ONCE_UNAVAILABLE with st set (TLS_UNTRUSTED,
+ * TLS_NAME_MISMATCH, TLS_HANDSHAKE). */
+int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
 
 /* A send found no connection for a second (or for a whole attempt, when
  * attempts are shorter): replaces the dialer with a new one (at most once a

@@ -76,10 +76,7 @@ once_strerror(int code)
 const char *
 once_lease_state_name(int state)
 {
-    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
-        &once__v1__lease_state__descriptor, state);
-
-    return v != NULL ? v->name : "LEASE_STATE_UNSPECIFIED";
+    return wire_lease_state_name(state);
 }
 
 bool

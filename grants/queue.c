@@ -14,59 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys.h"
-#include "rows.h"
-#include "rows.pb-c.h"
-#include "rules.h"
-
-#define CODE(x) ONCE__V1__CODE__##x
-#define ROW_FREE(m)                                                            \
-    do {                                                                       \
-        if ((m) != NULL) {                                                     \
-            protobuf_c_message_free_unpacked(&(m)->base, NULL);                \
-        }                                                                      \
-    } while (0)
-
-static int
-work_load(const grants_env *e, uint64_t id, Once__V1__WorkRow **w)
-{
-    gkey k;
-
-    gkey_work(&k, id);
-    return rows_get(e->txn, &k, &once__v1__work_row__descriptor,
-                    (ProtobufCMessage **)w);
-}
-
-static int
-work_store(const grants_env *e, const Once__V1__WorkRow *w)
-{
-    gkey k;
-
-    gkey_work(&k, w->work_id);
-    return rows_put(e->txn, &k, &w->base);
-}
-
-static int
-queue_load(const grants_env *e, const char *machine,
-           Once__Grants__V1__MachineQueue **q)
-{
-    gkey k;
-
-    gkey_machine(&k, machine);
-    return rows_get_or_empty(e->txn, &k,
-                             &once__grants__v1__machine_queue__descriptor,
-                             (ProtobufCMessage **)q);
-}
-
-static int
-queue_store(const grants_env *e, const char *machine,
-            const Once__Grants__V1__MachineQueue *q)
-{
-    gkey k;
-
-    gkey_machine(&k, machine);
-    return rows_put(e->txn, &k, &q->base);
-}
+#include "rules_impl.h"
 
 /* Clears g/q/<surface> when it names work_id. */
 static int
@@ -102,7 +50,7 @@ work_close(const grants_env *e, Once__V1__WorkRow *w,
     if (q != NULL) {
         rows_ids_drop(q->pending, &q->n_pending, w->work_id);
     }
-    if ((rv = work_store(e, &nw)) != 0) {
+    if ((rv = grants_work_store(e, &nw)) != 0) {
         return rv;
     }
     w->state = state;
@@ -126,15 +74,13 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
 
     /* The destination is the placement of this moment. */
     gkey_placement(&k, r->surface);
-    if ((rv = rows_get_or_empty(e->txn, &k,
-                                &once__grants__v1__placement__descriptor,
-                                (ProtobufCMessage **)&p)) != 0) {
+    if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
         goto err;
     }
     gkey_pending(&k, r->surface);
     rv = rows_get_u64(e->txn, &k, &old_id);
     if (rv == 0) {
-        if ((rv = work_load(e, old_id, &old)) != 0) {
+        if ((rv = grants_work_load(e, old_id, &old)) != 0) {
             goto err;
         }
     } else if (rv != ENOENT) {
@@ -152,11 +98,11 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         nw.payload = r->payload;
         nw.enqueued_unix_ms = e->now_ms;
         nw.replaced = old->replaced + 1;
-        if ((rv = work_store(e, &nw)) != 0) {
+        if ((rv = grants_work_store(e, &nw)) != 0) {
             goto err;
         }
         resp.replaced = true;
-        if ((rv = work_load(e, nw.work_id, &row)) != 0) {
+        if ((rv = grants_work_load(e, nw.work_id, &row)) != 0) {
             goto err;
         }
         resp.row = row;
@@ -167,10 +113,10 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         /* The placement changed since the old row was enqueued: it could
          * never start (its generation is gone). Close it where it is, as a
          * fact, rather than move it. */
-        if ((rv = queue_load(e, old->machine, &oq)) != 0 ||
+        if ((rv = grants_machine_queue_load(e, old->machine, &oq)) != 0 ||
             (rv = work_close(e, old, oq, ONCE__V1__WORK_ROW__STATE__REJECTED,
                              "PLACEMENT_CHANGED")) != 0 ||
-            (rv = queue_store(e, old->machine, oq)) != 0) {
+            (rv = grants_machine_queue_store(e, old->machine, oq)) != 0) {
             goto err;
         }
     }
@@ -199,9 +145,9 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         nw.location = p->location;
         nw.generation = p->generation;
         nw.state = ONCE__V1__WORK_ROW__STATE__PENDING;
-        if ((rv = queue_load(e, p->machine, &q)) != 0 ||
+        if ((rv = grants_machine_queue_load(e, p->machine, &q)) != 0 ||
             (rv = rows_ids_push(&q->pending, &q->n_pending, nw.work_id)) != 0 ||
-            (rv = queue_store(e, p->machine, q)) != 0) {
+            (rv = grants_machine_queue_store(e, p->machine, q)) != 0) {
             goto err;
         }
         gkey_pending(&k, r->surface);
@@ -209,8 +155,8 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
             goto err;
         }
     }
-    if ((rv = work_store(e, &nw)) != 0 ||
-        (rv = work_load(e, nw.work_id, &row)) != 0) {
+    if ((rv = grants_work_store(e, &nw)) != 0 ||
+        (rv = grants_work_load(e, nw.work_id, &row)) != 0) {
         goto err;
     }
     resp.row = row;
@@ -231,7 +177,7 @@ static int
 work_reload(const grants_env *e, Once__V1__WorkRow **w)
 {
     Once__V1__WorkRow *old = *w;
-    int rv = work_load(e, old->work_id, w);
+    int rv = grants_work_load(e, old->work_id, w);
 
     if (rv != 0) {
         *w = old;
@@ -368,7 +314,8 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         /* The surface is busy: the row stays pending on this machine. */
         Once__V1__WorkRow nw = *w;
         nw.reason = ro.reason;
-        if ((rv = work_store(e, &nw)) != 0 || (rv = work_reload(e, &w)) != 0) {
+        if ((rv = grants_work_store(e, &nw)) != 0 ||
+            (rv = work_reload(e, &w)) != 0) {
             ROW_FREE(w);
             return rv;
         }
@@ -390,7 +337,7 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     memset(&co, 0, sizeof(co));
     /* Only this machine's queue: rows are there only if their destination
      * is this machine. Nothing else is looked at. */
-    if ((rv = queue_load(e, r->machine, &q)) != 0) {
+    if ((rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
     n = q->n_pending;
@@ -403,7 +350,7 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
-        if ((rv = work_load(e, ids[i], &w)) != 0) {
+        if ((rv = grants_work_load(e, ids[i], &w)) != 0) {
             goto err;
         }
         if (w->state != ONCE__V1__WORK_ROW__STATE__PENDING ||
@@ -416,7 +363,7 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
             goto err;
         }
     }
-    if ((rv = queue_store(e, r->machine, q)) != 0) {
+    if ((rv = grants_machine_queue_store(e, r->machine, q)) != 0) {
         goto err;
     }
     resp.n_claimed = co.n_claimed;
@@ -452,7 +399,7 @@ grants_delete_machine(const grants_env *e,
 
     gkey_machine_deleted(&k, r->machine);
     if ((rv = rows_set_flag(e->txn, &k, true)) != 0 ||
-        (rv = queue_load(e, r->machine, &q)) != 0) {
+        (rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
     n = q->n_pending;
@@ -465,7 +412,7 @@ grants_delete_machine(const grants_env *e,
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
-        if ((rv = work_load(e, ids[i], &w)) != 0) {
+        if ((rv = grants_work_load(e, ids[i], &w)) != 0) {
             goto err;
         }
         if (w->state == ONCE__V1__WORK_ROW__STATE__PENDING) {
@@ -479,7 +426,7 @@ grants_delete_machine(const grants_env *e,
         }
     }
     q->n_pending = 0;
-    if ((rv = queue_store(e, r->machine, q)) != 0) {
+    if ((rv = grants_machine_queue_store(e, r->machine, q)) != 0) {
         goto err;
     }
     /* Open grants are uncertain executions: kept, only reported. */
@@ -503,7 +450,7 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
     Once__V1__WorkRow *w = NULL, *row = NULL;
     int rv;
 
-    rv = work_load(e, r->work_id, &w);
+    rv = grants_work_load(e, r->work_id, &w);
     if (rv == ENOENT) {
         grants_fail(o, CODE(NOT_FOUND), "NO_WORK", "no work row %llu",
                     (unsigned long long)r->work_id);
@@ -513,10 +460,10 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
         goto err;
     }
     if (w->state == ONCE__V1__WORK_ROW__STATE__PENDING) {
-        if ((rv = queue_load(e, w->machine, &q)) != 0 ||
+        if ((rv = grants_machine_queue_load(e, w->machine, &q)) != 0 ||
             (rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__DELETED,
                              "DELETED")) != 0 ||
-            (rv = queue_store(e, w->machine, q)) != 0) {
+            (rv = grants_machine_queue_store(e, w->machine, q)) != 0) {
             goto err;
         }
     } else if (w->state != ONCE__V1__WORK_ROW__STATE__DELETED) {
@@ -527,7 +474,7 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
             goto err;
         }
     }
-    if ((rv = work_load(e, r->work_id, &row)) != 0) {
+    if ((rv = grants_work_load(e, r->work_id, &row)) != 0) {
         goto err;
     }
     resp.row = row;
@@ -555,7 +502,7 @@ grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
 
     gkey_machine_deleted(&k, r->machine);
     if ((rv = rows_exists(e->txn, &k, &deleted)) != 0 ||
-        (rv = queue_load(e, r->machine, &q)) != 0) {
+        (rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
     if ((pend = calloc(q->n_pending + 1, sizeof(*pend))) == NULL ||
@@ -564,13 +511,13 @@ grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
         goto err;
     }
     for (size_t i = 0; i < q->n_pending; i++) {
-        if ((rv = work_load(e, q->pending[i], &pend[np])) != 0) {
+        if ((rv = grants_work_load(e, q->pending[i], &pend[np])) != 0) {
             goto err;
         }
         np++;
     }
     for (size_t i = 0; i < q->n_expired; i++) {
-        if ((rv = work_load(e, q->expired[i], &exp[ne])) != 0) {
+        if ((rv = grants_work_load(e, q->expired[i], &exp[ne])) != 0) {
             goto err;
         }
         ne++;

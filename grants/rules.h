@@ -11,6 +11,15 @@
  * path on the same surface lock, deletions that keep open grants, and the
  * recorded rejections.
  *
+ * Where each rule lives: checks.c (request checks), placement.c
+ * (SetPlacement), start.c (RequestGrant and grants_start, step by step),
+ * replay.c (replays that mint afresh), lifecycle.c (RenewCredential,
+ * FinishGrant, CancelGrant), legacy.c, permissions.c, surface.c
+ * (GetSurface), queue.c (Enqueue, Claim, deletions, ListQueue),
+ * rejections.c (the surface's rejection log), issue.c (the credential a
+ * grant may carry now), outcome.c; the rows they share and the row macros
+ * are in rules_impl.h (grant_rows.c).
+ *
  * Concurrency: none here. onced's executor runs one call at a time, so
  * "lock (request_id, attempt) first, then look" is the order of the reads
  * in grants_request: nothing else runs between them and the staged writes.
@@ -70,7 +79,7 @@ typedef struct grants_outcome {
     size_t resp_len;
 } grants_outcome;
 
-/* Request checks that need no state (names, lengths, enums). Returns true
+/* checks.c: request checks that need no state (names, lengths, enums). Returns true
  * when the request may run; otherwise o says why (INVALID_ARGUMENT). */
 bool grants_check_placement(const Once__V1__SetPlacementRequest *r,
                             grants_outcome *o);
@@ -81,7 +90,8 @@ bool grants_check_finish(const Once__V1__FinishGrantRequest *r,
                          grants_outcome *o);
 bool grants_check_name(const char *what, const char *s, grants_outcome *o);
 
-/* The methods of once.v1.Grants. */
+/* The methods of once.v1.Grants (placement.c, start.c, lifecycle.c,
+ * legacy.c, permissions.c, surface.c). */
 void grants_set_placement(const grants_env *e,
                           const Once__V1__SetPlacementRequest *r,
                           grants_outcome *o);
@@ -107,7 +117,7 @@ void grants_get_surface(const grants_env *e,
                         grants_outcome *o);
 
 /*
- * Replays of a recorded OK result whose reply carries credentials
+ * replay.c: replays of a recorded OK result whose reply carries credentials
  * (docs/spec.md, docs/grants.md: each accept, first or retried, mints a fresh
  * credential after re-evaluating permission; a stored record never stands in
  * for a permission since withdrawn). stored/len: the recorded reply. On OK,
@@ -124,7 +134,7 @@ void grants_replay_request(const grants_env *e,
 void grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
                          const uint8_t *stored, size_t len, grants_outcome *o);
 
-/* queue.c */
+/* queue.c: the work queue. */
 void grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
                     grants_outcome *o);
 void grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
@@ -138,7 +148,7 @@ void grants_delete_work(const grants_env *e,
 void grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
                        grants_outcome *o);
 
-/* ---- shared by rules.c and queue.c -------------------------------------- */
+/* ---- shared by start.c and queue.c --------------------------------------- */
 
 /* The decision of one start, for RequestGrant and for each claimed row.
  * On OK *grantp (unpacked, free_unpacked) and *credp (may be NULL when

@@ -394,17 +394,3 @@ lease_entry_records_removed(lease_entry *e, uint64_t n, uint64_t bytes)
         e->oldest_ms = 0;
     }
 }
-
-const char *
-lease_state_name(lease_state s)
-{
-    switch (s) {
-    case LEASE_STATE_LIVE:
-        return "LIVE";
-    case LEASE_STATE_CLOSED:
-        return "CLOSED";
-    case LEASE_STATE_EXPIRED:
-        return "EXPIRED";
-    }
-    return "UNKNOWN";
-}

@@ -134,7 +134,4 @@ void lease_entry_record_added(lease_entry *e, uint64_t seq, uint64_t bytes,
 /* n records, bytes in all, were staged for deletion. */
 void lease_entry_records_removed(lease_entry *e, uint64_t n, uint64_t bytes);
 
-/* "LIVE", "CLOSED", "EXPIRED". */
-const char *lease_state_name(lease_state s);
-
 #endif /* LEASE_TABLE_H */

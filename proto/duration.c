@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "number.h"
+
 typedef struct duration_unit {
     const char *name;
     uint64_t ms;
@@ -54,20 +56,13 @@ duration_parse(const char *s, uint64_t *ms)
         return EINVAL;
     }
     while (*p != '\0') {
-        uint64_t n = 0;
-        const char *digits = p;
+        uint64_t n;
         const duration_unit *u;
         size_t ulen;
+        int rv;
 
-        while (*p >= '0' && *p <= '9') {
-            if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) {
-                return ERANGE;
-            }
-            n = n * 10 + (uint64_t)(*p - '0');
-            p++;
-        }
-        if (p == digits) {
-            return EINVAL;
+        if ((rv = number_parse_u64(p, &p, &n)) != 0) {
+            return rv;
         }
         if (*p == '\0' && parts == 0) {
             *ms = n; /* a bare number: milliseconds */

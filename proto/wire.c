@@ -93,6 +93,15 @@ wire_code_name(int code)
     return v != NULL ? v->name : "UNKNOWN_CODE";
 }
 
+const char *
+wire_lease_state_name(int state)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+        &once__v1__lease_state__descriptor, state);
+
+    return v != NULL ? v->name : "LEASE_STATE_UNSPECIFIED";
+}
+
 int
 wire_code_from_name(const char *name)
 {

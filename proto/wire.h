@@ -46,6 +46,11 @@ const char *wire_method_name(const ProtobufCServiceDescriptor *svc,
  * codes give "UNKNOWN_CODE". Static strings. */
 const char *wire_code_name(int code);
 
+/* "LEASE_LIVE" for once.v1.LeaseState 1; an unknown state gives
+ * "LEASE_STATE_UNSPECIFIED". Static strings: libonce's
+ * once_lease_state_name and onced's messages say the same. */
+const char *wire_lease_state_name(int state);
+
 /* The code named name ("NOT_FOUND"), or -1. */
 int wire_code_from_name(const char *name);
 

@@ -3,12 +3,14 @@
 # deb-check.sh — installs the packages `make deb` built and tries them as a
 # user of the packages would (CI runs it as root on its fresh machine).
 #
-# Owns: the check that the three packages install together with apt, that
-# the installed onced and oncectl run, and that examples/hello.c builds
+# Owns: the check that the four packages install together with apt, that
+# the installed onced and oncectl run, that examples/hello.c builds
 # against the installed headers and library — with pkg-config and with
 # CMake find_package(once) — and gets a replay from the installed onced
 # started with the packaged /etc/once/onced.conf (data and listen given as
-# flags, which win over the file).
+# flags, which win over the file), and that Debian's /usr/bin/python3
+# imports the installed `once` package (python3-once) and gets an
+# increment and its replay from the same onced.
 # Invariant: nothing outside build-deb/ and a temp dir is written, except
 # what apt installs. Never: removes packages (--purge at the end does).
 set -euo pipefail
@@ -21,7 +23,8 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO=(sudo)
 fi
 
-debs=("$DEB_BUILD"/once_*.deb "$DEB_BUILD"/libonce0_*.deb "$DEB_BUILD"/libonce-dev_*.deb)
+debs=("$DEB_BUILD"/once_*.deb "$DEB_BUILD"/libonce0_*.deb "$DEB_BUILD"/libonce-dev_*.deb
+    "$DEB_BUILD"/python3-once_*.deb)
 for d in "${debs[@]}"; do
     [ -f "$d" ] || { echo "deb-check: no $d (run make deb)" >&2; exit 1; }
 done
@@ -67,6 +70,28 @@ for _ in $(seq 1 200); do
 done
 "$tmp/hello"
 "$tmp/hello-cmake/hello"
+
+echo "deb-check: the installed python3-once"
+# -I: neither the working directory (this checkout's python/) nor PYTHON*
+# variables can shadow the installed package.
+/usr/bin/python3 -I - "$ONCE_SERVER" <<'PY'
+import sys
+
+import once
+
+assert once.__file__.startswith("/usr/lib/python3/dist-packages/"), once.__file__
+with once.Client(sys.argv[1]) as c:
+    first = c.counter_incr_reply("deb-check-py", by=2)
+    # The same rpc id from another handle while the lease lives: the
+    # stored reply.
+    with once.Client(sys.argv[1], lease=False) as r:
+        again = r.counter_incr_reply("deb-check-py", by=2,
+                                     rpc_id=first.rpc_id)
+assert first.value == 2 and not first.replayed, (first.value, first.replayed)
+assert again.value == 2 and again.replayed, (again.value, again.replayed)
+print("python3-once: counter_incr gave", first.value, "rpc id", first.rpc_id,
+      "and its retry replayed", again.value, "from", once.__file__)
+PY
 kill -TERM "$pid"
 wait "$pid"
 pid=
@@ -74,5 +99,5 @@ echo "deb-check: OK"
 
 if [ "${1:-}" = --purge ]; then
     "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get purge -y -q once libonce0 libonce-dev
+        apt-get purge -y -q once libonce0 libonce-dev python3-once
 fi

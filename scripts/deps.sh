@@ -29,6 +29,10 @@ PACKAGES=(
     python3-pytest
     protobuf-compiler
     curl
+    libcurl4-openssl-dev
+    libcjson-dev
+    etcd-server
+    etcd-client
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

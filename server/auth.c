@@ -13,65 +13,29 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nng/nng.h>
-#include <nng/supplemental/util/platform.h>
 #include <sodium.h>
 
+#include "auth_impl.h"
 #include "call.h"
+#include "duration.h"
 #include "log.h"
+#include "names.h"
 #include "principals.h"
 #include "trust.h"
 #include "wire.h"
 
-#define AUTH_PATH_MAX   4096
-#define AUTH_RULES_MAX  4096
-#define AUTH_DEV_NAME   "dev"
-#define AUTH_DEV_ROLE   "operator"
-#define POLICY_LINE_MAX 4096
-
-typedef struct auth_rule {
-    char who[PRINCIPAL_NAME_MAX + 2]; /* a role, or "@" and a name */
-    char glob[WIRE_METHOD_MAX];
-} auth_rule;
-
-/* What a stat said about a file, to notice a change. */
-typedef struct file_sig {
-    bool exists;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtim;
-    struct timespec ctim;
-} file_sig;
-
-/* The tables of one load: entries sorted by name, whos[i] about v[i]. */
-typedef struct auth_tables {
-    principal_list plist;
-    auth_who *whos;
-    auth_rule *rules;
-    size_t nrules;
-    bool default_policy;
-} auth_tables;
-
-struct auth {
-    char data_dir[AUTH_PATH_MAX];
-    char principals_path[AUTH_PATH_MAX];
-    char policy_path[AUTH_PATH_MAX];
-    atomic_bool reload; /* set by any thread, taken by the executor */
-    /* Executor thread only: */
-    bool enabled;
-    auth_tables t;
-    file_sig psig;
-    file_sig polsig;
-    uint64_t checked_ms; /* nng_clock() of the last stat */
-    auth_who anon;
+/* The caller of every request while onced runs OPEN. */
+static const auth_who auth_anon = {
+    .name = AUTH_ANONYMOUS,
+    .role = "operator",
+    .operator_ = true,
+    .open = true,
 };
 
 /* The default policy: the operator may do anything; a scheduler counts,
@@ -97,8 +61,8 @@ static const char *const auth_default_policy[][2] = {
     {"agent", "/once.v1.Grants/GetPublicKey"},
 };
 
-static void
-tables_fini(auth_tables *t)
+void
+auth_tables_fini(auth_tables *t)
 {
     principals_fini(&t->plist);
     free(t->whos);
@@ -106,8 +70,8 @@ tables_fini(auth_tables *t)
     memset(t, 0, sizeof(*t));
 }
 
-static file_sig
-file_stat(const char *path)
+file_sig
+auth_file_stat(const char *path)
 {
     file_sig s;
     struct stat st;
@@ -122,16 +86,6 @@ file_stat(const char *path)
         s.ctim = st.st_ctim;
     }
     return s;
-}
-
-static bool
-file_changed(const file_sig *a, const file_sig *b)
-{
-    return a->exists != b->exists || a->dev != b->dev || a->ino != b->ino ||
-           a->size != b->size || a->mtim.tv_sec != b->mtim.tv_sec ||
-           a->mtim.tv_nsec != b->mtim.tv_nsec ||
-           a->ctim.tv_sec != b->ctim.tv_sec ||
-           a->ctim.tv_nsec != b->ctim.tv_nsec;
 }
 
 static int
@@ -300,10 +254,9 @@ policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
     return rv;
 }
 
-/* Loads both files into t. Sets *present to whether the principals file
- * exists. 0 or an errno with err set. */
-static int
-tables_load(auth *a, auth_tables *t, bool *present, char *err, size_t errlen)
+int
+auth_tables_load(auth *a, auth_tables *t, bool *present, char *err,
+                 size_t errlen)
 {
     int rv;
 
@@ -325,17 +278,18 @@ tables_load(auth *a, auth_tables *t, bool *present, char *err, size_t errlen)
     }
     if ((rv = tables_index(t)) != 0 ||
         (rv = policy_read(a->policy_path, t, err, errlen)) != 0) {
-        tables_fini(t);
+        auth_tables_fini(t);
     }
     return rv;
 }
 
-static void
-auth_log_mode(const auth *a, const char *when)
+void
+auth_log_mode(const auth *a, const auth_tables *t, bool enabled,
+              const char *when)
 {
     size_t live = 0;
 
-    if (!a->enabled) {
+    if (!enabled) {
         log_warn("%sno principals file %s: onced runs OPEN — requests are "
                  "NOT authenticated, every caller may call every method and "
                  "read any result it can name. Add principals with `oncectl "
@@ -344,14 +298,14 @@ auth_log_mode(const auth *a, const char *when)
                  when, a->principals_path);
         return;
     }
-    for (size_t i = 0; i < a->t.plist.n; i++) {
-        live += !a->t.whos[i].revoked;
+    for (size_t i = 0; i < t->plist.n; i++) {
+        live += !t->whos[i].revoked;
     }
     log_info("%sauthentication on: %zu principals (%zu revoked) from %s; "
              "policy %s",
-             when, a->t.plist.n, a->t.plist.n - live, a->principals_path,
-             a->t.default_policy ? "built-in default (no policy file)"
-                                 : a->policy_path);
+             when, t->plist.n, t->plist.n - live, a->principals_path,
+             t->default_policy ? "built-in default (no policy file)"
+                               : a->policy_path);
     {
         struct stat st;
         if (stat(a->principals_path, &st) == 0 && (st.st_mode & 077) != 0) {
@@ -364,35 +318,6 @@ auth_log_mode(const auth *a, const char *when)
                      a->principals_path);
         }
     }
-}
-
-/* Re-reads both files; keeps the tables in force when they cannot be
- * parsed. */
-static void
-auth_reload(auth *a)
-{
-    auth_tables t;
-    bool present;
-    char err[512] = "";
-    int rv;
-
-    a->psig = file_stat(a->principals_path);
-    a->polsig = file_stat(a->policy_path);
-    if ((rv = tables_load(a, &t, &present, err, sizeof(err))) != 0) {
-        log_error("not reloaded, the previous principals and policy stay in "
-                  "force: %s",
-                  err[0] != '\0' ? err : strerror(rv));
-        return;
-    }
-    if (!present && a->enabled) {
-        log_error("%s disappeared: no principal is accepted until it is "
-                  "back (onced never falls back to OPEN)",
-                  a->principals_path);
-    }
-    tables_fini(&a->t);
-    a->t = t;
-    a->enabled = a->enabled || present;
-    auth_log_mode(a, "reloaded: ");
 }
 
 /* Dev mode: a principals file with the operator "dev" and its key in
@@ -456,31 +381,33 @@ auth_open(auth **ap, const char *data_dir, bool dev)
         free(a);
         return ENAMETOOLONG;
     }
-    a->anon.name = AUTH_ANONYMOUS;
-    a->anon.role = "operator";
-    a->anon.operator_ = true;
-    a->anon.open = true;
-    atomic_init(&a->reload, false);
-    if (dev && !file_stat(a->principals_path).exists) {
+    if (dev && !auth_file_stat(a->principals_path).exists) {
         if ((rv = auth_dev_create(data_dir, a->principals_path)) != 0) {
             free(a);
             return rv;
         }
-    } else if (dev && file_stat(a->principals_path).exists) {
+    } else if (dev && auth_file_stat(a->principals_path).exists) {
         log_warn("DEV MODE: principals from %s; the operator \"dev\" key is "
                  "%s/dev.key (oncectl --key-file, or ONCE_KEY_FILE)",
                  a->principals_path, data_dir);
     }
-    a->psig = file_stat(a->principals_path);
-    a->polsig = file_stat(a->policy_path);
-    if ((rv = tables_load(a, &a->t, &present, err, sizeof(err))) != 0) {
+    a->psig = auth_file_stat(a->principals_path);
+    a->polsig = auth_file_stat(a->policy_path);
+    if ((rv = auth_tables_load(a, &a->t, &present, err, sizeof(err))) != 0) {
         log_error("%s", err[0] != '\0' ? err : strerror(rv));
         free(a);
         return rv;
     }
     a->enabled = present;
-    a->checked_ms = (uint64_t)nng_clock();
-    auth_log_mode(a, "");
+    a->w_enabled = present;
+    auth_log_mode(a, &a->t, a->enabled, "");
+    pthread_mutex_init(&a->wmtx, NULL);
+    if ((rv = duration_cond_init(&a->wcv)) != 0) {
+        pthread_mutex_destroy(&a->wmtx);
+        auth_tables_fini(&a->t);
+        free(a);
+        return rv;
+    }
     *ap = a;
     return 0;
 }
@@ -491,40 +418,11 @@ auth_close(auth *a)
     if (a == NULL) {
         return;
     }
-    tables_fini(&a->t);
+    auth_watch_stop(a);
+    pthread_mutex_destroy(&a->wmtx);
+    pthread_cond_destroy(&a->wcv);
+    auth_tables_fini(&a->t);
     free(a);
-}
-
-void
-auth_request_reload(auth *a)
-{
-    if (a != NULL) {
-        atomic_store(&a->reload, true);
-    }
-}
-
-/* Re-reads the files when asked to, or when a stat (at most every
- * AUTH_RECHECK_MS) shows a change. */
-static void
-auth_refresh(auth *a)
-{
-    uint64_t now = (uint64_t)nng_clock();
-    file_sig p, q;
-
-    if (atomic_exchange(&a->reload, false)) {
-        a->checked_ms = now;
-        auth_reload(a);
-        return;
-    }
-    if (now - a->checked_ms < AUTH_RECHECK_MS) {
-        return;
-    }
-    a->checked_ms = now;
-    p = file_stat(a->principals_path);
-    q = file_stat(a->policy_path);
-    if (file_changed(&p, &a->psig) || file_changed(&q, &a->polsig)) {
-        auth_reload(a);
-    }
 }
 
 static const auth_who *
@@ -547,19 +445,6 @@ auth_find(const auth *a, const char *name, const principal_entry **ep)
     return &a->t.whos[e - a->t.plist.v];
 }
 
-/* A principal name as received, made safe to print. */
-static void
-auth_printable(const char *in, char *out, size_t outlen)
-{
-    size_t j = 0;
-
-    for (size_t i = 0; in[i] != '\0' && j + 1 < outlen; i++) {
-        unsigned char ch = (unsigned char)in[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-    }
-    out[j] = '\0';
-}
-
 bool
 auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
            const uint8_t *principal, size_t principal_len)
@@ -571,9 +456,8 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
     char pname[PRINCIPAL_NAME_MAX + 1];
     char name[64];
 
-    auth_refresh(a);
     if (!a->enabled) {
-        c->who = &a->anon;
+        c->who = &auth_anon;
         return true;
     }
     /* The name as received, cut at the longest a principal may have: a
@@ -583,7 +467,7 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
                                               : PRINCIPAL_NAME_MAX);
     pname[principal_len < PRINCIPAL_NAME_MAX ? principal_len
                                              : PRINCIPAL_NAME_MAX] = '\0';
-    auth_printable(pname, name, sizeof(name));
+    name_printable(pname, name, sizeof(name));
     if (!auth_tag_split(body, len, &signed_len, &tag)) {
         call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG",
                   "onced authenticates every request: sign it with a "

@@ -4,9 +4,11 @@
  *
  * Owns: the principals table (<data>/principals: name, role, key, revoked)
  * and the policy (<data>/policy, or the built-in default: which role may
- * call which full method name), both re-read when the files change (a stat
- * at most every AUTH_RECHECK_MS from the executor, or at once after
- * auth_request_reload, which onced's SIGHUP calls); the check of a
+ * call which full method name), both re-read off the request path: a
+ * watcher thread (auth_watch.c) stats the files every AUTH_RECHECK_MS, or
+ * re-reads them at once after auth_request_reload (onced's SIGHUP),
+ * parses them with the file checks of trust.h, and hands the new tables
+ * to the executor as a task (auth_post_fn); the check of a
  * request's tag over the envelope bytes as received (auth_tag.h); and the
  * scoping rules the handlers ask about: a lease belongs to the principal
  * that opened it, an agent acts only for its own machine.
@@ -18,10 +20,11 @@
  * Invariant: every check runs before the completion-record lookup, on
  * every attempt, so a stored result is never returned to a principal that
  * does not own the lease or has lost the permission since.
- * Concurrency: the executor thread alone reads and reloads the tables; an
- * auth_who handed out stays valid until the executor's next call starts
- * (reloads happen only there). auth_request_reload is the one function
- * other threads may call.
+ * Concurrency: a request only reads the tables in force, on the executor
+ * thread, and never stats or parses a file; new tables are put in force by
+ * a task on that thread between two calls, so an auth_who handed out stays
+ * valid until the executor's next call starts. auth_request_reload,
+ * auth_watch_start and auth_watch_stop are what other threads call.
  * Never: compares a tag with memcmp; logs a key; records anything.
  */
 #ifndef SERVER_AUTH_H
@@ -58,8 +61,20 @@ typedef struct auth_who {
 int auth_open(auth **ap, const char *data_dir, bool dev);
 void auth_close(auth *a);
 
-/* Asks the executor to re-read both files before its next call (any
- * thread; async-signal-safe). */
+/* How the watcher hands a task to the executor (executor_post). */
+typedef void (*auth_post_fn)(void *post_arg, void (*fn)(void *), void *arg);
+
+/* Starts the watcher: from now on new tables reach the executor through
+ * post(post_arg, ...). Call once the executor runs. 0 or an errno. */
+int auth_watch_start(auth *a, auth_post_fn post, void *post_arg);
+
+/* Stops and joins the watcher (a no-op when it does not run); call before
+ * the executor stops. Tables it already handed over are put in force by
+ * the executor's remaining tasks. */
+void auth_watch_stop(auth *a);
+
+/* Asks the watcher to re-read both files now (any thread; not from a
+ * signal handler: onced calls it from its sigwait loop). */
 void auth_request_reload(auth *a);
 
 /*
@@ -67,8 +82,8 @@ void auth_request_reload(auth *a);
  * it is decoded: its tag trailer (auth_tag.h) over the bytes as received,
  * with the key of the principal named by the principal_len bytes at
  * principal (envelope_scan found them). Sets c->who and returns true, or
- * sets UNAUTHENTICATED on c and returns false. Re-reads changed files
- * first.
+ * sets UNAUTHENTICATED on c and returns false. Reads the tables in force
+ * only.
  */
 bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
                 const uint8_t *principal, size_t principal_len);

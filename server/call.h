@@ -16,12 +16,14 @@
 #include "store.h"
 #include "wire.h"
 
-typedef struct server server;
+typedef struct exec_env exec_env;
 typedef struct auth_who auth_who;
 
 typedef struct server_call {
     /* Inputs, owned by the executor. */
-    server *srv;
+    const exec_env *env; /* what the call may use (exec_env.h) */
+    void *svc;           /* the state of the method's service, as its
+                            service_ops.open set it (service.h) */
     const wire_method *wm;
     const ProtobufCMessage *req; /* the unpacked method payload */
     store_txn *txn;              /* reads and writes of this call */

@@ -1,7 +1,10 @@
 /*
- * dispatch.h — from a full method name to its handler.
+ * dispatch.h — from a full method name to its handler and its service's
+ * state.
  *
- * Owns the table joining the methods of the .proto service descriptors
+ * Owns the open services (services.c, service.h): opened in order before
+ * the executor's first call, closed in reverse after its last, and the
+ * lookup joining the methods of the .proto service descriptors
  * (wire_methods) with the handlers the services register. A method in the
  * descriptors without a handler answers UNIMPLEMENTED like an unknown one.
  * Never: executes anything; it only finds.
@@ -11,44 +14,24 @@
 
 #include <stddef.h>
 
-#include "call.h"
+#include "exec_env.h"
+#include "service.h"
 
-/* The call carries an rpc id, is executed at most once and is recorded. */
-#define DISPATCH_MUTATING 0x1u
+typedef struct dispatch dispatch;
 
-typedef void (*handler_fn)(server_call *c);
+/* Opens every service of services.c with env (which must outlive d).
+ * Refuses a method name that is not "/<service name>/..." or not in the
+ * .proto descriptors. 0, or an errno after logging why. */
+int dispatch_open(dispatch **dp, const exec_env *env);
 
-typedef struct dispatch_entry {
-    const char *name; /* full method name */
-    unsigned flags;
-    /* Checks the request alone, before anything is looked up or executed;
-     * a failure here is not recorded and writes nothing. May be NULL. */
-    handler_fn validate;
-    /* Executes the method: reads and stages writes through c->txn, sets
-     * the outcome. Every outcome of a mutating method is recorded. */
-    handler_fn execute;
-    /* A recorded OK result of this mutating method is replayed, c->resp
-     * holding the stored reply: makes again what a record must not stand
-     * in for (svc_grants: credentials, minted afresh after permission is
-     * evaluated again), replacing c->resp, or replaces the outcome with a
-     * refusal. Reads only: stages no writes. NULL: the record is returned
-     * as stored. */
-    handler_fn replay;
-} dispatch_entry;
+/* Closes the services in reverse order. NULL is ok. */
+void dispatch_close(dispatch *d);
 
-/* Service tables, one per svc_*.c file. */
-extern const dispatch_entry svc_counter_methods[];
-extern const size_t svc_counter_count;
-extern const dispatch_entry svc_lease_methods[];
-extern const size_t svc_lease_count;
-extern const dispatch_entry svc_admin_methods[];
-extern const size_t svc_admin_count;
-extern const dispatch_entry svc_grants_methods[];
-extern const size_t svc_grants_count;
-
-/* The entry for this full name (not necessarily NUL-terminated), or NULL;
- * *wm is set to the descriptor's method when the name is known at all. */
-const dispatch_entry *dispatch_find(const char *name, size_t len,
-                                    const wire_method **wm);
+/* The method for this full name (not necessarily NUL-terminated), or
+ * NULL; *wm is set to the descriptor's method when the name is known at
+ * all, *svc to the state of the method's service. */
+const service_method *dispatch_find(const dispatch *d, const char *name,
+                                    size_t len, const wire_method **wm,
+                                    void **svc);
 
 #endif /* SERVER_DISPATCH_H */

@@ -33,6 +33,7 @@
 #include "fault.h"
 #include "lease.h"
 #include "log.h"
+#include "names.h"
 #include "once.pb-c.h"
 #include "records.h"
 #include "wire_text.h"
@@ -48,7 +49,8 @@ typedef struct exec_task {
 #define EXEC_GROUP_MAX 1024
 
 struct executor {
-    server *srv;
+    exec_env *env; /* the server's parts a call may use (exec_env.h) */
+    dispatch *dp;  /* the open services */
     pthread_t thread;
     pthread_mutex_t mtx; /* protects the two queues and stopping */
     pthread_cond_t cv;
@@ -62,7 +64,7 @@ struct executor {
 
 /* A reply waiting for its transaction to become durable. */
 typedef struct exec_reply {
-    server *srv;
+    server_stats *stats;
     listener_req *req;
     uint8_t *buf;
     size_t len;
@@ -76,32 +78,16 @@ exec_reply_send(void *arg)
     uint64_t recv_us = r->req->recv_us;
 
     listener_reply(r->req, r->buf, r->len);
-    stats_calls_latency(&r->srv->stats.calls, stats_now_us() - recv_us);
+    stats_calls_latency(&r->stats->calls, stats_now_us() - recv_us);
     free(r->buf);
     free(r);
-}
-
-/* A method name as received, made safe to print. */
-static void
-exec_printable(const char *in, char *out, size_t outlen)
-{
-    size_t j = 0;
-    for (size_t i = 0; in[i] != '\0' && j + 4 < outlen; i++) {
-        unsigned char ch = (unsigned char)in[i];
-        out[j++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-    }
-    if (in[0] != '\0' && j + 4 >= outlen) {
-        memcpy(out + j, "...", 3);
-        j += 3;
-    }
-    out[j] = '\0';
 }
 
 /* Starts over with an empty transaction: drops whatever was staged. */
 static void
 exec_reset_txn(server_call *c)
 {
-    store *st = c->srv->st;
+    store *st = c->env->st;
     store_txn_abort(c->txn);
     if ((c->txn = store_txn_begin(st)) == NULL) {
         log_error("out of memory starting a transaction");
@@ -115,7 +101,7 @@ exec_reset_txn(server_call *c)
  * table counts every record staged, and start-up counts every record
  * stored), so a first send costs no LevelDB read. */
 static bool
-exec_dedup(server_call *c, const dispatch_entry *de,
+exec_dedup(server_call *c, const service_method *de,
            const Once__V1__Request *req,
            const uint8_t digest[RECORD_DIGEST_LEN], const lease_entry *le,
            bool *replayed)
@@ -138,7 +124,7 @@ exec_dedup(server_call *c, const dispatch_entry *de,
     if (strcmp(rec->method, req->method) != 0 ||
         rec->digest.len != RECORD_DIGEST_LEN ||
         memcmp(rec->digest.data, digest, RECORD_DIGEST_LEN) != 0) {
-        STATS_INC(&c->srv->stats, conflicts);
+        STATS_INC(c->env->stats, conflicts);
         call_fail(c, ONCE__V1__CODE__ALREADY_EXISTS, "RPC_ID_CONFLICT",
                   "rpc id %llu:%llu was already used for a different request "
                   "(%s); a new request needs a new seq",
@@ -147,7 +133,7 @@ exec_dedup(server_call *c, const dispatch_entry *de,
         records_free(rec);
         return true;
     }
-    STATS_INC(&c->srv->stats, replays);
+    STATS_INC(c->env->stats, replays);
     c->code = rec->code;
     snprintf(c->reason, sizeof(c->reason), "%s", rec->reason);
     snprintf(c->message, sizeof(c->message), "%s", rec->message);
@@ -169,7 +155,7 @@ exec_dedup(server_call *c, const dispatch_entry *de,
 /* Executes a mutating call whose rpc id has no record yet, and stages its
  * record in the same transaction. */
 static void
-exec_mutating(server_call *c, const dispatch_entry *de,
+exec_mutating(server_call *c, const service_method *de,
               const Once__V1__Request *req,
               const uint8_t digest[RECORD_DIGEST_LEN], lease_entry *le)
 {
@@ -215,8 +201,8 @@ exec_mutating(server_call *c, const dispatch_entry *de,
 static lease_entry *
 exec_admit(server_call *c, const Once__V1__Request *req)
 {
-    server *srv = c->srv;
-    lease_entry *e = lease_table_find(srv->leases, c->client_id);
+    const exec_env *env = c->env;
+    lease_entry *e = lease_table_find(env->leases, c->client_id);
 
     /* Another principal's lease: refused before anything of it is
      * touched (its watermark included) or any record of it is read. */
@@ -228,12 +214,12 @@ exec_admit(server_call *c, const Once__V1__Request *req)
         return NULL;
     }
     if (e == NULL || e->state != LEASE_STATE_LIVE) {
-        STATS_INC(&srv->stats, lease_expired);
+        STATS_INC(env->stats, lease_expired);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
                   "client id %llu has no live lease (%s); its calls are "
                   "never executed — open a new lease for new calls",
                   (unsigned long long)c->client_id,
-                  c->client_id >= lease_table_next_id(srv->leases)
+                  c->client_id >= lease_table_next_id(env->leases)
                       ? "never issued"
                       : "ended");
         return NULL;
@@ -243,7 +229,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
      * acknowledgement (at most its seq) cannot make it stale, so this may come
      * first. */
     if (c->seq < e->watermark) {
-        STATS_INC(&srv->stats, stale);
+        STATS_INC(env->stats, stale);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "STALE_RPC",
                   "seq %llu is below client %llu's acknowledged watermark "
                   "%llu: its reply was already delivered",
@@ -260,15 +246,15 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     }
     lease_entry_ack(e, req->first_incomplete);
     fault_point(FAULT_ACK_APPLIED);
-    if (c->seq - lease_entry_first_unacked(e) >= srv->cfg.window) {
-        STATS_INC(&srv->stats, window_full);
+    if (c->seq - lease_entry_first_unacked(e) >= env->cfg.window) {
+        STATS_INC(env->stats, window_full);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "WINDOW_FULL",
                   "seq %llu is %llu past the first unacknowledged seq %llu; at "
                   "most %llu calls may be unacknowledged — wait for replies",
                   (unsigned long long)c->seq,
                   (unsigned long long)(c->seq - lease_entry_first_unacked(e)),
                   (unsigned long long)lease_entry_first_unacked(e),
-                  (unsigned long long)srv->cfg.window);
+                  (unsigned long long)env->cfg.window);
         return NULL;
     }
     return e;
@@ -305,7 +291,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
 {
     Once__V1__Request *req;
     ProtobufCMessage *payload = NULL;
-    const dispatch_entry *de;
+    const service_method *de;
     uint8_t digest[RECORD_DIGEST_LEN];
     envelope_shape shape;
     char name[96];
@@ -329,7 +315,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
                   "the %zu bytes received are not a once.v1.Request", len);
         return;
     }
-    if (!auth_check(c->srv->auth, c, body, len, shape.principal,
+    if (!auth_check(c->env->auth, c, body, len, shape.principal,
                     shape.principal_len)) {
         return;
     }
@@ -364,16 +350,16 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
                   "a batch entry is itself a batch; nothing of it ran");
         goto out;
     }
-    if ((de = dispatch_find(req->method, strlen(req->method), &c->wm)) ==
-        NULL) {
-        exec_printable(req->method, name, sizeof(name));
+    if ((de = dispatch_find(ex->dp, req->method, strlen(req->method), &c->wm,
+                            &c->svc)) == NULL) {
+        name_printable(req->method, name, sizeof(name));
         call_fail(c, ONCE__V1__CODE__UNIMPLEMENTED, "UNKNOWN_METHOD",
                   "no method \"%s\" (names look like "
                   "/once.v1.Counter/Increment)",
                   name);
         goto out;
     }
-    if (!auth_permit(c->srv->auth, c, c->wm->full_name)) {
+    if (!auth_permit(c->env->auth, c, c->wm->full_name)) {
         goto out;
     }
     /* Test build only (server/test_seams.c): a call that carries a deadline
@@ -389,7 +375,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
                   "the deadline passed before the call could run");
         goto out;
     }
-    mutating = (de->flags & DISPATCH_MUTATING) != 0;
+    mutating = (de->flags & SERVICE_MUTATING) != 0;
     if (mutating && (req->client_id == 0 || req->seq == 0)) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MISSING_RPC_ID",
                   "%s changes state and needs an rpc id: non-zero client_id "
@@ -436,8 +422,8 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     /* A new call would add data: not below the disk floor (a replay
      * above, or the acknowledgement exec_admit applied, adds none). Not
      * recorded: the same rpc id runs once space is back. */
-    if (disk_floor_low(&c->srv->disk)) {
-        atomic_fetch_add(&c->srv->disk.refused, 1);
+    if (disk_floor_low(c->env->disk)) {
+        atomic_fetch_add(&c->env->disk->refused, 1);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
                   "the data folder's disk is below its free-space floor "
                   "(onced --disk-free-min); %s was not executed and may be "
@@ -464,14 +450,14 @@ static store_txn *
 exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
               Once__V1__Request **batch, uint8_t **buf, size_t *blen)
 {
-    server *srv = ex->srv;
+    exec_env *env = ex->env;
     server_call c;
     bool replayed = false;
 
     memset(&c, 0, sizeof(c));
-    c.srv = srv;
-    c.now_ms = srv->now_ms();
-    if ((c.txn = store_txn_begin(srv->st)) == NULL) {
+    c.env = env;
+    c.now_ms = env->now_ms();
+    if ((c.txn = store_txn_begin(env->st)) == NULL) {
         log_error("out of memory executing a call");
         abort();
     }
@@ -480,15 +466,15 @@ exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
         store_txn_commit(c.txn, NULL, NULL); /* empty: nothing ran */
         return NULL;
     }
-    STATS_INC(&srv->stats, requests);
-    stats_calls_count(&srv->stats.calls, c.wm, c.code);
+    STATS_INC(env->stats, requests);
+    stats_calls_count(&env->stats->calls, c.wm, c.code);
     if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
-        STATS_INC(&srv->stats, rejected);
+        STATS_INC(env->stats, rejected);
     }
     if (c.code == ONCE__V1__CODE__UNAUTHENTICATED && !replayed) {
-        STATS_INC(&srv->stats, unauthenticated);
+        STATS_INC(env->stats, unauthenticated);
     } else if (c.code == ONCE__V1__CODE__PERMISSION_DENIED && !replayed) {
-        STATS_INC(&srv->stats, permission_denied);
+        STATS_INC(env->stats, permission_denied);
     }
     if (wire_response_pack(c.code, c.reason, c.message,
                            c.code == ONCE__V1__CODE__OK ? c.resp : NULL,
@@ -540,8 +526,8 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
         abort();
     }
     if (reason != NULL) {
-        STATS_INC(&ex->srv->stats, requests);
-        STATS_INC(&ex->srv->stats, rejected);
+        STATS_INC(ex->env->stats, requests);
+        STATS_INC(ex->env->stats, rejected);
         if (wire_response_pack(ONCE__V1__CODE__INVALID_ARGUMENT, reason, msg,
                                NULL, 0, false, &r->buf, &r->len) != 0) {
             log_error("out of memory packing a reply");
@@ -582,7 +568,7 @@ commit:
     lr->msg = NULL;
     lr->wrote = wrote;
     /* Empty, handed over last: its done runs after every entry's. */
-    if ((t = store_txn_begin(ex->srv->st)) == NULL) {
+    if ((t = store_txn_begin(ex->env->st)) == NULL) {
         log_error("out of memory executing a batch");
         abort();
     }
@@ -600,7 +586,7 @@ exec_one(executor *ex, listener_req *lr)
         log_error("out of memory executing a call");
         abort();
     }
-    r->srv = ex->srv;
+    r->stats = ex->env->stats;
     r->req = lr;
     t = exec_envelope(ex, nng_msg_body(lr->msg), nng_msg_len(lr->msg),
                       lr->recv_ms, &batch, &r->buf, &r->len);
@@ -622,11 +608,11 @@ exec_sync(executor *ex)
     store_counters before, after;
     size_t n;
 
-    store_counters_get(ex->srv->st, &before);
-    n = store_sync(ex->srv->st);
-    store_counters_get(ex->srv->st, &after);
+    store_counters_get(ex->env->st, &before);
+    n = store_sync(ex->env->st);
+    store_counters_get(ex->env->st, &after);
     if (after.fsyncs != before.fsyncs) {
-        stats_calls_group(&ex->srv->stats.calls, n);
+        stats_calls_group(&ex->env->stats->calls, n);
     }
 }
 
@@ -641,7 +627,7 @@ exec_main(void *arg)
 
         pthread_mutex_lock(&ex->mtx);
         if ((ex->head == NULL && ex->task_head == NULL) ||
-            store_pending(ex->srv->st) >= EXEC_GROUP_MAX) {
+            store_pending(ex->env->st) >= EXEC_GROUP_MAX) {
             /* Out of queued calls (or a full group): make everything
              * executed durable, one fsync, and reply. Calls that arrive
              * meanwhile form the next group. */
@@ -716,7 +702,7 @@ executor_post(void *arg, void (*fn)(void *), void *fn_arg)
 }
 
 int
-executor_open(executor **ep, server *srv)
+executor_open(executor **ep, exec_env *env)
 {
     executor *ex = calloc(1, sizeof(*ex));
     int rv;
@@ -724,11 +710,18 @@ executor_open(executor **ep, server *srv)
     if (ex == NULL) {
         return ENOMEM;
     }
-    ex->srv = srv;
-    ex->hold_ms = srv->cfg.exec_hold_ms; /* 0 but in the test build */
+    ex->env = env;
+    ex->hold_ms = env->cfg.hold_ms; /* 0 but in the test build */
+    if ((rv = dispatch_open(&ex->dp, env)) != 0) {
+        free(ex);
+        return rv;
+    }
     pthread_mutex_init(&ex->mtx, NULL);
     pthread_cond_init(&ex->cv, NULL);
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
+        pthread_mutex_destroy(&ex->mtx);
+        pthread_cond_destroy(&ex->cv);
+        dispatch_close(ex->dp);
         free(ex);
         return rv;
     }
@@ -749,5 +742,6 @@ executor_close(executor *ex)
     pthread_join(ex->thread, NULL);
     pthread_mutex_destroy(&ex->mtx);
     pthread_cond_destroy(&ex->cv);
+    dispatch_close(ex->dp); /* after the last call */
     free(ex);
 }

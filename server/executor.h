@@ -16,10 +16,15 @@
 #ifndef SERVER_EXECUTOR_H
 #define SERVER_EXECUTOR_H
 
+#include "exec_env.h"
 #include "listener.h"
-#include "server.h"
 
-int executor_open(executor **ep, server *srv);
+typedef struct executor executor;
+
+/* Opens the services (dispatch.h) with env and starts the thread. env is
+ * the executor's from here until executor_close: its cfg and leases are
+ * then touched on the executor thread only. 0 or an errno (logged). */
+int executor_open(executor **ep, exec_env *env);
 
 /* Queues a received request. Called from aio callbacks: never blocks
  * beyond a short mutex. */

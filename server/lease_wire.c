@@ -3,7 +3,7 @@
  */
 #include "lease_wire.h"
 
-#include "server.h"
+#include "exec_env.h"
 
 Once__V1__LeaseState
 lease_wire_state(const lease_entry *e, uint64_t now)
@@ -26,7 +26,7 @@ lease_wire_state(const lease_entry *e, uint64_t now)
 bool
 lease_wire_issued(server_call *c, uint64_t client_id)
 {
-    if (client_id != 0 && client_id < lease_table_next_id(c->srv->leases)) {
+    if (client_id != 0 && client_id < lease_table_next_id(c->env->leases)) {
         return true;
     }
     call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",

@@ -2,7 +2,8 @@
  * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern, and
  * the listeners: ipc://, tcp:// and tls+tcp:// (nng's TLS over mbedTLS,
  * with the certificate and key of --tls-cert/--tls-key); ipc:// listeners
- * are watched (listen_watch.h, --listen-check).
+ * are watched (listen_watch.h, --listen-check), tls+tcp:// ones for failed
+ * handshakes (tls_watch.h).
  *
  * What one connection may hold: a context that receives a request notes
  * the pipe it came from until its reply has been handed to that pipe. A
@@ -33,6 +34,7 @@
 #include "fault.h"
 #include "listen_watch.h"
 #include "log.h"
+#include "tls_watch.h"
 
 /* How long SIGTERM waits for nng_close (listener_shutdown). */
 #define LISTENER_CLOSE_WAIT_MS 3000
@@ -66,6 +68,7 @@ struct listener {
     bool sock_closed;        /* nng_close returned */
     bool leaked;             /* it did not in time: listener_free keeps l */
     listen_watch *watch;     /* ipc:// listeners kept accepting; NULL: off */
+    tls_watch *tls_log;      /* failed handshakes logged; NULL: no tls+tcp:// */
     size_t conn_inflight;    /* --conn-inflight */
     nng_duration send_to_ms; /* --send-timeout */
     server_stats *stats;     /* conn_limit_drops, conns_dropped */
@@ -279,7 +282,7 @@ listener_read_pem(const char *path)
 
 /* The server TLS configuration from cfg's certificate and key. */
 static int
-listener_tls(listener *l, const server_config *cfg)
+listener_tls(listener *l, const listener_config *cfg)
 {
     char *cert, *key;
     int rv;
@@ -311,7 +314,7 @@ listener_tls(listener *l, const server_config *cfg)
 
 /* Listens on url; tls+tcp:// with the TLS configuration. */
 static int
-listener_listen(listener *l, const server_config *cfg, const char *url)
+listener_listen(listener *l, const listener_config *cfg, const char *url)
 {
     nng_listener nl;
     int rv;
@@ -331,12 +334,16 @@ listener_listen(listener *l, const server_config *cfg, const char *url)
     if ((rv = nng_listener_set_ptr(nl, NNG_OPT_TLS_CONFIG, l->tls)) != 0 ||
         (rv = nng_listener_start(nl, 0)) != 0) {
         nng_listener_close(nl);
+        return rv;
     }
-    return rv;
+    if (l->tls_log == NULL && (rv = tls_watch_open(&l->tls_log)) != 0) {
+        return rv;
+    }
+    return tls_watch_add(l->tls_log, url, nl);
 }
 
 int
-listener_open(listener **lp, const server_config *cfg,
+listener_open(listener **lp, const listener_config *cfg,
               listener_submit_fn submit, void *arg, server_stats *stats)
 {
     listener *l;
@@ -397,6 +404,10 @@ listener_open(listener **lp, const server_config *cfg,
         log_error("cannot start the listener watch: %s", nng_strerror(rv));
         goto fail;
     }
+    if (l->tls_log != NULL && (rv = tls_watch_start(l->tls_log)) != 0) {
+        log_error("cannot start the TLS handshake log: %s", nng_strerror(rv));
+        goto fail;
+    }
     *lp = l;
     return 0;
 fail:
@@ -432,6 +443,7 @@ listener_shutdown(listener *l)
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
     listen_watch_stop(l->watch); /* no probe or new listener from here */
+    tls_watch_stop(l->tls_log); /* reads the socket's listeners' stats */
     /* Cancel every receive and send and wait for running callbacks, so no
      * request reaches the executor after this, however nng_close goes. */
     for (size_t i = 0; i < l->nctx; i++) {
@@ -472,6 +484,7 @@ listener_free(listener *l)
     }
     free(l->ctxs);
     listen_watch_free(l->watch); /* after nng_close: no pipe callback left */
+    tls_watch_free(l->tls_log);
     if (l->tls != NULL) {
         nng_tls_config_free(l->tls);
     }

@@ -22,7 +22,28 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
-#include "server.h"
+#include "stats.h"
+
+#define LISTENER_URLS_MAX 8
+
+/* What the listener needs to know (onced(8)); server.c fills it from the
+ * server's configuration. */
+typedef struct listener_config {
+    const char *listen[LISTENER_URLS_MAX]; /* ipc://, tcp://, tls+tcp:// */
+    size_t nlisten;
+    size_t contexts;          /* nng contexts = requests in flight */
+    size_t recv_max;          /* NNG_OPT_RECVMAXSZ */
+    const char *tls_cert;     /* PEM certificate for tls+tcp:// listeners */
+    const char *tls_key;      /* its PEM private key */
+    uint64_t listen_check_ms; /* probe ipc:// listeners this often
+                                 (listen_watch.h); 0: never */
+    size_t conn_inflight;     /* requests one connection may have in
+                                 flight */
+    uint64_t send_timeout_ms; /* a reply not taken by its connection in
+                                 this long drops that connection */
+} listener_config;
+
+typedef struct listener listener;
 
 /* One received request waiting for its reply. Owned by its context; lent
  * to the executor from submit until listener_reply. */
@@ -43,7 +64,7 @@ typedef void (*listener_submit_fn)(void *arg, listener_req *r);
  * (listen_watch.h). Counts in *stats the listeners started again
  * (listener_restarts) and the connections held to their bounds
  * (conn_limit_drops, conns_dropped). Returns 0 or an nng error (logged). */
-int listener_open(listener **lp, const server_config *cfg,
+int listener_open(listener **lp, const listener_config *cfg,
                   listener_submit_fn submit, void *arg, server_stats *stats);
 
 /* Sends buf as the reply to r (copied; the caller keeps buf). After

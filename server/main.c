@@ -29,13 +29,13 @@
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
-#include "auth.h"
 #include "config_file.h"
 #include "duration.h"
-#include "executor.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "number.h"
+#include "replica.h"
 #include "server.h"
 #ifdef ONCE_TEST_SEAMS
 #include "test_seams.h" /* the test-only servers of tests/ alone */
@@ -118,6 +118,17 @@ usage(FILE *f)
             "http://127.0.0.1:9464;\n"
             "                    default: none)\n"
             "\n"
+            "replication (docs/replication.md; off unless --replicate):\n"
+            "  --replicate URLS  etcd endpoints, http://HOST:PORT,...: this\n"
+            "                    onced is one replica; the leader appends\n"
+            "                    every commit to a log in etcd, followers\n"
+            "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
+            "  --cluster NAME    the replicas' common name (default once)\n"
+            "  --advertise URL   the URL clients reach this replica on\n"
+            "                    (default the first --listen)\n"
+            "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
+            "                    failover takes about this long)\n"
+            "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
             "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
@@ -135,17 +146,13 @@ usage(FILE *f)
             (unsigned long long)DEFAULT_DISK_FREE_MIN);
 }
 
+/* An option's whole number in [lo, hi] (strict decimal, number.h). */
 static int
-parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
-          uint64_t *out)
+opt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    uint64_t v;
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < lo ||
-        v > hi) {
+    if (number_parse_u64_all(s, &v) != 0 || v < lo || v > hi) {
         fprintf(stderr,
                 "onced: %s wants a whole number from %llu to %llu, got "
                 "\"%s\"\n",
@@ -158,27 +165,25 @@ parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 
 /* A byte count with an optional K, M or G suffix (powers of 1024). */
 static int
-parse_bytes(const char *opt, const char *s, uint64_t *out)
+opt_bytes(const char *opt, const char *s, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
+    const char *end = s;
+    uint64_t v = 0;
     unsigned shift = 0;
+    int rv = number_parse_u64(s, &end, &v);
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'M' || *end == 'G') {
+    if (rv == 0 && (*end == 'K' || *end == 'M' || *end == 'G')) {
         shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
         end++;
     }
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
-        v > (UINT64_MAX >> 1) >> shift) {
+    if (rv != 0 || *end != '\0' || v > (UINT64_MAX >> 1) >> shift) {
         fprintf(stderr,
                 "onced: %s wants a number of bytes, optionally with K, M or "
                 "G, got \"%s\"\n",
                 opt, s);
         return -1;
     }
-    *out = (uint64_t)v << shift;
+    *out = v << shift;
     return 0;
 }
 
@@ -222,6 +227,10 @@ static const struct option onced_opts[] = {
     {"lease-max", required_argument, NULL, 'm'},
     {"lease-max-per-principal", required_argument, NULL, 'P'},
     {"disk-free-min", required_argument, NULL, 'f'},
+    {"replicate", required_argument, NULL, 'R'},
+    {"cluster", required_argument, NULL, 'U'},
+    {"advertise", required_argument, NULL, 'A'},
+    {"replicate-ttl", required_argument, NULL, 'Z'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -262,14 +271,18 @@ config_defaults(server_config *cfg)
  * the --metrics-listen URL or NULL. */
 static int
 parse_options(int argc, char **argv, server_config *out, bool *json,
-              const char **metrics_out)
+              const char **metrics_out, repl_config *rc_out)
 {
     server_config cfg;
+    repl_config rc;
     const char *metrics_url = NULL, *why;
     uint64_t v;
     int ch;
 
     config_defaults(&cfg);
+    memset(&rc, 0, sizeof(rc));
+    rc.cluster = "once";
+    rc.ttl_s = 5;
     *json = false;
     optind = 0; /* glibc: start over (SIGHUP parses again) */
     while ((ch = getopt_long(argc, argv, "h", onced_opts, NULL)) != -1) {
@@ -286,13 +299,13 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.listen[cfg.nlisten++] = optarg;
             break;
         case 'c':
-            if (parse_u64("--contexts", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--contexts", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.contexts = (size_t)v;
             break;
         case 'i':
-            if (parse_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
+            if (opt_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
                 return 2;
             }
             cfg.conn_inflight = (size_t)v;
@@ -304,7 +317,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.send_timeout_ms = v;
             break;
         case 'r':
-            if (parse_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
+            if (opt_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
                 return 2;
             }
             cfg.recv_max = (size_t)v;
@@ -322,7 +335,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.lease_ttl_max_ms = v;
             break;
         case 'w':
-            if (parse_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
+            if (opt_u64("--window", optarg, 1, 1u << 20, &v) != 0) {
                 return 2;
             }
             cfg.window = v;
@@ -334,7 +347,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.gc_interval_ms = v;
             break;
         case 'b':
-            if (parse_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
+            if (opt_u64("--gc-budget", optarg, 1, 10000000, &v) != 0) {
                 return 2;
             }
             cfg.gc_budget = v;
@@ -377,23 +390,37 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             metrics_url = optarg;
             break;
         case 'm':
-            if (parse_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
+            if (opt_u64("--lease-max", optarg, 0, 1u << 30, &v) != 0) {
                 return 2;
             }
             cfg.lease_max = v;
             break;
         case 'P':
-            if (parse_u64("--lease-max-per-principal", optarg, 0, 1u << 30,
-                          &v) != 0) {
+            if (opt_u64("--lease-max-per-principal", optarg, 0, 1u << 30, &v) !=
+                0) {
                 return 2;
             }
             cfg.lease_max_principal = v;
             break;
         case 'f':
-            if (parse_bytes("--disk-free-min", optarg, &cfg.disk_free_min) !=
-                0) {
+            if (opt_bytes("--disk-free-min", optarg, &cfg.disk_free_min) != 0) {
                 return 2;
             }
+            break;
+        case 'R':
+            rc.endpoints = optarg;
+            break;
+        case 'U':
+            rc.cluster = optarg;
+            break;
+        case 'A':
+            rc.advertise = optarg;
+            break;
+        case 'Z':
+            if (opt_u64("--replicate-ttl", optarg, 1, 600, &v) != 0) {
+                return 2;
+            }
+            rc.ttl_s = (uint32_t)v;
             break;
         case 'h':
             usage(stdout);
@@ -425,33 +452,15 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
     }
+    if (rc.endpoints == NULL &&
+        (strcmp(rc.cluster, "once") != 0 || rc.advertise != NULL)) {
+        fprintf(stderr, "onced: --cluster and --advertise need --replicate\n");
+        return 2;
+    }
     *out = cfg;
     *metrics_out = metrics_url;
+    *rc_out = rc;
     return PARSE_GO_ON;
-}
-
-/* The reloadable values, carried to the executor thread (the only one that
- * reads them from srv->cfg). */
-typedef struct reload_task {
-    server *srv;
-    uint64_t window;
-    uint64_t lease_ttl_ms;
-    uint64_t lease_ttl_max_ms;
-} reload_task;
-
-static void
-reload_apply(void *arg)
-{
-    reload_task *t = arg;
-
-    t->srv->cfg.window = t->window;
-    t->srv->cfg.lease_ttl_ms = t->lease_ttl_ms;
-    t->srv->cfg.lease_ttl_max_ms = t->lease_ttl_max_ms;
-    log_info("SIGHUP: window %llu, lease-ttl %llums, lease-ttl-max %llums "
-             "in force",
-             (unsigned long long)t->window, (unsigned long long)t->lease_ttl_ms,
-             (unsigned long long)t->lease_ttl_max_ms);
-    free(t);
 }
 
 static void
@@ -476,8 +485,8 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
 {
     config_args next;
     server_config c;
+    repl_config rc; /* not reloadable: parsed to check the file only */
     const char *metrics_url;
-    reload_task *t;
     char err[512];
     bool json;
 
@@ -489,7 +498,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
         log_error("SIGHUP: %s; the configuration in force stays", err);
         return;
     }
-    if (parse_options(next.argc, next.argv, &c, &json, &metrics_url) !=
+    if (parse_options(next.argc, next.argv, &c, &json, &metrics_url, &rc) !=
         PARSE_GO_ON) {
         log_error("SIGHUP: %s has a bad value (above); the configuration in "
                   "force stays",
@@ -501,13 +510,7 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
         log_info("SIGHUP: %s unchanged", next.file);
     }
     log_set_json(json);
-    if ((t = malloc(sizeof(*t))) != NULL) {
-        t->srv = srv;
-        t->window = c.window;
-        t->lease_ttl_ms = c.lease_ttl_ms;
-        t->lease_ttl_max_ms = c.lease_ttl_max_ms;
-        executor_post(srv->ex, reload_apply, t);
-    }
+    server_set_limits(srv, &c);
     if (cur->argv != boot->argv) {
         config_args_free(cur);
     }
@@ -519,6 +522,8 @@ main(int argc, char **argv)
 {
     static config_args boot, cur; /* live as long as the server */
     server_config cfg;
+    repl_config rc;
+    repl *rp = NULL;
     server *srv;
     const char *metrics_url = NULL;
     metrics *mx = NULL;
@@ -532,8 +537,8 @@ main(int argc, char **argv)
         fprintf(stderr, "onced: %s\n", err);
         return 2;
     }
-    if ((rv = parse_options(boot.argc, boot.argv, &cfg, &json, &metrics_url)) !=
-        PARSE_GO_ON) {
+    if ((rv = parse_options(boot.argc, boot.argv, &cfg, &json, &metrics_url,
+                            &rc)) != PARSE_GO_ON) {
         config_args_free(&boot);
         return rv;
     }
@@ -555,8 +560,34 @@ main(int argc, char **argv)
 #ifdef ONCE_TEST_SEAMS
     test_seams_apply(&cfg);
 #endif
+    if (rc.endpoints != NULL) {
+        /* A replica: follow the log until this one leads (replica.h). */
+        if (rc.advertise == NULL) {
+            rc.advertise = cfg.listen[0];
+        }
+        rc.data_dir = cfg.data_dir;
+        for (size_t i = 0; i < cfg.nlisten && i < REPL_LISTEN_MAX; i++) {
+            rc.listen[rc.nlisten++] = cfg.listen[i];
+        }
+        rc.timeout_ms = rc.ttl_s * 1000 / 4 < 1000 ? rc.ttl_s * 1000 / 4 : 1000;
+        rc.argv = argv;
+        if ((rv = repl_follow(&rp, &rc, &set, &sig)) == ECANCELED) {
+            log_info("%s while following: stopped",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+            config_args_free(&boot);
+            return 0;
+        }
+        if (rv != 0) {
+            log_error("not started");
+            config_args_free(&boot);
+            return 1;
+        }
+        cfg.append_fn = repl_append;
+        cfg.append_arg = rp;
+    }
     if ((rv = server_open(&srv, &cfg)) != 0) {
         log_error("not started");
+        repl_close(rp);
         return 1;
     }
     if (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0) {
@@ -581,7 +612,7 @@ main(int argc, char **argv)
         notify_reloading();
         log_info("SIGHUP: re-reading the principals, the policy and the "
                  "configuration file");
-        auth_request_reload(srv->auth);
+        server_reload_auth(srv);
         reload_config(srv, argc, argv, &boot, &cur);
         notify_ready(srv);
     }
@@ -591,6 +622,7 @@ main(int argc, char **argv)
     notify_watchdog_stop();
     metrics_stop(mx); /* before the executor stops: it may hold a task */
     server_close(srv);
+    repl_close(rp); /* after the last append: another replica takes over */
     metrics_free(mx);
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {

@@ -66,10 +66,10 @@ metrics_publish_leases(void *arg)
 {
     metrics *m = arg;
     server *srv = m->srv;
-    uint64_t now = srv->now_ms();
+    uint64_t now = srv->env.now_ms();
     lease_sum sum;
 
-    lease_table_sum(srv->leases, now, &sum);
+    lease_table_sum(srv->env.leases, now, &sum);
     atomic_store(&m->records, sum.records);
     atomic_store(&m->bytes, sum.bytes);
     atomic_store(&m->oldest_age_ms, lease_sum_oldest_age_ms(&sum, now));
@@ -92,10 +92,10 @@ metrics_publish(metrics *m)
     gc_stats gs;
     bool post;
 
-    if (store_disk_bytes(m->srv->st, &disk) == 0) {
+    if (store_disk_bytes(m->srv->env.st, &disk) == 0) {
         atomic_store(&m->disk_bytes, disk);
     }
-    gc_stats_get(m->srv->gc, &gs);
+    gc_stats_get(m->srv->env.gc, &gs);
     atomic_store(&m->gc_passes, gs.passes);
     atomic_store(&m->gc_reclaimed, gs.reclaimed_total);
     atomic_store(&m->gc_reclaimed_bytes, gs.reclaimed_bytes_total);
@@ -241,8 +241,8 @@ metrics_render(metrics *m, prom_text *t)
     uint64_t compactions, summed = atomic_load(&m->lease_sum_us);
     const char *version[2] = {"version", ONCE_VERSION};
 
-    store_counters_get(m->srv->st, &sc);
-    store_compact_state(m->srv->st, &compacting, &compactions);
+    store_counters_get(m->srv->env.st, &sc);
+    store_compact_state(m->srv->env.st, &compacting, &compactions);
 
     prom_text_family(t, "once_build_info", "gauge",
                      "Always 1; the version of onced as a label.");

@@ -17,8 +17,10 @@
 #include "lease.h"
 #include "listener.h"
 #include "log.h"
-#include "svc_grants.h"
 #include "trust.h"
+
+_Static_assert(SERVER_LISTEN_MAX == LISTENER_URLS_MAX,
+               "server_config.listen and listener_config.listen differ");
 
 static uint64_t
 server_wall_ms(void)
@@ -52,13 +54,47 @@ server_open_hint(const char *err)
     return "";
 }
 
+/* The executor's settings out of the server's configuration. */
+static void
+server_exec_config(const server_config *cfg, exec_config *x)
+{
+    x->data_dir = cfg->data_dir;
+    x->window = cfg->window;
+    x->lease_ttl_ms = cfg->lease_ttl_ms;
+    x->lease_ttl_max_ms = cfg->lease_ttl_max_ms;
+    x->lease_max = cfg->lease_max;
+    x->lease_max_principal = cfg->lease_max_principal;
+    x->recv_max = cfg->recv_max;
+    x->hold_ms = cfg->exec_hold_ms;
+}
+
+/* The listener's settings out of the server's configuration. */
+static void
+server_listener_config(const server_config *cfg, listener_config *l)
+{
+    memset(l, 0, sizeof(*l));
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        l->listen[i] = cfg->listen[i];
+    }
+    l->nlisten = cfg->nlisten;
+    l->contexts = cfg->contexts;
+    l->recv_max = cfg->recv_max;
+    l->tls_cert = cfg->tls_cert;
+    l->tls_key = cfg->tls_key;
+    l->listen_check_ms = cfg->listen_check_ms;
+    l->conn_inflight = cfg->conn_inflight;
+    l->send_timeout_ms = cfg->send_timeout_ms;
+}
+
 int
 server_open(server **sp, const server_config *cfg)
 {
     server *s;
+    exec_env *env;
     char *err = NULL;
     uint64_t nrec = 0, nbytes = 0;
     size_t nleases;
+    listener_config lc;
     gc_config gcc;
     int rv;
 
@@ -66,7 +102,11 @@ server_open(server **sp, const server_config *cfg)
         return ENOMEM;
     }
     s->cfg = *cfg;
-    s->now_ms = cfg->clock_ms != NULL ? cfg->clock_ms : server_wall_ms;
+    env = &s->env;
+    env->now_ms = cfg->clock_ms != NULL ? cfg->clock_ms : server_wall_ms;
+    env->stats = &s->stats;
+    env->disk = &s->disk;
+    server_exec_config(cfg, &env->cfg);
     {
         /* The folder holds the principals and policy: checked like them,
          * before anything in it is opened (a missing one is created by
@@ -80,7 +120,7 @@ server_open(server **sp, const server_config *cfg)
             return rv;
         }
     }
-    if ((rv = store_open(&s->st, cfg->data_dir, &err)) != 0) {
+    if ((rv = store_open(&env->st, cfg->data_dir, &err)) != 0) {
         if (rv == EIO) { /* LevelDB's own error: hint what its text says */
             log_error("cannot open the LevelDB in %s: %s%s", cfg->data_dir,
                       err != NULL ? err : "error", server_open_hint(err));
@@ -93,14 +133,17 @@ server_open(server **sp, const server_config *cfg)
     }
     disk_floor_init(&s->disk, cfg->data_dir, cfg->disk_free_min);
     if (cfg->compact_hold_ms > 0) {
-        store_compact_hold(s->st, cfg->compact_hold_ms);
+        store_compact_hold(env->st, cfg->compact_hold_ms);
     }
-    if ((rv = svc_grants_open(s)) != 0 ||
-        (rv = auth_open(&s->auth, cfg->data_dir, cfg->dev)) != 0) {
+    if (cfg->append_fn != NULL) {
+        store_set_appender(env->st, cfg->append_fn, cfg->append_arg);
+    }
+    if ((rv = auth_open(&env->auth, cfg->data_dir, cfg->dev)) != 0) {
         goto fail;
     }
-    if ((rv = lease_table_alloc(&s->leases)) != 0 ||
-        (rv = lease_load(s->leases, s->st, s->now_ms(), &nrec, &nbytes)) != 0) {
+    if ((rv = lease_table_alloc(&env->leases)) != 0 ||
+        (rv = lease_load(env->leases, env->st, env->now_ms(), &nrec,
+                         &nbytes)) != 0) {
         log_error("cannot load the leases and records in %s%s", cfg->data_dir,
                   rv == EBADMSG ? ": they are damaged (see the LevelDB line "
                                   "above). onced will not serve from damaged "
@@ -110,20 +153,27 @@ server_open(server **sp, const server_config *cfg)
         goto fail;
     }
     /* The table belongs to the executor from the moment it starts. */
-    nleases = lease_table_count(s->leases);
-    if ((rv = executor_open(&s->ex, s)) != 0) {
-        log_error("cannot start the executor thread");
+    nleases = lease_table_count(env->leases);
+    if ((rv = executor_open(&s->ex, env)) != 0) {
+        log_error("cannot start the executor (error %d)", rv);
+        goto fail;
+    }
+    /* The principals and policy are re-read off the request path from
+     * now on, new tables reaching the executor as tasks. */
+    if ((rv = auth_watch_start(env->auth, executor_post, s->ex)) != 0) {
+        log_error("cannot start the principals watcher thread");
         goto fail;
     }
     gcc.interval_ms = cfg->gc_interval_ms;
     gcc.budget = cfg->gc_budget;
-    if ((rv = gc_open(&s->gc, s->st, s->leases, s->now_ms, executor_post, s->ex,
-                      &gcc)) != 0) {
+    if ((rv = gc_open(&env->gc, env->st, env->leases, env->now_ms,
+                      executor_post, s->ex, &gcc)) != 0) {
         log_error("cannot start the collector thread");
         goto fail;
     }
-    if ((rv = listener_open(&s->ls, cfg, executor_submit, s->ex,
-                            &s->stats)) != 0) {
+    server_listener_config(cfg, &lc);
+    if ((rv = listener_open(&s->ls, &lc, executor_submit, s->ex, &s->stats)) !=
+        0) {
         goto fail;
     }
     log_info("data %s: %llu completion records (%llu bytes), %zu leases "
@@ -133,12 +183,12 @@ server_open(server **sp, const server_config *cfg)
     *sp = s;
     return 0;
 fail:
-    gc_close(s->gc);
+    gc_close(env->gc);
+    auth_watch_stop(env->auth);
     executor_close(s->ex);
-    store_close(s->st);
-    lease_table_free(s->leases);
-    svc_grants_close(s);
-    auth_close(s->auth);
+    store_close(env->st);
+    lease_table_free(env->leases);
+    auth_close(env->auth);
     free(s);
     return rv != 0 ? rv : EIO;
 }
@@ -149,13 +199,60 @@ server_close(server *s)
     if (s == NULL) {
         return;
     }
-    gc_close(s->gc); /* a pass in flight finishes first */
+    gc_close(s->env.gc);          /* a pass in flight finishes first */
+    auth_watch_stop(s->env.auth); /* posts nothing after this */
     listener_shutdown(s->ls);
-    executor_close(s->ex);
-    store_close(s->st);
+    executor_close(s->ex); /* closes the services after the last call */
+    store_close(s->env.st);
     listener_free(s->ls);
-    lease_table_free(s->leases);
-    svc_grants_close(s);
-    auth_close(s->auth);
+    lease_table_free(s->env.leases);
+    auth_close(s->env.auth);
     free(s);
+}
+
+/* The reloadable settings, carried to the executor thread (the only one
+ * that reads env.cfg). */
+typedef struct server_limits {
+    exec_env *env;
+    uint64_t window;
+    uint64_t lease_ttl_ms;
+    uint64_t lease_ttl_max_ms;
+} server_limits;
+
+static void
+server_limits_apply(void *arg)
+{
+    server_limits *t = arg;
+
+    t->env->cfg.window = t->window;
+    t->env->cfg.lease_ttl_ms = t->lease_ttl_ms;
+    t->env->cfg.lease_ttl_max_ms = t->lease_ttl_max_ms;
+    log_info("SIGHUP: window %llu, lease-ttl %llums, lease-ttl-max %llums "
+             "in force",
+             (unsigned long long)t->window, (unsigned long long)t->lease_ttl_ms,
+             (unsigned long long)t->lease_ttl_max_ms);
+    free(t);
+}
+
+void
+server_reload_auth(server *s)
+{
+    auth_request_reload(s->env.auth);
+}
+
+void
+server_set_limits(server *s, const server_config *cfg)
+{
+    server_limits *t;
+
+    if ((t = malloc(sizeof(*t))) == NULL) {
+        log_error("SIGHUP: out of memory; the window and TTLs in force "
+                  "stay");
+        return;
+    }
+    t->env = &s->env;
+    t->window = cfg->window;
+    t->lease_ttl_ms = cfg->lease_ttl_ms;
+    t->lease_ttl_max_ms = cfg->lease_ttl_max_ms;
+    executor_post(s->ex, server_limits_apply, t);
 }

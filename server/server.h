@@ -3,7 +3,10 @@
  *
  * Owns: the configuration and the handles of the store, the executor and
  * the listener, created by server_open and torn down by server_close in
- * the one order that keeps every handed-over commit.
+ * the one order that keeps every handed-over commit. Each part gets only
+ * its own view: the executor and the services an exec_env (exec_env.h),
+ * the listener a listener_config (listener.h), the collector its
+ * gc_config. The services themselves are listed in services.c.
  */
 #ifndef SERVER_SERVER_H
 #define SERVER_SERVER_H
@@ -13,6 +16,7 @@
 #include <stdint.h>
 
 #include "disk_floor.h"
+#include "exec_env.h"
 #include "stats.h"
 #include "store.h"
 
@@ -54,35 +58,40 @@ typedef struct server_config {
                                   flight (listener.h) */
     uint64_t send_timeout_ms;  /* a reply not taken by its connection in
                                   this long drops that connection */
+
+    /* onced --replicate (repl/replica.h): every group is appended to the
+     * replicated log before it is written (store.h, "replicate.c"). NULL:
+     * not replicated. */
+    store_append_fn append_fn;
+    void *append_arg;
 } server_config;
 
 typedef struct server server;
 typedef struct executor executor;
 typedef struct listener listener;
-typedef struct lease_table lease_table;
-typedef struct gc gc;
-typedef struct auth auth;
 
 struct server {
     server_config cfg;
-    store *st;
+    /* The parts calls use, owned here: env.st, env.leases (executor
+     * thread only), env.auth, env.gc; env.stats and env.disk point at the
+     * two below; env.cfg is the executor's (executor thread only). */
+    exec_env env;
+    server_stats stats;
+    disk_floor disk; /* the free-space floor (disk_floor.h) */
     executor *ex;
     listener *ls;
-    lease_table *leases; /* executor thread only */
-    auth *auth;          /* principals and policy (auth.h) */
-    gc *gc;
-    server_stats stats;
-
-    disk_floor disk; /* the free-space floor (disk_floor.h) */
-
-    uint64_t (*now_ms)(void);     /* wall clock, unix ms; injectable */
-    struct grants_signer *grants; /* svc_grants.c: the signing key; set at
-                                     open, read-only afterwards */
 };
 
 /* Opens the store, starts the executor and listens. On failure returns an
  * errno-style code after logging why. */
 int server_open(server **sp, const server_config *cfg);
+
+/* SIGHUP: re-read the principals and policy now (auth.h). Any thread. */
+void server_reload_auth(server *s);
+
+/* SIGHUP: put cfg's window and lease TTLs in force for the calls after
+ * the ones running (through the executor thread). Any thread. */
+void server_set_limits(server *s, const server_config *cfg);
 
 /* Stops listening, lets queued calls execute and every commit finish, then
  * closes the store. NULL is ok. */

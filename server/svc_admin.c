@@ -11,14 +11,13 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "dispatch.h"
 #include "gc.h"
 #include "lease.h"
 #include "lease_wire.h"
 #include "log.h"
 #include "once.pb-c.h"
+#include "service.h"
 #include "records.h"
-#include "server.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000
@@ -27,18 +26,18 @@ static void
 admin_stats(server_call *c)
 {
     Once__V1__StatsResponse resp = ONCE__V1__STATS_RESPONSE__INIT;
-    server_stats *ss = &c->srv->stats;
+    server_stats *ss = c->env->stats;
     lease_sum sum;
     store_counters sc;
     gc_stats gs;
     bool compacting;
     uint64_t compactions, disk = 0;
 
-    store_counters_get(c->srv->st, &sc);
-    store_compact_state(c->srv->st, &compacting, &compactions);
-    (void)store_disk_bytes(c->srv->st, &disk); /* 0 if unreadable */
-    gc_stats_get(c->srv->gc, &gs);
-    lease_table_sum(c->srv->leases, c->now_ms, &sum);
+    store_counters_get(c->env->st, &sc);
+    store_compact_state(c->env->st, &compacting, &compactions);
+    (void)store_disk_bytes(c->env->st, &disk); /* 0 if unreadable */
+    gc_stats_get(c->env->gc, &gs);
+    lease_table_sum(c->env->leases, c->now_ms, &sum);
     resp.requests = atomic_load(&ss->requests);
     resp.replays = atomic_load(&ss->replays);
     resp.conflicts = atomic_load(&ss->conflicts);
@@ -65,9 +64,9 @@ admin_stats(server_call *c)
     resp.listener_restarts = atomic_load(&ss->listener_restarts);
     resp.lease_quota_refused = atomic_load(&ss->lease_quota);
     resp.lease_capacity_refused = atomic_load(&ss->lease_capacity);
-    resp.disk_low = disk_floor_refresh(&c->srv->disk);
-    resp.disk_free_bytes = atomic_load(&c->srv->disk.free_bytes);
-    resp.disk_low_refused = atomic_load(&c->srv->disk.refused);
+    resp.disk_low = disk_floor_refresh(c->env->disk);
+    resp.disk_free_bytes = atomic_load(&c->env->disk->free_bytes);
+    resp.disk_low_refused = atomic_load(&c->env->disk->refused);
     resp.conn_limit_drops = atomic_load(&ss->conn_limit_drops);
     resp.conns_dropped = atomic_load(&ss->conns_dropped);
     call_reply(c, &resp.base);
@@ -84,8 +83,8 @@ admin_compact(server_call *c)
     uint64_t finished;
     int rv;
 
-    store_compact_state(c->srv->st, &running, &finished);
-    if ((rv = store_compact_start(c->srv->st, &already)) != 0) {
+    store_compact_state(c->env->st, &running, &finished);
+    if ((rv = store_compact_start(c->env->st, &already)) != 0) {
         call_fail(c, ONCE__V1__CODE__UNAVAILABLE, "COMPACT_NOT_STARTED",
                   "cannot start the compaction thread (error %d)", rv);
         return;
@@ -211,9 +210,9 @@ admin_list_records(server_call *c)
         goto out;
     }
     if (r->client_id == 0) {
-        lease_table_each(c->srv->leases, admin_list_one, &l);
+        lease_table_each(c->env->leases, admin_list_one, &l);
     } else {
-        if ((e = lease_table_find(c->srv->leases, r->client_id)) != NULL) {
+        if ((e = lease_table_find(c->env->leases, r->client_id)) != NULL) {
             admin_list_one(&l, e);
         }
         a.limit = limit;
@@ -225,7 +224,7 @@ admin_list_records(server_call *c)
             goto out;
         }
         records_key(r->client_id, 0, start);
-        store_scan_from(c->srv->st, start, sizeof(start), start, 10,
+        store_scan_from(c->env->st, start, sizeof(start), start, 10,
                         admin_rec_one, &a);
     }
     resp.n_clients = l.n;
@@ -256,11 +255,14 @@ admin_list_validate(server_call *c)
     }
 }
 
-const dispatch_entry svc_admin_methods[] = {
+static const service_method svc_admin_methods[] = {
     {"/once.v1.Admin/Stats", 0, NULL, admin_stats, NULL},
     {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records,
      NULL},
     {"/once.v1.Admin/Compact", 0, NULL, admin_compact, NULL},
 };
-const size_t svc_admin_count =
-    sizeof(svc_admin_methods) / sizeof(svc_admin_methods[0]);
+const service_ops svc_admin_ops = {
+    .name = "once.v1.Admin",
+    .methods = svc_admin_methods,
+    .nmethods = sizeof(svc_admin_methods) / sizeof(svc_admin_methods[0]),
+};

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
+#include "names.h"
 #include "once.pb-c.h"
+#include "service.h"
 
 #define COUNTER_NAME_MAX 256
 
@@ -19,23 +20,22 @@
 static int
 counter_name_ok(server_call *c, const char *name)
 {
-    size_t len = strlen(name);
+    size_t at;
 
-    if (len == 0 || len > COUNTER_NAME_MAX) {
+    switch (name_check(name, COUNTER_NAME_MAX, &at)) {
+    case NAME_OK:
+        return 1;
+    case NAME_BAD_LENGTH:
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
                   "counter name must be 1 to %d bytes, got %zu",
-                  COUNTER_NAME_MAX, len);
+                  COUNTER_NAME_MAX, at);
         return 0;
+    case NAME_CONTROL:
+        break;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        if (ch < 0x20 || ch == 0x7f) {
-            call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
-                      "counter name has a control character at byte %zu", i);
-            return 0;
-        }
-    }
-    return 1;
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
+              "counter name has a control character at byte %zu", at);
+    return 0;
 }
 
 /* Reads counter name into *value (0 when absent). Returns 0 or sets the
@@ -151,10 +151,13 @@ counter_get(server_call *c)
     call_reply(c, &resp.base);
 }
 
-const dispatch_entry svc_counter_methods[] = {
-    {"/once.v1.Counter/Increment", DISPATCH_MUTATING, counter_incr_validate,
+static const service_method svc_counter_methods[] = {
+    {"/once.v1.Counter/Increment", SERVICE_MUTATING, counter_incr_validate,
      counter_incr, NULL},
     {"/once.v1.Counter/Get", 0, counter_get_validate, counter_get, NULL},
 };
-const size_t svc_counter_count =
-    sizeof(svc_counter_methods) / sizeof(svc_counter_methods[0]);
+const service_ops svc_counter_ops = {
+    .name = "once.v1.Counter",
+    .methods = svc_counter_methods,
+    .nmethods = sizeof(svc_counter_methods) / sizeof(svc_counter_methods[0]),
+};

@@ -12,24 +12,23 @@
  * Never: decides anything itself; holds a lock (the executor runs one call
  * at a time, which is the "lock (request_id, attempt) first" order).
  */
-#include "svc_grants.h"
-
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "credential.h"
-#include "dispatch.h"
 #include "grants.pb-c.h"
 #include "lease.h"
 #include "log.h"
 #include "once.pb-c.h"
 #include "rules.h"
-#include "server.h"
+#include "service.h"
 
-int
-svc_grants_open(server *srv)
+/* The service's state: the signing key, loaded or created (mode 0600)
+ * in the data folder before the first call. */
+static int
+svc_grants_open(const exec_env *env, void **state)
 {
     grants_signer *s = malloc(sizeof(*s));
     char err[512] = "";
@@ -38,25 +37,26 @@ svc_grants_open(server *srv)
     if (s == NULL) {
         return ENOMEM;
     }
-    if ((rv = grants_signer_load(s, srv->cfg.data_dir, err, sizeof(err))) !=
+    if ((rv = grants_signer_load(s, env->cfg.data_dir, err, sizeof(err))) !=
         0) {
         log_error("grants key: %s", err);
         free(s);
         return rv;
     }
-    srv->grants = s;
+    *state = s;
     return 0;
 }
 
-void
-svc_grants_close(server *srv)
+static void
+svc_grants_close(void *state)
 {
-    if (srv == NULL || srv->grants == NULL) {
+    grants_signer *s = state;
+
+    if (s == NULL) {
         return;
     }
-    grants_signer_fini(srv->grants);
-    free(srv->grants);
-    srv->grants = NULL;
+    grants_signer_fini(s);
+    free(s);
 }
 
 #define REQ(type) ((const type *)(const void *)c->req)
@@ -67,14 +67,14 @@ static void
 svc_env(server_call *c, grants_env *env, grants_outcome *o)
 {
     lease_entry *le = c->client_id != 0
-                          ? lease_table_find(c->srv->leases, c->client_id)
+                          ? lease_table_find(c->env->leases, c->client_id)
                           : NULL;
 
     memset(o, 0, sizeof(*o));
     env->txn = c->txn;
     env->now_ms = c->now_ms;
     env->principal = le != NULL && le->principal != NULL ? le->principal : "";
-    env->signer = c->srv->grants;
+    env->signer = c->svc;
     env->machine = c->who != NULL ? c->who->machine : NULL;
     env->read_only = c->replaying; /* a replay logs no refusal either */
 }
@@ -273,7 +273,7 @@ EXEC(x_permission, grants_set_permission, Once__V1__SetPermissionRequest)
 EXEC(x_surface, grants_get_surface, Once__V1__GetSurfaceRequest)
 EXEC(x_list_queue, grants_list_queue, Once__V1__ListQueueRequest)
 
-/* ---- replay (dispatch_entry.replay) ------------------------------------ */
+/* ---- replay (service_method.replay) ------------------------------------ */
 
 #define REPLAY(name, fn, type)                                                 \
     static void name(server_call *c)                                           \
@@ -293,7 +293,7 @@ x_public_key(server_call *c)
 {
     Once__V1__GetPublicKeyResponse resp =
         ONCE__V1__GET_PUBLIC_KEY_RESPONSE__INIT;
-    grants_signer *s = c->srv->grants;
+    grants_signer *s = c->svc;
 
     resp.public_key.data = s->pk;
     resp.public_key.len = sizeof(s->pk);
@@ -301,9 +301,9 @@ x_public_key(server_call *c)
 }
 
 #define G(m) "/once.v1.Grants/" m
-#define MUT  DISPATCH_MUTATING
+#define MUT  SERVICE_MUTATING
 
-const dispatch_entry svc_grants_methods[] = {
+static const service_method svc_grants_methods[] = {
     {G("SetPlacement"), MUT, v_placement, x_placement, NULL},
     {G("RequestGrant"), MUT, v_request, x_request, r_request},
     {G("Enqueue"), MUT, v_enqueue, x_enqueue, NULL},
@@ -322,5 +322,10 @@ const dispatch_entry svc_grants_methods[] = {
     {G("ListQueue"), 0, v_list_queue, x_list_queue, NULL},
     {G("GetPublicKey"), 0, NULL, x_public_key, NULL},
 };
-const size_t svc_grants_count =
-    sizeof(svc_grants_methods) / sizeof(svc_grants_methods[0]);
+const service_ops svc_grants_ops = {
+    .name = "once.v1.Grants",
+    .methods = svc_grants_methods,
+    .nmethods = sizeof(svc_grants_methods) / sizeof(svc_grants_methods[0]),
+    .open = svc_grants_open,
+    .close = svc_grants_close,
+};

@@ -21,11 +21,10 @@
 #include <string.h>
 
 #include "auth.h"
-#include "dispatch.h"
 #include "lease.h"
 #include "lease_wire.h"
 #include "once.pb-c.h"
-#include "server.h"
+#include "service.h"
 
 #define LEASE_TTL_MIN_MS    100ULL
 #define LEASE_PRINCIPAL_MAX 128
@@ -35,7 +34,7 @@ lease_open_validate(server_call *c)
 {
     const Once__V1__OpenLeaseRequest *r =
         (const Once__V1__OpenLeaseRequest *)c->req;
-    uint64_t max = c->srv->cfg.lease_ttl_max_ms;
+    uint64_t max = c->env->cfg.lease_ttl_max_ms;
 
     if (r->ttl_ms != 0 && (r->ttl_ms < LEASE_TTL_MIN_MS || r->ttl_ms > max)) {
         call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_TTL",
@@ -66,13 +65,13 @@ lease_open_validate(server_call *c)
 static bool
 lease_open_admit(server_call *c, const char *principal)
 {
-    server *srv = c->srv;
-    uint64_t all = lease_table_live(srv->leases);
-    uint64_t mine = lease_table_live_of(srv->leases, principal);
+    const exec_env *env = c->env;
+    uint64_t all = lease_table_live(env->leases);
+    uint64_t mine = lease_table_live_of(env->leases, principal);
 
-    if (srv->cfg.lease_max_principal > 0 &&
-        mine >= srv->cfg.lease_max_principal) {
-        STATS_INC(&srv->stats, lease_quota);
+    if (env->cfg.lease_max_principal > 0 &&
+        mine >= env->cfg.lease_max_principal) {
+        STATS_INC(env->stats, lease_quota);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_QUOTA",
                   "principal \"%.64s\" holds %llu live leases, the most "
                   "one principal may hold (onced --lease-max-per-principal); "
@@ -80,8 +79,8 @@ lease_open_admit(server_call *c, const char *principal)
                   principal, (unsigned long long)mine);
         return false;
     }
-    if (srv->cfg.lease_max > 0 && all >= srv->cfg.lease_max) {
-        STATS_INC(&srv->stats, lease_capacity);
+    if (env->cfg.lease_max > 0 && all >= env->cfg.lease_max) {
+        STATS_INC(env->stats, lease_capacity);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_CAPACITY",
                   "onced holds %llu live leases, the most it allows "
                   "(onced --lease-max); try again once leases are closed or "
@@ -89,8 +88,8 @@ lease_open_admit(server_call *c, const char *principal)
                   (unsigned long long)all);
         return false;
     }
-    if (disk_floor_low(&srv->disk)) {
-        atomic_fetch_add(&srv->disk.refused, 1);
+    if (disk_floor_low(env->disk)) {
+        atomic_fetch_add(&env->disk->refused, 1);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
                   "the data folder's disk is below its free-space floor "
                   "(onced --disk-free-min); no new lease until space comes "
@@ -106,7 +105,7 @@ lease_open_exec(server_call *c)
     const Once__V1__OpenLeaseRequest *r =
         (const Once__V1__OpenLeaseRequest *)c->req;
     Once__V1__OpenLeaseResponse resp = ONCE__V1__OPEN_LEASE_RESPONSE__INIT;
-    uint64_t ttl = r->ttl_ms != 0 ? r->ttl_ms : c->srv->cfg.lease_ttl_ms;
+    uint64_t ttl = r->ttl_ms != 0 ? r->ttl_ms : c->env->cfg.lease_ttl_ms;
     const char *principal = auth_lease_principal(c, r->principal);
     lease_entry *e;
     int rv;
@@ -114,15 +113,15 @@ lease_open_exec(server_call *c)
     if (!lease_open_admit(c, principal)) {
         return;
     }
-    if ((rv = lease_open(c->srv->leases, c->txn, principal, ttl, c->now_ms,
+    if ((rv = lease_open(c->env->leases, c->txn, principal, ttl, c->now_ms,
                          &e)) != 0) {
         call_store_error(c, rv);
         return;
     }
-    STATS_INC(&c->srv->stats, leases_opened);
+    STATS_INC(c->env->stats, leases_opened);
     resp.client_id = e->client_id;
     resp.ttl_ms = ttl;
-    resp.max_request_bytes = c->srv->cfg.recv_max;
+    resp.max_request_bytes = c->env->cfg.recv_max;
     call_reply(c, &resp.base);
 }
 
@@ -133,7 +132,7 @@ lease_open_exec(server_call *c)
 static lease_entry *
 lease_find_live(server_call *c, uint64_t client_id)
 {
-    lease_entry *e = lease_table_find(c->srv->leases, client_id);
+    lease_entry *e = lease_table_find(c->env->leases, client_id);
 
     if (!auth_lease_scope(c, client_id, e != NULL,
                           e != NULL ? e->principal : NULL, false)) {
@@ -149,12 +148,13 @@ lease_find_live(server_call *c, uint64_t client_id)
         c->keep_writes = true;
     }
     if (e == NULL || e->state != LEASE_STATE_LIVE) {
-        STATS_INC(&c->srv->stats, lease_expired);
+        STATS_INC(c->env->stats, lease_expired);
         call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
                   "client id %llu has no live lease (%s); open a new one",
                   (unsigned long long)client_id,
-                  e != NULL ? lease_state_name(e->state)
-                  : client_id >= lease_table_next_id(c->srv->leases)
+                  e != NULL
+                      ? wire_lease_state_name(lease_wire_state(e, c->now_ms))
+                  : client_id >= lease_table_next_id(c->env->leases)
                       ? "never issued"
                       : "ended and collected");
         return NULL;
@@ -211,7 +211,7 @@ lease_renew_many_exec(server_call *c)
         return;
     }
     for (size_t i = 0; i < r->n_client_ids; i++) {
-        lease_entry *e = lease_table_find(c->srv->leases, r->client_ids[i]);
+        lease_entry *e = lease_table_find(c->env->leases, r->client_ids[i]);
         once__v1__renew_lease_result__init(&res[i]);
         res[i].client_id = r->client_ids[i];
         res[i].code = ONCE__V1__CODE__FAILED_PRECONDITION;
@@ -249,7 +249,7 @@ lease_close_exec(server_call *c)
     const Once__V1__CloseLeaseRequest *r =
         (const Once__V1__CloseLeaseRequest *)c->req;
     Once__V1__CloseLeaseResponse resp = ONCE__V1__CLOSE_LEASE_RESPONSE__INIT;
-    lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
+    lease_entry *e = lease_table_find(c->env->leases, r->client_id);
     int rv;
 
     if (!auth_lease_scope(c, r->client_id, e != NULL,
@@ -274,7 +274,7 @@ lease_info_exec(server_call *c)
     const Once__V1__LeaseInfoRequest *r =
         (const Once__V1__LeaseInfoRequest *)c->req;
     Once__V1__LeaseInfoResponse resp = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
-    lease_entry *e = lease_table_find(c->srv->leases, r->client_id);
+    lease_entry *e = lease_table_find(c->env->leases, r->client_id);
 
     if (!auth_lease_scope(c, r->client_id, e != NULL,
                           e != NULL ? e->principal : NULL, true) ||
@@ -325,7 +325,7 @@ lease_id_validate(server_call *c)
     }
 }
 
-const dispatch_entry svc_lease_methods[] = {
+static const service_method svc_lease_methods[] = {
     {"/once.v1.Lease/OpenLease", 0, lease_open_validate, lease_open_exec, NULL},
     {"/once.v1.Lease/RenewLease", 0, lease_id_validate, lease_renew_exec, NULL},
     {"/once.v1.Lease/RenewLeases", 0, lease_renew_many_validate,
@@ -333,5 +333,8 @@ const dispatch_entry svc_lease_methods[] = {
     {"/once.v1.Lease/CloseLease", 0, lease_id_validate, lease_close_exec, NULL},
     {"/once.v1.Lease/LeaseInfo", 0, lease_id_validate, lease_info_exec, NULL},
 };
-const size_t svc_lease_count =
-    sizeof(svc_lease_methods) / sizeof(svc_lease_methods[0]);
+const service_ops svc_lease_ops = {
+    .name = "once.v1.Lease",
+    .methods = svc_lease_methods,
+    .nmethods = sizeof(svc_lease_methods) / sizeof(svc_lease_methods[0]),
+};

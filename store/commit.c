@@ -120,7 +120,18 @@ commit_write(store *s, store_txn *group, size_t n)
         }
     }
     if (dirty == 0) {
+        if (s->append_fn != NULL) {
+            replicate_gate(s);
+        }
         return;
+    }
+    if (s->append_fn != NULL) {
+        /* Replicated (onced --replicate): the log entry first. */
+        if (merged == NULL) {
+            merged = leveldb_writebatch_create();
+            leveldb_writebatch_append(merged, one);
+        }
+        replicate_group(s, merged);
     }
     fault_point(FAULT_BATCH_STAGED);
 #ifdef ONCE_SPLIT_WRITES

@@ -143,4 +143,35 @@ void store_compact_state(store *s, bool *running, uint64_t *finished);
  * listing it (a handful of files). Returns 0, or an errno from opendir. */
 int store_disk_bytes(store *s, uint64_t *bytes);
 
+/* ---- replicate.c: the replication seam (repl/, onced --replicate) -------
+ * A replicated store hands every group's merged batch to an appender
+ * before writing it: the appender makes it a log entry elsewhere (etcd) and
+ * returns its index, which is written beside the batch under
+ * STORE_APPLIED_KEY. A group without writes (reads, replays) still asks the
+ * appender, with an empty entry, whether it may answer. Followers write
+ * the log's entries with store_apply_entry. Unset (the default), nothing
+ * here runs. */
+
+#define STORE_APPLIED_KEY "z/repl/applied"
+
+/*
+ * Makes entry (len bytes; len 0: a group without writes) durable in the
+ * replicated log and sets *index to its log index. Returns only when the
+ * caller may go on: on a lost leadership the appender does not return
+ * (repl/ re-executes the process). Runs on the owner's thread.
+ */
+typedef int (*store_append_fn)(void *arg, const void *entry, size_t len,
+                               uint64_t *index);
+
+/* Sets the appender; before any transaction is handed over. */
+void store_set_appender(store *s, store_append_fn fn, void *arg);
+
+/* The log index of the last entry written to this store (0: none). */
+int store_applied_index(store *s, uint64_t *index);
+
+/* Writes one log entry (as made by the leader's store) and index as the
+ * applied index, in one synced write. Only on a store no transaction is
+ * handed to (a follower). 0, EPROTO (not an entry) or EIO. */
+int store_apply_entry(store *s, const void *entry, size_t len, uint64_t index);
+
 #endif /* STORE_STORE_H */

@@ -55,6 +55,10 @@ struct store {
 
     char *dir; /* the LevelDB folder (store_disk_bytes) */
 
+    /* replicate.c: set before any transaction, then read-only. */
+    store_append_fn append_fn;
+    void *append_arg;
+
     /* compact.c: the one compaction thread. */
     pthread_mutex_t compact_mtx; /* protects compact_thread, compact_joinable
                                     against store_close; the starter is the
@@ -75,6 +79,11 @@ void commit_split_write(store *s, store_txn *group);
  * what; returns EBADMSG when LevelDB found damaged data (a checksum or
  * format error), EIO otherwise. */
 int store_leveldb_error(const char *what, char *err);
+
+/* replicate.c: hands a group's merged batch to the appender and adds the
+ * applied index to it; replicate_gate asks for a group without writes. */
+void replicate_group(store *s, leveldb_writebatch_t *merged);
+void replicate_gate(store *s);
 
 /* txn.c */
 void txn_free(store_txn *t);

@@ -13,6 +13,9 @@
  */
 #include "harness.h"
 
+#include "auth_tag.h"
+#include "principals.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -894,7 +897,8 @@ harness_client_as(const harness *h, const char *name, bool no_lease,
 }
 
 void
-harness_add_principal(const harness *h, const char *name, const char *role)
+harness_add_principal_nowait(const harness *h, const char *name,
+                             const char *role)
 {
     char kp[512];
     const char *args[] = {"principal", "add",   name,        "--role", role,
@@ -902,4 +906,66 @@ harness_add_principal(const harness *h, const char *name, const char *role)
 
     snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
     assert_int_equal(harness_oncectl_run(args, NULL, 0, NULL), 0);
+}
+
+/* The code of a Counter/Get signed as name (key DIR/name.key), or unsigned
+ * when name is NULL; -1 when onced did not answer. Reads only. */
+static int
+harness_probe(const harness *h, const char *name)
+{
+    Once__V1__GetRequest g = ONCE__V1__GET_REQUEST__INIT;
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    Once__V1__Response *resp = NULL;
+    uint8_t pl[64], *req;
+    size_t len;
+    int code = -1;
+
+    g.name = "harness-probe";
+    r.method = "/once.v1.Counter/Get";
+    r.attempt = 1;
+    r.principal = (char *)(name != NULL ? name : "anonymous");
+    r.payload.data = pl;
+    r.payload.len = once__v1__get_request__pack(&g, pl);
+    len = once__v1__request__get_packed_size(&r);
+    assert_non_null(req = malloc(len + AUTH_TAG_TRAILER));
+    once__v1__request__pack(&r, req);
+    if (name != NULL) {
+        char kp[512], kname[PRINCIPAL_NAME_MAX + 1], err[256];
+        uint8_t key[AUTH_KEY_BYTES];
+
+        snprintf(kp, sizeof(kp), "%s/%s.key", h->dir, name);
+        assert_int_equal(keyfile_read(kp, kname, key, err, sizeof(err)), 0);
+        auth_tag_append(req, len, key);
+        len += AUTH_TAG_TRAILER;
+    }
+    if (harness_raw_rpc(h->url, req, len, &resp, 2000) == 0) {
+        code = resp->status != NULL ? (int)resp->status->code : 0;
+        once__v1__response__free_unpacked(resp, NULL);
+    }
+    free(req);
+    return code;
+}
+
+void
+harness_add_principal(const harness *h, const char *name, const char *role)
+{
+    int64_t end;
+
+    harness_add_principal_nowait(h, name, role);
+    if (h->pid == 0) {
+        return;
+    }
+    /* authenticating, and name known (a refusal by policy still is) */
+    end = harness_now_ms() + 20000;
+    while (harness_now_ms() < end) {
+        if (harness_probe(h, NULL) == ONCE__V1__CODE__UNAUTHENTICATED) {
+            int code = harness_probe(h, name);
+            if (code >= 0 && code != ONCE__V1__CODE__UNAUTHENTICATED) {
+                return;
+            }
+        }
+        harness_sleep_ms(20);
+    }
+    harness_dump_log(h);
+    fail_msg("onced never put principal %s in force", name);
 }

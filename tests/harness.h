@@ -222,10 +222,16 @@ int harness_oncectl_run(const char *const *args, char *out, size_t cap,
                         size_t *outlen);
 
 /* oncectl principal add NAME --role ROLE --data DATA --key-out
- * DIR/NAME.key (no server involved: it edits the data folder); asserts it
- * succeeded. */
+ * DIR/NAME.key (it edits the data folder); asserts it succeeded. When
+ * onced runs, then waits (bounded) until it has the principal in force:
+ * onced re-reads the file on its own thread, so the next call must not
+ * race that reload. */
 void harness_add_principal(const harness *h, const char *name,
                            const char *role);
+
+/* The oncectl half of harness_add_principal, without the wait. */
+void harness_add_principal_nowait(const harness *h, const char *name,
+                                  const char *role);
 
 /* Opens a handle signing as principal name with its key file
  * (DIR/name.key from harness_add_principal): lease TTL 120 s unless

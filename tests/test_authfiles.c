@@ -71,7 +71,8 @@ log_size(const harness *h)
     return stat(h->log, &st) == 0 ? (long)st.st_size : 0;
 }
 
-/* One unsigned Stats: onced re-reads changed files before a request. */
+/* One unsigned Stats: a request now and then (onced's watcher re-reads
+ * changed files by itself; older ones did before a request). */
 static void
 nudge(const harness *h)
 {
@@ -88,7 +89,7 @@ nudge(const harness *h)
 }
 
 /* Polls (bounded) until the log from off holds needle, sending a request
- * now and then (a reload happens before a request). */
+ * now and then. */
 static void
 wait_log(const harness *h, long off, const char *needle)
 {
@@ -345,6 +346,42 @@ t_start_refused(void **state)
 
 /* ---- at reload ----------------------------------------------------------- */
 
+/* Polls the log (bounded) for needle without sending any request. */
+static bool
+wait_log_quiet(const harness *h, long off, const char *needle)
+{
+    int64_t end = harness_now_ms() + POLL_MAX_MS;
+
+    while (!log_has_since(h, off, needle) && harness_now_ms() < end) {
+        harness_sleep_ms(20);
+    }
+    return log_has_since(h, off, needle);
+}
+
+/* The principals are re-read off the request path (issue 13 item 4): a
+ * principal added while no request arrives is loaded and logged by the
+ * watcher, and the first call signed with its key goes through without a
+ * reload in its way. */
+static void
+t_reload_off_request_path(void **state)
+{
+    harness *h = start_auth();
+    long off;
+
+    (void)state;
+    off = log_size(h);
+    harness_add_principal_nowait(h, "carol", "scheduler");
+    /* no request, no SIGHUP: only a watcher can notice */
+    if (!wait_log_quiet(h, off, "reloaded: authentication on: 3 principals")) {
+        harness_dump_log(h);
+        fail_msg("the added principal was not loaded while no request "
+                 "arrived");
+    }
+    assert_int_equal(incr_as(h, "carol"), ONCE_OK);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 /* Damage, then mallory's line added through it: not reloaded, mallory
  * refused, alice served; the fix undone by mode makes onced reload. */
 static void
@@ -588,6 +625,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_start_refused),
+        cmocka_unit_test(t_reload_off_request_path),
         cmocka_unit_test(t_reload_refused),
         cmocka_unit_test(t_readable_warning),
         cmocka_unit_test(t_temp_file_symlink),

@@ -148,9 +148,28 @@ typedef struct once_status {
 #define ONCE_REASON_BAD_RESPONSE "BAD_RESPONSE"
 /* The client id was never issued (NOT_FOUND). */
 #define ONCE_REASON_UNKNOWN_CLIENT "UNKNOWN_CLIENT"
+/* A replica of a cluster that is not its leader refused the call without
+ * running it (UNAVAILABLE; the message names the leader's URL, or says
+ * none is known / etcd cannot be reached). libonce retries under the same
+ * rpc id; the next attempt reaches another replica (docs/replication.md). */
+#define ONCE_REASON_NOT_LEADER       "NOT_LEADER"
+#define ONCE_REASON_NO_LEADER        "NO_LEADER"
+#define ONCE_REASON_ETCD_UNAVAILABLE "ETCD_UNAVAILABLE"
+/* tls+tcp:// (code ONCE_UNAVAILABLE, nothing sent): the server's
+ * certificate does not chain to the CA file (or none was given), or is
+ * outside its validity; */
+#define ONCE_REASON_TLS_UNTRUSTED "TLS_UNTRUSTED"
+/* ... it chains to the CA but does not carry the server name (the URL's
+ * host or once_security.tls_server_name) as a DNS name; */
+#define ONCE_REASON_TLS_NAME_MISMATCH "TLS_NAME_MISMATCH"
+/* ... or the handshake fails whatever the certificate (not a TLS
+ * listener, no common protocol version or cipher). */
+#define ONCE_REASON_TLS_HANDSHAKE "TLS_HANDSHAKE"
 
 typedef struct once_options {
-    const char *url;             /* required: "ipc:///tmp/once.ipc" */
+    const char *url;             /* required: "ipc:///tmp/once.ipc"; or
+                                    the replicas of a cluster, comma-
+                                    separated (docs/replication.md) */
     const char *principal;       /* NULL: "anonymous" */
     uint32_t deadline_ms;        /* over all attempts; 0: 10000 */
     uint32_t attempt_timeout_ms; /* one attempt; 0: 2000 */

@@ -1,0 +1,235 @@
+/*
+ * tls_diag.c — the TLS verdict of a tls+tcp:// server (tls_diag.h).
+ *
+ * Owns: the probe handshakes and the messages of TLS_UNTRUSTED,
+ * TLS_NAME_MISMATCH and TLS_HANDSHAKE.
+ * Invariant: every probe is bounded by the caller's time; each frees its
+ * configuration, stream, dialer and aio before the next starts.
+ * Never: sends a byte on the probe stream (the server's SP header is read,
+ * ours never written: onced sees a peer that went away and makes no pipe).
+ */
+#include "tls_diag.h"
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
+
+#include "retry.h"
+#include "status.h"
+
+/* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
+static bool
+diag_tls_failed(int rv)
+{
+    return rv == NNG_ECRYPTO || rv == NNG_EPEERAUTH;
+}
+
+/* A client TLS configuration: verified against ca_file (NULL: no CA, so
+ * nothing verifies) and name (NULL: no name check) when verify is set. */
+static int
+diag_config(nng_tls_config **cfgp, bool verify, const char *ca_file,
+            const char *name)
+{
+    nng_tls_config *cfg;
+    int rv;
+
+    if ((rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0) {
+        return rv;
+    }
+    if ((rv = nng_tls_config_auth_mode(cfg, verify ? NNG_TLS_AUTH_MODE_REQUIRED
+                                                   : NNG_TLS_AUTH_MODE_NONE)) !=
+            0 ||
+        (verify && name != NULL &&
+         (rv = nng_tls_config_server_name(cfg, name)) != 0) ||
+        (verify && ca_file != NULL &&
+         (rv = nng_tls_config_ca_file(cfg, ca_file)) != 0)) {
+        nng_tls_config_free(cfg);
+        return rv;
+    }
+    *cfgp = cfg;
+    return 0;
+}
+
+/* One handshake with cfg on url, done when the server's first byte (of its
+ * SP header) arrives, by `until` (a retry_now_ms time). Returns 0 when the
+ * handshake completed, or the nng error that ended it. */
+static int
+diag_handshake(const char *url, nng_tls_config *cfg, uint64_t until)
+{
+    nng_stream_dialer *d = NULL;
+    nng_stream *s = NULL;
+    nng_aio *aio = NULL;
+    uint8_t byte;
+    nng_iov iov = {.iov_buf = &byte, .iov_len = 1};
+    uint64_t left;
+    int rv;
+
+    if ((rv = nng_stream_dialer_alloc(&d, url)) != 0 ||
+        (rv = nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) != 0 ||
+        (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+        goto out;
+    }
+    if ((left = retry_remaining_ms(until)) == 0) {
+        rv = NNG_ETIMEDOUT;
+        goto out;
+    }
+    nng_aio_set_timeout(aio, (nng_duration)left);
+    nng_stream_dialer_dial(d, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) != 0) {
+        goto out;
+    }
+    s = nng_aio_get_output(aio, 0);
+    /* nng's TLS stream shakes hands on the first read or write. */
+    if ((left = retry_remaining_ms(until)) == 0) {
+        rv = NNG_ETIMEDOUT;
+        goto out;
+    }
+    nng_aio_set_iov(aio, 1, &iov);
+    nng_aio_set_timeout(aio, (nng_duration)left);
+    nng_stream_recv(s, aio);
+    nng_aio_wait(aio);
+    if ((rv = nng_aio_result(aio)) == 0 && nng_aio_count(aio) == 0) {
+        rv = NNG_ETIMEDOUT; /* nothing read is no handshake */
+    }
+out:
+    /* The stream last: nng frees its parts on its reaper thread, and
+     * TSan reports that thread's mutex teardown against our dialer and
+     * aio calls made after it (both inside libnng, not instrumented). */
+    nng_aio_free(aio);
+    nng_stream_dialer_free(d); /* NULL-safe in nng 1.5 */
+    nng_stream_free(s);        /* closes it; NULL-safe */
+    return rv;
+}
+
+/* diag_handshake with a configuration of its own. */
+static int
+diag_try(const char *url, bool verify, const char *ca_file, const char *name,
+         uint64_t until)
+{
+    nng_tls_config *cfg;
+    int rv;
+
+    if ((rv = diag_config(&cfg, verify, ca_file, name)) != 0) {
+        return rv;
+    }
+    rv = diag_handshake(url, cfg, until);
+    nng_tls_config_free(cfg);
+    return rv;
+}
+
+static bool
+diag_is_ip(const char *name)
+{
+    unsigned char buf[16];
+
+    return inet_pton(AF_INET, name, buf) == 1 ||
+           inet_pton(AF_INET6, name, buf) == 1;
+}
+
+/* The child of scope st named name, or NULL. */
+static nng_stat *
+diag_stat_child(nng_stat *st, const char *name)
+{
+    for (nng_stat *s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
+        if (strcmp(nng_stat_name(s), name) == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* The statistics scope of the dialer with this id. Not
+ * nng_stat_find_dialer: nng 1.5.2's search below the top level ignores the
+ * id and returns the first dialer of the process. */
+static nng_stat *
+diag_stat_dialer(nng_stat *st, uint64_t id)
+{
+    nng_stat *s;
+
+    if (nng_stat_type(st) != NNG_STAT_SCOPE) {
+        return NULL;
+    }
+    if (strcmp(nng_stat_name(st), "dialer") == 0) {
+        s = diag_stat_child(st, "id");
+        return s != NULL && nng_stat_value(s) == id ? st : NULL;
+    }
+    for (s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
+        nng_stat *found = diag_stat_dialer(s, id);
+        if (found != NULL) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
+bool
+tls_diag_dialer_failed(nng_dialer d)
+{
+    nng_stat *snap, *ds, *auth;
+    bool failed;
+
+    if (nng_stats_get(&snap) != 0) {
+        return true; /* no statistics: only a probe can tell */
+    }
+    ds = diag_stat_dialer(snap, (uint64_t)nng_dialer_id(d));
+    auth = ds != NULL ? diag_stat_child(ds, "auth") : NULL;
+    failed = ds == NULL || (auth != NULL && nng_stat_value(auth) > 0);
+    nng_stats_free(snap);
+    return failed;
+}
+
+int
+tls_diag_probe(const char *url, const char *ca_file, const char *server_name,
+               uint64_t timeout_ms, once_status *st)
+{
+    uint64_t until = retry_now_ms() + timeout_ms;
+    int rv;
+
+    rv = diag_try(url, true, ca_file, server_name, until);
+    if (!diag_tls_failed(rv)) {
+        return ONCE_OK; /* it works, or no TLS was spoken: no verdict */
+    }
+    if ((rv = diag_try(url, false, NULL, NULL, until)) != 0) {
+        if (!diag_tls_failed(rv)) {
+            return ONCE_OK; /* gone meanwhile */
+        }
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_HANDSHAKE,
+                          "TLS handshake with %s failed (%s) even without "
+                          "checking its certificate: is it a tls+tcp:// "
+                          "listener of onced?",
+                          url, nng_strerror(rv));
+    }
+    if (ca_file == NULL) {
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_UNTRUSTED,
+                          "certificate of %s not verified: no CA file given "
+                          "(oncectl --tls-ca, once_security.tls_ca_file)",
+                          url);
+    }
+    rv = diag_try(url, true, ca_file, NULL, until);
+    if (rv == 0) {
+        if (diag_is_ip(server_name)) {
+            return status_set(
+                st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
+                "certificate of %s is trusted but not issued to DNS name "
+                "%s: libnng's mbedTLS matches DNS names only, not IP SANs; "
+                "add DNS:%s to its subjectAltName or use --tls-server-name",
+                url, server_name, server_name);
+        }
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
+                          "certificate of %s is trusted but not issued to "
+                          "%s (subjectAltName DNS names); use "
+                          "--tls-server-name for another name",
+                          url, server_name);
+    }
+    if (!diag_tls_failed(rv)) {
+        return ONCE_OK;
+    }
+    return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_UNTRUSTED,
+                      "certificate of %s failed verification: not signed "
+                      "by a CA in %s, or expired or not yet valid",
+                      url, ca_file);
+}

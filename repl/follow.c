@@ -1,0 +1,394 @@
+/*
+ * follow.c — a replica before it leads: apply the etcd log to the local
+ * LevelDB in order, refuse calls with the leader's URL, campaign for the
+ * leader key when nobody holds it.
+ *
+ * Owns: the follower's store handle (closed before repl_follow returns),
+ * the run of log parts being gathered, the campaign.
+ * Invariant: entries are applied in index order, each with its index in
+ * the same synced write; an entry written as parts is applied only once
+ * its last part is read, and a run of parts cut short by a step-down
+ * (followed by anything but its next part) is never applied. A replica
+ * returns as leader only after holding the leader key and applying the
+ * log to its end.
+ * Never: writes to etcd except the campaign (its lease and the leader
+ * key); serves calls.
+ */
+#include "repl_impl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "wire.h"
+#include "log.h"
+
+/* How often a follower reads the log and the leader key. */
+#define FOLLOW_POLL_MS 20
+/* Log keys read per request. */
+#define FOLLOW_BATCH 64
+
+typedef struct follow_run {
+    uint64_t first; /* first index of the run; 0: no run */
+    uint8_t *buf;
+    size_t len;
+    size_t cap;
+} follow_run;
+
+typedef struct follower {
+    repl *r;
+    store *st;
+    uint64_t applied;   /* last index applied to st */
+    uint64_t read_upto; /* last log index read */
+    bool checked;       /* the entry at applied was found in etcd */
+    follow_run run;
+} follower;
+
+static void
+follow_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int
+follow_run_add(follow_run *run, const uint8_t *p, size_t n)
+{
+    if (run->len + n > run->cap) {
+        size_t cap = (run->len + n) * 2;
+        uint8_t *b = realloc(run->buf, cap);
+        if (b == NULL) {
+            return ENOMEM;
+        }
+        run->buf = b;
+        run->cap = cap;
+    }
+    memcpy(run->buf + run->len, p, n);
+    run->len += n;
+    return 0;
+}
+
+static int
+follow_apply(follower *f, const uint8_t *p, size_t n, uint64_t index)
+{
+    int rv = store_apply_entry(f->st, p, n, index);
+
+    if (rv != 0) {
+        log_error("repl: cannot apply log entry %" PRIu64 ": %s", index,
+                  strerror(rv));
+        return rv;
+    }
+    f->applied = index;
+    return 0;
+}
+
+/* One log key's value at index. */
+static int
+follow_one(follower *f, uint64_t index, const uint8_t *v, size_t vlen)
+{
+    uint64_t first;
+    int rv = 0;
+
+    if (vlen < REPL_HDR_LEN) {
+        return EPROTO;
+    }
+    first = wire_get_be64(v + 1);
+    v += REPL_HDR_LEN;
+    vlen -= REPL_HDR_LEN;
+    switch (v[-REPL_HDR_LEN]) {
+    case REPL_KIND_WHOLE:
+        f->run.first = 0;
+        f->run.len = 0;
+        rv = follow_apply(f, v, vlen, index);
+        break;
+    case REPL_KIND_PART:
+        if (first == index) {
+            f->run.first = index; /* a new run; an unfinished one is void */
+            f->run.len = 0;
+        } else if (first != f->run.first || f->run.first == 0) {
+            f->run.first = 0; /* a part of a void run */
+            break;
+        }
+        rv = follow_run_add(&f->run, v, vlen);
+        break;
+    case REPL_KIND_LAST:
+        if (f->run.first != 0 && first == f->run.first &&
+            (rv = follow_run_add(&f->run, v, vlen)) == 0) {
+            rv = follow_apply(f, f->run.buf, f->run.len, index);
+        }
+        f->run.first = 0;
+        f->run.len = 0;
+        break;
+    default:
+        rv = EPROTO;
+    }
+    return rv;
+}
+
+/*
+ * Reads and applies the log from read_upto + 1 to its end. 0 (and
+ * r->next set past the last key read), EAGAIN (etcd did not answer), or
+ * an error (a gap: the log was trimmed past us; a bad entry; local I/O).
+ */
+static int
+follow_catch_up(follower *f)
+{
+    repl *r = f->r;
+    char from[REPL_KEY_MAX], end[REPL_KEY_MAX];
+    bool more = true;
+
+    snprintf(end, sizeof(end), "%s", r->log_prefix);
+    end[strlen(end) - 1]++; /* "/log/" -> "/log0": the prefix's end */
+    if (!f->checked && f->applied > 0) {
+        /* Nothing trims the log, so the last entry this replica applied
+         * is still there — unless etcd is another one, or was wiped:
+         * then following it would make this replica diverge. */
+        etcd_kv *kvs = NULL;
+        size_t n = 0;
+        int rv;
+
+        repl_log_key(r, f->applied, from, sizeof(from));
+        if ((rv = etcd_range(r->kv, from, strlen(from), NULL, 0, 1, &kvs, &n,
+                             NULL, NULL)) != 0) {
+            return rv;
+        }
+        etcd_kvs_free(kvs, n);
+        if (n == 0) {
+            log_error("repl: this replica applied log entry %" PRIu64
+                      " but etcd does not hold it (another or a wiped etcd?): "
+                      "refusing to follow a different log",
+                      f->applied);
+            return ESTALE;
+        }
+    }
+    f->checked = true;
+    while (more) {
+        etcd_kv *kvs = NULL;
+        size_t n = 0;
+        int rv;
+
+        repl_log_key(r, f->read_upto + 1, from, sizeof(from));
+        if ((rv = etcd_range(r->kv, from, strlen(from), end, strlen(end),
+                             FOLLOW_BATCH, &kvs, &n, &more, NULL)) != 0) {
+            return rv;
+        }
+        for (size_t i = 0; i < n && rv == 0; i++) {
+            uint64_t index = repl_log_index(r, kvs[i].key, kvs[i].klen);
+            if (index != f->read_upto + 1) {
+                log_error("repl: log key %s follows index %" PRIu64
+                          ": entries this replica needs are gone from etcd "
+                          "(trimmed); it needs a snapshot",
+                          kvs[i].key, f->read_upto);
+                rv = ERANGE;
+                break;
+            }
+            if ((rv = follow_one(f, index, (const uint8_t *)kvs[i].val,
+                                 kvs[i].vlen)) == 0) {
+                f->read_upto = index;
+            }
+        }
+        etcd_kvs_free(kvs, n);
+        if (rv != 0) {
+            return rv;
+        }
+        if (n == 0) {
+            break;
+        }
+    }
+    r->next = f->read_upto + 1;
+    return 0;
+}
+
+/* Tries to take the leader key. 0 and *won, EAGAIN, or an error. */
+static int
+follow_campaign(follower *f, bool *won)
+{
+    repl *r = f->r;
+    const char *url = r->cfg.advertise;
+    uint64_t sent = repl_now_ms();
+    etcd_txn *t;
+    int64_t rev = 0;
+    int rv;
+
+    *won = false;
+    if ((rv = etcd_lease_grant(r->kv, r->cfg.ttl_s, &r->lease)) != 0) {
+        return rv;
+    }
+    if ((t = etcd_txn_alloc()) == NULL) {
+        return ENOMEM;
+    }
+    etcd_txn_if_created(t, r->leader_key, strlen(r->leader_key), 0);
+    etcd_txn_put(t, r->leader_key, strlen(r->leader_key), url, strlen(url),
+                 r->lease);
+    rv = etcd_txn_run(r->kv, t, won, &rev);
+    etcd_txn_free(t);
+    if (rv != 0 || !*won) {
+        (void)etcd_lease_revoke(r->kv, r->lease);
+        r->lease = 0;
+        *won = false;
+        return rv;
+    }
+    /* The put made the key: its create_revision is the Txn's revision. */
+    r->leader_rev = rev;
+    return repl_keepalive_start(r, sent);
+}
+
+/* The leader key's value (the leader's URL) into url; "" when none. */
+static int
+follow_leader(follower *f, char *url, size_t urllen)
+{
+    repl *r = f->r;
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+    int rv;
+
+    url[0] = '\0';
+    if ((rv = etcd_range(r->kv, r->leader_key, strlen(r->leader_key), NULL, 0,
+                         1, &kvs, &n, NULL, NULL)) != 0) {
+        return rv;
+    }
+    if (n == 1) {
+        snprintf(url, urllen, "%.*s", (int)kvs[0].vlen, kvs[0].val);
+    }
+    etcd_kvs_free(kvs, n);
+    return 0;
+}
+
+static repl *
+follow_repl_alloc(const repl_config *cfg)
+{
+    repl *r = calloc(1, sizeof(*r));
+    ssize_t n;
+
+    if (r == NULL) {
+        return NULL;
+    }
+    r->cfg = *cfg;
+    repl_keys_init(r);
+    /* The step-down runs this file again (a path, not /proc/self/exe,
+     * which under a wrapper such as valgrind is the wrapper). */
+    if ((n = readlink("/proc/self/exe", r->self, sizeof(r->self) - 1)) <= 0) {
+        free(r);
+        return NULL;
+    }
+    r->self[n] = '\0';
+    return r;
+}
+
+int
+repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
+{
+    follower f = {0};
+    notleader *nl = NULL;
+    char url[1024], last_url[1024] = "";
+    const char *last_state = "";
+    struct timespec zero = {0, 0};
+    char *err = NULL;
+    repl *r;
+    int rv;
+
+    if ((r = follow_repl_alloc(cfg)) == NULL) {
+        return ENOMEM;
+    }
+    f.r = r;
+    /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
+     * keepalive: their handle waits up to 2/3 of the TTL — an append
+     * that lands later still fails its compare if the lease is gone. */
+    if ((rv = etcd_open(&r->kv, cfg->endpoints,
+                        cfg->timeout_ms > cfg->ttl_s * 2000 / 3
+                            ? cfg->timeout_ms
+                            : cfg->ttl_s * 2000 / 3)) != 0 ||
+        (rv = etcd_open(&r->ka, cfg->endpoints, cfg->timeout_ms)) != 0) {
+        log_error("repl: bad --replicate \"%s\"", cfg->endpoints);
+        goto out;
+    }
+    if ((rv = store_open(&f.st, cfg->data_dir, &err)) != 0) {
+        log_error("repl: cannot open the LevelDB in %s: %s", cfg->data_dir,
+                  err != NULL ? err : "error");
+        free(err);
+        goto out;
+    }
+    if ((rv = store_applied_index(f.st, &f.applied)) != 0 ||
+        (rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
+        goto out;
+    }
+    f.read_upto = f.applied;
+    log_info("repl: following cluster \"%s\" on %s from log index "
+             "%" PRIu64 "",
+             cfg->cluster, cfg->endpoints, f.applied);
+    for (;;) {
+        const char *state;
+        bool won = false;
+
+        if ((*sig = sigtimedwait(stop, NULL, &zero)) > 0 && *sig != SIGHUP) {
+            rv = ECANCELED;
+            goto out;
+        }
+        if ((rv = follow_catch_up(&f)) == 0 &&
+            (rv = follow_leader(&f, url, sizeof(url))) == 0 && url[0] == '\0') {
+            rv = follow_campaign(&f, &won);
+        }
+        if (rv == 0 && won) {
+            /* Ours now: nobody else appends. Apply to the end, take the
+             * cluster's grants key. */
+            while ((rv = follow_catch_up(&f)) == EAGAIN) {
+                follow_sleep_ms(FOLLOW_POLL_MS);
+            }
+            if (rv != 0) {
+                repl_step_down(r, "cannot apply the log after winning");
+            }
+            if ((rv = repl_share_key(r)) == EEXIST) {
+                repl_close(r);
+                r = NULL;
+                goto out_closed;
+            }
+            if (rv != 0) {
+                repl_step_down(r, "cannot share the grants key");
+            }
+            log_info("repl: leading cluster \"%s\" as %s from log "
+                     "index %" PRIu64 " (lease %" PRIx64 ")",
+                     cfg->cluster, cfg->advertise, r->next - 1,
+                     (uint64_t)r->lease);
+            break;
+        }
+        if (rv != 0 && rv != EAGAIN) {
+            log_error("repl: cannot follow the log: %s", strerror(rv));
+            goto out;
+        }
+        state = rv == EAGAIN     ? "ETCD_UNAVAILABLE"
+                : url[0] != '\0' ? "NOT_LEADER"
+                                 : "NO_LEADER";
+        if (strcmp(state, last_state) != 0 || strcmp(url, last_url) != 0) {
+            notleader_set(nl, url[0] != '\0' ? url : NULL, state);
+            log_info("repl: %s%s%s", state,
+                     url[0] != '\0' ? ": the leader is " : "", url);
+            if (rv == EAGAIN) {
+                log_info("repl: etcd: %s", etcd_last_error(r->kv));
+            }
+            last_state = state;
+            snprintf(last_url, sizeof(last_url), "%s", url);
+        }
+        follow_sleep_ms(FOLLOW_POLL_MS);
+    }
+    notleader_close(nl);
+    store_close(f.st);
+    free(f.run.buf);
+    *rp = r;
+    return 0;
+out:
+    etcd_close(r->kv);
+    etcd_close(r->ka);
+    free(r);
+out_closed:
+    notleader_close(nl);
+    store_close(f.st);
+    free(f.run.buf);
+    return rv;
+}

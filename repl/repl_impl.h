@@ -1,0 +1,69 @@
+/*
+ * repl_impl.h — what follow.c, lead.c, notleader.c and logkey.c share. Not
+ * for use outside repl/.
+ */
+#ifndef REPL_REPL_IMPL_H
+#define REPL_REPL_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "etcd.h"
+#include "replica.h"
+
+/* "/once/<cluster>/log/" + 20 digits */
+#define REPL_KEY_MAX 256
+
+/* An entry larger than this is written as several log keys (parts), still
+ * applied as one batch (logkey.c); below etcd's default 1.5 MiB request
+ * limit once base64 and JSON are added. */
+#define REPL_PART_MAX (768u * 1024u)
+
+/* Log values: kind byte, be64 first index of the entry's run, data. */
+#define REPL_KIND_WHOLE 'E' /* a whole entry */
+#define REPL_KIND_PART  'P' /* a part; more follow */
+#define REPL_KIND_LAST  'L' /* the last part */
+#define REPL_HDR_LEN    9
+
+struct repl {
+    repl_config cfg;
+    char leader_key[REPL_KEY_MAX];
+    char log_prefix[REPL_KEY_MAX];
+    char self[4096];    /* the executable, for the step-down */
+    etcd *kv;           /* the executor's (appends); follow.c's before */
+    etcd *ka;           /* the keepalive thread's */
+    int64_t lease;      /* the leader key's etcd lease */
+    int64_t leader_rev; /* create_revision of our leader key */
+    uint64_t next;      /* the next log index to write */
+    _Atomic uint64_t valid_until_ms; /* local lease deadline (monotonic) */
+    _Atomic bool stopping;
+    pthread_t ka_thread;
+    bool ka_running;
+};
+
+/* logkey.c: the log's keys and values. */
+void repl_keys_init(repl *r);
+void repl_log_key(const repl *r, uint64_t index, char *out, size_t outlen);
+/* The index in a log key, or 0 when key is not one. */
+uint64_t repl_log_index(const repl *r, const char *key, size_t klen);
+
+/* lead.c */
+uint64_t repl_now_ms(void);
+/* Starts the keepalive thread on r->lease (granted at sent_ms). */
+int repl_keepalive_start(repl *r, uint64_t sent_ms);
+/* Re-executes onced (never returns). */
+void repl_step_down(repl *r, const char *why);
+
+/* share.c: makes the local grants key the cluster's one (after winning,
+ * before serving). 0, EEXIST (a different local key), EAGAIN, ... */
+int repl_share_key(repl *r);
+
+/* notleader.c: answers every request UNAVAILABLE while following. */
+typedef struct notleader notleader;
+int notleader_open(notleader **np, const char *const *urls, size_t n);
+/* The hint in replies: the leader's URL, or NULL with why (reason code). */
+void notleader_set(notleader *nl, const char *leader_url, const char *reason);
+void notleader_close(notleader *nl);
+
+#endif /* REPL_REPL_IMPL_H */

@@ -1,0 +1,94 @@
+/*
+ * auth_impl.h — the inside of auth.h, shared by auth.c (the files, the
+ * tables, the checks) and auth_watch.c (the thread that re-reads the
+ * files and hands new tables to the executor).
+ *
+ * Owns the layout of struct auth and which thread may touch which field.
+ * Never: included outside server/auth*.c.
+ */
+#ifndef SERVER_AUTH_IMPL_H
+#define SERVER_AUTH_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "principals.h"
+#include "wire.h"
+
+/* auth.h's types, named here without including it (auth.h is the outside
+ * of this header, not below it). */
+typedef struct auth auth;
+typedef struct auth_who auth_who;
+
+#define AUTH_PATH_MAX   4096
+#define AUTH_RULES_MAX  4096
+#define AUTH_DEV_NAME   "dev"
+#define AUTH_DEV_ROLE   "operator"
+#define POLICY_LINE_MAX 4096
+
+typedef struct auth_rule {
+    char who[PRINCIPAL_NAME_MAX + 2]; /* a role, or "@" and a name */
+    char glob[WIRE_METHOD_MAX];
+} auth_rule;
+
+/* What a stat said about a file, to notice a change. */
+typedef struct file_sig {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim;
+    struct timespec ctim;
+} file_sig;
+
+/* The tables of one load: entries sorted by name, whos[i] about v[i]. */
+typedef struct auth_tables {
+    principal_list plist;
+    auth_who *whos;
+    auth_rule *rules;
+    size_t nrules;
+    bool default_policy;
+} auth_tables;
+
+struct auth {
+    char data_dir[AUTH_PATH_MAX];
+    char principals_path[AUTH_PATH_MAX];
+    char policy_path[AUTH_PATH_MAX];
+
+    /* The tables in force. Executor thread only once the executor runs
+     * (auth_watch.c's install task replaces them there, between calls). */
+    bool enabled;
+    auth_tables t;
+
+    /* The watcher (auth_watch.c). */
+    pthread_t wthread;
+    bool wstarted;        /* wthread runs (set and read by the owner) */
+    pthread_mutex_t wmtx; /* protects wkick and wstop */
+    pthread_cond_t wcv;   /* monotonic clock (duration_cond_init) */
+    bool wkick;           /* re-read now (auth_request_reload) */
+    bool wstop;           /* auth_watch_stop */
+    void (*post)(void *, void (*)(void *), void *); /* auth_post_fn */
+    void *post_arg;
+    /* Watcher thread only (before it starts: auth_open): */
+    file_sig psig; /* the files as last read */
+    file_sig polsig;
+    bool w_enabled; /* the enabled of the last tables handed over */
+};
+
+/* auth.c: what stat says about path now. */
+file_sig auth_file_stat(const char *path);
+
+/* auth.c: loads both files into *t. Sets *present to whether the
+ * principals file exists. 0, or an errno with err set (t is then empty). */
+int auth_tables_load(auth *a, auth_tables *t, bool *present, char *err,
+                     size_t errlen);
+void auth_tables_fini(auth_tables *t);
+
+/* auth.c: logs the mode tables t (enabled or OPEN) put in force. */
+void auth_log_mode(const auth *a, const auth_tables *t, bool enabled,
+                   const char *when);
+
+#endif /* SERVER_AUTH_IMPL_H */

@@ -1,0 +1,294 @@
+/*
+ * cluster.c — onced replicas as child processes on an etcd cluster of
+ * etcd_procs.c (see cluster.h).
+ */
+#define _XOPEN_SOURCE 700
+#include "cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static int cluster_seq;
+
+static int
+replica_spawn(replica_set *r, int i)
+{
+    r->exit_status[i] = -1;
+    char ttl[16];
+    char *argv[24];
+    int a = 0;
+
+    snprintf(ttl, sizeof(ttl), "%d", r->ttl_s);
+    argv[a++] = (char *)ONCED_PATH;
+    argv[a++] = "--data";
+    argv[a++] = r->data[i];
+    argv[a++] = "--listen";
+    argv[a++] = r->url[i];
+    argv[a++] = "--replicate";
+    argv[a++] = r->etcd->endpoints;
+    argv[a++] = "--cluster";
+    argv[a++] = r->name;
+    argv[a++] = "--replicate-ttl";
+    argv[a++] = ttl;
+    argv[a++] = NULL;
+    if ((r->pid[i] = procs_spawn_logged(argv, r->log[i])) < 0) {
+        r->pid[i] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static int replica_wait_up(replica_set *r, int i, int ms);
+
+int
+replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s)
+{
+    replica_set *r = calloc(1, sizeof(*r));
+    size_t off = 0;
+
+    if (r == NULL || n < 1 || n > CLUSTER_MAX) {
+        free(r);
+        return -1;
+    }
+    snprintf(r->dir, sizeof(r->dir), "/tmp/once-repl-XXXXXX");
+    if (mkdtemp(r->dir) == NULL) {
+        free(r);
+        return -1;
+    }
+    r->etcd = e;
+    r->n = n;
+    r->ttl_s = ttl_s;
+    snprintf(r->name, sizeof(r->name), "t%d-%d", (int)getpid(), cluster_seq++);
+    for (int i = 0; i < n; i++) {
+        snprintf(r->path[i], sizeof(r->path[i]), "%s/r%d.ipc", r->dir, i);
+        snprintf(r->url[i], sizeof(r->url[i]), "ipc://%s", r->path[i]);
+        snprintf(r->data[i], sizeof(r->data[i]), "%s/data%d", r->dir, i);
+        snprintf(r->log[i], sizeof(r->log[i]), "%s/onced%d.log", r->dir, i);
+        off += (size_t)snprintf(r->urls + off, sizeof(r->urls) - off, "%s%s",
+                                i > 0 ? "," : "", r->url[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (replica_spawn(r, i) != 0) {
+            replicas_free(r);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (replica_wait_up(r, i, 30000) != 0) {
+            replicas_dump(r);
+            replicas_free(r);
+            return -1;
+        }
+    }
+    if (replicas_leader(r, -1, 30000) < 0) {
+        replicas_dump(r);
+        replicas_free(r);
+        return -1;
+    }
+    *rp = r;
+    return 0;
+}
+
+void
+replicas_kill(replica_set *r, int i, int sig)
+{
+    if (sig == SIGSTOP || sig == SIGCONT) {
+        kill(r->pid[i], sig);
+        return;
+    }
+    procs_reap(r->pid[i], sig);
+    r->pid[i] = 0;
+}
+
+/* Waits (at most ms) until replica i answers anything: a leader OK, a
+ * follower UNAVAILABLE. By then it has its signal mask, so a SIGTERM from
+ * the teardown is a clean stop, not a death by signal. */
+static int
+replica_wait_up(replica_set *r, int i, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+    uint8_t *req = NULL;
+    size_t len = 0;
+
+    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
+        0) {
+        return -1;
+    }
+    do {
+        Once__V1__Response *resp = NULL;
+        int status;
+
+        if (waitpid(r->pid[i], &status, WNOHANG) == r->pid[i]) {
+            r->pid[i] = 0; /* it exited: it will not answer */
+            r->exit_status[i] = status;
+            break;
+        }
+        if (harness_raw_rpc(r->url[i], req, len, &resp, 500) == 0) {
+            once__v1__response__free_unpacked(resp, NULL);
+            free(req);
+            return 0;
+        }
+        harness_sleep_ms(20);
+    } while (harness_now_ms() < until);
+    free(req);
+    return -1;
+}
+
+int
+replicas_restart(replica_set *r, int i)
+{
+    if (replica_spawn(r, i) != 0) {
+        return -1;
+    }
+    return replica_wait_up(r, i, 30000);
+}
+
+int
+replicas_wait_exit(replica_set *r, int i, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+    int status;
+
+    if (r->pid[i] == 0) {
+        return r->exit_status[i]; /* reaped by replica_wait_up */
+    }
+    do {
+        if (waitpid(r->pid[i], &status, WNOHANG) == r->pid[i]) {
+            r->pid[i] = 0;
+            r->exit_status[i] = status;
+            return status;
+        }
+        harness_sleep_ms(20);
+    } while (harness_now_ms() < until);
+    return -1;
+}
+
+void
+replicas_wipe(replica_set *r, int i)
+{
+    procs_rm_tree(r->data[i]);
+}
+
+int
+replicas_leader(replica_set *r, int skip, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+    uint8_t *req = NULL;
+    size_t len = 0;
+
+    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
+        0) {
+        return -1;
+    }
+    do {
+        for (int i = 0; i < r->n; i++) {
+            Once__V1__Response *resp = NULL;
+            bool ok;
+
+            if (i == skip || r->pid[i] == 0 ||
+                harness_raw_rpc(r->url[i], req, len, &resp, 500) != 0) {
+                continue;
+            }
+            ok = resp->status != NULL &&
+                 resp->status->code == ONCE__V1__CODE__OK;
+            once__v1__response__free_unpacked(resp, NULL);
+            if (ok) {
+                free(req);
+                return i;
+            }
+        }
+        harness_sleep_ms(50);
+    } while (harness_now_ms() < until);
+    free(req);
+    return -1;
+}
+
+bool
+replicas_log_has(const replica_set *r, int i, const char *text)
+{
+    FILE *f = fopen(r->log[i], "r");
+    char line[2048];
+    bool found = false;
+
+    if (f == NULL) {
+        return false;
+    }
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strstr(line, text) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+void
+replicas_dump(const replica_set *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        procs_dump_file(r->log[i]);
+    }
+}
+
+int
+replicas_stop(replica_set *r)
+{
+    int rv = 0;
+
+    if (r == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < r->n; i++) {
+        int status = 0;
+        int64_t until = harness_now_ms() + 20000;
+        pid_t got = 0;
+
+        if (r->pid[i] == 0) {
+            continue;
+        }
+        kill(r->pid[i], SIGCONT);
+        kill(r->pid[i], SIGTERM);
+        while ((got = waitpid(r->pid[i], &status, WNOHANG)) == 0 &&
+               harness_now_ms() < until) {
+            harness_sleep_ms(10);
+        }
+        if (got != r->pid[i] || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "replica %d did not stop cleanly (status %d)\n", i,
+                    status);
+            procs_reap(r->pid[i], SIGKILL);
+            rv = -1;
+        }
+        r->pid[i] = 0;
+    }
+    return rv;
+}
+
+void
+replicas_free(replica_set *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    for (int i = 0; i < r->n; i++) {
+        if (r->pid[i] > 0) {
+            kill(r->pid[i], SIGCONT);
+            procs_reap(r->pid[i], SIGKILL);
+        }
+        unlink(r->path[i]);
+    }
+    if (getenv("ONCE_TEST_KEEP") == NULL) {
+        procs_rm_tree(r->dir);
+    }
+    free(r);
+}

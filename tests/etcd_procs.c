@@ -1,0 +1,281 @@
+/*
+ * etcd_procs.c — etcd members as child processes, for the replication
+ * tests (tests/cluster.c) and bench_compare's etcd peers (see
+ * etcd_procs.h).
+ */
+#define _XOPEN_SOURCE 700
+#include "etcd_procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd.h"
+
+int64_t
+procs_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+procs_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+#define ETCD_PATH "/usr/bin/etcd"
+
+/* A loopback port nobody listens on now. */
+static int
+free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+void
+procs_rm_tree(const char *dir)
+{
+    (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* fork/exec argv with stdout and stderr appended to log. */
+pid_t
+procs_spawn_logged(char *const argv[], const char *log)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        setpgid(0, 0);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+void
+procs_reap(pid_t pid, int sig)
+{
+    int status;
+
+    if (pid <= 0) {
+        return;
+    }
+    kill(pid, sig);
+    for (int i = 0; i < 1000; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            return;
+        }
+        procs_sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+}
+
+void
+procs_dump_file(const char *path)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL) {
+        return;
+    }
+    fprintf(stderr, "---- %s\n", path);
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        fwrite(buf, 1, n, stderr);
+    }
+    fclose(f);
+}
+
+static int
+etcd_spawn(etcd_cluster *e, int i, bool fresh)
+{
+    char name[16], data[300], log[300], curl[64], purl[64], token[300];
+    char *argv[40];
+    int a = 0;
+
+    snprintf(name, sizeof(name), "m%d", i);
+    snprintf(data, sizeof(data), "%s/%s", e->dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", e->dir, name);
+    snprintf(curl, sizeof(curl), "http://127.0.0.1:%d", e->client_port[i]);
+    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", e->peer_port[i]);
+    snprintf(token, sizeof(token), "once-test-%s", e->dir);
+    argv[a++] = ETCD_PATH;
+    argv[a++] = "--name";
+    argv[a++] = name;
+    argv[a++] = "--data-dir";
+    argv[a++] = data;
+    argv[a++] = "--listen-client-urls";
+    argv[a++] = curl;
+    argv[a++] = "--advertise-client-urls";
+    argv[a++] = curl;
+    argv[a++] = "--listen-peer-urls";
+    argv[a++] = purl;
+    argv[a++] = "--initial-advertise-peer-urls";
+    argv[a++] = purl;
+    argv[a++] = "--initial-cluster";
+    argv[a++] = e->initial;
+    argv[a++] = "--initial-cluster-token";
+    argv[a++] = token;
+    argv[a++] = "--initial-cluster-state";
+    argv[a++] = fresh ? "new" : "existing";
+    /* etcd's defaults (100 ms heartbeat, 1 s election): this machine may
+     * be loaded, and a shorter election timeout makes etcd's own leader
+     * flap. */
+    argv[a++] = "--max-request-bytes";
+    argv[a++] = "2097152";
+    argv[a++] = NULL;
+    if ((e->pid[i] = procs_spawn_logged(argv, log)) < 0) {
+        e->pid[i] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* Waits until the cluster grants (and we revoke) a lease. */
+static int
+etcd_wait_ready(etcd_cluster *e, int ms)
+{
+    int64_t until = procs_now_ms() + ms;
+    etcd *c = NULL;
+
+    if (etcd_open(&c, e->endpoints, 1000) != 0) {
+        return -1;
+    }
+    while (procs_now_ms() < until) {
+        int64_t id;
+        if (etcd_lease_grant(c, 5, &id) == 0) {
+            (void)etcd_lease_revoke(c, id);
+            etcd_close(c);
+            return 0;
+        }
+        procs_sleep_ms(100);
+    }
+    etcd_close(c);
+    return -1;
+}
+
+int
+etcd_cluster_start(etcd_cluster **ep, int n)
+{
+    etcd_cluster *e = calloc(1, sizeof(*e));
+    size_t off = 0, ioff = 0;
+
+    if (e == NULL || n < 1 || n > CLUSTER_MAX) {
+        free(e);
+        return -1;
+    }
+    snprintf(e->dir, sizeof(e->dir), "/tmp/once-etcd-XXXXXX");
+    if (mkdtemp(e->dir) == NULL) {
+        free(e);
+        return -1;
+    }
+    e->n = n;
+    for (int i = 0; i < n; i++) {
+        e->client_port[i] = free_port();
+        e->peer_port[i] = free_port();
+        off += (size_t)snprintf(e->endpoints + off, sizeof(e->endpoints) - off,
+                                "%shttp://127.0.0.1:%d", i > 0 ? "," : "",
+                                e->client_port[i]);
+        ioff += (size_t)snprintf(e->initial + ioff, sizeof(e->initial) - ioff,
+                                 "%sm%d=http://127.0.0.1:%d", i > 0 ? "," : "",
+                                 i, e->peer_port[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (etcd_spawn(e, i, true) != 0) {
+            etcd_cluster_free(e);
+            return -1;
+        }
+    }
+    if (etcd_wait_ready(e, 60000) != 0) {
+        for (int i = 0; i < n; i++) {
+            char log[300];
+            snprintf(log, sizeof(log), "%s/m%d.log", e->dir, i);
+            procs_dump_file(log);
+        }
+        etcd_cluster_free(e);
+        return -1;
+    }
+    *ep = e;
+    return 0;
+}
+
+void
+etcd_member_kill(etcd_cluster *e, int i, int sig)
+{
+    if (sig == SIGSTOP || sig == SIGCONT) {
+        kill(e->pid[i], sig);
+        return;
+    }
+    procs_reap(e->pid[i], sig);
+    e->pid[i] = 0;
+}
+
+int
+etcd_member_restart(etcd_cluster *e, int i)
+{
+    return etcd_spawn(e, i, false);
+}
+
+void
+etcd_cluster_free(etcd_cluster *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    for (int i = 0; i < e->n; i++) {
+        if (e->pid[i] > 0) {
+            kill(e->pid[i], SIGCONT);
+            procs_reap(e->pid[i], SIGKILL);
+        }
+    }
+    if (getenv("ONCE_TEST_KEEP") == NULL) {
+        procs_rm_tree(e->dir);
+    }
+    free(e);
+}

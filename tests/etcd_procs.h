@@ -1,0 +1,60 @@
+/*
+ * etcd_procs.h — a real etcd cluster (Debian's etcd-server, one process
+ * per member) on free loopback ports in a temp dir, for the replication
+ * tests and bench_compare; and the small process helpers they share.
+ *
+ * Owns: the member processes and their data folders.
+ * Invariant: every wait is bounded; nothing is shared with another process
+ * (own temp dir, own ports).
+ * Never: leaves a member running after etcd_cluster_free.
+ */
+#ifndef TESTS_ETCD_PROCS_H
+#define TESTS_ETCD_PROCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CLUSTER_MAX 3
+
+typedef struct etcd_cluster {
+    char dir[256];
+    int n;
+    pid_t pid[CLUSTER_MAX];
+    int client_port[CLUSTER_MAX];
+    int peer_port[CLUSTER_MAX];
+    char endpoints[256]; /* http://127.0.0.1:P,... (every member) */
+    char initial[512];   /* --initial-cluster */
+} etcd_cluster;
+
+/* Starts n (1..3) members and waits (at most 60 s) until the cluster
+ * grants a lease. 0, or -1 after printing the members' logs. Free with
+ * etcd_cluster_free. */
+int etcd_cluster_start(etcd_cluster **ep, int n);
+
+/* Sends sig to member i and, unless sig is SIGSTOP/SIGCONT, reaps it. */
+void etcd_member_kill(etcd_cluster *e, int i, int sig);
+
+/* Starts member i again on its data folder (after etcd_member_kill). */
+int etcd_member_restart(etcd_cluster *e, int i);
+
+/* Kills every member still running and removes the folder. NULL is ok. */
+void etcd_cluster_free(etcd_cluster *e);
+
+/* fork/exec argv (argv[0] a path) with stdout and stderr appended to
+ * log, in a process group of its own. The pid, or -1. */
+pid_t procs_spawn_logged(char *const argv[], const char *log);
+
+/* Sends sig to pid and reaps it (SIGKILL after 10 s). */
+void procs_reap(pid_t pid, int sig);
+
+/* Copies a file to stderr. */
+void procs_dump_file(const char *path);
+
+/* Removes dir and everything below it. */
+void procs_rm_tree(const char *dir);
+
+int64_t procs_now_ms(void);
+void procs_sleep_ms(int ms);
+
+#endif /* TESTS_ETCD_PROCS_H */

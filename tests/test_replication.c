@@ -1,0 +1,839 @@
+/*
+ * test_replication.c — onced --replicate on a real 3-member etcd cluster
+ * with 3 real onced replicas (tests/cluster.c; docs/replication.md).
+ *
+ * Owns: the failover tests of issue 14: the leader SIGKILLed again and
+ * again under load; the leader SIGSTOPped past its etcd lease and resumed
+ * (it commits nothing and steps down); etcd members lost (one: service
+ * goes on; two: UNAVAILABLE, no leader, until one returns); a wiped
+ * replica catching up from the log and leading. In each, clients on
+ * their own threads increment one counter through every replica's URL
+ * (libonce follows NOT_LEADER by retrying the same rpc id) and the values
+ * returned are exactly {1..N} and the counter N: no rpc id ran twice, no
+ * acknowledged call was lost.
+ * Invariant: every wait is bounded; workers never call cmocka assertions.
+ * Never: sleeps for a fixed time where a condition can be waited for.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+
+#include <once/grants.h>
+
+#include "cluster.h"
+#include "etcd.h"
+#include "grants.pb-c.h"
+#include "harness.h"
+
+#define TTL_S     2 /* the replicas' etcd lease */
+#define WORKERS   4
+#define MAX_CALLS 4096
+#define TRIES     20 /* calls of one rpc id before the test gives up */
+
+typedef struct load {
+    const char *urls;
+    int calls_each;
+    pthread_mutex_t mtx; /* protects values, n, error */
+    int64_t values[MAX_CALLS];
+    size_t n;
+    char error[512];
+    atomic_int done; /* workers finished */
+    pthread_t threads[WORKERS];
+} load;
+
+typedef struct fixture {
+    etcd_cluster *etcd;
+    replica_set *rs;
+} fixture;
+
+static void
+load_fail(load *l, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&l->mtx);
+    if (l->error[0] == '\0') {
+        va_start(ap, fmt);
+        vsnprintf(l->error, sizeof(l->error), fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&l->mtx);
+}
+
+static size_t
+load_count(load *l)
+{
+    size_t n;
+    pthread_mutex_lock(&l->mtx);
+    n = l->n;
+    pthread_mutex_unlock(&l->mtx);
+    return n;
+}
+
+/* A client of every replica: long deadlines, so a failover (a few etcd
+ * lease TTLs) ends inside one call. */
+static int
+open_client(const char *urls, bool no_lease, once_client **cp)
+{
+    once_options o;
+    once_status st;
+    int rv = ONCE_UNAVAILABLE;
+
+    once_options_init(&o);
+    o.url = urls;
+    o.no_lease = no_lease;
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 30000;
+    o.attempt_timeout_ms = 1000;
+    o.max_attempts = 1000;
+    o.backoff_initial_ms = 5;
+    o.backoff_max_ms = 100;
+    for (int i = 0; i < 5 && rv != ONCE_OK; i++) {
+        rv = once_client_open(cp, &o, &st);
+    }
+    if (rv != ONCE_OK) {
+        fprintf(stderr, "once_client_open(%s): %s %s %s\n", urls,
+                once_strerror(rv), st.reason, st.message);
+    }
+    return rv;
+}
+
+static void
+load_call(load *l, once_client *c)
+{
+    once_rpc_id id = {0, 0};
+    once_status st;
+    int64_t v = -1;
+    int rv = ONCE_UNKNOWN;
+
+    for (int i = 0; i < TRIES; i++) {
+        rv = once_counter_incr(c, "c", 1, &id, &v, &st);
+        if (rv == ONCE_OK || id.seq == 0) {
+            break; /* answered, or never sent (then tried anew) */
+        }
+        if (rv != ONCE_UNKNOWN && rv != ONCE_UNAVAILABLE) {
+            break;
+        }
+    }
+    if (rv != ONCE_OK) {
+        load_fail(l, "call %llu:%llu ended %s %s (%s)",
+                  (unsigned long long)id.client_id, (unsigned long long)id.seq,
+                  once_strerror(rv), st.reason, st.message);
+        return;
+    }
+    pthread_mutex_lock(&l->mtx);
+    if (l->n < MAX_CALLS) {
+        l->values[l->n++] = v;
+    }
+    pthread_mutex_unlock(&l->mtx);
+}
+
+static void *
+load_worker(void *arg)
+{
+    load *l = arg;
+    once_client *c = NULL;
+
+    if (open_client(l->urls, false, &c) != ONCE_OK) {
+        load_fail(l, "a worker could not open its client");
+    } else {
+        for (int i = 0; i < l->calls_each; i++) {
+            load_call(l, c);
+        }
+        once_client_close(c);
+    }
+    atomic_fetch_add(&l->done, 1);
+    return NULL;
+}
+
+static load *
+load_start(const char *urls, int calls_each)
+{
+    load *l = calloc(1, sizeof(*l));
+
+    assert_non_null(l);
+    l->urls = urls;
+    l->calls_each = calls_each;
+    pthread_mutex_init(&l->mtx, NULL);
+    for (int i = 0; i < WORKERS; i++) {
+        assert_int_equal(pthread_create(&l->threads[i], NULL, load_worker, l),
+                         0);
+    }
+    return l;
+}
+
+static bool
+load_running(load *l)
+{
+    return atomic_load(&l->done) < WORKERS;
+}
+
+/* Waits until the workers returned `more` values beyond `from` (or are
+ * done), at most ms. */
+static void
+load_wait_progress(load *l, size_t from, size_t more, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+
+    while (load_count(l) < from + more && load_running(l) &&
+           harness_now_ms() < until) {
+        harness_sleep_ms(20);
+    }
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Joins the workers and checks the values are exactly {1..N}, N the
+ * counter; returns N. */
+static int64_t
+load_finish(load *l, fixture *f)
+{
+    once_client *c = NULL;
+    once_status st;
+    int64_t counter = -1;
+    size_t n;
+
+    for (int i = 0; i < WORKERS; i++) {
+        pthread_join(l->threads[i], NULL);
+    }
+    if (l->error[0] != '\0') {
+        replicas_dump(f->rs);
+        fail_msg("%s", l->error);
+    }
+    n = l->n;
+    assert_int_equal(n, (size_t)WORKERS * (size_t)l->calls_each);
+    qsort(l->values, n, sizeof(l->values[0]), cmp_i64);
+    for (size_t i = 0; i < n; i++) {
+        if (l->values[i] != (int64_t)i + 1) {
+            replicas_dump(f->rs);
+            fail_msg("value %zu is %lld, not %zu: an rpc id ran twice or an "
+                     "acknowledged call was lost",
+                     i, (long long)l->values[i], i + 1);
+        }
+    }
+    assert_int_equal(open_client(f->rs->urls, true, &c), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "c", &counter, &st), ONCE_OK);
+    once_client_close(c);
+    assert_int_equal(counter, (int64_t)n);
+    pthread_mutex_destroy(&l->mtx);
+    free(l);
+    return (int64_t)n;
+}
+
+static int
+setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
+        replicas_start(&f->rs, f->etcd, 3, TTL_S) != 0) {
+        if (f != NULL) {
+            etcd_cluster_free(f->etcd);
+        }
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+/* setup with a 5 s etcd lease: for a test whose appends are large (a
+ * sanitizer build base64-encodes 1 MiB slowly). */
+static int
+setup_ttl5(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
+        replicas_start(&f->rs, f->etcd, 3, 5) != 0) {
+        if (f != NULL) {
+            etcd_cluster_free(f->etcd);
+        }
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    fixture *f = *state;
+    int rv = replicas_stop(f->rs);
+
+    if (rv != 0) {
+        replicas_dump(f->rs);
+    }
+    replicas_free(f->rs);
+    etcd_cluster_free(f->etcd);
+    free(f);
+    return rv;
+}
+
+/* Test 1: the leader SIGKILLed again and again under load. */
+static void
+test_leader_killed_repeatedly(void **state)
+{
+    fixture *f = *state;
+    load *l = load_start(f->rs->urls, 40);
+    int kills = 0;
+
+    for (int k = 0; k < 3 && load_running(l); k++) {
+        int leader;
+
+        load_wait_progress(l, load_count(l), 10, 30000);
+        if ((leader = replicas_leader(f->rs, -1, 30000)) < 0) {
+            break;
+        }
+        replicas_kill(f->rs, leader, SIGKILL);
+        kills++;
+        assert_int_equal(replicas_restart(f->rs, leader), 0);
+    }
+    load_finish(l, f);
+    assert_true(kills >= 2);
+}
+
+/* Test 2: the leader SIGSTOPped past its etcd lease; a follower takes
+ * over; the old leader, resumed, commits nothing and steps down. */
+static void
+test_leader_stopped_past_lease(void **state)
+{
+    fixture *f = *state;
+    load *l = load_start(f->rs->urls, 30);
+    int old, next;
+
+    load_wait_progress(l, 0, 10, 30000);
+    assert_true((old = replicas_leader(f->rs, -1, 30000)) >= 0);
+    replicas_kill(f->rs, old, SIGSTOP);
+    assert_true(harness_wait_stopped(f->rs->pid[old]));
+    /* Another replica leads once the lease lapsed at etcd. */
+    next = replicas_leader(f->rs, old, 30000);
+    if (next < 0) {
+        replicas_kill(f->rs, old, SIGCONT);
+        replicas_dump(f->rs);
+        fail_msg("no replica took over from the stopped leader");
+    }
+    load_wait_progress(l, load_count(l), 10, 30000);
+    replicas_kill(f->rs, old, SIGCONT);
+    /* It wakes with calls queued, appends nothing, steps down. */
+    for (int i = 0; i < 500 && !replicas_log_has(f->rs, old, "stepping down");
+         i++) {
+        harness_sleep_ms(20);
+    }
+    if (!replicas_log_has(f->rs, old, "stepping down")) {
+        replicas_dump(f->rs);
+        fail_msg("the resumed old leader did not step down");
+    }
+    load_finish(l, f);
+}
+
+/* Test 3: one etcd member lost under load: nothing lost, service goes on.
+ * Two lost: no replica serves (UNAVAILABLE) until one returns. */
+static void
+test_etcd_members_lost(void **state)
+{
+    fixture *f = *state;
+    load *l = load_start(f->rs->urls, 20);
+    once_client *c = NULL;
+    once_status st;
+    once_rpc_id id = {0, 0};
+    int64_t v = -1, n;
+    int rv = ONCE_OK;
+
+    load_wait_progress(l, 0, 10, 30000);
+    etcd_member_kill(f->etcd, 0, SIGKILL);
+    n = load_finish(l, f);
+
+    etcd_member_kill(f->etcd, 1, SIGKILL);
+    /* The leader cannot renew its lease: within about the TTL nobody
+     * answers OK any more — first no reply in time (the leader waits on
+     * etcd), then, once it stepped down, every replica's clear
+     * UNAVAILABLE/ETCD_UNAVAILABLE. */
+    assert_int_equal(open_client(f->rs->urls, true, &c), ONCE_OK);
+    for (int i = 0; i < 100; i++) {
+        once_options o;
+        once_client *q = NULL;
+        int64_t got;
+
+        /* Few attempts and a long deadline: the read ends on its last
+         * reply, not cut short by the deadline (that is
+         * DEADLINE_EXCEEDED whatever the replicas said). */
+        once_options_init(&o);
+        o.url = f->rs->urls;
+        o.no_lease = true;
+        o.deadline_ms = 10000;
+        o.attempt_timeout_ms = 1000;
+        o.max_attempts = 3;
+        assert_int_equal(once_client_open(&q, &o, &st), ONCE_OK);
+        rv = once_counter_get(q, "c", &got, &st);
+        once_client_close(q);
+        /* A follower's refusal: ETCD_UNAVAILABLE once its own read of
+         * etcd timed out, its last NOT_LEADER/NO_LEADER until then. */
+        if (rv == ONCE_UNAVAILABLE &&
+            (once_status_is(&st, ONCE_REASON_ETCD_UNAVAILABLE) ||
+             once_status_is(&st, ONCE_REASON_NOT_LEADER) ||
+             once_status_is(&st, ONCE_REASON_NO_LEADER))) {
+            break;
+        }
+        /* Before that: OK from the old leader, or no reply from it
+         * while it waits on etcd. */
+        assert_true(rv == ONCE_OK || rv == ONCE_UNAVAILABLE ||
+                    rv == ONCE_DEADLINE_EXCEEDED);
+        rv = ONCE_OK;
+        harness_sleep_ms(100);
+    }
+    assert_int_equal(rv, ONCE_UNAVAILABLE);
+    /* The old leader answers OK at most until its local deadline (2/3 of
+     * the TTL after its last keepalive); then, and from then on, no
+     * replica leads without an etcd quorum. */
+    {
+        int64_t until = harness_now_ms() + 30000;
+        while (replicas_leader(f->rs, -1, 200) >= 0 &&
+               harness_now_ms() < until) {
+            harness_sleep_ms(100);
+        }
+    }
+    assert_int_equal(replicas_leader(f->rs, -1, 3 * TTL_S * 1000), -1);
+    assert_true(replicas_log_has(f->rs, 0, "ETCD_UNAVAILABLE") ||
+                replicas_log_has(f->rs, 1, "ETCD_UNAVAILABLE") ||
+                replicas_log_has(f->rs, 2, "ETCD_UNAVAILABLE"));
+    once_client_close(c);
+
+    /* One member back: a quorum again, a leader, writes resume. */
+    assert_int_equal(etcd_member_restart(f->etcd, 1), 0);
+    assert_true(replicas_leader(f->rs, -1, 60000) >= 0);
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    rv = once_counter_incr(c, "c", 1, &id, &v, &st);
+    if (rv != ONCE_OK) {
+        replicas_dump(f->rs);
+        fail_msg("increment after the quorum returned: %s %s %s",
+                 once_strerror(rv), st.reason, st.message);
+    }
+    assert_int_equal(v, n + 1);
+    once_client_close(c);
+}
+
+/* Test 4: a replica whose data folder is wiped catches up from the log
+ * and can lead with every effect and record. */
+static void
+test_wiped_replica_catches_up(void **state)
+{
+    fixture *f = *state;
+    load *l = load_start(f->rs->urls, 10);
+    once_client *c = NULL;
+    once_status st;
+    once_rpc_id id = {0, 0};
+    int64_t v = -1, n;
+    int leader, wiped;
+
+    n = load_finish(l, f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    wiped = (leader + 1) % 3;
+    replicas_kill(f->rs, wiped, SIGKILL);
+    replicas_wipe(f->rs, wiped);
+    assert_int_equal(replicas_restart(f->rs, wiped), 0);
+    /* The others go: the wiped one must lead, from what it applied. */
+    for (int i = 0; i < 3; i++) {
+        if (i != wiped) {
+            replicas_kill(f->rs, i, SIGKILL);
+        }
+    }
+    if (replicas_leader(f->rs, -1, 30000) != wiped) {
+        replicas_dump(f->rs);
+        fail_msg("the wiped replica did not take over");
+    }
+    assert_true(replicas_log_has(f->rs, wiped, "from log index 0"));
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "c", &v, &st), ONCE_OK);
+    assert_int_equal(v, n);
+    assert_int_equal(once_counter_incr(c, "c", 1, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, n + 1);
+    once_client_close(c);
+}
+
+/* Calls /once.v1.Grants/<m> (mutating unless a read) under *id (NULL: a
+ * new one); on OK *out (if out) is the unpacked reply. */
+static int
+gcall(once_client *c, const char *m, bool mutating, const void *reqv,
+      void *outv, once_rpc_id *id)
+{
+    const ProtobufCMessage *req = reqv;
+    ProtobufCMessage **out = outv;
+    const ProtobufCMethodDescriptor *md =
+        protobuf_c_service_descriptor_get_method_by_name(
+            &once__v1__grants__descriptor, m);
+    char full[128];
+    uint8_t *buf;
+    void *resp = NULL;
+    size_t len, rlen = 0;
+    once_status st;
+    int rv;
+
+    assert_non_null(md);
+    snprintf(full, sizeof(full), "/once.v1.Grants/%s", m);
+    len = protobuf_c_message_get_packed_size(req);
+    buf = malloc(len + 1);
+    protobuf_c_message_pack(req, buf);
+    rv = once_call(c, full, mutating, id, buf, len, &resp, &rlen, &st);
+    free(buf);
+    if (rv != ONCE_OK) {
+        fprintf(stderr, "%s: %s %s %s\n", full, once_strerror(rv), st.reason,
+                st.message);
+    }
+    if (out != NULL) {
+        *out = NULL;
+        if (rv == ONCE_OK) {
+            *out = protobuf_c_message_unpack(md->output, NULL, rlen, resp);
+            assert_non_null(*out);
+        }
+    }
+    once_free(resp);
+    return rv;
+}
+
+#define FREE(m) protobuf_c_message_free_unpacked(&(m)->base, NULL)
+
+/* Test 5: an open grant and its credential survive failover: the same
+ * signing key on the new leader, the surface still owned, a retried
+ * RequestGrant (same rpc id, and a new one) answers the same grant. */
+static void
+test_grant_survives_failover(void **state)
+{
+    fixture *f = *state;
+    Once__V1__SetPlacementRequest pr = ONCE__V1__SET_PLACEMENT_REQUEST__INIT;
+    Once__V1__SetPlacementResponse *pl;
+    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__RequestGrantResponse *g1, *g2, *g3;
+    Once__V1__GetSurfaceRequest sr = ONCE__V1__GET_SURFACE_REQUEST__INIT;
+    Once__V1__GetSurfaceResponse *sv;
+    uint8_t pk1[ONCE_GRANT_PUBLIC_KEY_BYTES], pk2[ONCE_GRANT_PUBLIC_KEY_BYTES];
+    once_grant_credential cred;
+    once_client *c = NULL, *r = NULL;
+    once_status st;
+    once_rpc_id id = {0, 0};
+    int64_t t0;
+    int leader, next;
+
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    assert_int_equal(once_grants_public_key(c, pk1, &st), ONCE_OK);
+    pr.surface = "s";
+    pr.machine = "m1";
+    pr.location = "/w";
+    assert_int_equal(gcall(c, "SetPlacement", true, &pr, &pl, NULL), ONCE_OK);
+    rq.request_id = "r1";
+    rq.attempt = 1;
+    rq.surface = "s";
+    rq.machine = "m1";
+    rq.location = "/w";
+    rq.generation = pl->generation;
+    rq.payload.data = (uint8_t *)"x";
+    rq.payload.len = 1;
+    rq.credential_ttl_ms = 600000;
+    FREE(pl);
+    assert_int_equal(gcall(c, "RequestGrant", true, &rq, &g1, &id), ONCE_OK);
+    assert_non_null(g1->grant);
+    assert_non_null(g1->credential);
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    t0 = harness_now_ms();
+    replicas_kill(f->rs, leader, SIGKILL);
+    /* The same key: the credential minted before verifies after. The
+     * first call answered after the kill shows the failover time. */
+    assert_int_equal(once_grants_public_key(c, pk2, &st), ONCE_OK);
+    printf("failover: SIGKILL of the leader to the first answered call: "
+           "%lld ms (etcd lease TTL %d s)\n",
+           (long long)(harness_now_ms() - t0), TTL_S);
+    assert_true((next = replicas_leader(f->rs, leader, 30000)) >= 0);
+    assert_int_not_equal(next, leader);
+    assert_memory_equal(pk1, pk2, sizeof(pk1));
+    assert_int_equal(
+        once_grant_credential_verify(
+            pk2, g1->credential->body.data, g1->credential->body.len,
+            g1->credential->signature.data, g1->credential->signature.len,
+            (uint64_t)time(NULL) * 1000, 0, &cred, &st),
+        ONCE_OK);
+    assert_int_equal(cred.grant_id, g1->grant->grant_id);
+    /* The surface is still owned by the grant. */
+    sr.surface = "s";
+    assert_int_equal(gcall(c, "GetSurface", false, &sr, &sv, NULL), ONCE_OK);
+    assert_non_null(sv->open_grant);
+    assert_int_equal(sv->open_grant->grant_id, g1->grant->grant_id);
+    FREE(sv);
+    /* A retry of the same rpc id (as after a lost reply: a handle without
+     * a lease of its own sends exactly that id): its stored result. */
+    assert_int_equal(open_client(f->rs->urls, true, &r), ONCE_OK);
+    assert_int_equal(gcall(r, "RequestGrant", true, &rq, &g2, &id), ONCE_OK);
+    assert_int_equal(g2->grant->grant_id, g1->grant->grant_id);
+    once_client_close(r);
+    /* The same request under a new rpc id: the same grant, existing. */
+    assert_int_equal(gcall(c, "RequestGrant", true, &rq, &g3, NULL), ONCE_OK);
+    assert_true(g3->existing);
+    assert_int_equal(g3->grant->grant_id, g1->grant->grant_id);
+    assert_int_equal(g3->grant->epoch, g1->grant->epoch);
+    FREE(g1);
+    FREE(g2);
+    FREE(g3);
+    once_client_close(c);
+    assert_int_equal(replicas_restart(f->rs, leader), 0);
+}
+
+/* Waits (at most ms) until cid's lease info satisfies done; the last info
+ * into *li. */
+static bool
+wait_lease(once_client *c, uint64_t cid,
+           bool (*done)(const struct once_lease_info *),
+           struct once_lease_info *li, int ms)
+{
+    int64_t until = harness_now_ms() + ms;
+    once_status st;
+
+    do {
+        if (once_lease_info(c, cid, li, &st) == ONCE_OK && done(li)) {
+            return true;
+        }
+        harness_sleep_ms(50);
+    } while (harness_now_ms() < until);
+    return false;
+}
+
+static bool
+acked_and_reclaimed(const struct once_lease_info *li)
+{
+    return li->watermark_durable >= 10 && li->records_retained <= 1;
+}
+
+static bool
+collected(const struct once_lease_info *li)
+{
+    return li->state == ONCE_LEASE_STATE_COLLECTED;
+}
+
+/* What test 6 expects of whichever replica leads: A's acknowledgements
+ * durable (a retry below the watermark is STALE_RPC), B's lease expired
+ * and collected (its calls LEASE_EXPIRED, nothing re-executed), the
+ * counter `count`. */
+static void
+expect_lifecycle(const char *urls, uint64_t a, uint64_t b, int64_t count)
+{
+    once_client *r = NULL;
+    struct once_lease_info li;
+    once_status st;
+    int64_t v;
+
+    assert_int_equal(open_client(urls, true, &r), ONCE_OK);
+    assert_int_equal(once_lease_info(r, a, &li, &st), ONCE_OK);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
+    assert_true(li.watermark_durable >= 10);
+    assert_true(li.records_retained <= 1);
+    assert_int_equal(harness_incr_id(r, "c", 1, a, 1, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "STALE_RPC");
+    assert_int_equal(once_lease_info(r, b, &li, &st), ONCE_OK);
+    assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
+    assert_int_equal(harness_incr_id(r, "c", 1, b, 1, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(harness_incr_id(r, "c", 1, b, 4, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_int_equal(once_counter_get(r, "c", &v, &st), ONCE_OK);
+    assert_int_equal(v, count);
+    once_client_close(r);
+}
+
+/* Test 6: acknowledgements, lease expiry and collection as in the
+ * embedded mode, on each replica that leads in turn. */
+static void
+test_acks_expiry_collection_replicated(void **state)
+{
+    fixture *f = *state;
+    struct once_lease_info li;
+    once_client *c = NULL;
+    once_status st;
+    uint64_t a, b, ttl = 0;
+    int64_t v = -1, count = 0;
+
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    a = once_client_id(c);
+    for (int i = 0; i < 11; i++) {
+        once_rpc_id id = {0, 0};
+        assert_int_equal(once_counter_incr(c, "c", 1, &id, &v, &st), ONCE_OK);
+        count++;
+    }
+    /* Client B: a short lease, three calls, never renewed. */
+    assert_int_equal(once_lease_open(c, NULL, 1000, &b, &ttl, &st), ONCE_OK);
+    for (uint64_t seq = 1; seq <= 3; seq++) {
+        assert_int_equal(harness_incr_id(c, "c", 1, b, seq, &v, &st), ONCE_OK);
+        count++;
+    }
+    assert_true(wait_lease(c, a, acked_and_reclaimed, &li, 30000));
+    assert_true(wait_lease(c, b, collected, &li, 30000));
+
+    for (int k = 0; k < 2; k++) {
+        int leader = replicas_leader(f->rs, -1, 30000), next;
+
+        assert_true(leader >= 0);
+        expect_lifecycle(f->rs->urls, a, b, count);
+        replicas_kill(f->rs, leader, SIGKILL);
+        next = replicas_leader(f->rs, leader, 30000);
+        if (next < 0) {
+            replicas_dump(f->rs);
+            fail_msg("no replica took over");
+        }
+        /* A's lease lives on (a fresh TTL), its next call runs once. */
+        {
+            once_rpc_id id = {0, 0};
+            assert_int_equal(once_counter_incr(c, "c", 1, &id, &v, &st),
+                             ONCE_OK);
+            count++;
+            assert_int_equal(v, count);
+        }
+        assert_true(wait_lease(c, a, acked_and_reclaimed, &li, 30000));
+    }
+    expect_lifecycle(f->rs->urls, a, b, count);
+    once_client_close(c);
+}
+
+/* A replica that applied entries refuses an etcd that does not hold them
+ * (another cluster, or a wiped one): following it would diverge. */
+static void
+test_replica_refuses_other_etcd(void **state)
+{
+    fixture *f = *state;
+    load *l = load_start(f->rs->urls, 5);
+    etcd_cluster *other = NULL, *mine = f->rs->etcd;
+    int leader, i, status;
+
+    load_finish(l, f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    i = (leader + 1) % 3;
+    replicas_kill(f->rs, i, SIGKILL);
+    assert_int_equal(etcd_cluster_start(&other, 1), 0);
+    f->rs->etcd = other; /* replica i restarts on the empty etcd */
+    /* It may answer NO_LEADER for a moment before it reads etcd: its
+     * restart's own wait says nothing; its exit does. */
+    (void)replicas_restart(f->rs, i);
+    f->rs->etcd = mine;
+    status = replicas_wait_exit(f->rs, i, 30000);
+    if (status == -1 ||
+        !replicas_log_has(f->rs, i, "refusing to follow a different log")) {
+        replicas_dump(f->rs);
+        fail_msg("replica %d followed an etcd without its entries", i);
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    etcd_cluster_free(other);
+    assert_int_equal(replicas_restart(f->rs, i), 0);
+}
+
+/* A group commit larger than one etcd request (here one Enqueue carrying
+ * a 900 KB input, kept in its row and in its completion record) is written
+ * as several log keys and still applied as one batch: after a failover the
+ * row and the record are there, whole. */
+static void
+test_large_entry_split(void **state)
+{
+    fixture *f = *state;
+    Once__V1__SetPlacementRequest pr = ONCE__V1__SET_PLACEMENT_REQUEST__INIT;
+    Once__V1__SetPlacementResponse *pl;
+    Once__V1__EnqueueRequest rq = ONCE__V1__ENQUEUE_REQUEST__INIT;
+    Once__V1__EnqueueResponse *w1, *w2;
+    size_t big = 900000;
+    uint8_t *payload = malloc(big);
+    once_client *c = NULL, *r = NULL;
+    once_rpc_id id = {0, 0};
+    etcd *e = NULL;
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+    bool parts = false;
+    char prefix[128], end[128];
+    int leader;
+
+    assert_non_null(payload);
+    memset(payload, 'p', big);
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    pr.surface = "big";
+    pr.machine = "m1";
+    pr.location = "/w";
+    assert_int_equal(gcall(c, "SetPlacement", true, &pr, &pl, NULL), ONCE_OK);
+    FREE(pl);
+    rq.request_id = "r-big";
+    rq.attempt = 1;
+    rq.surface = "big";
+    rq.payload.data = payload;
+    rq.payload.len = big;
+    assert_int_equal(gcall(c, "Enqueue", true, &rq, &w1, &id), ONCE_OK);
+    assert_non_null(w1->row);
+
+    /* The log holds parts ('P' ... 'L'). */
+    snprintf(prefix, sizeof(prefix), "/once/%s/log/", f->rs->name);
+    snprintf(end, sizeof(end), "/once/%s/log0", f->rs->name);
+    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 5000), 0);
+    assert_int_equal(etcd_range(e, prefix, strlen(prefix), end, strlen(end), 0,
+                                &kvs, &n, NULL, NULL),
+                     0);
+    for (size_t i = 0; i < n; i++) {
+        parts = parts || (kvs[i].vlen > 0 && kvs[i].val[0] == 'P');
+    }
+    etcd_kvs_free(kvs, n);
+    etcd_close(e);
+    assert_true(parts);
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    replicas_kill(f->rs, leader, SIGKILL);
+    assert_true(replicas_leader(f->rs, leader, 30000) >= 0);
+    /* The same rpc id: the stored result, the whole input in it. */
+    assert_int_equal(open_client(f->rs->urls, true, &r), ONCE_OK);
+    assert_int_equal(gcall(r, "Enqueue", true, &rq, &w2, &id), ONCE_OK);
+    assert_int_equal(w2->row->work_id, w1->row->work_id);
+    assert_int_equal(w2->row->payload.len, big);
+    assert_memory_equal(w2->row->payload.data, payload, big);
+    FREE(w1);
+    FREE(w2);
+    once_client_close(r);
+    once_client_close(c);
+    free(payload);
+    assert_int_equal(replicas_restart(f->rs, leader), 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_leader_killed_repeatedly, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_leader_stopped_past_lease, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_etcd_members_lost, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_wiped_replica_catches_up, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_grant_survives_failover, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_acks_expiry_collection_replicated,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_refuses_other_etcd, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_large_entry_split, setup_ttl5,
+                                        teardown),
+    };
+    if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
+        cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
