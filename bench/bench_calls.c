@@ -45,7 +45,7 @@
 
 #include <once/client.h>
 
-#include "bench_env.h"
+#include "bench/bench_env.h"
 
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"

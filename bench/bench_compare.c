@@ -40,9 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_env.h"
-#include "compare_peer.h"
-#include "compare_proc.h"
+#include "bench/bench_env.h"
+#include "bench/compare_peer.h"
+#include "bench/compare_proc.h"
 
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"

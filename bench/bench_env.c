@@ -1,7 +1,7 @@
 /*
  * bench_env.c — the onced under benchmark, clocks, percentiles, raw calls.
  */
-#include "bench_env.h"
+#include "bench/bench_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "once.pb-c.h"
+#include "proto/once.pb-c.h"
 
 #define BENCH_READY_MS 10000
 #define BENCH_STOP_MS  10000

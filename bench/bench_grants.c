@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_env.h"
-#include "grants.pb-c.h"
-#include "once.pb-c.h"
+#include "bench/bench_env.h"
+#include "proto/grants.pb-c.h"
+#include "proto/once.pb-c.h"
 
 #define SAMPLES_MAX 200000
 #define MAX_THREADS 256

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_env.h"
-#include "once.pb-c.h"
+#include "bench/bench_env.h"
+#include "proto/once.pb-c.h"
 
 #define SAMPLES_MAX 200000
 

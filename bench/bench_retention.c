@@ -37,9 +37,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench_env.h"
-#include "duration.h"
-#include "once.pb-c.h"
+#include "bench/bench_env.h"
+#include "proto/duration.h"
+#include "proto/once.pb-c.h"
 
 /* The capacity model λ·W·b: 128 bytes of payload per completion record
  * (docs/performance.md), before index, replication and allocator overhead. */

@@ -27,9 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_env.h"
-#include "compare_proc.h"
-#include "once.pb-c.h"
+#include "bench/bench_env.h"
+#include "bench/compare_proc.h"
+#include "proto/once.pb-c.h"
 
 #define MAX_P            16
 #define MAX_ATTEMPTS     64

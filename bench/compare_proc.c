@@ -1,7 +1,7 @@
 /*
  * compare_proc.c — child processes of bench_compare (see compare_proc.h).
  */
-#include "compare_proc.h"
+#include "bench/compare_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_env.h"
+#include "bench/bench_env.h"
 
 int
 compare_user_for_postgres(compare_user *u)

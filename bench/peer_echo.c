@@ -20,8 +20,8 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "bench_env.h"
-#include "compare_peer.h"
+#include "bench/bench_env.h"
+#include "bench/compare_peer.h"
 
 #define ECHO_MAX_MSG 65536
 

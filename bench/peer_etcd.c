@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare_peer.h"
-#include "etcd.h"
-#include "etcd_procs.h"
+#include "bench/compare_peer.h"
+#include "repl/etcd.h"
+#include "tests/etcd_procs.h"
 
 /* Txn retries of one call when other callers move the same counter. */
 #define ETCD_PEER_TRIES 1000

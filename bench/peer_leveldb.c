@@ -15,7 +15,7 @@
 
 #include <leveldb/c.h>
 
-#include "compare_peer.h"
+#include "bench/compare_peer.h"
 
 typedef struct ldb_env {
     leveldb_t *db;

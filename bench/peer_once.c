@@ -24,9 +24,9 @@
 
 #include <once/client.h>
 
-#include "bench_env.h"
-#include "compare_peer.h"
-#include "etcd_procs.h"
+#include "bench/bench_env.h"
+#include "bench/compare_peer.h"
+#include "tests/etcd_procs.h"
 
 #define ONCE_REPLICAS 3
 

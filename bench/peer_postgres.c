@@ -30,8 +30,8 @@
 
 #include <libpq-fe.h>
 
-#include "compare_peer.h"
-#include "compare_proc.h"
+#include "bench/compare_peer.h"
+#include "bench/compare_proc.h"
 
 #define PG_INITDB_MS 120000
 #define PG_START_S   "60"

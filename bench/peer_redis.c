@@ -23,9 +23,9 @@
 
 #include <hiredis/hiredis.h>
 
-#include "bench_env.h"
-#include "compare_peer.h"
-#include "compare_proc.h"
+#include "bench/bench_env.h"
+#include "bench/compare_peer.h"
+#include "bench/compare_proc.h"
 
 #define REDIS_READY_MS 10000
 #define REDIS_STOP_MS  10000

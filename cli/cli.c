@@ -7,7 +7,7 @@
  * Invariant: every reporting function prints at most one JSON object.
  * Never: calls a command (it sits below every cmd_*.c and main.c).
  */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_out.h"
-#include "number.h"
+#include "cli/json_out.h"
+#include "proto/number.h"
 
 /* ---- output ------------------------------------------------------------ */
 

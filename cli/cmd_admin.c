@@ -16,13 +16,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "duration.h"
-#include "json_out.h"
-#include "msg_print.h"
+#include "proto/duration.h"
+#include "cli/json_out.h"
+#include "cli/msg_print.h"
 #include "once/client.h"
-#include "cli.h"
-#include "cmds.h"
-#include "wire.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
+#include "proto/wire.h"
 
 /* Library default of once_options.deadline_ms, used when no --timeout. */
 #define ADMIN_DEADLINE_MS 10000

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "cmds.h"
-#include "json_out.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
+#include "cli/json_out.h"
 
 static const char usage_incr[] =
     "usage: oncectl [GLOBAL OPTIONS] counter incr NAME [--by N]\n"

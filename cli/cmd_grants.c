@@ -23,14 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "duration.h"
-#include "grants.pb-c.h"
-#include "json_out.h"
-#include "number.h"
+#include "proto/duration.h"
+#include "proto/grants.pb-c.h"
+#include "cli/json_out.h"
+#include "proto/number.h"
 #include "once/client.h"
 #include "once/inputs.h"
-#include "cli.h"
-#include "cmds.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
 
 #define MAX_POS  6
 #define MAX_OPTS 6

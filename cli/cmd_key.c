@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cmds.h"
-#include "json_out.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
+#include "cli/json_out.h"
 #include "once/grants.h"
 
 /* key show: the server's Ed25519 public key for start-grant credentials,

@@ -9,7 +9,7 @@
  * flock of the data folder so two edits never lose one another.
  * Never: prints a key except on the add that created it; talks to onced.
  */
-#include "cmds.h"
+#include "cli/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +20,8 @@
 
 #include <sodium.h>
 
-#include "json_out.h"
-#include "principals.h"
+#include "cli/json_out.h"
+#include "proto/principals.h"
 
 #define PCMD_DATA_DEFAULT "./data"
 #define PCMD_PATH_MAX     4096

@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cmds.h"
-#include "duration.h"
-#include "json_out.h"
-#include "number.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
+#include "proto/duration.h"
+#include "cli/json_out.h"
+#include "proto/number.h"
 #include "once/admin.h"
 
 static const char usage_records[] =

@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 /* `counter incr|get` (cmd_counter.c). */
 int cmd_counter(const cli *g, int argc, char **argv);

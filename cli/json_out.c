@@ -6,7 +6,7 @@
  * object (json_error).
  * Never: emits bytes that are not valid UTF-8 inside a string.
  */
-#include "json_out.h"
+#include "cli/json_out.h"
 
 #include <inttypes.h>
 #include <math.h>

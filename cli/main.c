@@ -24,9 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "cmds.h"
-#include "duration.h"
+#include "cli/cli.h"
+#include "cli/cmds.h"
+#include "proto/duration.h"
 
 #define ONCECTL_DEFAULT_SERVER "ipc:///tmp/once.ipc"
 /* onced --dev (make run) writes its operator key here; used when no key

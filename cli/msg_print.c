@@ -5,7 +5,7 @@
  * Never: touches fields it does not understand (messages, bytes, repeated
  * and oneof-less optional fields without a value are skipped).
  */
-#include "msg_print.h"
+#include "cli/msg_print.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -16,7 +16,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "json_out.h"
+#include "cli/json_out.h"
 
 /* Adds one member per scalar field of m to the open object j. */
 void msg_print_json(json_obj *j, const ProtobufCMessage *m);

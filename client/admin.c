@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "client/call.h"
 #include "once/admin.h"
-#include "status.h"
-#include "wire.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 /* Stats into *base and/or *more (either may be NULL). */
 static int

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "async.h"
-#include "client_impl.h"
-#include "status.h"
+#include "client/async.h"
+#include "client/client_impl.h"
+#include "client/status.h"
 
 int
 async_init(async_pool *p)

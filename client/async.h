@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "call.h"
-#include "client_impl.h"
+#include "client/call.h"
+#include "client/client_impl.h"
 #include "once/client.h"
 
 struct once_future {

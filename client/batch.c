@@ -7,14 +7,14 @@
  * leaves QUEUED/TAKEN or it is promoted.
  * Never: does I/O or calls out with the lock held.
  */
-#include "batch.h"
+#include "client/batch.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "retry.h"
+#include "client/retry.h"
 
 void
 batch_init(batch_queue *q)

@@ -53,14 +53,14 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "auth_tag.h"
-#include "batch.h"
-#include "client_impl.h"
-#include "call.h"
-#include "lease_gate.h"
-#include "slot.h"
-#include "status.h"
-#include "wire.h"
+#include "proto/auth_tag.h"
+#include "client/batch.h"
+#include "client/client_impl.h"
+#include "client/call.h"
+#include "client/lease_gate.h"
+#include "client/slot.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 /* What one call is about; filled once, read by every attempt. */
 typedef struct call_spec {

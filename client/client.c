@@ -18,13 +18,13 @@
 
 #include <sodium.h>
 
-#include "async.h"
-#include "client_impl.h"
-#include "conn.h"
-#include "lease.h"
-#include "lease_gate.h"
-#include "principals.h"
-#include "status.h"
+#include "client/async.h"
+#include "client/client_impl.h"
+#include "client/conn.h"
+#include "client/lease.h"
+#include "client/lease_gate.h"
+#include "proto/principals.h"
+#include "client/status.h"
 
 #define CLIENT_DEADLINE_MS        10000u
 #define CLIENT_ATTEMPT_TIMEOUT_MS 2000u

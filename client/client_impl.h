@@ -27,11 +27,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "batch.h"
-#include "conn.h"
-#include "lease_gate.h"
+#include "client/batch.h"
+#include "client/conn.h"
+#include "client/lease_gate.h"
 #include "once/client.h"
-#include "retry.h"
+#include "client/retry.h"
 
 /* The handle's async calls; only async.c touches it. At most this many
  * calls of one handle run at once; more wait in the

@@ -11,7 +11,7 @@
  * (bounded by the time its caller gives, at most once a second); never
  * replaces the dialer more than once a second.
  */
-#include "conn.h"
+#include "client/conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +19,9 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "retry.h"
-#include "status.h"
-#include "tls_diag.h"
+#include "client/retry.h"
+#include "client/status.h"
+#include "client/tls_diag.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10

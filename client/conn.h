@@ -26,7 +26,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "once/client.h"
-#include "slot.h"
+#include "client/slot.h"
 
 /* Most server URLs one handle dials (once_options.url, comma-separated:
  * the replicas of a cluster, docs/replication.md). */

@@ -13,9 +13,9 @@
 
 #include <sodium.h>
 
-#include "client_impl.h"
-#include "grants.pb-c.h"
-#include "status.h"
+#include "client/client_impl.h"
+#include "proto/grants.pb-c.h"
+#include "client/status.h"
 #include <once/grants.h>
 
 int

@@ -32,12 +32,12 @@
 
 #include <sodium.h>
 
-#include "client_impl.h"
-#include "lease_gate.h"
-#include "grants.pb-c.h"
-#include "inputs.pb-c.h"
-#include "status.h"
-#include "trust.h"
+#include "client/client_impl.h"
+#include "client/lease_gate.h"
+#include "proto/grants.pb-c.h"
+#include "client/inputs.pb-c.h"
+#include "client/status.h"
+#include "proto/trust.h"
 #include <once/inputs.h>
 
 #define REQUEST_GRANT "/once.v1.Grants/RequestGrant"

@@ -12,9 +12,9 @@
  */
 #include <stdlib.h>
 
-#include "call.h"
-#include "status.h"
-#include "wire.h"
+#include "client/call.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 int
 invoke(once_client *c, const ProtobufCServiceDescriptor *svc, const char *name,

@@ -43,7 +43,7 @@
  * Layer: above the call engine (call.h) and the gate; below the handle
  * (client.c).
  */
-#include "lease.h"
+#include "client/lease.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,13 +53,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "call.h"
-#include "client_impl.h"
-#include "duration.h"
-#include "lease_gate.h"
-#include "retry.h"
-#include "status.h"
-#include "wire.h"
+#include "client/call.h"
+#include "client/client_impl.h"
+#include "proto/duration.h"
+#include "client/lease_gate.h"
+#include "client/retry.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 #define RENEW_INTERVAL_MIN_MS   10u
 #define RENEW_DEADLINE_MAX_MS   5000u

@@ -12,7 +12,7 @@
  * start an operation; the aios have no callbacks); never runs the user
  * callback with a lock held.
  */
-#include "lease_gate.h"
+#include "client/lease_gate.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "status.h"
+#include "client/status.h"
 
 void
 gate_init(lease_gate *g, once_client *owner)

@@ -34,7 +34,7 @@
 #include <nng/nng.h>
 
 #include "once/client.h"
-#include "window.h"
+#include "client/window.h"
 
 /* One tracked call, linked into lease_gate.calls while in flight. Lives
  * on the calling thread's stack. */

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "async.h"
-#include "call.h"
-#include "status.h"
-#include "wire.h"
+#include "client/async.h"
+#include "client/call.h"
+#include "client/status.h"
+#include "proto/wire.h"
 
 static int
 methods_incr(once_client *c, const char *name, int64_t by, call_kind kind,

@@ -7,9 +7,9 @@
  * Never: blocks except in retry_sleep_ms; never reads the wall clock for
  * deadlines (monotonic only, so clock steps cannot stretch a deadline).
  */
-#include "retry.h"
+#include "client/retry.h"
 
-#include "duration.h"
+#include "proto/duration.h"
 
 #include <errno.h>
 #include <pthread.h>

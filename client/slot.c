@@ -1,7 +1,7 @@
 /*
  * slot.c — call slots kept for reuse (slot.h).
  */
-#include "slot.h"
+#include "client/slot.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
  * once_version and once_free.
  * Never: writes past the fixed reason/message buffers of once_status.
  */
-#include "status.h"
+#include "client/status.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 void
 status_clear(once_status *st)

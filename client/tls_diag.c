@@ -8,7 +8,7 @@
  * Never: sends a byte on the probe stream (the server's SP header is read,
  * ours never written: onced sees a peer that went away and makes no pipe).
  */
-#include "tls_diag.h"
+#include "client/tls_diag.h"
 
 #include <arpa/inet.h>
 #include <stdbool.h>
@@ -17,8 +17,8 @@
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 
-#include "retry.h"
-#include "status.h"
+#include "client/retry.h"
+#include "client/status.h"
 
 /* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
 static bool

@@ -7,7 +7,7 @@
  * seqs outgrows it (the server's WINDOW_FULL bounds that span in practice).
  * Never: shrinks base past an incomplete seq; never locks (see window.h).
  */
-#include "window.h"
+#include "client/window.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /*
  * gc.c — the collector thread and its two-step passes.
  */
-#include "gc.h"
+#include "gc/gc.h"
 
-#include "duration.h"
+#include "proto/duration.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "fault.h"
-#include "lease.h"
-#include "records.h"
-#include "wire.h"
+#include "store/fault.h"
+#include "lease/lease.h"
+#include "store/records.h"
+#include "proto/wire.h"
 
 #define GC_RATE_SAMPLES   64
 #define GC_RATE_WINDOW_MS 10000

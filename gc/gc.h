@@ -25,8 +25,8 @@
 
 #include <stdint.h>
 
-#include "store.h"
-#include "table.h"
+#include "store/store.h"
+#include "lease/table.h"
 
 typedef struct gc gc;
 

@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "names.h"
-#include "rules_impl.h"
+#include "proto/names.h"
+#include "grants/rules_impl.h"
 
 bool
 grants_check_name(const char *what, const char *s, grants_outcome *o)

@@ -1,9 +1,9 @@
 /*
  * credential.c — the signing key file and minting.
  */
-#include "credential.h"
-#include "fault.h"
-#include "trust.h"
+#include "grants/credential.h"
+#include "store/fault.h"
+#include "proto/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

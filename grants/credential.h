@@ -18,7 +18,7 @@
 
 #include <sodium.h>
 
-#include "grants.pb-c.h"
+#include "proto/grants.pb-c.h"
 
 #define GRANTS_KEY_FILE "grants_ed25519.key"
 

@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 int
 grants_principal_denied(const grants_env *e, bool *denied)

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 int
 grants_issue(const grants_env *e, const Once__V1__Grant *g, uint64_t ttl,

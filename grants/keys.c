@@ -2,11 +2,11 @@
  * keys.c — building the keys of keys.h. Names longer than the key buffer
  * are cut (rules.c admits names of at most 256 bytes, well within it).
  */
-#include "keys.h"
+#include "grants/keys.h"
 
 #include <string.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 static void
 gkey_str(gkey *k, const char *prefix, const char *s)

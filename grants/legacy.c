@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_legacy_claim(const grants_env *e, const Once__V1__LegacyClaimRequest *r,

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_vfail(grants_outcome *o, int code, const char *reason, const char *fmt,

@@ -4,7 +4,7 @@
  *
  * Never: touches a grant; a denied principal's grants are kept.
  */
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_set_permission(const grants_env *e,

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_set_placement(const grants_env *e,

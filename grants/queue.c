@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 /* Clears g/q/<surface> when it names work_id. */
 static int

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 /* Whether r is the rejection these fields describe. */
 static bool

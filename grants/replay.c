@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 /* Fails o when the caller may no longer obtain credentials. Returns a
  * store error or 0. */

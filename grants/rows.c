@@ -1,13 +1,13 @@
 /*
  * rows.c — protobuf rows over a store_txn, and the id lists inside them.
  */
-#include "rows.h"
+#include "grants/rows.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 int
 rows_get(store_txn *t, const gkey *k, const ProtobufCMessageDescriptor *d,

@@ -18,8 +18,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "keys.h"
-#include "store.h"
+#include "grants/keys.h"
+#include "store/store.h"
 
 /* 0 and *out, ENOENT (then *out is NULL), or EIO/ENOMEM/EBADMSG. */
 int rows_get(store_txn *t, const gkey *k, const ProtobufCMessageDescriptor *d,

@@ -42,11 +42,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "credential.h"
-#include "grants.pb-c.h"
-#include "once.pb-c.h"
-#include "store.h"
-#include "wire.h"
+#include "grants/credential.h"
+#include "proto/grants.pb-c.h"
+#include "proto/once.pb-c.h"
+#include "store/store.h"
+#include "proto/wire.h"
 
 /* A pending queue row older than this expires on its machine's next
  * claim. */
@@ -79,8 +79,8 @@ typedef struct grants_outcome {
     size_t resp_len;
 } grants_outcome;
 
-/* checks.c: request checks that need no state (names, lengths, enums). Returns true
- * when the request may run; otherwise o says why (INVALID_ARGUMENT). */
+/* checks.c: request checks that need no state (names, lengths, enums). Returns
+ * true when the request may run; otherwise o says why (INVALID_ARGUMENT). */
 bool grants_check_placement(const Once__V1__SetPlacementRequest *r,
                             grants_outcome *o);
 bool grants_check_request(const Once__V1__RequestGrantRequest *r,

@@ -20,10 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keys.h"
-#include "rows.h"
-#include "rows.pb-c.h"
-#include "rules.h"
+#include "grants/keys.h"
+#include "grants/rows.h"
+#include "grants/rows.pb-c.h"
+#include "grants/rules.h"
 
 #define CODE(x) ONCE__V1__CODE__##x
 

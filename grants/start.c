@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 /* The digest of a start: what the request asks for, not who or when. */
 static void

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "rules_impl.h"
+#include "grants/rules_impl.h"
 
 void
 grants_get_surface(const grants_env *e, const Once__V1__GetSurfaceRequest *r,

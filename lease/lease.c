@@ -1,15 +1,15 @@
 /*
  * lease.c — staging lease transitions and loading the table at start-up.
  */
-#include "lease.h"
+#include "lease/lease.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.pb-c.h"
-#include "records.h"
-#include "wire.h"
+#include "proto/record.pb-c.h"
+#include "store/records.h"
+#include "proto/wire.h"
 
 static const char lease_next_key[] = "m/next_client_id";
 

@@ -20,8 +20,8 @@
 
 #include <stdint.h>
 
-#include "store.h"
-#include "table.h"
+#include "store/store.h"
+#include "lease/table.h"
 
 #define LEASE_KEY_LEN 10
 

@@ -2,7 +2,7 @@
  * table.c — a chained hash table of lease entries keyed by client id, and
  * the live-lease counts (all, and per principal) the lease caps read.
  */
-#include "table.h"
+#include "lease/table.h"
 
 #include <errno.h>
 #include <stdlib.h>

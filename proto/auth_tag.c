@@ -1,7 +1,7 @@
 /*
  * auth_tag.c — the tag trailer of a Request envelope (see auth_tag.h).
  */
-#include "auth_tag.h"
+#include "proto/auth_tag.h"
 
 #include <sodium.h>
 

@@ -5,7 +5,7 @@
  * the grammar.
  * Never: uses strtoull (it accepts signs, spaces and hex), never locale.
  */
-#include "duration.h"
+#include "proto/duration.h"
 
 #include <errno.h>
 #include <time.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "number.h"
+#include "proto/number.h"
 
 typedef struct duration_unit {
     const char *name;

@@ -1,7 +1,7 @@
 /*
  * envelope.c — the pre-decode scan of a Request envelope (envelope.h).
  */
-#include "envelope.h"
+#include "proto/envelope.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * names.c — the name rule and printable copies (names.h).
  */
-#include "names.h"
+#include "proto/names.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * principals.c — reading and writing the principals file and key files
  * (formats in principals.h).
  */
-#include "principals.h"
+#include "proto/principals.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #include <sodium.h>
 
-#include "trust.h"
+#include "proto/trust.h"
 
 #define LINE_MAX_BYTES 1024
 

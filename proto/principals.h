@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth_tag.h"
+#include "proto/auth_tag.h"
 
 #define PRINCIPAL_NAME_MAX 128
 #define PRINCIPAL_ROLE_MAX 160 /* "agent:" + a machine name */

@@ -5,7 +5,7 @@
  * first time it is asked for (pthread_once); after that it is read-only and
  * shared by every thread.
  */
-#include "wire.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grants.pb-c.h"
+#include "proto/grants.pb-c.h"
 
 static const ProtobufCServiceDescriptor *const wire_services[] = {
     &once__v1__counter__descriptor, &once__v1__lease__descriptor,

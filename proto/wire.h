@@ -16,8 +16,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "once.pb-c.h"
-#include "record.pb-c.h"
+#include "proto/once.pb-c.h"
+#include "proto/record.pb-c.h"
 
 /* Longest full method name we accept ("/once.v1.Service/Method"). */
 #define WIRE_METHOD_MAX 128

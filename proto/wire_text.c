@@ -1,7 +1,7 @@
 /*
  * wire_text.c — exact text in string fields (wire_text.h).
  */
-#include "wire_text.h"
+#include "proto/wire_text.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * Never: blocks longer than endpoints x timeout_ms; shares a handle
  * between threads.
  */
-#include "etcd.h"
+#include "repl/etcd.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,7 +14,7 @@
  * Never: writes to etcd except the campaign (its lease and the leader
  * key); serves calls.
  */
-#include "repl_impl.h"
+#include "repl/repl_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
-#include "wire.h"
-#include "log.h"
+#include "store/store.h"
+#include "proto/wire.h"
+#include "proto/log.h"
 
 /* How often a follower reads the log and the leader key. */
 #define FOLLOW_POLL_MS 20

@@ -10,7 +10,7 @@
  * Never: returns from repl_append without the entry being in the log under
  * our leader key; replies to anything (the gate) past valid_until_ms.
  */
-#include "repl_impl.h"
+#include "repl/repl_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wire.h"
-#include "log.h"
+#include "proto/wire.h"
+#include "proto/log.h"
 
 uint64_t
 repl_now_ms(void)

@@ -6,7 +6,7 @@
  *                              so keys sort by index
  * Owns: those names. Never: accepts a key outside the log as an index.
  */
-#include "repl_impl.h"
+#include "repl/repl_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * the same refusal, which libonce retries under the same rpc id.
  * Never: blocks a caller of notleader_set beyond a short mutex.
  */
-#include "repl_impl.h"
+#include "repl/repl_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,9 +19,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
-#include "once.pb-c.h"
-#include "wire.h"
-#include "log.h"
+#include "proto/once.pb-c.h"
+#include "proto/wire.h"
+#include "proto/log.h"
 
 struct notleader {
     nng_socket sock;

@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "etcd.h"
-#include "replica.h"
+#include "repl/etcd.h"
+#include "repl/replica.h"
 
 /* "/once/<cluster>/log/" + 20 digits */
 #define REPL_KEY_MAX 256

@@ -13,7 +13,7 @@
  * onced stops with a message saying so); the key travels in etcd in
  * plain text, so etcd must be as private as the data folders.
  */
-#include "repl_impl.h"
+#include "repl/repl_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "credential.h"
-#include "log.h"
+#include "grants/credential.h"
+#include "proto/log.h"
 
 #define SHARE_FILE_MAX 4096
 

@@ -66,6 +66,8 @@ $1 == "CALL" { calls[++ncalls] = module($2) " " $3; next }
     target = ""
     if (inc ~ /^once\//) {
         target = "client/include/" inc
+    } else if (inc in have) {                     # rooted: "client/conn.h"
+        target = inc
     } else if ((dir "/" inc) in have) {
         target = dir "/" inc
     }

@@ -8,7 +8,7 @@
  * rule for the caller's role or name matches its method. Without the file the
  * built-in default below applies; with it, only its rules do.
  */
-#include "auth.h"
+#include "server/auth.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -21,14 +21,14 @@
 
 #include <sodium.h>
 
-#include "auth_impl.h"
-#include "call.h"
-#include "duration.h"
-#include "log.h"
-#include "names.h"
-#include "principals.h"
-#include "trust.h"
-#include "wire.h"
+#include "server/auth_impl.h"
+#include "server/call.h"
+#include "proto/duration.h"
+#include "proto/log.h"
+#include "proto/names.h"
+#include "proto/principals.h"
+#include "proto/trust.h"
+#include "proto/wire.h"
 
 /* The caller of every request while onced runs OPEN. */
 static const auth_who auth_anon = {

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "once.pb-c.h"
+#include "proto/once.pb-c.h"
 
 #define AUTH_RECHECK_MS 100
 #define AUTH_ANONYMOUS  "anonymous"

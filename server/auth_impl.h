@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "principals.h"
-#include "wire.h"
+#include "proto/principals.h"
+#include "proto/wire.h"
 
 /* auth.h's types, named here without including it (auth.h is the outside
  * of this header, not below it). */

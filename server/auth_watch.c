@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "auth_impl.h"
-#include "duration.h"
-#include "log.h"
+#include "server/auth.h"
+#include "server/auth_impl.h"
+#include "proto/duration.h"
+#include "proto/log.h"
 
 /* New tables on their way to the executor. */
 typedef struct auth_install {

@@ -1,15 +1,15 @@
 /*
  * call.c — setting a call's outcome.
  */
-#include "call.h"
+#include "server/call.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "once.pb-c.h"
+#include "proto/log.h"
+#include "proto/once.pb-c.h"
 
 void
 call_fail(server_call *c, int code, const char *reason, const char *fmt, ...)

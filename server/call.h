@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store.h"
-#include "wire.h"
+#include "store/store.h"
+#include "proto/wire.h"
 
 typedef struct exec_env exec_env;
 typedef struct auth_who auth_who;

@@ -8,7 +8,7 @@
  * before the flags.
  * Never: knows any option by name except `config`, `help` and `version`.
  */
-#include "config_file.h"
+#include "server/config_file.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -4,13 +4,13 @@
  * Owns nothing beyond the disk_floor it is given; the executor thread is
  * the only one that takes readings, Stats only reads the atomics.
  */
-#include "disk_floor.h"
+#include "server/disk_floor.h"
 
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "duration.h"
-#include "log.h"
+#include "proto/duration.h"
+#include "proto/log.h"
 
 static void
 disk_floor_read(disk_floor *d)

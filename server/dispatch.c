@@ -1,13 +1,13 @@
 /*
  * dispatch.c — opening the services and finding a method's handler.
  */
-#include "dispatch.h"
+#include "server/dispatch.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "proto/log.h"
 
 struct dispatch {
     const service_ops *const *ops;

@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "exec_env.h"
-#include "service.h"
+#include "server/exec_env.h"
+#include "server/service.h"
 
 typedef struct dispatch dispatch;
 

@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk_floor.h"
-#include "stats.h"
-#include "store.h"
+#include "server/disk_floor.h"
+#include "server/stats.h"
+#include "store/store.h"
 
 typedef struct lease_table lease_table;
 typedef struct auth auth;

@@ -15,7 +15,7 @@
  * (once.v1.Batch) is only transport: each entry goes through all of the
  * above as a request of its own, in order (exec_batch).
  */
-#include "executor.h"
+#include "server/executor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,17 +26,17 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "auth.h"
-#include "dispatch.h"
-#include "duration.h"
-#include "envelope.h"
-#include "fault.h"
-#include "lease.h"
-#include "log.h"
-#include "names.h"
-#include "once.pb-c.h"
-#include "records.h"
-#include "wire_text.h"
+#include "server/auth.h"
+#include "server/dispatch.h"
+#include "proto/duration.h"
+#include "proto/envelope.h"
+#include "store/fault.h"
+#include "lease/lease.h"
+#include "proto/log.h"
+#include "proto/names.h"
+#include "proto/once.pb-c.h"
+#include "store/records.h"
+#include "proto/wire_text.h"
 
 typedef struct exec_task {
     void (*fn)(void *);

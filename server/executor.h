@@ -16,8 +16,8 @@
 #ifndef SERVER_EXECUTOR_H
 #define SERVER_EXECUTOR_H
 
-#include "exec_env.h"
-#include "listener.h"
+#include "server/exec_env.h"
+#include "server/listener.h"
 
 typedef struct executor executor;
 

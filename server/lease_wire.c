@@ -1,9 +1,9 @@
 /*
  * lease_wire.c — lease states as the wire shows them.
  */
-#include "lease_wire.h"
+#include "server/lease_wire.h"
 
-#include "exec_env.h"
+#include "server/exec_env.h"
 
 Once__V1__LeaseState
 lease_wire_state(const lease_entry *e, uint64_t now)

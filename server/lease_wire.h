@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "call.h"
-#include "once.pb-c.h"
-#include "table.h"
+#include "server/call.h"
+#include "proto/once.pb-c.h"
+#include "lease/table.h"
 
 /* The state a call made now would see: a LIVE entry past its TTL is
  * EXPIRED; no entry (ended and collected) is COLLECTED. */

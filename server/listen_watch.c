@@ -1,7 +1,7 @@
 /*
  * listen_watch.c — the ipc:// listener watch (listen_watch.h).
  */
-#include "listen_watch.h"
+#include "server/listen_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "duration.h"
-#include "log.h"
+#include "proto/duration.h"
+#include "proto/log.h"
 
 #define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
 #define WATCH_POLL_MS  10 /* how often a probe looks at the pipe count */

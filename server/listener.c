@@ -16,7 +16,7 @@
  * The calls those replies answer were executed and synced before: a retry
  * gets the stored result.
  */
-#include "listener.h"
+#include "server/listener.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,10 +31,10 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
 
-#include "fault.h"
-#include "listen_watch.h"
-#include "log.h"
-#include "tls_watch.h"
+#include "store/fault.h"
+#include "server/listen_watch.h"
+#include "proto/log.h"
+#include "server/tls_watch.h"
 
 /* How long SIGTERM waits for nng_close (listener_shutdown). */
 #define LISTENER_CLOSE_WAIT_MS 3000
@@ -443,7 +443,7 @@ listener_shutdown(listener *l)
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
     listen_watch_stop(l->watch); /* no probe or new listener from here */
-    tls_watch_stop(l->tls_log); /* reads the socket's listeners' stats */
+    tls_watch_stop(l->tls_log);  /* reads the socket's listeners' stats */
     /* Cancel every receive and send and wait for running callbacks, so no
      * request reaches the executor after this, however nng_close goes. */
     for (size_t i = 0; i < l->nctx; i++) {

@@ -22,7 +22,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
-#include "stats.h"
+#include "server/stats.h"
 
 #define LISTENER_URLS_MAX 8
 

@@ -29,16 +29,16 @@
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
-#include "config_file.h"
-#include "duration.h"
-#include "log.h"
-#include "metrics.h"
-#include "notify.h"
-#include "number.h"
-#include "replica.h"
-#include "server.h"
+#include "server/config_file.h"
+#include "proto/duration.h"
+#include "proto/log.h"
+#include "server/metrics.h"
+#include "server/notify.h"
+#include "proto/number.h"
+#include "repl/replica.h"
+#include "server/server.h"
 #ifdef ONCE_TEST_SEAMS
-#include "test_seams.h" /* the test-only servers of tests/ alone */
+#include "server/test_seams.h" /* the test-only servers of tests/ alone */
 #endif
 
 #define DEFAULT_DATA "./data"

@@ -2,7 +2,7 @@
  * metrics.c — serving the figures as Prometheus text (metrics.h): which
  * metrics exist, who publishes what, and the HTTP handler.
  */
-#include "metrics.h"
+#include "server/metrics.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,13 +17,13 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "executor.h"
-#include "gc.h"
-#include "log.h"
-#include "prom_text.h"
-#include "stats_calls.h"
-#include "table.h"
-#include "wire.h"
+#include "server/executor.h"
+#include "gc/gc.h"
+#include "proto/log.h"
+#include "server/prom_text.h"
+#include "server/stats_calls.h"
+#include "lease/table.h"
+#include "proto/wire.h"
 
 #define METRICS_PATH "/metrics"
 

@@ -19,7 +19,7 @@
 #ifndef SERVER_METRICS_H
 #define SERVER_METRICS_H
 
-#include "server.h"
+#include "server/server.h"
 
 /* How often the published figures are refreshed. */
 #define METRICS_PUBLISH_MS 1000

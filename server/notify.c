@@ -6,7 +6,7 @@
  * pings only when the beat moved since its previous ping.
  * Never: calls sd_notify from the executor or an nng callback.
  */
-#include "notify.h"
+#include "server/notify.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "executor.h"
-#include "log.h"
+#include "server/executor.h"
+#include "proto/log.h"
 
 #ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>

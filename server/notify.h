@@ -14,7 +14,7 @@
 #ifndef SERVER_NOTIFY_H
 #define SERVER_NOTIFY_H
 
-#include "server.h"
+#include "server/server.h"
 
 /* READY=1 with a STATUS line: call once the store is open and every
  * listener is up. */

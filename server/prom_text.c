@@ -1,7 +1,7 @@
 /*
  * prom_text.c — the Prometheus text exposition format (prom_text.h).
  */
-#include "prom_text.h"
+#include "server/prom_text.h"
 
 #include <errno.h>
 #include <stdarg.h>

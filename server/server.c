@@ -3,7 +3,7 @@
  * taking them down in the order that keeps every commit: stop the network,
  * execute what was already received and sync it, close.
  */
-#include "server.h"
+#include "server/server.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,13 +11,13 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "auth.h"
-#include "executor.h"
-#include "gc.h"
-#include "lease.h"
-#include "listener.h"
-#include "log.h"
-#include "trust.h"
+#include "server/auth.h"
+#include "server/executor.h"
+#include "gc/gc.h"
+#include "lease/lease.h"
+#include "server/listener.h"
+#include "proto/log.h"
+#include "proto/trust.h"
 
 _Static_assert(SERVER_LISTEN_MAX == LISTENER_URLS_MAX,
                "server_config.listen and listener_config.listen differ");

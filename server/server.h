@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk_floor.h"
-#include "exec_env.h"
-#include "stats.h"
-#include "store.h"
+#include "server/disk_floor.h"
+#include "server/exec_env.h"
+#include "server/stats.h"
+#include "store/store.h"
 
 #define SERVER_LISTEN_MAX 8
 
@@ -54,10 +54,10 @@ typedef struct server_config {
     uint64_t (*clock_ms)(void);
     uint64_t exec_hold_ms;
     uint64_t compact_hold_ms;
-    size_t conn_inflight;      /* requests one connection may have in
-                                  flight (listener.h) */
-    uint64_t send_timeout_ms;  /* a reply not taken by its connection in
-                                  this long drops that connection */
+    size_t conn_inflight;     /* requests one connection may have in
+                                 flight (listener.h) */
+    uint64_t send_timeout_ms; /* a reply not taken by its connection in
+                                 this long drops that connection */
 
     /* onced --replicate (repl/replica.h): every group is appended to the
      * replicated log before it is written (store.h, "replicate.c"). NULL:

@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 
-#include "call.h"
-#include "exec_env.h"
+#include "server/call.h"
+#include "server/exec_env.h"
 
 /* The call carries an rpc id, is executed at most once and is recorded. */
 #define SERVICE_MUTATING 0x1u

@@ -7,7 +7,7 @@
  * Invariant: the list is fixed at build time; dispatch.c checks at start
  * that every method it names is in the .proto descriptors (wire.h).
  */
-#include "service.h"
+#include "server/service.h"
 
 #define SERVICES(X) X(svc_counter) X(svc_lease) X(svc_admin) X(svc_grants)
 

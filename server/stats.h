@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "stats_calls.h"
+#include "server/stats_calls.h"
 
 typedef struct server_stats {
     _Atomic uint64_t requests;  /* envelopes received */

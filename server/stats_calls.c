@@ -2,7 +2,7 @@
  * stats_calls.c — counting calls by method and code, and the latency and
  * group-commit histograms (stats_calls.h).
  */
-#include "stats_calls.h"
+#include "server/stats_calls.h"
 
 #include <time.h>
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 /* Methods counted one by one (wire_methods() order); a call whose method
  * is not known is counted in the slot after them. */

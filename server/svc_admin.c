@@ -11,13 +11,13 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "gc.h"
-#include "lease.h"
-#include "lease_wire.h"
-#include "log.h"
-#include "once.pb-c.h"
-#include "service.h"
-#include "records.h"
+#include "gc/gc.h"
+#include "lease/lease.h"
+#include "server/lease_wire.h"
+#include "proto/log.h"
+#include "proto/once.pb-c.h"
+#include "server/service.h"
+#include "store/records.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX     10000

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "names.h"
-#include "once.pb-c.h"
-#include "service.h"
+#include "proto/names.h"
+#include "proto/once.pb-c.h"
+#include "server/service.h"
 
 #define COUNTER_NAME_MAX 256
 

@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "credential.h"
-#include "grants.pb-c.h"
-#include "lease.h"
-#include "log.h"
-#include "once.pb-c.h"
-#include "rules.h"
-#include "service.h"
+#include "server/auth.h"
+#include "grants/credential.h"
+#include "proto/grants.pb-c.h"
+#include "lease/lease.h"
+#include "proto/log.h"
+#include "proto/once.pb-c.h"
+#include "grants/rules.h"
+#include "server/service.h"
 
 /* The service's state: the signing key, loaded or created (mode 0600)
  * in the data folder before the first call. */

@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "lease.h"
-#include "lease_wire.h"
-#include "once.pb-c.h"
-#include "service.h"
+#include "server/auth.h"
+#include "lease/lease.h"
+#include "server/lease_wire.h"
+#include "proto/once.pb-c.h"
+#include "server/service.h"
 
 #define LEASE_TTL_MIN_MS    100ULL
 #define LEASE_PRINCIPAL_MAX 128

@@ -8,14 +8,14 @@
  * Never: compiled into the shipped onced (tests/CMakeLists.txt adds it to
  * the test-only servers only).
  */
-#include "test_seams.h"
+#include "server/test_seams.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
 
-#include "fault.h"
-#include "log.h"
+#include "store/fault.h"
+#include "proto/log.h"
 
 static const char *test_seams_clock_file;
 

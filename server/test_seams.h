@@ -14,7 +14,7 @@
 #ifndef SERVER_TEST_SEAMS_H
 #define SERVER_TEST_SEAMS_H
 
-#include "server.h"
+#include "server/server.h"
 
 /* Reads the variables, arms the fault point, and fills cfg's test seams.
  * Call once in main, before server_open and before any thread. */

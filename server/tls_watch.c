@@ -1,7 +1,7 @@
 /*
  * tls_watch.c — the log of failed TLS handshakes (tls_watch.h).
  */
-#include "tls_watch.h"
+#include "server/tls_watch.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,8 +12,8 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "duration.h"
-#include "log.h"
+#include "proto/duration.h"
+#include "proto/log.h"
 
 #define TLS_WATCH_MAX     8      /* tls+tcp:// listeners watched */
 #define TLS_WATCH_POLL_MS 1000u  /* how often the counters are read */

@@ -18,10 +18,10 @@
  * Never: runs a done callback before the synced write returned; drops a
  * queued transaction on close.
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
-#include "fault.h"
-#include "log.h"
+#include "store/fault.h"
+#include "proto/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -40,10 +40,10 @@
  * is certainly running; the shipped onced never calls it, and nothing
  * waits.
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
-#include "duration.h"
-#include "log.h"
+#include "proto/duration.h"
+#include "proto/log.h"
 
 #include <dirent.h>
 #include <errno.h>

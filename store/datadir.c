@@ -17,7 +17,7 @@
  * Never: deletes or rewrites anything already in the folder (the identity
  * file is only ever created where none is).
  */
-#include "datadir.h"
+#include "store/datadir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,8 +6,8 @@
  * Never: reads the environment (the test build's server/test_seams.c
  * does, and arms), or counts hits of points that are not armed.
  */
-#include "fault.h"
-#include "log.h"
+#include "store/fault.h"
+#include "proto/log.h"
 
 #include <signal.h>
 #include <stdatomic.h>

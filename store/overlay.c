@@ -5,7 +5,7 @@
  * are few (bounded by what one or two commit groups hold), so one lock and
  * a table that grows by doubling are enough.
  */
-#include "overlay.h"
+#include "store/overlay.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,14 +1,14 @@
 /*
  * records.c — completion record keys, digests and (de)serialization.
  */
-#include "records.h"
+#include "store/records.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
 #include <sodium.h>
 
-#include "wire.h"
+#include "proto/wire.h"
 
 void
 records_digest(const char *method, size_t mlen, const void *payload,

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record.pb-c.h"
-#include "store.h"
+#include "proto/record.pb-c.h"
+#include "store/store.h"
 
 #define RECORD_DIGEST_LEN 32 /* BLAKE2b-256 */
 #define RECORD_KEY_LEN    18

@@ -14,15 +14,15 @@
  * Never: writes a batch the appender did not accept (it does not return
  * then); decodes past an entry's end.
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
-#include "log.h"
+#include "proto/wire.h"
+#include "proto/log.h"
 
 #define ENTRY_VERSION 1
 

@@ -13,13 +13,13 @@
  */
 #ifdef ONCE_SPLIT_WRITES
 
-#include "store_impl.h"
+#include "store/store_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault.h"
+#include "store/fault.h"
 
 static bool
 split_is_record(const txn_write *w)

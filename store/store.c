@@ -10,7 +10,7 @@
  * group commit in commit.c, the compaction thread in compact.c (closing
  * waits for it before LevelDB is closed).
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "datadir.h"
-#include "log.h"
+#include "store/datadir.h"
+#include "proto/log.h"
 
 #define STORE_CACHE_BYTES  (32u << 20)
 #define STORE_WRITE_BUFFER (8u << 20)

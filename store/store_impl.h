@@ -10,8 +10,8 @@
 
 #include <leveldb/c.h>
 
-#include "overlay.h"
-#include "store.h"
+#include "store/overlay.h"
+#include "store/store.h"
 
 typedef struct txn_write {
     char *key;

@@ -6,7 +6,7 @@
  * commit queue (commit.c), which frees it after its done callback.
  * Never: writes to LevelDB itself.
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

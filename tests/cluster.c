@@ -3,7 +3,7 @@
  * etcd_procs.c (see cluster.h).
  */
 #define _XOPEN_SOURCE 700
-#include "cluster.h"
+#include "tests/cluster.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 static int cluster_seq;
 

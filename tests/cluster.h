@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "etcd_procs.h"
+#include "tests/etcd_procs.h"
 
 typedef struct replica_set {
     etcd_cluster *etcd;

@@ -4,7 +4,7 @@
  * etcd_procs.h).
  */
 #define _XOPEN_SOURCE 700
-#include "etcd_procs.h"
+#include "tests/etcd_procs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "etcd.h"
+#include "repl/etcd.h"
 
 int64_t
 procs_now_ms(void)

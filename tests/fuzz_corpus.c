@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "once.pb-c.h"
-#include "wire.h"
+#include "proto/once.pb-c.h"
+#include "proto/wire.h"
 
 static void
 put(const char *dir, const char *name, const char *kind, const uint8_t *b,

@@ -24,9 +24,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "once.pb-c.h"
-#include "server.h"
-#include "wire.h"
+#include "proto/once.pb-c.h"
+#include "server/server.h"
+#include "proto/wire.h"
 
 static server *fz_srv;
 static nng_socket fz_sock;

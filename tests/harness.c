@@ -11,14 +11,16 @@
  * exec; never removes anything outside the harness's own temp dir and ipc
  * file.
  */
-#include "harness.h"
+#include "tests/harness.h"
 
-#include "auth_tag.h"
-#include "principals.h"
+#include "proto/auth_tag.h"
+#include "proto/principals.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -968,4 +971,24 @@ harness_add_principal(const harness *h, const char *name, const char *role)
     }
     harness_dump_log(h);
     fail_msg("onced never put principal %s in force", name);
+}
+
+int
+harness_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
 }

@@ -28,7 +28,7 @@
 
 #include <once/client.h>
 
-#include "once.pb-c.h"
+#include "proto/once.pb-c.h"
 
 /* How long harness_start/harness_restart wait for onced to answer. */
 #define HARNESS_READY_MS 10000
@@ -120,6 +120,10 @@ void harness_free(harness *h);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t harness_now_ms(void);
+
+/* A TCP port on 127.0.0.1 that nothing listens on right now (bound and
+ * released: another process may still take it), or -1. */
+int harness_free_port(void);
 
 /* Sleeps ms milliseconds (the whole time, across EINTR). */
 void harness_sleep_ms(int ms);

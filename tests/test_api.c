@@ -25,7 +25,7 @@
 #include <once/client.h>
 #include <once/version.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* The loop a new user writes: one once_rpc_id variable for every call.
  * once_counter_incr takes a non-zero seq as a retry, so the second pass

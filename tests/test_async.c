@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #ifndef ONCE_PROXY_PATH
 #error "ONCE_PROXY_PATH must name once_proxy (set by tests/CMakeLists.txt)"

@@ -33,10 +33,10 @@
 
 #include <sodium.h>
 
-#include "auth_tag.h"
-#include "grants.pb-c.h"
-#include "harness.h"
-#include "principals.h"
+#include "proto/auth_tag.h"
+#include "proto/grants.pb-c.h"
+#include "tests/harness.h"
+#include "proto/principals.h"
 
 #define POLL_MAX_MS  10000
 #define POLL_STEP_MS 20

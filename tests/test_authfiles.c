@@ -39,9 +39,9 @@
 
 #include <sodium.h>
 
-#include "auth_tag.h"
-#include "harness.h"
-#include "principals.h"
+#include "proto/auth_tag.h"
+#include "tests/harness.h"
+#include "proto/principals.h"
 
 #define POLL_MAX_MS 10000
 

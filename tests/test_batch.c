@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #ifndef ONCE_PROXY_PATH
 #error "ONCE_PROXY_PATH must name once_proxy (set by tests/CMakeLists.txt)"

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define WORKERS       8
 #define CALLS         20000

@@ -32,8 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "wire.h"
+#include "tests/harness.h"
+#include "proto/wire.h"
 
 #define POLL_MAX_MS  30000
 #define POLL_STEP_MS 20

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define SAME_THREADS 32
 #define SAME_ROUNDS  5

@@ -40,7 +40,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 extern char **environ;
 

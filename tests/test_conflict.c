@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* Sends Increment(name, by) under a copy of id and expects a conflict. */
 static void

@@ -35,7 +35,7 @@
 
 #include <nng/nng.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define INCR     "/once.v1.Counter/Increment"
 #define GET      "/once.v1.Counter/Get"

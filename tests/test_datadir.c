@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define INCR    "/once.v1.Counter/Increment"
 #define CALL_MS 5000

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "duration.h"
+#include "proto/duration.h"
 
 static void
 test_parse_ok(void **state)

@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "etcd.h"
-#include "harness.h"
+#include "tests/cluster.h"
+#include "repl/etcd.h"
+#include "tests/harness.h"
 
 static etcd_cluster *cl;
 

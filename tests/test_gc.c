@@ -16,11 +16,11 @@
 
 #include <cmocka.h>
 
-#include "gc.h"
-#include "lease.h"
-#include "records.h"
-#include "store.h"
-#include "wire.h"
+#include "gc/gc.h"
+#include "lease/lease.h"
+#include "store/records.h"
+#include "store/store.h"
+#include "proto/wire.h"
 
 static _Atomic uint64_t test_now = 1000000;
 

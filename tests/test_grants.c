@@ -141,8 +141,8 @@
 #include <once/grants.h>
 #include <once/inputs.h>
 
-#include "grants.pb-c.h"
-#include "harness.h"
+#include "proto/grants.pb-c.h"
+#include "tests/harness.h"
 
 #define HOUR_MS (3600ull * 1000)
 

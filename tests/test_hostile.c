@@ -35,8 +35,8 @@
 
 #include <nng/nng.h>
 
-#include "grants.pb-c.h"
-#include "harness.h"
+#include "proto/grants.pb-c.h"
+#include "tests/harness.h"
 
 #define INCREMENT "/once.v1.Counter/Increment"
 #define START     7 /* the watched counter's value before every hostile send */

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "once.pb-c.h"
+#include "tests/harness.h"
+#include "proto/once.pb-c.h"
 
 #define POLL_MAX_MS 10000
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "table.h"
+#include "lease/table.h"
 
 static void
 test_find_across_growth(void **state)

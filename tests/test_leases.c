@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define POLL_MAX_MS  10000
 #define POLL_STEP_MS 20

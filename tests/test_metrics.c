@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 extern char **environ;
 
@@ -440,27 +440,6 @@ scrape_free(scrape *sc)
 
 /* ---- onced with metrics ------------------------------------------------ */
 
-/* A TCP port free right now on 127.0.0.1. */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (s >= 0) {
-        close(s);
-    }
-    return port;
-}
-
 typedef struct fixture {
     harness *h;
     char listen[64];  /* http://127.0.0.1:PORT */
@@ -471,7 +450,7 @@ static int
 setup(void **state)
 {
     static fixture fx;
-    int port = free_port();
+    int port = harness_free_port();
 
     memset(&fx, 0, sizeof(fx));
     if (port <= 0) {

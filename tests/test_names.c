@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define REPLY_MS 5000
 #define INCR     "/once.v1.Counter/Increment"

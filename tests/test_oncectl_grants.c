@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* Runs oncectl --server URL --json ARGS... (NULL-terminated), the reply
  * into out; returns the exit status. */

@@ -29,7 +29,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define ENV_BYTES   (1048576 - 64) /* under onced's default --recv-max */
 #define SENDERS     4

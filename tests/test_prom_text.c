@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prom_text.h"
+#include "server/prom_text.h"
 
 static void
 test_labels_escaped(void **state)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define INCR         "/once.v1.Counter/Increment"
 #define CALL_MS      5000

@@ -26,7 +26,7 @@
 
 #include <nng/nng.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* A call after a reconnection must be through within this (ms). */
 #define RECONNECT_WITHIN_MS 5000

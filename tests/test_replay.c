@@ -40,7 +40,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define BY 5 /* a distinctive increment: a double execution shows as 10 */
 

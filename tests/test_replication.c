@@ -31,10 +31,10 @@
 
 #include <once/grants.h>
 
-#include "cluster.h"
-#include "etcd.h"
-#include "grants.pb-c.h"
-#include "harness.h"
+#include "tests/cluster.h"
+#include "repl/etcd.h"
+#include "proto/grants.pb-c.h"
+#include "tests/harness.h"
 
 #define TTL_S     2 /* the replicas' etcd lease */
 #define WORKERS   4

@@ -35,7 +35,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #define PEER_MAX_SENDS 3000000 /* bound of the flood, in requests */
 #define PEER_MAX_MS    120000  /* and in time */
@@ -87,27 +87,6 @@ remove_certs(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd), "rm -rf %s", cert_dir);
     return system(cmd) == 0 ? 0 : -1;
-}
-
-/* A TCP port free right now on 127.0.0.1. */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (s >= 0) {
-        close(s);
-    }
-    return port;
 }
 
 /* ---- the peer that never reads --------------------------------------------
@@ -309,8 +288,9 @@ fixture_start(const char *const *extra)
     size_t n = 0;
 
     assert_non_null(f);
-    snprintf(f->tcp, sizeof(f->tcp), "tcp://127.0.0.1:%d", free_port());
-    snprintf(f->tls, sizeof(f->tls), "tls+tcp://127.0.0.1:%d", free_port());
+    snprintf(f->tcp, sizeof(f->tcp), "tcp://127.0.0.1:%d", harness_free_port());
+    snprintf(f->tls, sizeof(f->tls), "tls+tcp://127.0.0.1:%d",
+             harness_free_port());
     args[n++] = "--listen";
     args[n++] = f->tcp;
     args[n++] = "--listen";

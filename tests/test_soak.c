@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 #ifndef ONCE_PROXY_PATH
 #error "ONCE_PROXY_PATH must name once_proxy (set by tests/CMakeLists.txt)"
@@ -281,8 +281,13 @@ test_soak(void **state)
     s->seed = env_seed != NULL ? strtoull(env_seed, NULL, 10)
                                : (uint64_t)time(NULL) ^ (uint64_t)getpid();
     rng = s->seed;
-    snprintf(s->front, sizeof(s->front), "ipc:///tmp/once-soak-%ld.ipc",
-             (long)getpid());
+    /* tcp, not ipc: nng 1.5.2 ends an ipc listener for good when a client
+     * gives up a dial during the handshake (onced watches its own, see
+     * server/listen_watch.c; the proxy does not), and these clients give
+     * up after 100 ms: on a loaded machine the proxy's front listener
+     * died at the first opens and no request ever reached it. */
+    snprintf(s->front, sizeof(s->front), "tcp://127.0.0.1:%d",
+             harness_free_port());
     print_message("soak: %d s of calls, %d clients, seed %llu "
                   "(ONCE_SOAK_SEED=%llu repeats the drops and kills)\n",
                   seconds, WORKERS, (unsigned long long)s->seed,
@@ -315,7 +320,6 @@ test_soak(void **state)
     }
     kill(proxy, SIGTERM);
     waitpid(proxy, &status, 0);
-    unlink(s->front + strlen("ipc://"));
     if (!proxy_replies(proxy_log, &rep_in, &rep_dropped)) {
         print_error("soak: once_proxy printed no counts (%s)\n", proxy_log);
     }

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "store/store.h"
 
 typedef struct fixture {
     char dir[64];

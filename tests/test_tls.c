@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 typedef struct tls_fixture {
     char dir[64];
@@ -86,33 +86,12 @@ remove_certs(void **state)
     return sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
 }
 
-/* A TCP port free right now on 127.0.0.1. */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (s >= 0) {
-        close(s);
-    }
-    return port;
-}
-
 /* onced with a tls+tcp:// listener on a free port; *url set. */
 static harness *
 start_tls(char *url, size_t len)
 {
     harness *h = NULL;
-    int port = free_port();
+    int port = harness_free_port();
 
     assert_true(port > 0);
     snprintf(url, len, "tls+tcp://127.0.0.1:%d", port);
@@ -205,7 +184,7 @@ t_no_certificate(void **state)
     harness *h = NULL;
     char url[64];
 
-    snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%d", free_port());
+    snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%d", harness_free_port());
     const char *args[] = {"--listen", url, NULL};
     fprintf(stderr, "(onced is expected to refuse to start:)\n");
     assert_int_not_equal(harness_start_args(&h, args), 0);

@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 /* A failing open: deadline and attempt timeout. The verdict must come
  * within the first attempt, long before the deadline. */
@@ -110,27 +110,6 @@ remove_certs(void **state)
     return sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
 }
 
-/* A TCP port free right now on 127.0.0.1. */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (s >= 0) {
-        close(s);
-    }
-    return port;
-}
-
 /* onced with a tls+tcp://127.0.0.1 listener on a free port serving
  * cert/key; *port set. */
 static harness *
@@ -139,7 +118,7 @@ start_tls(const char *cert, const char *key, int *port)
     harness *h = NULL;
     char url[64];
 
-    *port = free_port();
+    *port = harness_free_port();
     assert_true(*port > 0);
     snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%d", *port);
     const char *args[] = {"--listen",  url, "--tls-cert", cert,
@@ -317,7 +296,7 @@ static void
 t_not_tls(void **state)
 {
     harness *h = NULL;
-    int port = free_port();
+    int port = harness_free_port();
     char url[64];
 
     (void)state;
@@ -340,9 +319,9 @@ t_unreachable(void **state)
     int64_t ms;
 
     (void)state;
-    assert_int_equal(
-        open_tls("127.0.0.1", free_port(), fx.ca, NULL, 1500, &c, &st, &ms),
-        ONCE_UNAVAILABLE);
+    assert_int_equal(open_tls("127.0.0.1", harness_free_port(), fx.ca, NULL,
+                              1500, &c, &st, &ms),
+                     ONCE_UNAVAILABLE);
     assert_string_equal(st.reason, ONCE_REASON_NOT_SENT);
 }
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "window.h"
+#include "client/window.h"
 
 #define MANY 5000
 
