@@ -62,9 +62,16 @@
 #define GNUPLOT_TIMEOUT_MS     60000
 
 static const compare_peer *const all_peers[] = {
-    &compare_peer_once,      &compare_peer_redis,   &compare_peer_postgres,
-    &compare_peer_echo,      &compare_peer_leveldb, &compare_peer_etcd,
+    &compare_peer_once,
+    &compare_peer_redis,
+    &compare_peer_postgres,
+    &compare_peer_echo,
+    &compare_peer_leveldb,
+    /* after the first five: opt.selected indexes them by position */
+    &compare_peer_etcd,
     &compare_peer_once_repl,
+    &compare_peer_once_shared,
+    &compare_peer_once_async,
 };
 #define NPEERS ((int)(sizeof(all_peers) / sizeof(all_peers[0])))
 
@@ -91,7 +98,8 @@ static struct {
     .levels = {1, 16, 64},
     .nlevels = 3,
     .seconds = 5,
-    .selected = {true, true, true, true, true},
+    .selected = {true, true, true, true, true, true, true, true,
+                 true}, /* all NPEERS */
     .csv = "compare.csv",
     .plot_script = COMPARE_GP,
     .onced = ONCED_PATH,
@@ -114,7 +122,7 @@ usage(FILE *f)
             "run on this machine, at each concurrency level:\n"
             "\n");
     for (int i = 0; i < NPEERS; i++) {
-        fprintf(f, "  %-9s %s\n", all_peers[i]->name, all_peers[i]->what);
+        fprintf(f, "  %-15s %s\n", all_peers[i]->name, all_peers[i]->what);
     }
     fprintf(
         f,
@@ -126,7 +134,8 @@ usage(FILE *f)
         "  --callers LIST      concurrency levels (default 1,16,64)\n"
         "  --seconds S         per system and level (default 5)\n"
         "  --systems LIST      subset of once,redis,postgres,echo,leveldb,\n"
-        "                      etcd,once-replicated (default all)\n"
+        "                      etcd,once-replicated,once-shared,once-async\n"
+        "                      (default all)\n"
         "  --csv FILE          results (default compare.csv)\n"
         "  --png FILE          plot (default: the CSV's name with .png;\n"
         "                      'none': no plot)\n"
@@ -425,6 +434,82 @@ one_call(caller *k, bool timed)
     }
 }
 
+/* One thread for all n callers of an async peer: each keeps one call in
+ * flight (n in flight in all); the calls are waited for in the order they
+ * were started, and each is started again as soon as it has ended. */
+typedef struct async_driver {
+    caller *ks;
+    int n;
+    pthread_t th;
+} async_driver;
+
+static void
+async_failed(caller *k, const char *err)
+{
+    if (k->errors++ == 0) {
+        snprintf(k->first_err, sizeof(k->first_err), "%s", err);
+    }
+}
+
+static void *
+async_driver_main(void *p)
+{
+    async_driver *d = p;
+    int64_t *t0 = calloc((size_t)d->n, sizeof(*t0));
+    bool *busy = calloc((size_t)d->n, sizeof(*busy));
+    char err[COMPARE_ERR_LEN];
+    int inflight = 0;
+
+    if (t0 == NULL || busy == NULL) {
+        free(t0);
+        free(busy);
+        return NULL;
+    }
+    gate_wait();
+    for (int i = 0; i < d->n && !atomic_load(&stop_flag); i++) {
+        caller *k = &d->ks[i];
+        t0[i] = bench_now_ns();
+        if (k->peer->call_start(k->conn, k->next_n++, err) == 0) {
+            busy[i] = true;
+            inflight++;
+        } else {
+            async_failed(k, err);
+        }
+    }
+    for (long round = 0; inflight > 0 && round < MAX_CALLS_PER_CALLER;
+         round++) {
+        for (int i = 0; i < d->n; i++) {
+            caller *k = &d->ks[i];
+            int64_t v = 0;
+            if (!busy[i]) {
+                continue;
+            }
+            busy[i] = false;
+            inflight--;
+            if (k->peer->call_end(k->conn, &v, err) == 0) {
+                k->last_value = v;
+                k->ok++;
+                record(k, bench_now_ns() - t0[i]);
+            } else {
+                async_failed(k, err);
+            }
+            if (atomic_load(&stop_flag)) {
+                continue;
+            }
+            t0[i] = bench_now_ns();
+            if (k->peer->call_start(k->conn, k->next_n++, err) == 0) {
+                busy[i] = true;
+                inflight++;
+            } else {
+                async_failed(k, err);
+            }
+        }
+    }
+    free(t0);
+    free(busy);
+    return NULL;
+}
+
 static void *
 caller_main(void *p)
 {
@@ -490,8 +575,8 @@ check_effects(const compare_peer *peer, void *env, caller *ks, int n, result *r)
     char err[COMPARE_ERR_LEN] = "";
     int64_t want = 0, have = 0;
 
-    r->replay_ok = 1;
-    for (int i = 0; i < n; i++) {
+    r->replay_ok = peer->replay_last != NULL ? 1 : -1; /* -1: not checked */
+    for (int i = 0; i < n && peer->replay_last != NULL; i++) {
         bool replayed = false;
         int64_t v = -1;
         if (peer->replay_last(ks[i].conn, &replayed, &v, err) != 0 ||
@@ -541,6 +626,8 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
     char err[COMPARE_ERR_LEN] = "";
     int64_t t0, t1, deadline;
     int opened = 0, started = 0, rv = -1;
+    async_driver driver;
+    bool one_thread = false;
 
     memset(r, 0, sizeof(*r));
     r->peer = peer;
@@ -575,7 +662,18 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
 
     atomic_store(&stop_flag, atomic_load(&interrupted));
     gate_set(false);
-    for (started = 0; started < n; started++) {
+    if (peer->call_start != NULL && peer->call_end != NULL) {
+        driver.ks = ks;
+        driver.n = n;
+        if (pthread_create(&driver.th, NULL, async_driver_main, &driver) == 0) {
+            started = n;
+            one_thread = true;
+        } else {
+            fprintf(stderr, "\nbench_compare: pthread_create failed\n");
+            atomic_store(&stop_flag, true);
+        }
+    }
+    for (; !one_thread && started < n; started++) {
         if (pthread_create(&ks[started].th, NULL, caller_main, &ks[started]) !=
             0) {
             fprintf(stderr, "\nbench_compare: pthread_create failed\n");
@@ -599,7 +697,10 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
                            : (int)((deadline - now) / 1000000) + 1);
     }
     atomic_store(&stop_flag, true);
-    for (int i = 0; i < started; i++) {
+    if (one_thread) {
+        pthread_join(driver.th, NULL);
+    }
+    for (int i = 0; !one_thread && i < started; i++) {
         pthread_join(ks[i].th, NULL);
     }
     t1 = bench_now_ns();
@@ -710,8 +811,11 @@ check_word(const result *r)
     if (!r->peer->exactly_once) {
         return "n/a";
     }
-    if (r->counters_ok < 0 || r->replay_ok < 0) {
+    if (r->counters_ok < 0) {
         return "unchecked";
+    }
+    if (r->replay_ok < 0) { /* shared handle: counters only */
+        return r->counters_ok ? "counters" : "NO";
     }
     return r->counters_ok && r->replay_ok ? "yes" : "NO";
 }
@@ -787,7 +891,7 @@ report(void)
            "postgres mode '%s'%s\n\n",
            when, host, sysconf(_SC_NPROCESSORS_ONLN), opt.seconds, opt.pg_mode,
            opt.one_counter ? ", one counter" : "");
-    printf("%-9s %7s %11s %9s %9s %10s %7s  %s\n", "system", "callers",
+    printf("%-15s %7s %11s %9s %9s %10s %7s  %s\n", "system", "callers",
            "calls/s", "p50_us", "p99_us", "calls", "errors", "exactly-once");
     for (int l = 0; l < opt.nlevels; l++) {
         for (int p = 0; p < NPEERS; p++) {
@@ -795,7 +899,7 @@ report(void)
             if (!r->ran) {
                 continue;
             }
-            printf("%-9s %7d %11.0f %9.1f %9.1f %10" PRId64 " %7" PRId64
+            printf("%-15s %7d %11.0f %9.1f %9.1f %10" PRId64 " %7" PRId64
                    "  %s\n",
                    r->peer->name, r->callers, r->per_s, r->p50_us, r->p99_us,
                    r->calls, r->errors, check_word(r));
@@ -845,6 +949,24 @@ report(void)
         if ((r = find("redis", l)) != NULL && opt.levels[l] == 1) {
             print_target("p50 once/redis at 1 (lower is better)",
                          once->p50_us / r->p50_us, 1.0, false);
+        }
+    }
+    /* Issue 17: one handle shared by N callers (threads or async). */
+    for (int l = 0; l < opt.nlevels; l++) {
+        const char *rows[] = {"once-shared", "once-async"};
+        const result *r = find("redis", l);
+        char what[64];
+        if (r == NULL || (opt.levels[l] != 16 && opt.levels[l] != 64)) {
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            const result *o = find(rows[i], l);
+            if (o != NULL) {
+                snprintf(what, sizeof(what), "%s/redis at %d", rows[i],
+                         opt.levels[l]);
+                print_target(what, o->per_s / r->per_s,
+                             opt.levels[l] == 16 ? 1.0 : 1.3, true);
+            }
         }
     }
     fflush(stdout);

@@ -67,6 +67,15 @@ typedef struct compare_peer {
     /* The value of counter, read on a connection of its own. NULL for raw
      * peers. */
     int (*read)(void *env, const char *counter, int64_t *value, char *err);
+
+    /* Optional, for a peer with an asynchronous API: starts the n-th call
+     * of this caller without waiting (0, or -1 with err), and waits for the
+     * call started last on conn. With both set, bench_compare drives all
+     * callers of a level from ONE thread, each caller keeping one call in
+     * flight (N callers: N calls in flight). call() is still used for the
+     * warm-up. */
+    int (*call_start)(void *conn, uint64_t n, char *err);
+    int (*call_end)(void *conn, int64_t *value, char *err);
 } compare_peer;
 
 extern const compare_peer compare_peer_once;
@@ -76,5 +85,7 @@ extern const compare_peer compare_peer_echo;
 extern const compare_peer compare_peer_leveldb;
 extern const compare_peer compare_peer_etcd;
 extern const compare_peer compare_peer_once_repl;
+extern const compare_peer compare_peer_once_shared;
+extern const compare_peer compare_peer_once_async;
 
 #endif /* BENCH_COMPARE_PEER_H */

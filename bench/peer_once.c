@@ -4,12 +4,20 @@
  * caller, each with its own connection and lease, as separate agents would
  * have.
  *
+ * Two more rows share one handle among all callers, as a scheduler
+ * process would: once-shared (N threads calling on one once_client) and
+ * once-async (one thread keeping N once_counter_incr_async calls in flight
+ * on one once_client). Their replay check is left out (replay_last NULL):
+ * on a shared handle a caller's last id is acknowledged away by the other
+ * callers' later calls, as it should be; test_async checks async replays.
+ *
  * Owns: the onced child and the clients. A call is once_counter_incr with
  * an rpc id the library assigns (client_id, seq): the stable per-call id.
  * Invariant: the reply of a call leaves onced only after the synced
  * LevelDB write that holds its effect and its completion record.
  * Never: re-sends a call under a new id.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +37,9 @@ typedef struct once_env {
     etcd_cluster *cl;
     bench_onced reps[ONCE_REPLICAS];
     int nreps;
+    pthread_mutex_t mu;  /* protects shared and shared_refs */
+    once_client *shared; /* the one handle of the shared rows */
+    int shared_refs;     /* callers open on it */
 } once_env;
 
 typedef struct once_conn {
@@ -38,6 +49,8 @@ typedef struct once_conn {
     char counter[96];
     once_rpc_id last; /* the last call that returned OK */
     int64_t last_value;
+    once_client *on;  /* the handle calls go to: c, or the env's shared */
+    once_future *fut; /* once-async: the call in flight */
 } once_conn;
 
 static void
@@ -59,6 +72,7 @@ once_start(const compare_config *cfg, void **envp)
         free(e);
         return -1;
     }
+    pthread_mutex_init(&e->mu, NULL);
     snprintf(e->url, sizeof(e->url), "%s", e->srv.url);
     *envp = e;
     return 0;
@@ -71,6 +85,7 @@ once_stop(void *env)
 
     if (e != NULL) {
         bench_onced_stop(&e->srv);
+        pthread_mutex_destroy(&e->mu);
         free(e);
     }
 }
@@ -106,8 +121,10 @@ once_repl_start(const compare_config *cfg, void **envp)
     if (e == NULL) {
         return -1;
     }
+    pthread_mutex_init(&e->mu, NULL);
     if (etcd_cluster_start(&e->cl, 3) != 0) {
         fprintf(stderr, "once-replicated: etcd did not start\n");
+        pthread_mutex_destroy(&e->mu);
         free(e);
         return -1;
     }
@@ -161,6 +178,7 @@ once_repl_stop(void *env)
             bench_onced_stop(&e->reps[i]);
         }
         etcd_cluster_free(e->cl);
+        pthread_mutex_destroy(&e->mu);
         free(e);
     }
 }
@@ -180,8 +198,108 @@ once_open(void *env, const compare_caller *who, void **connp, char *err)
         free(k);
         return -1;
     }
+    k->on = k->c;
     *connp = k;
     return 0;
+}
+
+/* A caller of a shared row: every caller's calls go to one handle. */
+static int
+shared_open(void *env, const compare_caller *who, void **connp, char *err)
+{
+    once_env *e = env;
+    once_conn *k = calloc(1, sizeof(*k));
+    int rv = 0;
+
+    if (k == NULL) {
+        snprintf(err, COMPARE_ERR_LEN, "out of memory");
+        return -1;
+    }
+    k->e = e;
+    snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
+    pthread_mutex_lock(&e->mu);
+    if (e->shared == NULL) {
+        rv = client_open(e, true, &e->shared, err);
+    }
+    if (rv == 0) {
+        e->shared_refs++;
+        k->on = e->shared;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rv != 0) {
+        free(k);
+        return -1;
+    }
+    *connp = k;
+    return 0;
+}
+
+static void
+shared_close(void *conn)
+{
+    once_conn *k = conn;
+    once_client *last = NULL;
+
+    if (k == NULL) {
+        return;
+    }
+    once_future_free(k->fut);
+    pthread_mutex_lock(&k->e->mu);
+    if (--k->e->shared_refs == 0) {
+        last = k->e->shared;
+        k->e->shared = NULL;
+    }
+    pthread_mutex_unlock(&k->e->mu);
+    once_client_close(last);
+    free(k);
+}
+
+static int
+async_start(void *conn, uint64_t n, char *err)
+{
+    once_conn *k = conn;
+    once_status st;
+    int rv;
+
+    (void)n;
+    once_future_free(k->fut);
+    k->fut = NULL;
+    if ((rv = once_counter_incr_async(k->on, k->counter, 1, NULL, NULL, NULL,
+                                      &k->fut, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+async_end(void *conn, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+    once_status st;
+    int rv;
+
+    if (k->fut == NULL) {
+        snprintf(err, COMPARE_ERR_LEN, "no call in flight");
+        return -1;
+    }
+    if ((rv = once_wait(k->fut, &st)) != ONCE_OK ||
+        (rv = once_future_counter_value(k->fut, value)) != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    once_future_id(k->fut, &k->last);
+    k->last_value = *value;
+    return 0;
+}
+
+static int
+async_do(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    if (async_start(conn, n, err) != 0) {
+        return -1;
+    }
+    return async_end(conn, value, err);
 }
 
 static int
@@ -193,7 +311,7 @@ once_do(void *conn, uint64_t n, int64_t *value, char *err)
     int rv;
 
     (void)n;
-    if ((rv = once_counter_incr(k->c, k->counter, 1, &id, value, &st)) !=
+    if ((rv = once_counter_incr(k->on, k->counter, 1, &id, value, &st)) !=
         ONCE_OK) {
         say(err, rv, &st);
         return -1;
@@ -286,4 +404,31 @@ const compare_peer compare_peer_once_repl = {
     .replay_last = once_replay_last,
     .close = once_close,
     .read = once_read,
+};
+
+const compare_peer compare_peer_once_shared = {
+    .name = "once-shared",
+    .what = "onced + libonce, N threads calling on ONE once_client",
+    .exactly_once = true,
+    .start = once_start,
+    .stop = once_stop,
+    .open = shared_open,
+    .call = once_do,
+    .close = shared_close,
+    .read = once_read,
+};
+
+const compare_peer compare_peer_once_async = {
+    .name = "once-async",
+    .what = "onced + libonce, ONE thread, N async calls in flight on one "
+            "once_client",
+    .exactly_once = true,
+    .start = once_start,
+    .stop = once_stop,
+    .open = shared_open,
+    .call = async_do,
+    .close = shared_close,
+    .read = once_read,
+    .call_start = async_start,
+    .call_end = async_end,
 };

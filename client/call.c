@@ -28,8 +28,15 @@
  * once_call's older rule (seq 0: new) refuses an own id whose reply was
  * delivered, and a retry of such an id carries no acknowledgement, so the
  * server can still replay it.
- * Layer: the call engine. It uses the connection layer (conn.h, slot.h)
- * and the lease gate (lease_gate.h) below it and nothing above it.
+ * Coalescing (batch.h): an attempt that finds messages of the handle in
+ * flight queues its packed envelope; the queue's leader sends the queued
+ * envelopes as one batch (once.v1.Batch) and hands each its Response. An
+ * entry keeps its own attempt, timeout, retry and deadline here: a batch
+ * that gets no reply fails each of its entries' attempts, and each call
+ * retries its own id.
+ * Layer: the call engine. It uses the connection layer (conn.h, slot.h,
+ * batch.h) and the lease gate (lease_gate.h) below it and nothing above
+ * it.
  * Never: assigns a new seq to a retry; never waits past the call deadline;
  * never holds the handle's lock across network I/O; never sends a tracked
  * call after its lease was lost; never sleeps on the aio it sends and
@@ -47,6 +54,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "proto/auth_tag.h"
+#include "client/batch.h"
 #include "client/client_impl.h"
 #include "client/call.h"
 #include "client/lease_gate.h"
@@ -160,28 +168,18 @@ call_wait(uint64_t until)
 }
 
 /*
- * One attempt: send the envelope (waiting for a connection until
- * attempt_end) and wait up to the attempt timeout for the reply, never past
- * the deadline.
- * Returns 0 with *rp set (the unpacked Response, freed by the caller with
- * once__v1__response__free_unpacked), or an nng error / EPROTO with
- * cst->last_err describing it.
+ * Sends m (ours until nng takes it) on ctx, waiting for a connection until
+ * attempt_end, and waits up to the attempt timeout for the reply, never
+ * past the deadline. Returns 0 with *replyp (the reply message, freed by
+ * the caller), or an nng error with cst->last_err describing it (m freed).
  */
 static int
-call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
-             uint32_t attempt, uint64_t deadline, uint64_t attempt_end,
-             call_state *cst, Once__V1__Response **rp)
+call_exchange(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
+              nng_msg *m, uint64_t deadline, uint64_t attempt_end,
+              call_state *cst, nng_msg **replyp)
 {
-    nng_msg *m = NULL;
-    Once__V1__Response *r;
     int rv;
 
-    if ((rv = call_pack(c, cs, attempt, retry_remaining_ms(deadline), &m)) !=
-        0) {
-        snprintf(cst->last_err, sizeof(cst->last_err), "pack: %s",
-                 nng_strerror(rv));
-        return rv;
-    }
     nng_aio_set_msg(aio, m);
     /* Waiting for a connection, in slices: a send still unsent after one,
      * or at attempt_end (an attempt shorter than a slice), starts the dial
@@ -277,18 +275,264 @@ call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         }
         return rv;
     }
-    m = nng_aio_get_msg(aio);
+    *replyp = nng_aio_get_msg(aio);
     nng_aio_set_msg(aio, NULL);
-    r = once__v1__response__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
-    nng_msg_free(m);
-    if (r == NULL) {
+    return 0;
+}
+
+/* Unpacks a reply envelope into *rp. 0, or EPROTO (cst says so). */
+static int
+call_unpack(const uint8_t *buf, size_t len, call_state *cst,
+            Once__V1__Response **rp)
+{
+    if ((*rp = once__v1__response__unpack(NULL, len, buf)) == NULL) {
         cst->maybe_executed = true; /* sent, no readable answer */
         snprintf(cst->last_err, sizeof(cst->last_err),
                  "undecodable reply envelope");
         return EPROTO;
     }
-    *rp = r;
     return 0;
+}
+
+/* The most bytes of entries in one batch: what onced reads (its
+ * --recv-max, once known) less room for the outer envelope. */
+static size_t
+call_batch_bytes(once_client *c)
+{
+    uint64_t max = atomic_load(&c->conn.max_request);
+
+    if (max == 0) {
+        return BATCH_BYTES_DEFAULT;
+    }
+    return max > 4096 ? (size_t)(max - 4096) : 1;
+}
+
+/* The batch envelope around copies[0, n): method WIRE_BATCH_METHOD, the
+ * handle's principal (signed like any request when the handle signs), no
+ * rpc id. *mp owned by the caller until sent. */
+static int
+call_batch_pack(once_client *c, uint8_t *const *copies, const size_t *lens,
+                size_t n, uint64_t timeout_ms, nng_msg **mp)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    Once__V1__BatchRequest br = ONCE__V1__BATCH_REQUEST__INIT;
+    ProtobufCBinaryData ents[BATCH_ENTRIES_MAX];
+    size_t blen, len;
+    uint8_t *payload;
+    nng_msg *m;
+    int rv;
+
+    for (size_t i = 0; i < n; i++) {
+        ents[i].data = copies[i];
+        ents[i].len = lens[i];
+    }
+    br.n_entries = n;
+    br.entries = ents;
+    blen = once__v1__batch_request__get_packed_size(&br);
+    if ((payload = malloc(blen > 0 ? blen : 1)) == NULL) {
+        return NNG_ENOMEM;
+    }
+    once__v1__batch_request__pack(&br, payload);
+    r.method = (char *)WIRE_BATCH_METHOD;
+    r.attempt = 1;
+    r.timeout_ms = timeout_ms;
+    r.principal = c->principal;
+    r.payload.data = payload;
+    r.payload.len = blen;
+    len = once__v1__request__get_packed_size(&r);
+    if ((rv = nng_msg_alloc(&m, len + (c->signs ? AUTH_TAG_TRAILER : 0))) ==
+        0) {
+        once__v1__request__pack(&r, nng_msg_body(m));
+        if (c->signs) {
+            auth_tag_append(nng_msg_body(m), len, c->key);
+        }
+        *mp = m;
+    }
+    free(payload);
+    return rv;
+}
+
+/*
+ * The leader's part: takes the queue (its own entry first), sends it as
+ * one batch (or alone, a plain request, when nobody else waits) on its own
+ * ctx, and hands every entry its Response. Returns 0 when e got an answer
+ * (e->resp), else an nng error (cst says why; e->sent says whether it
+ * left).
+ */
+static int
+call_batch_lead(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
+                batch_entry *e, uint64_t deadline, uint64_t attempt_end,
+                call_state *cst)
+{
+    batch_entry *held[BATCH_ENTRIES_MAX];
+    uint8_t *copies[BATCH_ENTRIES_MAX];
+    size_t lens[BATCH_ENTRIES_MAX];
+    const uint8_t *resps[BATCH_ENTRIES_MAX];
+    size_t rlens[BATCH_ENTRIES_MAX];
+    Once__V1__Response *r = NULL;
+    Once__V1__BatchResponse *br = NULL;
+    nng_msg *m = NULL, *reply = NULL;
+    bool sent = false;
+    uint64_t room_until;
+    size_t n;
+    int rv;
+
+    /* Room for it within half an attempt, else it goes anyway: a call is
+     * sent within its attempt even when nothing answers. */
+    room_until = retry_now_ms() + c->attempt_timeout_ms / 2;
+    if (room_until > attempt_end) {
+        room_until = attempt_end;
+    }
+    n = batch_take(&c->batch, e, room_until, call_batch_bytes(c), held, copies);
+    for (size_t i = 0; i < n; i++) {
+        lens[i] = held[i]->len;
+    }
+    if (n == 1) {
+        /* Alone: a plain request, as if nothing had been in flight. */
+        rv = nng_msg_alloc(&m, lens[0]);
+        if (rv == 0) {
+            memcpy(nng_msg_body(m), copies[0], lens[0]);
+        }
+    } else {
+        rv = call_batch_pack(c, copies, lens, n, retry_remaining_ms(deadline),
+                             &m);
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(copies[i]);
+    }
+    if (rv == 0) {
+        uint32_t before = cst->sent;
+        rv = call_exchange(c, cs, ctx, aio, m, deadline, attempt_end, cst,
+                           &reply);
+        sent = cst->sent > before;
+    } else {
+        snprintf(cst->last_err, sizeof(cst->last_err), "pack: %s",
+                 nng_strerror(rv));
+    }
+    if (rv == 0 && n == 1) {
+        resps[0] = nng_msg_body(reply);
+        rlens[0] = nng_msg_len(reply);
+    } else if (rv == 0 &&
+               (r = once__v1__response__unpack(NULL, nng_msg_len(reply),
+                                               nng_msg_body(reply))) == NULL) {
+        snprintf(cst->last_err, sizeof(cst->last_err),
+                 "undecodable batch reply envelope");
+        rv = EPROTO;
+    } else if (rv == 0 && (r->status == NULL || r->status->code == 0)) {
+        br = once__v1__batch_response__unpack(NULL, r->payload.len,
+                                              r->payload.data);
+        if (br == NULL || br->n_responses != n) {
+            snprintf(cst->last_err, sizeof(cst->last_err),
+                     "batch reply with %zu answers for %zu entries",
+                     br != NULL ? br->n_responses : 0, n);
+            rv = EPROTO;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                resps[i] = br->responses[i].data;
+                rlens[i] = br->responses[i].len;
+            }
+        }
+    } else if (rv == 0) {
+        /* The whole batch was refused (nothing of it ran): that reply is
+         * every entry's. */
+        for (size_t i = 0; i < n; i++) {
+            resps[i] = nng_msg_body(reply);
+            rlens[i] = nng_msg_len(reply);
+        }
+    }
+    batch_finish(&c->batch, held, n, resps, rlens, rv, sent);
+    batch_release(&c->batch);
+    if (br != NULL) {
+        once__v1__batch_response__free_unpacked(br, NULL);
+    }
+    if (r != NULL) {
+        once__v1__response__free_unpacked(r, NULL);
+    }
+    if (reply != NULL) {
+        nng_msg_free(reply);
+    }
+    pthread_cond_destroy(&e->cv);
+    return e->state == BATCH_DONE ? 0 : (rv != 0 ? rv : e->err);
+}
+
+/*
+ * One attempt: pack the envelope, then send it alone when few messages of
+ * the handle are in flight, or coalesce it with the calls queued behind
+ * them (batch.h): as the batch's leader, or waiting for one. Waits up to
+ * the attempt timeout for the reply, never past the deadline.
+ * Returns 0 with *rp set (the unpacked Response, freed by the caller with
+ * once__v1__response__free_unpacked), or an nng error / EPROTO with
+ * cst->last_err describing it.
+ */
+static int
+call_attempt(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
+             uint32_t attempt, uint64_t deadline, uint64_t attempt_end,
+             call_state *cst, Once__V1__Response **rp)
+{
+    nng_msg *m = NULL, *reply = NULL;
+    batch_entry e;
+    uint64_t reply_end;
+    bool led = false;
+    int rv = 0;
+
+    if ((rv = call_pack(c, cs, attempt, retry_remaining_ms(deadline), &m)) !=
+        0) {
+        snprintf(cst->last_err, sizeof(cst->last_err), "pack: %s",
+                 nng_strerror(rv));
+        return rv;
+    }
+    if (cs->tracked && gate_is_lost(&c->gate)) {
+        nng_msg_free(m);
+        snprintf(cst->last_err, sizeof(cst->last_err), "the lease was lost");
+        return NNG_ECANCELED;
+    }
+    e.req = nng_msg_body(m);
+    e.len = nng_msg_len(m);
+    switch (batch_join(&c->batch, &e)) {
+    case BATCH_PLAIN:
+        rv = call_exchange(c, cs, ctx, aio, m, deadline, attempt_end, cst,
+                           &reply);
+        batch_release(&c->batch);
+        if (rv != 0) {
+            return rv;
+        }
+        rv = call_unpack(nng_msg_body(reply), nng_msg_len(reply), cst, rp);
+        nng_msg_free(reply);
+        return rv;
+    case BATCH_FOLLOW:
+        /* A reply gets a full attempt timeout, within the deadline. */
+        reply_end = retry_now_ms() + c->attempt_timeout_ms;
+        if (reply_end > deadline) {
+            reply_end = deadline;
+        }
+        if (batch_wait(&c->batch, &e, reply_end) != BATCH_LEADS) {
+            break;
+        }
+        /* promoted: lead the next batch */
+        /* FALLTHROUGH */
+    case BATCH_LEAD:
+        led = true;
+        rv = call_batch_lead(c, cs, ctx, aio, &e, deadline, attempt_end, cst);
+        break;
+    }
+    nng_msg_free(m);
+    if (!led && e.sent) {
+        cst->sent++; /* a leader sent it in its batch */
+    }
+    if (e.state == BATCH_DONE) {
+        rv = call_unpack(e.resp, e.resp_len, cst, rp);
+        free(e.resp);
+        return rv;
+    }
+    if (e.sent) {
+        cst->maybe_executed = true; /* sent, never answered */
+    }
+    if (!led) {
+        snprintf(cst->last_err, sizeof(cst->last_err), "%s",
+                 e.sent ? "no reply to its batch within the attempt timeout"
+                        : "not sent before the attempt ended");
+    }
+    return e.err == ETIMEDOUT ? NNG_ETIMEDOUT : (e.err != 0 ? e.err : rv);
 }
 
 /* The reply's code, mapped into enum once_code (unknown numbers become

@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "client/async.h"
 #include "client/client_impl.h"
 #include "client/conn.h"
 #include "client/lease.h"
@@ -62,7 +63,9 @@ client_free(once_client *c)
     if (c == NULL) {
         return;
     }
+    async_fini(&c->async);
     conn_fini(&c->conn);
+    batch_fini(&c->batch);
     lease_fini(c);
     gate_fini(&c->gate);
     sodium_memzero(c->key, sizeof(c->key));
@@ -135,6 +138,12 @@ once_client_open_secure(once_client **cp, const once_options *o,
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
     }
+    if (async_init(&c->async) != 0) {
+        free(c);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory");
+    }
+    batch_init(&c->batch);
     gate_init(&c->gate, c);
     lease_init(c);
     if ((rv = conn_init(&c->conn, o->url, st)) != ONCE_OK) {
@@ -178,6 +187,7 @@ void
 once_client_close(once_client *c)
 {
     if (c != NULL) {
+        async_stop(&c->async); /* async calls end before the lease */
         lease_end(c, false, NULL);
         client_free(c);
     }
@@ -190,6 +200,7 @@ once_client_close_keep_lease(once_client *c, uint64_t *lease_left_ms)
         *lease_left_ms = 0;
     }
     if (c != NULL) {
+        async_stop(&c->async);
         lease_end(c, true, lease_left_ms);
         client_free(c);
     }

@@ -7,6 +7,8 @@
  *   gate   — the lease's state as calls see it (lease_gate.h): own client
  *            id, seq window, health, tracked calls, lease-lost callback;
  *   renew  — the lease's renewal thread (lease.c);
+ *   async  — the queue and workers of async calls (async.h), over the
+ *            call engine;
  * plus the call settings below, which the call engine (call.c) reads.
  *
  * Owns: the handle's layout and which part belongs to which layer.
@@ -25,10 +27,32 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "client/batch.h"
 #include "client/conn.h"
 #include "client/lease_gate.h"
 #include "once/client.h"
 #include "client/retry.h"
+
+/* The handle's async calls; only async.c touches it. At most this many
+ * calls of one handle run at once; more wait in the
+ * queue (the blocking engine needs one thread per call in flight). */
+#define ASYNC_WORKERS_MAX 128u
+/* At most this many calls of one handle are queued or running. */
+#define ASYNC_PENDING_MAX 65536u
+
+typedef struct async_pool {
+    pthread_mutex_t lock;                 /* protects every field below */
+    pthread_cond_t work;                  /* a call was queued, or stop */
+    pthread_cond_t drained;               /* pending reached 0 */
+    struct once_future *head;             /* queued, not started */
+    struct once_future *tail;             /* last queued */
+    size_t queued;                        /* in the queue */
+    size_t pending;                       /* queued or running */
+    unsigned nworkers;                    /* threads started */
+    unsigned nidle;                       /* threads waiting for work */
+    bool stop;                            /* async_fini: workers exit */
+    pthread_t threads[ASYNC_WORKERS_MAX]; /* [0, nworkers) */
+} async_pool;
 
 /* The lease's renewal thread; only lease.c touches it. */
 typedef struct lease_renewer {
@@ -43,6 +67,8 @@ struct once_client {
     conn conn;           /* connection layer */
     lease_gate gate;     /* lease state the call engine consults */
     lease_renewer renew; /* the renewal thread (lease.c) */
+    async_pool async;    /* async calls and their workers (async.c) */
+    batch_queue batch;   /* calls queued behind messages in flight */
 
     /* Call settings; read-only after open. */
     char *principal;             /* owned (strdup) */

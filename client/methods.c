@@ -11,8 +11,10 @@
  * Layer: typed methods, over the call engine (call.h) only.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "client/async.h"
 #include "client/call.h"
 #include "client/status.h"
 #include "proto/wire.h"
@@ -101,5 +103,63 @@ once_counter_get(once_client *c, const char *name, int64_t *value,
         *value = ((Once__V1__GetResponse *)out)->value;
     }
     once__v1__get_response__free_unpacked((Once__V1__GetResponse *)out, NULL);
+    return ONCE_OK;
+}
+
+int
+once_counter_incr_async(once_client *c, const char *name, int64_t by,
+                        const once_rpc_id *id, once_done_fn done, void *arg,
+                        once_future **fp, once_status *st)
+{
+    once_status local;
+    Once__V1__IncrementRequest req = ONCE__V1__INCREMENT_REQUEST__INIT;
+    const char *full;
+    uint8_t *buf;
+    size_t len;
+    int rv;
+
+    if (st == NULL) {
+        st = &local;
+    }
+    status_clear(st);
+    if (fp != NULL) {
+        *fp = NULL;
+    }
+    if (name == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "counter name is NULL");
+    }
+    full = wire_method_name(&once__v1__counter__descriptor, "Increment");
+    req.name = (char *)name;
+    req.by = by;
+    len = once__v1__increment_request__get_packed_size(&req);
+    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "out of memory; nothing was sent");
+    }
+    once__v1__increment_request__pack(&req, buf);
+    rv = once_call_async(c, full, true, id, buf, len, done, arg, fp, st);
+    free(buf);
+    return rv;
+}
+
+int
+once_future_counter_value(once_future *f, int64_t *value)
+{
+    Once__V1__IncrementResponse *r;
+    int rv;
+
+    if ((rv = once_wait(f, NULL)) != ONCE_OK) {
+        return rv;
+    }
+    /* The payload stays on the future: read it in place. */
+    r = once__v1__increment_response__unpack(NULL, f->resp_len, f->resp);
+    if (r == NULL) {
+        return ONCE_INTERNAL;
+    }
+    if (value != NULL) {
+        *value = r->value;
+    }
+    once__v1__increment_response__free_unpacked(r, NULL);
     return ONCE_OK;
 }

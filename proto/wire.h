@@ -68,4 +68,9 @@ int wire_response_pack(int code, const char *reason, const char *message,
 void wire_put_be64(uint8_t *p, uint64_t v);
 uint64_t wire_get_be64(const uint8_t *p);
 
+/* The batch envelope's method (once.proto, once.v1.Batch) and the most
+ * entries one batch may carry. */
+#define WIRE_BATCH_METHOD      "/once.v1.Batch/Call"
+#define WIRE_BATCH_MAX_ENTRIES 256u
+
 #endif /* PROTO_WIRE_H */

@@ -11,7 +11,9 @@
  * result is never returned to anyone the checks would refuse now. Everything
  * that fails before "execute" writes nothing and is not recorded. An executed
  * call's outcome is recorded with its effect in one transaction; a non-OK
- * outcome keeps no effect, only its record.
+ * outcome keeps no effect, only its record. A batch envelope
+ * (once.v1.Batch) is only transport: each entry goes through all of the
+ * above as a request of its own, in order (exec_batch).
  */
 #include "server/executor.h"
 
@@ -278,13 +280,15 @@ exec_text_ok(server_call *c, const ProtobufCMessageDescriptor *desc,
     return false;
 }
 
-/* Runs every check and the handler; leaves the outcome in c. */
+/* Runs every check and the handler on the envelope body[0, len) received
+ * at recv_ms; leaves the outcome in c. A batch envelope (WIRE_BATCH_METHOD)
+ * is not a call: once authenticated and decoded, with batch not NULL it is
+ * handed over in *batch (the caller frees it), else refused as
+ * NESTED_BATCH. */
 static void
-exec_call(const executor *ex, server_call *c, const listener_req *lr,
-          bool *replayed)
+exec_call(const executor *ex, server_call *c, const void *body, size_t len,
+          uint64_t recv_ms, bool *replayed, Once__V1__Request **batch)
 {
-    const void *body = nng_msg_body(lr->msg);
-    size_t len = nng_msg_len(lr->msg);
     Once__V1__Request *req;
     ProtobufCMessage *payload = NULL;
     const service_method *de;
@@ -334,6 +338,18 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
                       "the envelope's")) {
         goto out;
     }
+    /* The batch envelope carries no authority of its own: each entry is
+     * checked on its own, from the scan and authentication on
+     * (exec_batch). */
+    if (strcmp(req->method, WIRE_BATCH_METHOD) == 0) {
+        if (batch != NULL) {
+            *batch = req;
+            return;
+        }
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "NESTED_BATCH",
+                  "a batch entry is itself a batch; nothing of it ran");
+        goto out;
+    }
     if ((de = dispatch_find(ex->dp, req->method, strlen(req->method), &c->wm,
                             &c->svc)) == NULL) {
         name_printable(req->method, name, sizeof(name));
@@ -354,7 +370,7 @@ exec_call(const executor *ex, server_call *c, const listener_req *lr,
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge
      * timeout and turn "no hurry" into "already late". */
     if (req->timeout_ms != 0 &&
-        (uint64_t)nng_clock() - lr->recv_ms > req->timeout_ms) {
+        (uint64_t)nng_clock() - recv_ms > req->timeout_ms) {
         call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED",
                   "the deadline passed before the call could run");
         goto out;
@@ -424,27 +440,34 @@ out:
     once__v1__request__free_unpacked(req, NULL);
 }
 
-static void
-exec_one(executor *ex, listener_req *lr)
+/*
+ * One envelope as one call with a transaction of its own: checks, handler,
+ * stats, its Response packed into *buf (malloc'd, *len). Returns the
+ * transaction, not yet committed (the caller commits it). With batch not
+ * NULL, a batch envelope returns NULL and *batch instead (nothing ran).
+ */
+static store_txn *
+exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
+              Once__V1__Request **batch, uint8_t **buf, size_t *blen)
 {
     exec_env *env = ex->env;
     server_call c;
-    exec_reply *r;
     bool replayed = false;
 
     memset(&c, 0, sizeof(c));
     c.env = env;
     c.now_ms = env->now_ms();
-    if ((c.txn = store_txn_begin(env->st)) == NULL ||
-        (r = calloc(1, sizeof(*r))) == NULL) {
+    if ((c.txn = store_txn_begin(env->st)) == NULL) {
         log_error("out of memory executing a call");
         abort();
     }
+    exec_call(ex, &c, body, len, recv_ms, &replayed, batch);
+    if (batch != NULL && *batch != NULL) {
+        store_txn_commit(c.txn, NULL, NULL); /* empty: nothing ran */
+        return NULL;
+    }
     STATS_INC(env->stats, requests);
-    exec_call(ex, &c, lr, &replayed);
     stats_calls_count(&env->stats->calls, c.wm, c.code);
-    nng_msg_free(lr->msg);
-    lr->msg = NULL;
     if (c.code != ONCE__V1__CODE__OK && !replayed && !store_txn_dirty(c.txn)) {
         STATS_INC(env->stats, rejected);
     }
@@ -453,17 +476,128 @@ exec_one(executor *ex, listener_req *lr)
     } else if (c.code == ONCE__V1__CODE__PERMISSION_DENIED && !replayed) {
         STATS_INC(env->stats, permission_denied);
     }
-    r->stats = env->stats;
-    r->req = lr;
-    lr->wrote = store_txn_dirty(c.txn);
     if (wire_response_pack(c.code, c.reason, c.message,
                            c.code == ONCE__V1__CODE__OK ? c.resp : NULL,
-                           c.resp_len, replayed, &r->buf, &r->len) != 0) {
+                           c.resp_len, replayed, buf, blen) != 0) {
         log_error("out of memory packing a reply");
         abort();
     }
     free(c.resp);
-    store_txn_commit(c.txn, exec_reply_send, r);
+    return c.txn;
+}
+
+/*
+ * A batch envelope (once.proto, once.v1.Batch): its entries run in order,
+ * each exactly as a request of its own (exec_envelope), in this group
+ * commit; the one reply carries their Responses in order and leaves after
+ * the last entry's transaction (and so every one before it) is durable.
+ * A batch that cannot be read, is empty or too large runs nothing.
+ */
+static void
+exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
+           exec_reply *r)
+{
+    Once__V1__BatchRequest *b;
+    Once__V1__BatchResponse out = ONCE__V1__BATCH_RESPONSE__INIT;
+    ProtobufCBinaryData *resps = NULL;
+    uint8_t *packed = NULL;
+    size_t plen = 0;
+    const char *reason = NULL;
+    char msg[160] = "";
+    bool wrote = false;
+    store_txn *t;
+
+    b = once__v1__batch_request__unpack(NULL, req->payload.len,
+                                        req->payload.data);
+    if (b == NULL) {
+        reason = "MALFORMED_PAYLOAD";
+        snprintf(msg, sizeof(msg), "the payload is not a once.v1.BatchRequest");
+    } else if (b->n_entries == 0) {
+        reason = "BATCH_EMPTY";
+        snprintf(msg, sizeof(msg), "a batch needs at least one entry");
+    } else if (b->n_entries > WIRE_BATCH_MAX_ENTRIES) {
+        reason = "BATCH_TOO_LARGE";
+        snprintf(msg, sizeof(msg),
+                 "a batch carries at most %u entries, this one %zu; nothing "
+                 "of it ran",
+                 WIRE_BATCH_MAX_ENTRIES, b->n_entries);
+    } else if ((resps = calloc(b->n_entries, sizeof(*resps))) == NULL) {
+        log_error("out of memory executing a batch");
+        abort();
+    }
+    if (reason != NULL) {
+        STATS_INC(ex->env->stats, requests);
+        STATS_INC(ex->env->stats, rejected);
+        if (wire_response_pack(ONCE__V1__CODE__INVALID_ARGUMENT, reason, msg,
+                               NULL, 0, false, &r->buf, &r->len) != 0) {
+            log_error("out of memory packing a reply");
+            abort();
+        }
+        goto commit;
+    }
+    for (size_t i = 0; i < b->n_entries; i++) {
+        t = exec_envelope(ex, b->entries[i].data, b->entries[i].len,
+                          lr->recv_ms, NULL, &resps[i].data, &resps[i].len);
+        wrote = wrote || store_txn_dirty(t);
+        store_txn_commit(t, NULL, NULL);
+    }
+    out.n_responses = b->n_entries;
+    out.responses = resps;
+    plen = once__v1__batch_response__get_packed_size(&out);
+    if ((packed = malloc(plen > 0 ? plen : 1)) == NULL) {
+        log_error("out of memory packing a batch reply");
+        abort();
+    }
+    once__v1__batch_response__pack(&out, packed);
+    if (wire_response_pack(ONCE__V1__CODE__OK, NULL, NULL, packed, plen, false,
+                           &r->buf, &r->len) != 0) {
+        log_error("out of memory packing a reply");
+        abort();
+    }
+commit:
+    for (size_t i = 0; resps != NULL && i < b->n_entries; i++) {
+        free(resps[i].data);
+    }
+    free(resps);
+    free(packed);
+    if (b != NULL) {
+        once__v1__batch_request__free_unpacked(b, NULL);
+    }
+    once__v1__request__free_unpacked(req, NULL);
+    nng_msg_free(lr->msg);
+    lr->msg = NULL;
+    lr->wrote = wrote;
+    /* Empty, handed over last: its done runs after every entry's. */
+    if ((t = store_txn_begin(ex->env->st)) == NULL) {
+        log_error("out of memory executing a batch");
+        abort();
+    }
+    store_txn_commit(t, exec_reply_send, r);
+}
+
+static void
+exec_one(executor *ex, listener_req *lr)
+{
+    exec_reply *r;
+    Once__V1__Request *batch = NULL;
+    store_txn *t;
+
+    if ((r = calloc(1, sizeof(*r))) == NULL) {
+        log_error("out of memory executing a call");
+        abort();
+    }
+    r->stats = ex->env->stats;
+    r->req = lr;
+    t = exec_envelope(ex, nng_msg_body(lr->msg), nng_msg_len(lr->msg),
+                      lr->recv_ms, &batch, &r->buf, &r->len);
+    if (t == NULL) {
+        exec_batch(ex, lr, batch, r);
+        return;
+    }
+    nng_msg_free(lr->msg);
+    lr->msg = NULL;
+    lr->wrote = store_txn_dirty(t);
+    store_txn_commit(t, exec_reply_send, r);
 }
 
 /* store_sync, counting the size of a group that cost an fsync (the

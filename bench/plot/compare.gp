@@ -13,9 +13,9 @@ if (!exists("csv")) csv = "compare.csv"
 if (!exists("png")) png = "compare.png"
 if (!exists("seconds")) seconds = 0
 
-systems = "once redis postgres echo leveldb etcd once-replicated"
-labels  = "once redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC) etcd(3-members,Txn) once-replicated(3+3-etcd)"
-colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd #ff7f0e #8c564b"
+systems = "once redis postgres echo leveldb etcd once-replicated once-shared once-async"
+labels  = "once(handle-per-caller) redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC) etcd(3-members,Txn) once-replicated(3+3-etcd) once-shared(N-threads,1-handle) once-async(1-thread,N-in-flight)"
+colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd #ff7f0e #8c564b #e377c2 #17becf"
 
 set datafile separator ","
 set terminal pngcairo size 1400,560 font ",10"

@@ -392,6 +392,85 @@ ONCE_API int once_counter_incr_retry(once_client *c, const char *name,
 ONCE_API int once_counter_get(once_client *c, const char *name, int64_t *value,
                               once_status *st);
 
+/* ---- Asynchronous calls --------------------------------------------------
+ *
+ * One thread can keep many calls of one handle in flight: an async call
+ * returns at once with a once_future; its outcome arrives later, through a
+ * callback, once_wait, or both. An async call follows exactly the rules of
+ * its blocking twin (it runs the same call engine): one rpc id for all its
+ * attempts, backoff, the handle's deadline over all of them, and a
+ * mutating call that may have run ends ONCE_UNKNOWN / OUTCOME_UNKNOWN with
+ * its rpc id (once_future_id), never a plain failure. The handle runs at
+ * most 128 calls at once and queues the rest (at most 65536 pending, then
+ * ONCE_RESOURCE_EXHAUSTED / NOT_SENT and nothing queued).
+ *
+ * The callback runs on one of the handle's call threads (never inside an
+ * nng callback), after the future is finished, with no lock of the handle
+ * held: it may call once_wait / once_future_* on its future, free it, and
+ * start new calls, but must not close the handle. once_client_close waits
+ * for every pending async call and its callback first.
+ *
+ * Calls in flight on one handle (async, or from many threads) share
+ * messages: while two messages of the handle are in flight, further calls
+ * queue and leave together as one batch (docs/protocol.md, "Batches"),
+ * each keeping its own rpc id, status and retries.
+ *
+ * A future belongs to the caller until once_future_free (which may come
+ * before the call finished: the call still runs, and its callback still
+ * runs). Passing fp == NULL with a callback keeps no future for the caller.
+ */
+typedef struct once_future once_future;
+
+/* Called once when the call has finished. */
+typedef void (*once_done_fn)(once_future *f, void *arg);
+
+/*
+ * An async call: method and the request bytes (copied) as in once_call.
+ * A mutating call with id NULL or id->seq 0 is a new call
+ * (once_call_new; its id is read with once_future_id), otherwise a retry
+ * of exactly *id (copied), as once_call_retry: it replays an id this
+ * handle completed while the server keeps its result. On
+ * ONCE_OK the call is queued and *fp (when fp is not NULL) is its future;
+ * done (may be NULL when fp is not) runs with arg when it ends. Any other
+ * code means nothing was queued or sent (bad arguments, no memory, too many
+ * pending, handle closing), st saying why.
+ */
+ONCE_API int once_call_async(once_client *c, const char *method,
+                             bool mutating, const once_rpc_id *id,
+                             const void *req, size_t req_len,
+                             once_done_fn done, void *arg, once_future **fp,
+                             once_status *st);
+
+/* once_counter_incr as an async call (id as in once_call_async); read the
+ * value with once_future_counter_value. */
+ONCE_API int once_counter_incr_async(once_client *c, const char *name,
+                                     int64_t by, const once_rpc_id *id,
+                                     once_done_fn done, void *arg,
+                                     once_future **fp, once_status *st);
+
+/* Waits until f's call has finished; returns its code and fills *st (may
+ * be NULL) as the blocking call would have. */
+ONCE_API int once_wait(once_future *f, once_status *st);
+
+/* Whether f's call has finished (never waits). */
+ONCE_API bool once_future_done(once_future *f);
+
+/* The rpc id f's call was sent under (zero while not finished, and for a
+ * read-only call). */
+ONCE_API void once_future_id(once_future *f, once_rpc_id *id);
+
+/* Waits for f; on ONCE_OK hands over the response payload once (*resp
+ * freed by the caller with once_free; a second call gives NULL, 0). */
+ONCE_API int once_future_response(once_future *f, void **resp,
+                                  size_t *resp_len);
+
+/* Waits for an once_counter_incr_async future; on ONCE_OK *value is the
+ * counter right after this increment. */
+ONCE_API int once_future_counter_value(once_future *f, int64_t *value);
+
+/* Lets go of f (NULL accepted). */
+ONCE_API void once_future_free(once_future *f);
+
 /* ---- once.v1.Lease ------------------------------------------------------ */
 
 /* OpenLease for principal (NULL: the handle's principal). Does not change
