@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -738,6 +739,65 @@ out:
     nng_msg_free(m);
     nng_close(s);
     return rv;
+}
+
+/* ---- closing a socket that may hang ------------------------------------ */
+
+static atomic_bool harness_left_behind; /* a close never returned */
+
+typedef struct harness_closer {
+    nng_socket sock;
+    atomic_bool done;
+} harness_closer;
+
+static void *
+harness_close_main(void *arg)
+{
+    harness_closer *hc = arg;
+
+    nng_close(hc->sock);
+    atomic_store(&hc->done, true);
+    return NULL;
+}
+
+bool
+harness_close_bounded(nng_socket sock, const char *what, int wait_ms)
+{
+    harness_closer *hc = calloc(1, sizeof(*hc));
+    pthread_t t;
+
+    if (hc != NULL) {
+        hc->sock = sock;
+    }
+    if (hc == NULL || pthread_create(&t, NULL, harness_close_main, hc) != 0) {
+        free(hc);
+        nng_close(sock); /* no thread to spare: unbounded */
+        return true;
+    }
+    for (int ms = 0; ms < wait_ms && !atomic_load(&hc->done); ms += 10) {
+        harness_sleep_ms(10);
+    }
+    if (!atomic_load(&hc->done)) {
+        print_message("  nng_close of %s did not return in %d ms; left to "
+                      "the process exit\n",
+                      what, wait_ms);
+        pthread_detach(t);
+        atomic_store(&harness_left_behind, true);
+        return false; /* hc stays: the closer still uses it */
+    }
+    pthread_join(t, NULL);
+    free(hc);
+    return true;
+}
+
+int
+harness_exit(int rc)
+{
+    if (atomic_load(&harness_left_behind)) {
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
 }
 
 int

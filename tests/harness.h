@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <nng/nng.h>
 #include <once/client.h>
 
 #include "proto/once.pb-c.h"
@@ -191,6 +192,22 @@ int harness_incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
  */
 int harness_raw_call(const char *url, const void *req, size_t len,
                      uint8_t **resp, size_t *resp_len, int timeout_ms);
+
+/*
+ * Closes sock on a thread of its own and waits for that at most wait_ms:
+ * nng 1.5.2's nng_close can wait for good (a message half sent, a pipe
+ * onced has dropped). Returns true when the close returned; false when it
+ * is left behind (said on stdout, naming what): whatever the socket uses
+ * must then stay allocated, and harness_exit leaves by _exit.
+ */
+bool harness_close_bounded(nng_socket sock, const char *what, int wait_ms);
+
+/*
+ * main's end: returns rc, or leaves by _exit(rc) after flushing stdio when
+ * a harness_close_bounded left a socket behind (exit() would wait in nng's
+ * teardown for the socket still closing; the results are out).
+ */
+int harness_exit(int rc);
 
 /*
  * Packs a Request envelope. payload may be NULL. *out is malloc'd (free()).
