@@ -85,6 +85,24 @@ lease_id_arg(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
     return 0;
 }
 
+/* The start of `lease renew|close|info CLIENT_ID`: parses the id and
+ * opens a handle without a lease into *cp. Returns true with *rv the
+ * open's status (ONCE_OK: make the call on *cp; then call_end either
+ * way), or false when the command is over (a usage error or --help) with
+ * the exit status in *rv. */
+static bool
+lease_start(const cli *g, const char *sub, int argc, char **argv, uint64_t *id,
+            once_client **cp, once_status *st, int *rv)
+{
+    bool done;
+
+    if ((*rv = lease_id_arg(g, sub, argc, argv, id, &done)) != 0 || done) {
+        return false;
+    }
+    *rv = open_client(g, true, cp, st);
+    return true;
+}
+
 static int
 cmd_lease_open(const cli *g, int argc, char **argv)
 {
@@ -115,9 +133,8 @@ cmd_lease_open(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = once_lease_open(c, NULL, ttl, &cid, &granted, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -139,18 +156,16 @@ cmd_lease_renew(const cli *g, int argc, char **argv)
     once_client *c = NULL;
     once_status st;
     char b1[64], b2[64];
-    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &done)) != 0 || done) {
+    if (!lease_start(g, "renew", argc, argv, &id, &c, &st, &rv)) {
         return rv;
     }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+    if (rv == ONCE_OK) {
         rv = once_lease_renew(c, id, &ttl, &left, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -173,18 +188,16 @@ cmd_lease_close(const cli *g, int argc, char **argv)
     uint64_t id = 0, retained = 0;
     once_client *c = NULL;
     once_status st;
-    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &done)) != 0 || done) {
+    if (!lease_start(g, "close", argc, argv, &id, &c, &st, &rv)) {
         return rv;
     }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+    if (rv == ONCE_OK) {
         rv = once_lease_close(c, id, &retained, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -208,18 +221,16 @@ cmd_lease_info(const cli *g, int argc, char **argv)
     once_client *c = NULL;
     once_status st;
     char b1[64], b2[64], b3[64];
-    bool done;
     int rv;
 
-    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &done)) != 0 || done) {
+    if (!lease_start(g, "info", argc, argv, &id, &c, &st, &rv)) {
         return rv;
     }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+    if (rv == ONCE_OK) {
         rv = once_lease_info(c, id, &li, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -258,28 +269,16 @@ cmd_lease_info(const cli *g, int argc, char **argv)
 int
 cmd_lease(const cli *g, int argc, char **argv)
 {
-    const char *sub = argc > 0 ? argv[0] : NULL;
+    static const cli_sub subs[] = {
+        {"open", cmd_lease_open},
+        {"renew", cmd_lease_renew},
+        {"close", cmd_lease_close},
+        {"info", cmd_lease_info},
+    };
 
-    if (sub != NULL && strcmp(sub, "open") == 0) {
-        return cmd_lease_open(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "renew") == 0) {
-        return cmd_lease_renew(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "close") == 0) {
-        return cmd_lease_close(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "info") == 0) {
-        return cmd_lease_info(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && is_help(sub)) {
-        fputs(usage_lease, stdout);
-        return ONCECTL_EXIT_OK;
-    }
-    return usage_error(g,
-                       "lease commands are: lease open [--ttl D], lease "
-                       "renew|close|info CLIENT_ID",
-                       sub == NULL ? "lease needs a subcommand"
-                                   : "unknown lease subcommand '%s'",
-                       sub != NULL ? sub : "");
+    return cli_dispatch(g, "lease", subs, sizeof(subs) / sizeof(subs[0]),
+                        usage_lease,
+                        "lease commands are: lease open [--ttl D], lease "
+                        "renew|close|info CLIENT_ID",
+                        argc, argv);
 }
