@@ -160,10 +160,8 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         goto err;
     }
     resp.row = row;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
+    grants_end(o, rv, &resp.base);
 out:
     ROW_FREE(p);
     ROW_FREE(q);
@@ -372,11 +370,8 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     resp.expired = co.expired;
     resp.n_skipped = co.n_skipped;
     resp.skipped = co.skipped;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     claim_out_free(&co);
     free(ids);
     ROW_FREE(q);
@@ -432,11 +427,8 @@ grants_delete_machine(const grants_env *e,
     /* Open grants are uncertain executions: kept, only reported. */
     resp.n_open_grants_kept = q->n_open_grants;
     resp.open_grants_kept = q->open_grants;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     free(ids);
     ROW_FREE(q);
 }
@@ -478,11 +470,8 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
         goto err;
     }
     resp.row = row;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     ROW_FREE(q);
     ROW_FREE(w);
     ROW_FREE(row);
@@ -527,11 +516,8 @@ grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
     resp.n_expired = ne;
     resp.expired = exp;
     resp.machine_deleted = deleted;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     for (size_t i = 0; i < np; i++) {
         ROW_FREE(pend[i]);
     }
