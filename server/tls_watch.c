@@ -10,6 +10,7 @@
 
 #include <nng/supplemental/util/platform.h>
 
+#include "proto/endpoint_stats.h"
 #include "proto/log.h"
 #include "proto/periodic.h"
 
@@ -31,49 +32,14 @@ struct tls_watch {
     periodic *thread; /* NULL until started */
 };
 
-/* The child of scope st named name, or NULL. */
-static nng_stat *
-tls_stat_child(nng_stat *st, const char *name)
-{
-    for (nng_stat *s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        if (strcmp(nng_stat_name(s), name) == 0) {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-/* The statistics scope of the listener with this id. Not
- * nng_stat_find_listener: nng 1.5.2's search below the top level ignores
- * the id and returns the first listener of the process. */
-static nng_stat *
-tls_stat_listener(nng_stat *st, uint64_t id)
-{
-    nng_stat *s;
-
-    if (nng_stat_type(st) != NNG_STAT_SCOPE) {
-        return NULL;
-    }
-    if (strcmp(nng_stat_name(st), "listener") == 0) {
-        s = tls_stat_child(st, "id");
-        return s != NULL && nng_stat_value(s) == id ? st : NULL;
-    }
-    for (s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        nng_stat *found = tls_stat_listener(s, id);
-        if (found != NULL) {
-            return found;
-        }
-    }
-    return NULL;
-}
-
 /* The "auth" counter (NNG_ECRYPTO and NNG_EPEERAUTH of accepted
  * connections) of listener nl in the snapshot, or 0. */
 static uint64_t
 tls_auth_errors(nng_stat *snap, nng_listener nl)
 {
-    nng_stat *ls = tls_stat_listener(snap, (uint64_t)nng_listener_id(nl));
-    nng_stat *auth = ls != NULL ? tls_stat_child(ls, "auth") : NULL;
+    nng_stat *ls =
+        endpoint_stats_find(snap, "listener", (uint64_t)nng_listener_id(nl));
+    nng_stat *auth = ls != NULL ? endpoint_stats_child(ls, "auth") : NULL;
 
     return auth != NULL ? nng_stat_value(auth) : 0;
 }
