@@ -321,6 +321,24 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
     return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
 }
 
+/* A copy of q's pending ids, for a loop that changes q: *ids is malloc'd
+ * (free; NULL when there are none). Returns 0 or ENOMEM. */
+static int
+queue_pending_copy(const Once__Grants__V1__MachineQueue *q, uint64_t **ids,
+                   size_t *n)
+{
+    *n = q->n_pending;
+    *ids = NULL;
+    if (*n == 0) {
+        return 0;
+    }
+    if ((*ids = malloc(*n * sizeof(**ids))) == NULL) {
+        return ENOMEM;
+    }
+    memcpy(*ids, q->pending, *n * sizeof(**ids));
+    return 0;
+}
+
 void
 grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
              grants_outcome *o)
@@ -338,13 +356,8 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     if ((rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
-    n = q->n_pending;
-    if (n > 0 && (ids = malloc(n * sizeof(*ids))) == NULL) {
-        rv = ENOMEM;
+    if ((rv = queue_pending_copy(q, &ids, &n)) != 0) {
         goto err;
-    }
-    if (n > 0) {
-        memcpy(ids, q->pending, n * sizeof(*ids));
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
@@ -397,13 +410,8 @@ grants_delete_machine(const grants_env *e,
         (rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
-    n = q->n_pending;
-    if (n > 0 && (ids = malloc(n * sizeof(*ids))) == NULL) {
-        rv = ENOMEM;
+    if ((rv = queue_pending_copy(q, &ids, &n)) != 0) {
         goto err;
-    }
-    if (n > 0) {
-        memcpy(ids, q->pending, n * sizeof(*ids));
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
