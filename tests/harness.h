@@ -202,6 +202,10 @@ int harness_raw_call(const char *url, const void *req, size_t len,
  */
 bool harness_close_bounded(nng_socket sock, const char *what, int wait_ms);
 
+/* Runs the shell command fmt (printf-style, at most 2 KiB) with
+ * system(); returns system's result. */
+int harness_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /*
  * main's end: returns rc, or leaves by _exit(rc) after flushing stdio when
  * a harness_close_bounded left a socket behind (exit() would wait in nng's
