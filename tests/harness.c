@@ -850,10 +850,10 @@ harness_raw_rpc(const char *url, const void *req, size_t len,
 extern char **environ;
 
 int
-harness_oncectl_run(const char *const *args, char *out, size_t cap,
-                    size_t *outlen)
+harness_run(const char *prog, const char *const *args, char *out, size_t cap,
+            size_t *outlen)
 {
-    char *argv[32] = {(char *)ONCECTL_PATH};
+    char *argv[32] = {(char *)prog};
     char drop[256], none[1];
     posix_spawn_file_actions_t fa;
     int n = 1, p[2], st;
@@ -893,6 +893,13 @@ harness_oncectl_run(const char *const *args, char *out, size_t cap,
         *outlen = len;
     }
     return WEXITSTATUS(st);
+}
+
+int
+harness_oncectl_run(const char *const *args, char *out, size_t cap,
+                    size_t *outlen)
+{
+    return harness_run(ONCECTL_PATH, args, out, cap, outlen);
 }
 
 int

@@ -240,9 +240,15 @@ int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
 int harness_raw_rpc(const char *url, const void *req, size_t len,
                     Once__V1__Response **rp, int timeout_ms);
 
-/* Runs the real oncectl with exactly ARGS (NULL-terminated), its stdout
- * into out (at most cap - 1 bytes, *outlen of them when outlen is not
- * NULL; out NULL: read and dropped); returns its exit status. */
+/* Runs the program at path prog with ARGS (NULL-terminated, after the
+ * program name; 30 at most), its stdout into out (at most cap - 1 bytes,
+ * NUL-terminated, *outlen of them when outlen is not NULL; the rest, or
+ * all of it when out is NULL, read and dropped); asserts it exited and
+ * returns its exit status. */
+int harness_run(const char *prog, const char *const *args, char *out,
+                size_t cap, size_t *outlen);
+
+/* harness_run of the real oncectl. */
 int harness_oncectl_run(const char *const *args, char *out, size_t cap,
                         size_t *outlen);
 
