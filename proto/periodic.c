@@ -106,8 +106,10 @@ periodic_stopping(periodic *p)
 }
 
 void
-periodic_stop(periodic *p)
+periodic_stop(periodic **pp)
 {
+    periodic *p = *pp;
+
     if (p == NULL) {
         return;
     }
@@ -116,6 +118,7 @@ periodic_stop(periodic *p)
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
+    *pp = NULL; /* after the join: fn may read it until then */
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->lock);
     free(p);

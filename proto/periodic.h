@@ -49,8 +49,9 @@ void periodic_wakeup(periodic *p);
 /* True once periodic_stop was asked: for a long fn to end early. */
 bool periodic_stopping(periodic *p);
 
-/* Stops the thread (waiting for a run under way, then the PERIODIC_LAST
- * run if asked for), joins and frees it. NULL is ok. */
-void periodic_stop(periodic *p);
+/* Stops the thread of *pp (waiting for a run under way, then the
+ * PERIODIC_LAST run if asked for), joins and frees it, and sets *pp to
+ * NULL. A NULL *pp is ok (never started, or stopped already). */
+void periodic_stop(periodic **pp);
 
 #endif /* PROTO_PERIODIC_H */

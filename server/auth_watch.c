@@ -108,11 +108,9 @@ auth_watch_start(auth *a, auth_post_fn post, void *post_arg)
 void
 auth_watch_stop(auth *a)
 {
-    if (a == NULL) {
-        return;
+    if (a != NULL) {
+        periodic_stop(&a->watch);
     }
-    periodic_stop(a->watch);
-    a->watch = NULL;
 }
 
 void

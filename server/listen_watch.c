@@ -237,20 +237,17 @@ listen_watch_start(listen_watch *w)
     if (atomic_load(&w->n) == 0) {
         return 0;
     }
-    if (periodic_start(&w->thread, watch_tick, w, w->interval_ms, 0) != 0) {
-        return NNG_ENOMEM;
-    }
-    return 0;
+    return periodic_start(&w->thread, watch_tick, w, w->interval_ms, 0) != 0
+               ? NNG_ENOMEM
+               : 0;
 }
 
 void
 listen_watch_stop(listen_watch *w)
 {
-    if (w == NULL) {
-        return;
+    if (w != NULL) {
+        periodic_stop(&w->thread);
     }
-    periodic_stop(w->thread);
-    w->thread = NULL;
 }
 
 void

@@ -413,8 +413,7 @@ metrics_stop(metrics *m)
         nng_http_server_stop(m->http); /* waits for running handlers */
         m->http_started = false;
     }
-    periodic_stop(m->publisher);
-    m->publisher = NULL;
+    periodic_stop(&m->publisher);
     /* A publication already queued runs on the executor, which still
      * runs: wait for it, as it reads m. */
     pthread_mutex_lock(&m->mtx);

@@ -113,6 +113,5 @@ notify_watchdog_start(server *srv)
 void
 notify_watchdog_stop(void)
 {
-    periodic_stop(notify_watchdog);
-    notify_watchdog = NULL;
+    periodic_stop(&notify_watchdog);
 }

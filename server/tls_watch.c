@@ -130,11 +130,9 @@ tls_watch_start(tls_watch *w)
 void
 tls_watch_stop(tls_watch *w)
 {
-    if (w == NULL) {
-        return;
+    if (w != NULL) {
+        periodic_stop(&w->thread);
     }
-    periodic_stop(w->thread);
-    w->thread = NULL;
 }
 
 void
