@@ -46,6 +46,7 @@
 #include <once/client.h>
 
 #include "bench/bench_env.h"
+#include "tests/sys_helpers.h"
 
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"
@@ -863,6 +864,6 @@ out:
         bench_onced_stop(&env.auth_srv);
     }
     unlink(env.echo_ipc);
-    bench_rm_tree(env.dir);
+    sys_rm_tree(env.dir);
     return rv;
 }

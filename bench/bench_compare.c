@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "bench/bench_env.h"
+#include "tests/sys_helpers.h"
 #include "bench/compare_peer.h"
 #include "bench/compare_proc.h"
 
@@ -1090,7 +1091,7 @@ main(int argc, char **argv)
     if (opt.keep) {
         fprintf(stderr, "bench_compare: kept %s\n", topdir);
     } else {
-        bench_rm_tree(topdir);
+        sys_rm_tree(topdir);
     }
     return rv;
 }

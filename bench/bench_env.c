@@ -3,8 +3,6 @@
  */
 #include "bench/bench_env.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,7 +15,9 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
+#include "proto/duration.h"
 #include "proto/once.pb-c.h"
+#include "tests/sys_helpers.h"
 
 #define BENCH_READY_MS 10000
 #define BENCH_STOP_MS  10000
@@ -34,9 +34,7 @@ bench_now_ns(void)
 void
 bench_sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    duration_sleep_ms((uint64_t)ms);
 }
 
 static int
@@ -172,40 +170,6 @@ bench_server_fsyncs(const char *url)
     return f;
 }
 
-static void
-rm_tree(const char *path, int depth)
-{
-    struct stat sb;
-    DIR *d;
-    struct dirent *e;
-
-    if (lstat(path, &sb) != 0) {
-        return;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
-    }
-    if (depth < 8 && (d = opendir(path)) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            char child[1024];
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            rm_tree(child, depth + 1);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
-
-void
-bench_rm_tree(const char *path)
-{
-    rm_tree(path, 0);
-}
-
 static int
 bench_wait_ready(bench_onced *b)
 {
@@ -318,7 +282,7 @@ bench_onced_stop(bench_onced *b)
         b->pid = 0;
     }
     if (b->dir[0] != '\0') {
-        bench_rm_tree(b->dir);
+        sys_rm_tree(b->dir);
         unlink(b->url + strlen("ipc://"));
         b->dir[0] = '\0';
     }

@@ -46,9 +46,6 @@ int bench_spawn(bench_onced *b, const char *path, const char *const *extra);
 /* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
 void bench_onced_stop(bench_onced *b);
 
-/* Removes path and everything below it (a few levels deep at most). */
-void bench_rm_tree(const char *path);
-
 int64_t bench_now_ns(void);
 void bench_sleep_ms(int ms);
 

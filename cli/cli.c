@@ -259,3 +259,35 @@ open_client(const cli *g, bool no_lease, once_client **cp, once_status *st)
     o.no_lease = no_lease;
     return once_client_open_secure(cp, &o, &sec, st);
 }
+
+bool
+call_end(const cli *g, once_client *c, int rv, const once_status *st, int *ex)
+{
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        *ex = report_error(g, st, NULL);
+        return false;
+    }
+    return true;
+}
+
+int
+cli_dispatch(const cli *g, const char *family, const cli_sub *subs, size_t n,
+             const char *usage, const char *hint, int argc, char **argv)
+{
+    const char *sub = argc > 0 ? argv[0] : NULL;
+
+    if (sub == NULL) {
+        return usage_error(g, hint, "%s needs a subcommand", family);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(sub, subs[i].name) == 0) {
+            return subs[i].run(g, argc - 1, argv + 1);
+        }
+    }
+    if (is_help(sub)) {
+        fputs(usage, stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    return usage_error(g, hint, "unknown %s subcommand '%s'", family, sub);
+}

@@ -11,6 +11,7 @@
 #define CLI_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "once/client.h"
@@ -80,5 +81,27 @@ int parse_rpc_id(const char *s, once_rpc_id *id);
 
 /* Opens a client from the global options (no_lease as in once_options). */
 int open_client(const cli *g, bool no_lease, once_client **cp, once_status *st);
+
+/* The end of a command's call: closes c (NULL is fine). Returns true when
+ * the call succeeded (rv is ONCE_OK: print its result); else reports st as
+ * report_error does (no rpc id) and returns false with the exit status in
+ * *ex. */
+bool call_end(const cli *g, once_client *c, int rv, const once_status *st,
+              int *ex);
+
+/* One subcommand of a command family. */
+typedef struct cli_sub {
+    const char *name;
+    int (*run)(const cli *g, int argc, char **argv); /* argv[0]: its first
+                                                        argument */
+} cli_sub;
+
+/* `oncectl FAMILY SUBCOMMAND ...` with argv[0] the subcommand: runs the
+ * one of the n subs it names; -h/--help prints usage; none or another is
+ * a usage error ("FAMILY needs a subcommand", "unknown FAMILY subcommand
+ * 'X'") with hint. Returns the exit status. */
+int cli_dispatch(const cli *g, const char *family, const cli_sub *subs,
+                 size_t n, const char *usage, const char *hint, int argc,
+                 char **argv);
 
 #endif /* CLI_CLI_H */

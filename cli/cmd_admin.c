@@ -122,13 +122,8 @@ cmd_stats(const cli *g, int argc, char **argv)
     int rv;
 
     for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(usage_stats, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_stats, &rv)) {
+            return rv;
         }
         return usage_error(g, "stats takes no arguments",
                            "unexpected argument '%s' to stats", argv[i]);
@@ -136,9 +131,8 @@ cmd_stats(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = admin_stats(c, &r, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -146,7 +140,7 @@ cmd_stats(const cli *g, int argc, char **argv)
         msg_print_json(&j, &r->base);
         json_end(&j);
     } else {
-        msg_print_text(stdout, &r->base);
+        msg_print_text(stdout, &r->base, 22);
     }
     once__v1__stats_response__free_unpacked(r, NULL);
     return ONCECTL_EXIT_OK;
@@ -201,13 +195,8 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
     int rv;
 
     for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(usage_admin, stdout);
-            return ONCECTL_EXIT_OK;
-        }
-        if (is_global_opt(argv[i])) {
-            return usage_error(g, GLOBAL_HINT, "misplaced option '%s'",
-                               argv[i]);
+        if (common_arg(g, argv[i], usage_admin, &rv)) {
+            return rv;
         }
         if (strcmp(argv[i], "--wait") == 0) {
             wait = true;
@@ -223,9 +212,8 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
     if (rv == ONCE_OK && wait) {
         rv = compact_wait(c, deadline, &sr, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -259,17 +247,9 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
 int
 cmd_admin(const cli *g, int argc, char **argv)
 {
-    const char *sub = argc > 0 ? argv[0] : NULL;
+    static const cli_sub subs[] = {{"compact", cmd_admin_compact}};
 
-    if (sub != NULL && strcmp(sub, "compact") == 0) {
-        return cmd_admin_compact(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && is_help(sub)) {
-        fputs(usage_admin, stdout);
-        return ONCECTL_EXIT_OK;
-    }
-    return usage_error(g, "the admin command is: admin compact [--wait]",
-                       sub == NULL ? "admin needs a subcommand"
-                                   : "unknown admin subcommand '%s'",
-                       sub != NULL ? sub : "");
+    return cli_dispatch(g, "admin", subs, 1, usage_admin,
+                        "the admin command is: admin compact [--wait]", argc,
+                        argv);
 }

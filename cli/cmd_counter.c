@@ -199,9 +199,8 @@ cmd_counter_get(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = once_counter_get(c, name, &value, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -218,20 +217,12 @@ cmd_counter_get(const cli *g, int argc, char **argv)
 int
 cmd_counter(const cli *g, int argc, char **argv)
 {
-    const char *sub = argc > 0 ? argv[0] : NULL;
+    static const cli_sub subs[] = {
+        {"incr", cmd_counter_incr},
+        {"get", cmd_counter_get},
+    };
 
-    if (sub != NULL && strcmp(sub, "incr") == 0) {
-        return cmd_counter_incr(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "get") == 0) {
-        return cmd_counter_get(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && is_help(sub)) {
-        fputs(usage_counter, stdout);
-        return ONCECTL_EXIT_OK;
-    }
-    return usage_error(g, "counter commands are: counter incr, counter get",
-                       sub == NULL ? "counter needs a subcommand"
-                                   : "unknown counter subcommand '%s'",
-                       sub != NULL ? sub : "");
+    return cli_dispatch(
+        g, "counter", subs, sizeof(subs) / sizeof(subs[0]), usage_counter,
+        "counter commands are: counter incr, counter get", argc, argv);
 }

@@ -6,10 +6,11 @@
  * Owns: the table mapping each subcommand to its method and to the request
  * fields its arguments fill (positional arguments and --options are named
  * after the fields, so the request is built from the generated
- * descriptors), and printing any reply message: with --json one object
- * (nested messages as objects, repeated fields as arrays, enums by name,
- * bytes as lowercase hex, absent messages left out), otherwise one
- * "path value" line per field (grant.grant_id 3, claimed[0].row.work_id 7).
+ * descriptors), and printing any reply message (msg_print.c): with
+ * --json one object (nested messages as objects, repeated fields as
+ * arrays, enums by name, bytes as lowercase hex, absent messages left
+ * out), otherwise one "path value" line per field (grant.grant_id 3,
+ * claimed[0].row.work_id 7).
  * Invariant: a mutating subcommand with --rpc-id sends exactly that id and
  * opens no lease; without it a fresh lease and its seq 1 are used, and the
  * id is printed (rpc_id) so an unknown outcome can be retried.
@@ -26,6 +27,7 @@
 #include "proto/duration.h"
 #include "proto/grants.pb-c.h"
 #include "cli/json_out.h"
+#include "cli/msg_print.h"
 #include "proto/number.h"
 #include "once/client.h"
 #include "once/inputs.h"
@@ -172,218 +174,25 @@ usage_grants(FILE *f)
 
 /* ---- printing ----------------------------------------------------------- */
 
-static void
-hex_put(FILE *f, const ProtobufCBinaryData *b)
-{
-    for (size_t i = 0; i < b->len; i++) {
-        fprintf(f, "%02x", b->data[i]);
-    }
-}
-
-static const char *
-enum_name(const ProtobufCFieldDescriptor *fd, int v)
-{
-    const ProtobufCEnumValue *ev =
-        protobuf_c_enum_descriptor_get_value(fd->descriptor, v);
-    return ev != NULL ? ev->name : NULL;
-}
-
-/* The address of element i of field fd in m (i ignored for singular). */
-static const void *
-field_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *fd,
-         size_t i)
-{
-    const char *base = (const char *)m + fd->offset;
-    size_t sz;
-
-    if (fd->label != PROTOBUF_C_LABEL_REPEATED) {
-        return base;
-    }
-    switch (fd->type) {
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        sz = 8;
-        break;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        sz = sizeof(void *);
-        break;
-    case PROTOBUF_C_TYPE_BYTES:
-        sz = sizeof(ProtobufCBinaryData);
-        break;
-    case PROTOBUF_C_TYPE_BOOL:
-        sz = sizeof(protobuf_c_boolean);
-        break;
-    default:
-        sz = 4;
-    }
-    return *(const char *const *)base + i * sz;
-}
-
-static size_t
-field_count(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *fd)
-{
-    if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
-        return *(const size_t *)((const char *)m + fd->quantifier_offset);
-    }
-    if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-        return *(const void *const *)field_at(m, fd, 0) != NULL ? 1 : 0;
-    }
-    return 1;
-}
-
-static void json_msg(FILE *f, const ProtobufCMessage *m);
-
-static void
-json_value(FILE *f, const ProtobufCFieldDescriptor *fd, const void *p)
-{
-    switch (fd->type) {
-    case PROTOBUF_C_TYPE_STRING:
-        json_write_string(f, *(const char *const *)p);
-        break;
-    case PROTOBUF_C_TYPE_BYTES:
-        fputc('"', f);
-        hex_put(f, p);
-        fputc('"', f);
-        break;
-    case PROTOBUF_C_TYPE_MESSAGE:
-        json_msg(f, *(const ProtobufCMessage *const *)p);
-        break;
-    case PROTOBUF_C_TYPE_BOOL:
-        fputs(*(const protobuf_c_boolean *)p ? "true" : "false", f);
-        break;
-    case PROTOBUF_C_TYPE_ENUM: {
-        const char *n = enum_name(fd, *(const int *)p);
-        if (n != NULL) {
-            json_write_string(f, n);
-        } else {
-            fprintf(f, "%d", *(const int *)p);
-        }
-        break;
-    }
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        fprintf(f, "%" PRIu64, *(const uint64_t *)p);
-        break;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        fprintf(f, "%" PRId64, *(const int64_t *)p);
-        break;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        fprintf(f, "%" PRIu32, *(const uint32_t *)p);
-        break;
-    case PROTOBUF_C_TYPE_DOUBLE:
-        fprintf(f, "%.17g", *(const double *)p);
-        break;
-    case PROTOBUF_C_TYPE_FLOAT:
-        fprintf(f, "%.9g", (double)*(const float *)p);
-        break;
-    default:
-        fprintf(f, "%" PRId32, *(const int32_t *)p);
-    }
-}
-
-/* Writes the members of m (no braces). Returns how many. */
-static int
-json_members(FILE *f, const ProtobufCMessage *m)
-{
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    int n = 0;
-
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *fd = &d->fields[i];
-        size_t cnt = field_count(m, fd);
-        bool rep = fd->label == PROTOBUF_C_LABEL_REPEATED;
-
-        if (!rep && cnt == 0) {
-            continue; /* an absent message */
-        }
-        fputs(n++ > 0 ? "," : "", f);
-        json_write_string(f, fd->name);
-        fputc(':', f);
-        if (rep) {
-            fputc('[', f);
-        }
-        for (size_t k = 0; k < cnt; k++) {
-            fputs(k > 0 ? "," : "", f);
-            json_value(f, fd, field_at(m, fd, k));
-        }
-        if (rep) {
-            fputc(']', f);
-        }
-    }
-    return n;
-}
-
-static void
-json_msg(FILE *f, const ProtobufCMessage *m)
-{
-    fputc('{', f);
-    json_members(f, m);
-    fputc('}', f);
-}
-
-static void
-text_msg(FILE *f, const char *prefix, const ProtobufCMessage *m)
-{
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *fd = &d->fields[i];
-        size_t cnt = field_count(m, fd);
-        bool rep = fd->label == PROTOBUF_C_LABEL_REPEATED;
-
-        if (rep && cnt == 0) {
-            fprintf(f, "%s%s (none)\n", prefix, fd->name);
-        }
-        for (size_t k = 0; k < cnt; k++) {
-            char path[256];
-            const void *p = field_at(m, fd, k);
-
-            if (rep) {
-                snprintf(path, sizeof(path), "%s%s[%zu]", prefix, fd->name, k);
-            } else {
-                snprintf(path, sizeof(path), "%s%s", prefix, fd->name);
-            }
-            if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-                char sub[260];
-                snprintf(sub, sizeof(sub), "%s.", path);
-                text_msg(f, sub, *(const ProtobufCMessage *const *)p);
-            } else if (fd->type == PROTOBUF_C_TYPE_STRING) {
-                fprintf(f, "%s %s\n", path, *(const char *const *)p);
-            } else {
-                fprintf(f, "%s ", path);
-                json_value(f, fd, p); /* scalars print the same way */
-                fputc('\n', f);
-            }
-        }
-    }
-}
-
 /* Prints the reply r (and the rpc id when id is not NULL). */
 static void
 print_reply(const cli *g, const ProtobufCMessage *r, const once_rpc_id *id,
             const once_status *st)
 {
     if (g->json) {
-        int n;
-        fputc('{', stdout);
-        n = json_members(stdout, r);
+        json_obj j;
+        json_begin(&j, stdout);
+        msg_print_json(&j, r);
         if (id != NULL) {
-            fprintf(stdout,
-                    "%s\"rpc_id\":\"%" PRIu64 ":%" PRIu64 "\",\"replayed\":%s",
-                    n > 0 ? "," : "", id->client_id, id->seq,
-                    st->replayed ? "true" : "false");
+            char idbuf[48];
+            snprintf(idbuf, sizeof(idbuf), "%" PRIu64 ":%" PRIu64,
+                     id->client_id, id->seq);
+            json_str(&j, "rpc_id", idbuf);
+            json_bool(&j, "replayed", st->replayed);
         }
-        fputs("}\n", stdout);
+        json_end(&j);
     } else {
-        text_msg(stdout, "", r);
+        msg_print_text(stdout, r, 0);
         if (id != NULL) {
             printf("rpc_id %" PRIu64 ":%" PRIu64 "%s\n", id->client_id, id->seq,
                    st->replayed ? " (replayed)" : "");

@@ -41,9 +41,8 @@ cmd_key_show(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = once_grants_public_key(c, pk, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     for (size_t i = 0; i < sizeof(pk); i++) {
         snprintf(hex + 2 * i, 3, "%02x", pk[i]);

@@ -115,9 +115,8 @@ cmd_lease_open(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = once_lease_open(c, NULL, ttl, &cid, &granted, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         json_obj j;
@@ -132,154 +131,155 @@ cmd_lease_open(const cli *g, int argc, char **argv)
     return ONCECTL_EXIT_OK;
 }
 
-static int
-cmd_lease_renew(const cli *g, int argc, char **argv)
-{
-    uint64_t id = 0, ttl = 0, left = 0;
-    once_client *c = NULL;
-    once_status st;
-    char b1[64], b2[64];
-    bool done;
-    int rv;
+/* What `lease renew|close|info` learned. */
+typedef struct lease_result {
+    uint64_t id;
+    uint64_t ttl, left;        /* renew */
+    uint64_t retained;         /* close */
+    struct once_lease_info li; /* info */
+} lease_result;
 
-    if ((rv = lease_id_arg(g, "renew", argc, argv, &id, &done)) != 0 || done) {
-        return rv;
-    }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_lease_renew(c, id, &ttl, &left, &st);
-    }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
-    }
+static void
+lease_print_renew(const cli *g, const lease_result *r)
+{
+    char b1[64], b2[64];
+
     if (g->json) {
         json_obj j;
         json_begin(&j, stdout);
-        json_u64(&j, "client_id", id);
-        json_u64(&j, "ttl_ms", ttl);
-        json_u64(&j, "remaining_ms", left);
+        json_u64(&j, "client_id", r->id);
+        json_u64(&j, "ttl_ms", r->ttl);
+        json_u64(&j, "remaining_ms", r->left);
         json_end(&j);
     } else {
-        printf("client id %" PRIu64 " renewed: ttl %s, remaining %s\n", id,
-               duration_format(ttl, b1, sizeof(b1)),
-               duration_format(left, b2, sizeof(b2)));
+        printf("client id %" PRIu64 " renewed: ttl %s, remaining %s\n", r->id,
+               duration_format(r->ttl, b1, sizeof(b1)),
+               duration_format(r->left, b2, sizeof(b2)));
+    }
+}
+
+static void
+lease_print_close(const cli *g, const lease_result *r)
+{
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", r->id);
+        json_u64(&j, "records_retained", r->retained);
+        json_end(&j);
+    } else {
+        printf("client id %" PRIu64 " closed; %" PRIu64
+               " record(s) left for the collector\n",
+               r->id, r->retained);
+    }
+}
+
+static void
+lease_print_info(const cli *g, const lease_result *r)
+{
+    const struct once_lease_info *li = &r->li;
+    char b1[64], b2[64], b3[64];
+
+    if (g->json) {
+        json_obj j;
+        json_begin(&j, stdout);
+        json_u64(&j, "client_id", li->client_id);
+        json_str(&j, "principal", li->principal);
+        json_str(&j, "state", once_lease_state_name(li->state));
+        json_u64(&j, "ttl_ms", li->ttl_ms);
+        json_u64(&j, "remaining_ms", li->remaining_ms);
+        json_u64(&j, "watermark", li->watermark);
+        json_u64(&j, "watermark_durable", li->watermark_durable);
+        json_u64(&j, "records_retained", li->records_retained);
+        json_u64(&j, "bytes_retained", li->bytes_retained);
+        json_u64(&j, "max_seq", li->max_seq);
+        json_u64(&j, "oldest_record_age_ms", li->oldest_record_age_ms);
+        json_end(&j);
+    } else {
+        printf("client_id %" PRIu64 "\n", li->client_id);
+        printf("principal %s\n", li->principal);
+        printf("state %s\n", once_lease_state_name(li->state));
+        printf("ttl %s\n", duration_format(li->ttl_ms, b1, sizeof(b1)));
+        printf("remaining %s\n",
+               duration_format(li->remaining_ms, b2, sizeof(b2)));
+        printf("watermark %" PRIu64 "\n", li->watermark);
+        printf("watermark_durable %" PRIu64 "\n", li->watermark_durable);
+        printf("records_retained %" PRIu64 "\n", li->records_retained);
+        printf("bytes_retained %" PRIu64 "\n", li->bytes_retained);
+        printf("max_seq %" PRIu64 "\n", li->max_seq);
+        printf("oldest_record_age %s\n",
+               duration_format(li->oldest_record_age_ms, b3, sizeof(b3)));
+    }
+}
+
+/* `lease renew|close|info CLIENT_ID` (sub names which): one call on a
+ * handle without a lease of its own, then its result. */
+static int
+lease_on_id(const cli *g, const char *sub, int argc, char **argv)
+{
+    lease_result r = {0};
+    once_client *c = NULL;
+    once_status st;
+    bool done;
+    int rv;
+
+    if ((rv = lease_id_arg(g, sub, argc, argv, &r.id, &done)) != 0 || done) {
+        return rv;
+    }
+    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
+        if (strcmp(sub, "renew") == 0) {
+            rv = once_lease_renew(c, r.id, &r.ttl, &r.left, &st);
+        } else if (strcmp(sub, "close") == 0) {
+            rv = once_lease_close(c, r.id, &r.retained, &st);
+        } else {
+            rv = once_lease_info(c, r.id, &r.li, &st);
+        }
+    }
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
+    }
+    if (strcmp(sub, "renew") == 0) {
+        lease_print_renew(g, &r);
+    } else if (strcmp(sub, "close") == 0) {
+        lease_print_close(g, &r);
+    } else {
+        lease_print_info(g, &r);
     }
     return ONCECTL_EXIT_OK;
+}
+
+static int
+cmd_lease_renew(const cli *g, int argc, char **argv)
+{
+    return lease_on_id(g, "renew", argc, argv);
 }
 
 static int
 cmd_lease_close(const cli *g, int argc, char **argv)
 {
-    uint64_t id = 0, retained = 0;
-    once_client *c = NULL;
-    once_status st;
-    bool done;
-    int rv;
-
-    if ((rv = lease_id_arg(g, "close", argc, argv, &id, &done)) != 0 || done) {
-        return rv;
-    }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_lease_close(c, id, &retained, &st);
-    }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
-    }
-    if (g->json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        json_u64(&j, "client_id", id);
-        json_u64(&j, "records_retained", retained);
-        json_end(&j);
-    } else {
-        printf("client id %" PRIu64 " closed; %" PRIu64
-               " record(s) left for the collector\n",
-               id, retained);
-    }
-    return ONCECTL_EXIT_OK;
+    return lease_on_id(g, "close", argc, argv);
 }
 
 static int
 cmd_lease_info(const cli *g, int argc, char **argv)
 {
-    struct once_lease_info li;
-    uint64_t id = 0;
-    once_client *c = NULL;
-    once_status st;
-    char b1[64], b2[64], b3[64];
-    bool done;
-    int rv;
-
-    if ((rv = lease_id_arg(g, "info", argc, argv, &id, &done)) != 0 || done) {
-        return rv;
-    }
-    if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_lease_info(c, id, &li, &st);
-    }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
-    }
-    if (g->json) {
-        json_obj j;
-        json_begin(&j, stdout);
-        json_u64(&j, "client_id", li.client_id);
-        json_str(&j, "principal", li.principal);
-        json_str(&j, "state", once_lease_state_name(li.state));
-        json_u64(&j, "ttl_ms", li.ttl_ms);
-        json_u64(&j, "remaining_ms", li.remaining_ms);
-        json_u64(&j, "watermark", li.watermark);
-        json_u64(&j, "watermark_durable", li.watermark_durable);
-        json_u64(&j, "records_retained", li.records_retained);
-        json_u64(&j, "bytes_retained", li.bytes_retained);
-        json_u64(&j, "max_seq", li.max_seq);
-        json_u64(&j, "oldest_record_age_ms", li.oldest_record_age_ms);
-        json_end(&j);
-    } else {
-        printf("client_id %" PRIu64 "\n", li.client_id);
-        printf("principal %s\n", li.principal);
-        printf("state %s\n", once_lease_state_name(li.state));
-        printf("ttl %s\n", duration_format(li.ttl_ms, b1, sizeof(b1)));
-        printf("remaining %s\n",
-               duration_format(li.remaining_ms, b2, sizeof(b2)));
-        printf("watermark %" PRIu64 "\n", li.watermark);
-        printf("watermark_durable %" PRIu64 "\n", li.watermark_durable);
-        printf("records_retained %" PRIu64 "\n", li.records_retained);
-        printf("bytes_retained %" PRIu64 "\n", li.bytes_retained);
-        printf("max_seq %" PRIu64 "\n", li.max_seq);
-        printf("oldest_record_age %s\n",
-               duration_format(li.oldest_record_age_ms, b3, sizeof(b3)));
-    }
-    return ONCECTL_EXIT_OK;
+    return lease_on_id(g, "info", argc, argv);
 }
 
 /* `oncectl lease SUBCOMMAND ...`; argv[0] is the subcommand. */
 int
 cmd_lease(const cli *g, int argc, char **argv)
 {
-    const char *sub = argc > 0 ? argv[0] : NULL;
+    static const cli_sub subs[] = {
+        {"open", cmd_lease_open},
+        {"renew", cmd_lease_renew},
+        {"close", cmd_lease_close},
+        {"info", cmd_lease_info},
+    };
 
-    if (sub != NULL && strcmp(sub, "open") == 0) {
-        return cmd_lease_open(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "renew") == 0) {
-        return cmd_lease_renew(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "close") == 0) {
-        return cmd_lease_close(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && strcmp(sub, "info") == 0) {
-        return cmd_lease_info(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && is_help(sub)) {
-        fputs(usage_lease, stdout);
-        return ONCECTL_EXIT_OK;
-    }
-    return usage_error(g,
-                       "lease commands are: lease open [--ttl D], lease "
-                       "renew|close|info CLIENT_ID",
-                       sub == NULL ? "lease needs a subcommand"
-                                   : "unknown lease subcommand '%s'",
-                       sub != NULL ? sub : "");
+    return cli_dispatch(g, "lease", subs, sizeof(subs) / sizeof(subs[0]),
+                        usage_lease,
+                        "lease commands are: lease open [--ttl D], lease "
+                        "renew|close|info CLIENT_ID",
+                        argc, argv);
 }

@@ -149,9 +149,8 @@ cmd_records_list(const cli *g, int argc, char **argv)
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
         rv = once_admin_list_records(c, id, (uint32_t)limit, &l, &st);
     }
-    once_client_close(c);
-    if (rv != ONCE_OK) {
-        return report_error(g, &st, NULL);
+    if (!call_end(g, c, rv, &st, &rv)) {
+        return rv;
     }
     if (g->json) {
         records_print_json(l);
@@ -166,17 +165,8 @@ cmd_records_list(const cli *g, int argc, char **argv)
 int
 cmd_records(const cli *g, int argc, char **argv)
 {
-    const char *sub = argc > 0 ? argv[0] : NULL;
+    static const cli_sub subs[] = {{"list", cmd_records_list}};
 
-    if (sub != NULL && strcmp(sub, "list") == 0) {
-        return cmd_records_list(g, argc - 1, argv + 1);
-    }
-    if (sub != NULL && is_help(sub)) {
-        fputs(usage_records, stdout);
-        return ONCECTL_EXIT_OK;
-    }
-    return usage_error(g, "the records command is: records list",
-                       sub == NULL ? "records needs a subcommand"
-                                   : "unknown records subcommand '%s'",
-                       sub != NULL ? sub : "");
+    return cli_dispatch(g, "records", subs, 1, usage_records,
+                        "the records command is: records list", argc, argv);
 }

@@ -97,7 +97,7 @@ json_write_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void
+void
 json_key(json_obj *j, const char *key)
 {
     if (j->members++ > 0) {
@@ -148,10 +148,16 @@ void
 json_f64(json_obj *j, const char *key, double v)
 {
     json_key(j, key);
+    json_write_f64(j->f, v);
+}
+
+void
+json_write_f64(FILE *f, double v)
+{
     if (isfinite(v)) {
-        fprintf(j->f, "%.17g", v);
+        fprintf(f, "%.17g", v);
     } else {
-        fputs("null", j->f);
+        fputs("null", f);
     }
 }
 

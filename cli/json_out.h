@@ -53,4 +53,11 @@ void json_end(json_obj *j);
 /* Writes s as a quoted, escaped JSON string. */
 void json_write_string(FILE *f, const char *s);
 
+/* Writes v as json_f64 does (a number, or null). */
+void json_write_f64(FILE *f, double v);
+
+/* Starts a member: the comma before it, then "key": ; the caller writes
+ * the value to j->f. */
+void json_key(json_obj *j, const char *key);
+
 #endif /* CLIENT_JSON_OUT_H */

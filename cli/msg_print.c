@@ -1,117 +1,129 @@
 /*
- * msg_print.c — descriptor-driven printing of flat protobuf-c messages.
+ * msg_print.c — descriptor-driven printing of protobuf-c messages.
  *
- * Owns: reading a scalar field at its descriptor offset and formatting it.
- * Never: touches fields it does not understand (messages, bytes, repeated
- * and oneof-less optional fields without a value are skipped).
+ * Owns: finding a field's elements at their descriptor offsets and
+ * formatting each value.
+ * Never: reads past a repeated field's count.
  */
 #include "cli/msg_print.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
-#include <string.h>
+#include <stdint.h>
 
-/* One scalar field's value, in the widest type of its kind. */
-typedef struct msg_value {
-    enum { MSG_INT, MSG_UINT, MSG_DOUBLE, MSG_BOOL, MSG_STR } kind;
-    int64_t i;
-    uint64_t u;
-    double d;
-    bool b;
-    const char *s;
-} msg_value;
-
-/* Reads field f of m into *v; false when the field is skipped. */
-static bool
-msg_read(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
-         msg_value *v)
+static void
+msg_hex(FILE *f, const ProtobufCBinaryData *b)
 {
-    const char *p = (const char *)m + f->offset;
+    for (size_t i = 0; i < b->len; i++) {
+        fprintf(f, "%02x", b->data[i]);
+    }
+}
 
-    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-        return false;
+/* The address of element i of field fd in m (i ignored for singular). */
+static const void *
+msg_field_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *fd,
+             size_t i)
+{
+    const char *base = (const char *)m + fd->offset;
+    size_t sz;
+
+    if (fd->label != PROTOBUF_C_LABEL_REPEATED) {
+        return base;
     }
-    if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset != 0 &&
-        f->type != PROTOBUF_C_TYPE_STRING &&
-        f->type != PROTOBUF_C_TYPE_MESSAGE) {
-        protobuf_c_boolean has;
-        memcpy(&has, (const char *)m + f->quantifier_offset, sizeof(has));
-        if (!has) {
-            return false;
-        }
-    }
-    memset(v, 0, sizeof(*v));
-    switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32: {
-        int32_t x;
-        memcpy(&x, p, sizeof(x));
-        v->kind = MSG_INT;
-        v->i = x;
-        return true;
-    }
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
     case PROTOBUF_C_TYPE_SFIXED64:
-        memcpy(&v->i, p, sizeof(v->i));
-        v->kind = MSG_INT;
-        return true;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32: {
-        uint32_t x;
-        memcpy(&x, p, sizeof(x));
-        v->kind = MSG_UINT;
-        v->u = x;
-        return true;
+    case PROTOBUF_C_TYPE_DOUBLE:
+        sz = 8;
+        break;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE:
+        sz = sizeof(void *);
+        break;
+    case PROTOBUF_C_TYPE_BYTES:
+        sz = sizeof(ProtobufCBinaryData);
+        break;
+    case PROTOBUF_C_TYPE_BOOL:
+        sz = sizeof(protobuf_c_boolean);
+        break;
+    default:
+        sz = 4;
+    }
+    return *(const char *const *)base + i * sz;
+}
+
+/* How many values field fd of m has: a repeated field's count, 0 for an
+ * absent nested message, else 1. */
+static size_t
+msg_field_count(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *fd)
+{
+    if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+        return *(const size_t *)((const char *)m + fd->quantifier_offset);
+    }
+    if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+        return *(const void *const *)msg_field_at(m, fd, 0) != NULL ? 1 : 0;
+    }
+    return 1;
+}
+
+/* Writes the scalar at p (a field of type fd) as JSON, or as text: doubles
+ * as %g. */
+static void
+msg_scalar(FILE *f, const ProtobufCFieldDescriptor *fd, const void *p,
+           bool text)
+{
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_STRING:
+        json_write_string(f, *(const char *const *)p);
+        break;
+    case PROTOBUF_C_TYPE_BYTES:
+        fputc('"', f);
+        msg_hex(f, p);
+        fputc('"', f);
+        break;
+    case PROTOBUF_C_TYPE_BOOL:
+        fputs(*(const protobuf_c_boolean *)p ? "true" : "false", f);
+        break;
+    case PROTOBUF_C_TYPE_ENUM: {
+        const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
+            fd->descriptor, *(const int *)p);
+        if (ev != NULL) {
+            json_write_string(f, ev->name);
+        } else {
+            fprintf(f, "%d", *(const int *)p);
+        }
+        break;
     }
     case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_FIXED64:
-        memcpy(&v->u, p, sizeof(v->u));
-        v->kind = MSG_UINT;
-        return true;
-    case PROTOBUF_C_TYPE_FLOAT: {
-        float x;
-        memcpy(&x, p, sizeof(x));
-        v->kind = MSG_DOUBLE;
-        v->d = x;
-        return true;
-    }
+        fprintf(f, "%" PRIu64, *(const uint64_t *)p);
+        break;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+        fprintf(f, "%" PRId64, *(const int64_t *)p);
+        break;
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+        fprintf(f, "%" PRIu32, *(const uint32_t *)p);
+        break;
     case PROTOBUF_C_TYPE_DOUBLE:
-        memcpy(&v->d, p, sizeof(v->d));
-        v->kind = MSG_DOUBLE;
-        return true;
-    case PROTOBUF_C_TYPE_BOOL: {
-        protobuf_c_boolean x;
-        memcpy(&x, p, sizeof(x));
-        v->kind = MSG_BOOL;
-        v->b = x != 0;
-        return true;
-    }
-    case PROTOBUF_C_TYPE_ENUM: {
-        int x;
-        const ProtobufCEnumValue *ev;
-        memcpy(&x, p, sizeof(x));
-        ev = protobuf_c_enum_descriptor_get_value(
-            (const ProtobufCEnumDescriptor *)f->descriptor, x);
-        if (ev == NULL) {
-            v->kind = MSG_INT;
-            v->i = x;
+    case PROTOBUF_C_TYPE_FLOAT: {
+        double d = fd->type == PROTOBUF_C_TYPE_DOUBLE
+                       ? *(const double *)p
+                       : (double)*(const float *)p;
+        if (text) {
+            fprintf(f, "%g", d);
         } else {
-            v->kind = MSG_STR;
-            v->s = ev->name;
+            json_write_f64(f, d);
         }
-        return true;
-    }
-    case PROTOBUF_C_TYPE_STRING: {
-        const char *s;
-        memcpy(&s, p, sizeof(s));
-        v->kind = MSG_STR;
-        v->s = s != NULL ? s : "";
-        return true;
+        break;
     }
     default:
-        return false; /* bytes, nested messages */
+        fprintf(f, "%" PRId32, *(const int32_t *)p);
     }
 }
 
@@ -121,59 +133,75 @@ msg_print_json(json_obj *j, const ProtobufCMessage *m)
     const ProtobufCMessageDescriptor *d = m->descriptor;
 
     for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &d->fields[i];
-        msg_value v;
-        if (!msg_read(m, f, &v)) {
-            continue;
+        const ProtobufCFieldDescriptor *fd = &d->fields[i];
+        size_t cnt = msg_field_count(m, fd);
+        bool rep = fd->label == PROTOBUF_C_LABEL_REPEATED;
+
+        if (!rep && cnt == 0) {
+            continue; /* an absent message */
         }
-        switch (v.kind) {
-        case MSG_INT:
-            json_i64(j, f->name, v.i);
-            break;
-        case MSG_UINT:
-            json_u64(j, f->name, v.u);
-            break;
-        case MSG_DOUBLE:
-            json_f64(j, f->name, v.d);
-            break;
-        case MSG_BOOL:
-            json_bool(j, f->name, v.b);
-            break;
-        case MSG_STR:
-            json_str(j, f->name, v.s);
-            break;
+        json_key(j, fd->name);
+        if (rep) {
+            fputc('[', j->f);
+        }
+        for (size_t k = 0; k < cnt; k++) {
+            const void *p = msg_field_at(m, fd, k);
+            fputs(k > 0 ? "," : "", j->f);
+            if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+                json_obj sub = {j->f, 0, 0};
+                fputc('{', j->f);
+                msg_print_json(&sub, *(const ProtobufCMessage *const *)p);
+                fputc('}', j->f);
+            } else {
+                msg_scalar(j->f, fd, p, false);
+            }
+        }
+        if (rep) {
+            fputc(']', j->f);
+        }
+    }
+}
+
+static void
+msg_text(FILE *f, const char *prefix, const ProtobufCMessage *m, int width)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *fd = &d->fields[i];
+        size_t cnt = msg_field_count(m, fd);
+        bool rep = fd->label == PROTOBUF_C_LABEL_REPEATED;
+
+        if (rep && cnt == 0) {
+            fprintf(f, "%s%s (none)\n", prefix, fd->name);
+        }
+        for (size_t k = 0; k < cnt; k++) {
+            char path[256];
+            const void *p = msg_field_at(m, fd, k);
+
+            if (rep) {
+                snprintf(path, sizeof(path), "%s%s[%zu]", prefix, fd->name, k);
+            } else {
+                snprintf(path, sizeof(path), "%s%s", prefix, fd->name);
+            }
+            if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+                char sub[260];
+                snprintf(sub, sizeof(sub), "%s.", path);
+                msg_text(f, sub, *(const ProtobufCMessage *const *)p, width);
+            } else if (fd->type == PROTOBUF_C_TYPE_STRING) {
+                const char *s = *(const char *const *)p;
+                fprintf(f, "%-*s %s\n", width, path, s != NULL ? s : "");
+            } else {
+                fprintf(f, "%-*s ", width, path);
+                msg_scalar(f, fd, p, true);
+                fputc('\n', f);
+            }
         }
     }
 }
 
 void
-msg_print_text(FILE *out, const ProtobufCMessage *m)
+msg_print_text(FILE *f, const ProtobufCMessage *m, int width)
 {
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &d->fields[i];
-        msg_value v;
-        if (!msg_read(m, f, &v)) {
-            continue;
-        }
-        fprintf(out, "%-22s ", f->name);
-        switch (v.kind) {
-        case MSG_INT:
-            fprintf(out, "%" PRId64 "\n", v.i);
-            break;
-        case MSG_UINT:
-            fprintf(out, "%" PRIu64 "\n", v.u);
-            break;
-        case MSG_DOUBLE:
-            fprintf(out, "%g\n", v.d);
-            break;
-        case MSG_BOOL:
-            fprintf(out, "%s\n", v.b ? "true" : "false");
-            break;
-        case MSG_STR:
-            fprintf(out, "%s\n", v.s);
-            break;
-        }
-    }
+    msg_text(f, "", m, width);
 }

@@ -64,14 +64,11 @@ int
 once_admin_stats(once_client *c, once_stats *out_stats, once_status *st)
 {
     once_status local;
+    int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (out_stats == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "stats output is NULL");
+    if ((rv = status_begin(&st, &local, out_stats, "stats output")) !=
+        ONCE_OK) {
+        return rv;
     }
     return admin_stats(c, out_stats, NULL, st);
 }
@@ -81,14 +78,11 @@ once_admin_collector_stats(once_client *c, once_stats *base,
                            once_collector_stats *out, once_status *st)
 {
     once_status local;
+    int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (out == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "collector stats output is NULL");
+    if ((rv = status_begin(&st, &local, out, "collector stats output")) !=
+        ONCE_OK) {
+        return rv;
     }
     return admin_stats(c, base, out, st);
 }
@@ -112,13 +106,9 @@ once_admin_list_records(once_client *c, uint64_t client_id, uint32_t limit,
     size_t size;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (listp == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "record list output is NULL");
+    if ((rv = status_begin(&st, &local, listp, "record list output")) !=
+        ONCE_OK) {
+        return rv;
     }
     *listp = NULL;
     req.client_id = client_id;
@@ -181,13 +171,8 @@ once_admin_compact(once_client *c, bool *already_running,
     once_status local;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "handle is NULL");
+    if ((rv = status_begin(&st, &local, c, "handle")) != ONCE_OK) {
+        return rv;
     }
     if ((rv = invoke(c, &once__v1__admin__descriptor, "Compact", CALL_READ,
                      NULL, &req.base, &out, st, 0)) != ONCE_OK) {

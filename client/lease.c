@@ -91,13 +91,8 @@ once_lease_open(once_client *c, const char *principal, uint64_t ttl_ms,
     ProtobufCMessage *out;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (c == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "handle is NULL");
+    if ((rv = status_begin(&st, &local, c, "handle")) != ONCE_OK) {
+        return rv;
     }
     req.principal = (char *)(principal != NULL ? principal : c->principal);
     req.ttl_ms = ttl_ms;
@@ -149,6 +144,24 @@ lease_gone(once_client *c, uint64_t id, const once_status *st, const char *what)
     }
 }
 
+/* Calls Lease.method for the lease client_id names (0: the handle's own),
+ * whose id it writes into the request's client_id field *req_id first.
+ * Returns ONCE_OK with *out the response (the caller frees it with its
+ * __free_unpacked), or fills st. */
+static int
+lease_invoke(once_client *c, const char *method, uint64_t client_id,
+             uint64_t *req_id, ProtobufCMessage *req, ProtobufCMessage **out,
+             once_status *st, uint32_t deadline_ms)
+{
+    int rv;
+
+    if ((rv = lease_id(c, client_id, req_id, st)) != ONCE_OK) {
+        return rv;
+    }
+    return invoke(c, &once__v1__lease__descriptor, method, CALL_READ, NULL, req,
+                  out, st, deadline_ms);
+}
+
 static int
 lease_renew_call(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
                  uint64_t *remaining_ms, once_status *st, uint32_t deadline_ms)
@@ -157,24 +170,18 @@ lease_renew_call(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
     Once__V1__RenewLeaseRequest req = ONCE__V1__RENEW_LEASE_REQUEST__INIT;
     Once__V1__RenewLeaseResponse *resp;
     ProtobufCMessage *out;
-    uint64_t id = 0;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if ((rv = lease_id(c, client_id, &id, st)) != ONCE_OK) {
-        return rv;
-    }
-    req.client_id = id;
-    if ((rv = invoke(c, &once__v1__lease__descriptor, "RenewLease", CALL_READ,
-                     NULL, &req.base, &out, st, deadline_ms)) != ONCE_OK) {
-        lease_gone(c, id, st, "RenewLease");
+    status_begin(&st, &local, NULL, NULL);
+    if ((rv = lease_invoke(c, "RenewLease", client_id, &req.client_id,
+                           &req.base, &out, st, deadline_ms)) != ONCE_OK) {
+        if (req.client_id != 0) { /* else no call was made */
+            lease_gone(c, req.client_id, st, "RenewLease");
+        }
         return rv;
     }
     resp = (Once__V1__RenewLeaseResponse *)out;
-    if (gate_tracks(&c->gate, id)) {
+    if (gate_tracks(&c->gate, req.client_id)) {
         gate_renewed(&c->gate, retry_now_ms(), resp->remaining_ms);
     }
     if (ttl_ms != NULL) {
@@ -202,23 +209,15 @@ lease_close_call(once_client *c, uint64_t client_id, uint64_t *records_retained,
     Once__V1__CloseLeaseRequest req = ONCE__V1__CLOSE_LEASE_REQUEST__INIT;
     Once__V1__CloseLeaseResponse *resp;
     ProtobufCMessage *out;
-    uint64_t id = 0;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if ((rv = lease_id(c, client_id, &id, st)) != ONCE_OK) {
-        return rv;
-    }
-    req.client_id = id;
-    if ((rv = invoke(c, &once__v1__lease__descriptor, "CloseLease", CALL_READ,
-                     NULL, &req.base, &out, st, deadline_ms)) != ONCE_OK) {
+    status_begin(&st, &local, NULL, NULL);
+    if ((rv = lease_invoke(c, "CloseLease", client_id, &req.client_id,
+                           &req.base, &out, st, deadline_ms)) != ONCE_OK) {
         return rv;
     }
     resp = (Once__V1__CloseLeaseResponse *)out;
-    if (gate_tracks(&c->gate, id)) {
+    if (gate_tracks(&c->gate, req.client_id)) {
         gate_declare(&c->gate, "it was closed with CloseLease");
     }
     if (records_retained != NULL) {
@@ -250,23 +249,12 @@ once_lease_info(once_client *c, uint64_t client_id,
     Once__V1__LeaseInfoRequest req = ONCE__V1__LEASE_INFO_REQUEST__INIT;
     Once__V1__LeaseInfoResponse *r;
     ProtobufCMessage *out;
-    uint64_t id = 0;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (info == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "lease info output is NULL");
-    }
-    if ((rv = lease_id(c, client_id, &id, st)) != ONCE_OK) {
-        return rv;
-    }
-    req.client_id = id;
-    if ((rv = invoke(c, &once__v1__lease__descriptor, "LeaseInfo", CALL_READ,
-                     NULL, &req.base, &out, st, 0)) != ONCE_OK) {
+    if ((rv = status_begin(&st, &local, info, "lease info output")) !=
+            ONCE_OK ||
+        (rv = lease_invoke(c, "LeaseInfo", client_id, &req.client_id, &req.base,
+                           &out, st, 0)) != ONCE_OK) {
         return rv;
     }
     r = (Once__V1__LeaseInfoResponse *)out;

@@ -28,13 +28,8 @@ methods_incr(once_client *c, const char *name, int64_t by, call_kind kind,
     ProtobufCMessage *out;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (name == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "counter name is NULL");
+    if ((rv = status_begin(&st, &local, name, "counter name")) != ONCE_OK) {
+        return rv;
     }
     req.name = (char *)name;
     req.by = by;
@@ -86,13 +81,8 @@ once_counter_get(once_client *c, const char *name, int64_t *value,
     ProtobufCMessage *out;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
-    if (name == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "counter name is NULL");
+    if ((rv = status_begin(&st, &local, name, "counter name")) != ONCE_OK) {
+        return rv;
     }
     req.name = (char *)name;
     if ((rv = invoke(c, &once__v1__counter__descriptor, "Get", CALL_READ, NULL,
@@ -118,16 +108,11 @@ once_counter_incr_async(once_client *c, const char *name, int64_t by,
     size_t len;
     int rv;
 
-    if (st == NULL) {
-        st = &local;
-    }
-    status_clear(st);
     if (fp != NULL) {
         *fp = NULL;
     }
-    if (name == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "counter name is NULL");
+    if ((rv = status_begin(&st, &local, name, "counter name")) != ONCE_OK) {
+        return rv;
     }
     full = wire_method_name(&once__v1__counter__descriptor, "Increment");
     req.name = (char *)name;

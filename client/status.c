@@ -25,6 +25,21 @@ status_clear(once_status *st)
     }
 }
 
+int
+status_begin(once_status **stp, once_status *local, const void *arg,
+             const char *what)
+{
+    if (*stp == NULL) {
+        *stp = local;
+    }
+    status_clear(*stp);
+    if (what != NULL && arg == NULL) {
+        return status_set(*stp, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "%s is NULL", what);
+    }
+    return ONCE_OK;
+}
+
 /* Copies s into dst[n], truncated, always terminated. */
 static void
 status_copy(char *dst, size_t n, const char *s)

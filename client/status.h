@@ -13,6 +13,14 @@
 /* Zeroes *st (code ONCE_OK, empty strings). NULL is accepted. */
 void status_clear(once_status *st);
 
+/* The start of a public call: *stp, or local when the caller passed no
+ * status, is cleared and becomes *stp. When what is not NULL, arg (what
+ * the call needs, named by what) must not be NULL. Returns ONCE_OK, or
+ * ONCE_INVALID_ARGUMENT with reason BAD_ARGUMENT ("<what> is NULL") in
+ * *stp. */
+int status_begin(once_status **stp, once_status *local, const void *arg,
+                 const char *what);
+
 /* Sets code, reason (NULL: "") and a printf-style message; leaves replayed
  * and attempts alone. Returns code, so callers can `return status_set(...)`.
  */

@@ -19,6 +19,7 @@
 
 #include "client/retry.h"
 #include "client/status.h"
+#include "proto/endpoint_stats.h"
 
 /* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
 static bool
@@ -130,42 +131,6 @@ diag_is_ip(const char *name)
            inet_pton(AF_INET6, name, buf) == 1;
 }
 
-/* The child of scope st named name, or NULL. */
-static nng_stat *
-diag_stat_child(nng_stat *st, const char *name)
-{
-    for (nng_stat *s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        if (strcmp(nng_stat_name(s), name) == 0) {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-/* The statistics scope of the dialer with this id. Not
- * nng_stat_find_dialer: nng 1.5.2's search below the top level ignores the
- * id and returns the first dialer of the process. */
-static nng_stat *
-diag_stat_dialer(nng_stat *st, uint64_t id)
-{
-    nng_stat *s;
-
-    if (nng_stat_type(st) != NNG_STAT_SCOPE) {
-        return NULL;
-    }
-    if (strcmp(nng_stat_name(st), "dialer") == 0) {
-        s = diag_stat_child(st, "id");
-        return s != NULL && nng_stat_value(s) == id ? st : NULL;
-    }
-    for (s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        nng_stat *found = diag_stat_dialer(s, id);
-        if (found != NULL) {
-            return found;
-        }
-    }
-    return NULL;
-}
-
 bool
 tls_diag_dialer_failed(nng_dialer d)
 {
@@ -175,8 +140,8 @@ tls_diag_dialer_failed(nng_dialer d)
     if (nng_stats_get(&snap) != 0) {
         return true; /* no statistics: only a probe can tell */
     }
-    ds = diag_stat_dialer(snap, (uint64_t)nng_dialer_id(d));
-    auth = ds != NULL ? diag_stat_child(ds, "auth") : NULL;
+    ds = endpoint_stats_find(snap, "dialer", (uint64_t)nng_dialer_id(d));
+    auth = ds != NULL ? endpoint_stats_child(ds, "auth") : NULL;
     failed = ds == NULL || (auth != NULL && nng_stat_value(auth) > 0);
     nng_stats_free(snap);
     return failed;

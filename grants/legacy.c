@@ -10,6 +10,22 @@
 
 #include "grants/rules_impl.h"
 
+/* Loads the surface row into *s (the same row the grant path locks:
+ * g/s/<surface>, its key in *k). False with o->err set on a store error. */
+static bool
+legacy_surface(const grants_env *e, const char *surface, gkey *k,
+               Once__Grants__V1__SurfaceRow **s, grants_outcome *o)
+{
+    int rv;
+
+    gkey_surface(k, surface);
+    if ((rv = ROW_GET0(e->txn, k, once__grants__v1__surface_row, s)) != 0) {
+        o->err = rv;
+        return false;
+    }
+    return true;
+}
+
 void
 grants_legacy_claim(const grants_env *e, const Once__V1__LegacyClaimRequest *r,
                     grants_outcome *o)
@@ -19,10 +35,7 @@ grants_legacy_claim(const grants_env *e, const Once__V1__LegacyClaimRequest *r,
     gkey k;
     int rv;
 
-    /* The same row the grant path locks: g/s/<surface>. */
-    gkey_surface(&k, r->surface);
-    if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__surface_row, &s)) != 0) {
-        o->err = rv;
+    if (!legacy_surface(e, r->surface, &k, &s, o)) {
         return;
     }
     if (s->open_grant != 0) {
@@ -67,9 +80,7 @@ grants_legacy_release(const grants_env *e,
     gkey k;
     int rv;
 
-    gkey_surface(&k, r->surface);
-    if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__surface_row, &s)) != 0) {
-        o->err = rv;
+    if (!legacy_surface(e, r->surface, &k, &s, o)) {
         return;
     }
     if (strcmp(s->legacy_holder, r->holder) != 0) {

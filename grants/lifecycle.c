@@ -133,13 +133,11 @@ grants_finish(const grants_env *e, const Once__V1__FinishGrantRequest *r,
     g->state = ONCE__V1__GRANT_STATE__GRANT_FINISHED;
     g->outcome = r->outcome;
     g->finished_unix_ms = e->now_ms;
-    if ((rv = grants_grant_store(e, g)) != 0 ||
-        (rv = surface_close(e, g)) != 0) {
-        o->err = rv;
-        goto out;
+    if ((rv = grants_grant_store(e, g)) == 0) {
+        rv = surface_close(e, g);
     }
     resp.grant = g;
-    grants_ok(o, &resp.base);
+    grants_end(o, rv, &resp.base);
 out:
     ROW_FREE(g);
 }
@@ -163,12 +161,8 @@ grants_cancel(const grants_env *e, const Once__V1__CancelGrantRequest *r,
         g->stop_requested = true;
     }
     g->cancelled = true;
-    if ((rv = grants_grant_store(e, g)) != 0) {
-        o->err = rv;
-        goto out;
-    }
+    rv = grants_grant_store(e, g);
     resp.grant = g;
-    grants_ok(o, &resp.base);
-out:
+    grants_end(o, rv, &resp.base);
     ROW_FREE(g);
 }

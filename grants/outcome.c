@@ -48,6 +48,16 @@ grants_ok(grants_outcome *o, const ProtobufCMessage *m)
 }
 
 void
+grants_end(grants_outcome *o, int rv, const ProtobufCMessage *m)
+{
+    if (rv != 0) {
+        o->err = rv;
+    } else {
+        grants_ok(o, m);
+    }
+}
+
+void
 grants_credential_free(Once__V1__Credential *c)
 {
     grants_credential_fini(c);

@@ -65,10 +65,8 @@ grants_set_placement(const grants_env *e,
         }
         resp.stop_requested_grant = g->grant_id;
     }
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
+    grants_end(o, rv, &resp.base);
 out:
     ROW_FREE(p);
     ROW_FREE(s);

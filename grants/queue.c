@@ -160,10 +160,8 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         goto err;
     }
     resp.row = row;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
+    grants_end(o, rv, &resp.base);
 out:
     ROW_FREE(p);
     ROW_FREE(q);
@@ -323,6 +321,24 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
     return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
 }
 
+/* A copy of q's pending ids, for a loop that changes q: *ids is malloc'd
+ * (free; NULL when there are none). Returns 0 or ENOMEM. */
+static int
+queue_pending_copy(const Once__Grants__V1__MachineQueue *q, uint64_t **ids,
+                   size_t *n)
+{
+    *n = q->n_pending;
+    *ids = NULL;
+    if (*n == 0) {
+        return 0;
+    }
+    if ((*ids = malloc(*n * sizeof(**ids))) == NULL) {
+        return ENOMEM;
+    }
+    memcpy(*ids, q->pending, *n * sizeof(**ids));
+    return 0;
+}
+
 void
 grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
              grants_outcome *o)
@@ -340,13 +356,8 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     if ((rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
-    n = q->n_pending;
-    if (n > 0 && (ids = malloc(n * sizeof(*ids))) == NULL) {
-        rv = ENOMEM;
+    if ((rv = queue_pending_copy(q, &ids, &n)) != 0) {
         goto err;
-    }
-    if (n > 0) {
-        memcpy(ids, q->pending, n * sizeof(*ids));
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
@@ -372,11 +383,8 @@ grants_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
     resp.expired = co.expired;
     resp.n_skipped = co.n_skipped;
     resp.skipped = co.skipped;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     claim_out_free(&co);
     free(ids);
     ROW_FREE(q);
@@ -402,13 +410,8 @@ grants_delete_machine(const grants_env *e,
         (rv = grants_machine_queue_load(e, r->machine, &q)) != 0) {
         goto err;
     }
-    n = q->n_pending;
-    if (n > 0 && (ids = malloc(n * sizeof(*ids))) == NULL) {
-        rv = ENOMEM;
+    if ((rv = queue_pending_copy(q, &ids, &n)) != 0) {
         goto err;
-    }
-    if (n > 0) {
-        memcpy(ids, q->pending, n * sizeof(*ids));
     }
     for (size_t i = 0; i < n; i++) {
         Once__V1__WorkRow *w = NULL;
@@ -432,11 +435,8 @@ grants_delete_machine(const grants_env *e,
     /* Open grants are uncertain executions: kept, only reported. */
     resp.n_open_grants_kept = q->n_open_grants;
     resp.open_grants_kept = q->open_grants;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     free(ids);
     ROW_FREE(q);
 }
@@ -478,11 +478,8 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
         goto err;
     }
     resp.row = row;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     ROW_FREE(q);
     ROW_FREE(w);
     ROW_FREE(row);
@@ -527,11 +524,8 @@ grants_list_queue(const grants_env *e, const Once__V1__ListQueueRequest *r,
     resp.n_expired = ne;
     resp.expired = exp;
     resp.machine_deleted = deleted;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     for (size_t i = 0; i < np; i++) {
         ROW_FREE(pend[i]);
     }

@@ -166,4 +166,8 @@ void grants_fail(grants_outcome *o, int code, const char *reason,
 /* Packs m as o's OK response. */
 void grants_ok(grants_outcome *o, const ProtobufCMessage *m);
 
+/* The end of a handler that jumps to its err label on a failed step:
+ * o->err = rv when rv is not 0, else m as o's OK response (grants_ok). */
+void grants_end(grants_outcome *o, int rv, const ProtobufCMessage *m);
+
 #endif /* GRANTS_RULES_H */

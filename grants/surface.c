@@ -61,6 +61,7 @@ grants_get_surface(const grants_env *e, const Once__V1__GetSurfaceRequest *r,
     } else if (rv != ENOENT) {
         goto err;
     }
+    rv = 0; /* ENOENT: nothing pending */
     resp.surface = r->surface;
     resp.machine = p->machine;
     resp.location = p->location;
@@ -73,11 +74,8 @@ grants_get_surface(const grants_env *e, const Once__V1__GetSurfaceRequest *r,
     resp.n_rejections = log->n_rejections;
     resp.rejections = log->rejections;
     resp.pending = pend;
-    grants_ok(o, &resp.base);
-    goto out;
 err:
-    o->err = rv;
-out:
+    grants_end(o, rv, &resp.base);
     for (size_t i = 0; i < nh; i++) {
         ROW_FREE(hist[i]);
     }

@@ -119,12 +119,18 @@ duration_format(uint64_t ms, char *buf, size_t len)
 }
 
 uint64_t
-duration_now_ms(void)
+duration_now_us(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t
+duration_now_ms(void)
+{
+    return duration_now_us() / 1000u;
 }
 
 void

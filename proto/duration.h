@@ -30,6 +30,9 @@ char *duration_format(uint64_t ms, char *buf, size_t len);
  * elapsed times, never for wall-clock dates. */
 uint64_t duration_now_ms(void);
 
+/* The same clock in microseconds (latencies). */
+uint64_t duration_now_us(void);
+
 /* Sleeps ms milliseconds, resuming after signals. */
 void duration_sleep_ms(uint64_t ms);
 

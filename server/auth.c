@@ -23,7 +23,6 @@
 
 #include "server/auth_impl.h"
 #include "server/call.h"
-#include "proto/duration.h"
 #include "proto/log.h"
 #include "proto/names.h"
 #include "proto/principals.h"
@@ -401,13 +400,6 @@ auth_open(auth **ap, const char *data_dir, bool dev)
     a->enabled = present;
     a->w_enabled = present;
     auth_log_mode(a, &a->t, a->enabled, "");
-    pthread_mutex_init(&a->wmtx, NULL);
-    if ((rv = duration_cond_init(&a->wcv)) != 0) {
-        pthread_mutex_destroy(&a->wmtx);
-        auth_tables_fini(&a->t);
-        free(a);
-        return rv;
-    }
     *ap = a;
     return 0;
 }
@@ -419,8 +411,6 @@ auth_close(auth *a)
         return;
     }
     auth_watch_stop(a);
-    pthread_mutex_destroy(&a->wmtx);
-    pthread_cond_destroy(&a->wcv);
     auth_tables_fini(&a->t);
     free(a);
 }

@@ -9,12 +9,12 @@
 #ifndef SERVER_AUTH_IMPL_H
 #define SERVER_AUTH_IMPL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "proto/periodic.h"
 #include "proto/principals.h"
 #include "proto/wire.h"
 
@@ -63,13 +63,9 @@ struct auth {
     bool enabled;
     auth_tables t;
 
-    /* The watcher (auth_watch.c). */
-    pthread_t wthread;
-    bool wstarted;        /* wthread runs (set and read by the owner) */
-    pthread_mutex_t wmtx; /* protects wkick and wstop */
-    pthread_cond_t wcv;   /* monotonic clock (duration_cond_init) */
-    bool wkick;           /* re-read now (auth_request_reload) */
-    bool wstop;           /* auth_watch_stop */
+    /* The watcher (auth_watch.c); NULL unless it runs (set and read by
+     * the owner's thread, which also calls auth_request_reload). */
+    periodic *watch;
     void (*post)(void *, void (*)(void *), void *); /* auth_post_fn */
     void *post_arg;
     /* Watcher thread only (before it starts: auth_open): */

@@ -13,14 +13,13 @@
  * Never: touches the tables in force (only the executor's install task
  * does); blocks the executor (the parse runs here).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/auth.h"
 #include "server/auth_impl.h"
-#include "proto/duration.h"
 #include "proto/log.h"
+#include "proto/periodic.h"
 
 /* New tables on their way to the executor. */
 typedef struct auth_install {
@@ -53,11 +52,14 @@ auth_install_run(void *arg)
     free(in);
 }
 
-/* Re-reads both files (forced, or when a stat shows a change) and hands
- * the result to the executor. Watcher thread. */
+/* Re-reads both files (forced by auth_request_reload, or when a stat shows
+ * a change) and hands the result to the executor. Watcher thread, every
+ * AUTH_RECHECK_MS. */
 static void
-auth_watch_pass(auth *a, bool forced)
+auth_watch_pass(void *arg, unsigned why)
 {
+    auth *a = arg;
+    bool forced = (why & PERIODIC_WOKEN) != 0;
     file_sig p = auth_file_stat(a->principals_path);
     file_sig q = auth_file_stat(a->policy_path);
     auth_install *in;
@@ -95,69 +97,27 @@ auth_watch_pass(auth *a, bool forced)
     a->post(a->post_arg, auth_install_run, in);
 }
 
-static void *
-auth_watch_main(void *arg)
-{
-    auth *a = arg;
-
-    pthread_mutex_lock(&a->wmtx);
-    while (!a->wstop) {
-        bool forced;
-
-        if (!a->wkick) {
-            struct timespec dl = duration_deadline(AUTH_RECHECK_MS);
-            pthread_cond_timedwait(&a->wcv, &a->wmtx, &dl);
-        }
-        if (a->wstop) {
-            break;
-        }
-        forced = a->wkick;
-        a->wkick = false;
-        pthread_mutex_unlock(&a->wmtx);
-        auth_watch_pass(a, forced);
-        pthread_mutex_lock(&a->wmtx);
-    }
-    pthread_mutex_unlock(&a->wmtx);
-    return NULL;
-}
-
 int
 auth_watch_start(auth *a, auth_post_fn post, void *post_arg)
 {
-    int rv;
-
     a->post = post;
     a->post_arg = post_arg;
-    a->wstop = false;
-    if ((rv = pthread_create(&a->wthread, NULL, auth_watch_main, a)) != 0) {
-        return rv;
-    }
-    a->wstarted = true;
-    return 0;
+    return periodic_start(&a->watch, auth_watch_pass, a, AUTH_RECHECK_MS, 0);
 }
 
 void
 auth_watch_stop(auth *a)
 {
-    if (a == NULL || !a->wstarted) {
-        return;
+    if (a != NULL) {
+        periodic_stop(&a->watch);
     }
-    pthread_mutex_lock(&a->wmtx);
-    a->wstop = true;
-    pthread_cond_signal(&a->wcv);
-    pthread_mutex_unlock(&a->wmtx);
-    pthread_join(a->wthread, NULL);
-    a->wstarted = false;
 }
 
 void
 auth_request_reload(auth *a)
 {
-    if (a == NULL) {
+    if (a == NULL || a->watch == NULL) {
         return;
     }
-    pthread_mutex_lock(&a->wmtx);
-    a->wkick = true;
-    pthread_cond_signal(&a->wcv);
-    pthread_mutex_unlock(&a->wmtx);
+    periodic_wakeup(a->watch);
 }

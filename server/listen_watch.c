@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -15,8 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/duration.h"
 #include "proto/log.h"
+#include "proto/periodic.h"
 
 #define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
 #define WATCH_POLL_MS  10 /* how often a probe looks at the pipe count */
@@ -37,11 +36,7 @@ struct listen_watch {
     _Atomic size_t n; /* entries in use: set up before it counts them, as
                          the pipe callback may already run */
     _Atomic uint64_t *restarts; /* the caller's counter */
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t lock; /* guards stopping; cv wakes the thread */
-    pthread_cond_t cv;
-    bool stopping;
+    periodic *thread;           /* NULL until started */
 };
 
 /* nng's thread, for every new pipe of the socket: count it against its
@@ -66,15 +61,11 @@ watch_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
     }
 }
 
+/* The watch thread: listen_watch_stop was called. */
 static bool
 watch_stopping(listen_watch *w)
 {
-    bool s;
-
-    pthread_mutex_lock(&w->lock);
-    s = w->stopping;
-    pthread_mutex_unlock(&w->lock);
-    return s;
+    return periodic_stopping(w->thread);
 }
 
 /* Connects to path as an SP REQ peer over a plain AF_UNIX socket and sends
@@ -181,30 +172,19 @@ watch_relisten(listen_watch *w, watch_entry *e)
              e->url);
 }
 
-static void *
-watch_main(void *arg)
+/* The watch thread, every interval. */
+static void
+watch_tick(void *arg, unsigned why)
 {
     listen_watch *w = arg;
 
-    for (;;) {
-        struct timespec ts = duration_deadline(w->interval_ms);
-
-        pthread_mutex_lock(&w->lock);
-        while (!w->stopping &&
-               pthread_cond_timedwait(&w->cv, &w->lock, &ts) != ETIMEDOUT) {
-        }
-        if (w->stopping) {
-            pthread_mutex_unlock(&w->lock);
-            return NULL;
-        }
-        pthread_mutex_unlock(&w->lock);
-        /* Two probes in a row must go unanswered: one alone may have met
-         * a moment when onced could not run. */
-        for (size_t i = 0; i < atomic_load(&w->n); i++) {
-            if (!watch_probe(w, &w->entries[i]) &&
-                !watch_probe(w, &w->entries[i])) {
-                watch_relisten(w, &w->entries[i]);
-            }
+    (void)why;
+    /* Two probes in a row must go unanswered: one alone may have met
+     * a moment when onced could not run. */
+    for (size_t i = 0; i < atomic_load(&w->n); i++) {
+        if (!watch_probe(w, &w->entries[i]) &&
+            !watch_probe(w, &w->entries[i])) {
+            watch_relisten(w, &w->entries[i]);
         }
     }
 }
@@ -222,8 +202,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     w->sock = sock;
     w->interval_ms = interval_ms;
     w->restarts = restarts;
-    pthread_mutex_init(&w->lock, NULL);
-    duration_cond_init(&w->cv);
     if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, watch_pipe_added,
                               w)) != 0) {
         listen_watch_free(w);
@@ -259,25 +237,17 @@ listen_watch_start(listen_watch *w)
     if (atomic_load(&w->n) == 0) {
         return 0;
     }
-    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-        return NNG_ENOMEM;
-    }
-    w->started = true;
-    return 0;
+    return periodic_start(&w->thread, watch_tick, w, w->interval_ms, 0) != 0
+               ? NNG_ENOMEM
+               : 0;
 }
 
 void
 listen_watch_stop(listen_watch *w)
 {
-    if (w == NULL || !w->started) {
-        return;
+    if (w != NULL) {
+        periodic_stop(&w->thread);
     }
-    pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->lock);
-    pthread_join(w->thread, NULL);
-    w->started = false;
 }
 
 void
@@ -290,7 +260,5 @@ listen_watch_free(listen_watch *w)
     for (size_t i = 0; i < atomic_load(&w->n); i++) {
         free(w->entries[i].url);
     }
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->lock);
     free(w);
 }

@@ -4,14 +4,12 @@
  */
 #include "server/metrics.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <arpa/inet.h>
 #include <nng/nng.h>
@@ -20,6 +18,7 @@
 #include "server/executor.h"
 #include "gc/gc.h"
 #include "proto/log.h"
+#include "proto/periodic.h"
 #include "server/prom_text.h"
 #include "server/stats_calls.h"
 #include "lease/table.h"
@@ -34,12 +33,10 @@ struct metrics {
     nng_http_handler *handler; /* the server's once added */
     bool http_started;
 
-    pthread_t thread;
-    bool thread_started;
-    pthread_mutex_t mtx; /* protects stopping and pending */
-    pthread_cond_t cv;   /* wakes the publisher; signals !pending */
-    bool stopping;
-    bool pending; /* a publication is queued on the executor */
+    periodic *publisher; /* NULL unless it runs */
+    pthread_mutex_t mtx; /* protects pending */
+    pthread_cond_t cv;   /* signals !pending */
+    bool pending;        /* a publication is queued on the executor */
 
     /* Published figures: written by the publisher thread (disk, gc_*) or
      * the executor (the rest), read by the handler. */
@@ -82,12 +79,14 @@ metrics_publish_leases(void *arg)
     pthread_mutex_unlock(&m->mtx);
 }
 
-/* The publisher thread: what it may read itself, then the lease sums
- * posted to the executor (unless the last post has not run yet: a busy
- * executor gets one, not a backlog). */
+/* The publisher thread, at once and then every METRICS_PUBLISH_MS: what
+ * it may read itself, then the lease sums posted to the executor (unless
+ * the last post has not run yet: a busy executor gets one, not a
+ * backlog). */
 static void
-metrics_publish(metrics *m)
+metrics_publish(void *arg, unsigned why)
 {
+    metrics *m = arg;
     uint64_t disk;
     gc_stats gs;
     bool post;
@@ -100,40 +99,14 @@ metrics_publish(metrics *m)
     atomic_store(&m->gc_reclaimed, gs.reclaimed_total);
     atomic_store(&m->gc_reclaimed_bytes, gs.reclaimed_bytes_total);
     atomic_store(&m->gc_leases_expired, gs.leases_expired);
+    (void)why;
     pthread_mutex_lock(&m->mtx);
-    post = !m->pending && !m->stopping;
+    post = !m->pending && !periodic_stopping(m->publisher);
     m->pending = m->pending || post;
     pthread_mutex_unlock(&m->mtx);
     if (post) {
         executor_post(m->srv->ex, metrics_publish_leases, m);
     }
-}
-
-static void *
-metrics_main(void *arg)
-{
-    metrics *m = arg;
-    struct timespec until;
-
-    pthread_mutex_lock(&m->mtx);
-    while (!m->stopping) {
-        pthread_mutex_unlock(&m->mtx);
-        metrics_publish(m);
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += METRICS_PUBLISH_MS / 1000;
-        until.tv_nsec += (long)(METRICS_PUBLISH_MS % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&m->mtx);
-        while (!m->stopping &&
-               pthread_cond_timedwait(&m->cv, &m->mtx, &until) == 0) {
-            /* woken for !pending: keep waiting out the interval */
-        }
-    }
-    pthread_mutex_unlock(&m->mtx);
-    return NULL;
 }
 
 /* ---- rendering (nng's HTTP threads: atomics only) -----------------------
@@ -380,7 +353,6 @@ int
 metrics_open(metrics **mp, const char *url, server *srv)
 {
     metrics *m;
-    pthread_condattr_t ca;
     nng_sockaddr sa;
     int rv;
 
@@ -389,10 +361,7 @@ metrics_open(metrics **mp, const char *url, server *srv)
     }
     m->srv = srv;
     pthread_mutex_init(&m->mtx, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timedwait: no jumps */
-    pthread_cond_init(&m->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&m->cv, NULL);
     if ((rv = nng_url_parse(&m->url, url)) != 0 ||
         (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
         (rv = nng_http_handler_alloc(&m->handler, METRICS_PATH,
@@ -405,11 +374,11 @@ metrics_open(metrics **mp, const char *url, server *srv)
         goto fail;
     }
     m->handler = NULL; /* the server's now: freed with it */
-    if ((rv = pthread_create(&m->thread, NULL, metrics_main, m)) != 0) {
+    if (periodic_start(&m->publisher, metrics_publish, m, METRICS_PUBLISH_MS,
+                       PERIODIC_RUN_FIRST) != 0) {
         rv = NNG_ENOMEM;
         goto fail;
     }
-    m->thread_started = true;
     if ((rv = nng_http_server_start(m->http)) != 0) {
         goto fail;
     }
@@ -444,14 +413,7 @@ metrics_stop(metrics *m)
         nng_http_server_stop(m->http); /* waits for running handlers */
         m->http_started = false;
     }
-    pthread_mutex_lock(&m->mtx);
-    m->stopping = true;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mtx);
-    if (m->thread_started) {
-        pthread_join(m->thread, NULL);
-        m->thread_started = false;
-    }
+    periodic_stop(&m->publisher);
     /* A publication already queued runs on the executor, which still
      * runs: wait for it, as it reads m. */
     pthread_mutex_lock(&m->mtx);

@@ -8,16 +8,14 @@
  */
 #include "server/notify.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "server/executor.h"
 #include "proto/log.h"
+#include "proto/periodic.h"
 
 #ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -48,12 +46,12 @@ notify_stopping(void)
 }
 
 static atomic_uint_fast64_t notify_beats; /* bumped on the executor */
-static pthread_t notify_thread;
-static bool notify_running; /* main thread only */
-static pthread_mutex_t notify_mtx = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t notify_cv; /* signalled by stop */
-static bool notify_stop;         /* notify_mtx */
-static uint64_t notify_interval_us;
+static periodic *notify_watchdog;         /* main thread only */
+static uint64_t notify_interval_ms;
+/* The watchdog thread's alone: */
+static server *notify_srv;
+static uint64_t notify_last; /* notify_beats at the previous ping */
+static bool notify_warned;   /* said so since the executor last ran */
 
 static void
 notify_beat(void *arg)
@@ -62,55 +60,33 @@ notify_beat(void *arg)
     atomic_fetch_add(&notify_beats, 1);
 }
 
-static void *
-notify_main(void *arg)
+/* The watchdog thread: at once, a beat posted to the executor; then every
+ * interval a ping if the executor ran that beat, and the next beat. */
+static void
+notify_tick(void *arg, unsigned why)
 {
-    server *srv = arg;
-    uint64_t last = atomic_load(&notify_beats);
-    bool warned = false;
+    (void)arg;
+    if ((why & PERIODIC_FIRST) == 0) {
+        uint64_t now = atomic_load(&notify_beats);
 
-    pthread_mutex_lock(&notify_mtx);
-    while (!notify_stop) {
-        struct timespec ts;
-        uint64_t now;
-
-        pthread_mutex_unlock(&notify_mtx);
-        executor_post(srv->ex, notify_beat, NULL);
-        pthread_mutex_lock(&notify_mtx);
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(notify_interval_us / 1000000);
-        ts.tv_nsec += (long)(notify_interval_us % 1000000) * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        while (!notify_stop &&
-               pthread_cond_timedwait(&notify_cv, &notify_mtx, &ts) == 0) {
-        }
-        if (notify_stop) {
-            break;
-        }
-        now = atomic_load(&notify_beats);
-        if (now != last) {
-            last = now;
-            warned = false;
+        if (now != notify_last) {
+            notify_last = now;
+            notify_warned = false;
             NOTIFY("WATCHDOG=1");
-        } else if (!warned) {
-            warned = true;
+        } else if (!notify_warned) {
+            notify_warned = true;
             log_warn("watchdog: the executor ran no task in %llu ms; not "
                      "pinging the service manager",
-                     (unsigned long long)(notify_interval_us / 1000));
+                     (unsigned long long)notify_interval_ms);
         }
     }
-    pthread_mutex_unlock(&notify_mtx);
-    return NULL;
+    executor_post(notify_srv->ex, notify_beat, NULL);
 }
 
 int
 notify_watchdog_start(server *srv)
 {
     uint64_t usec = 0;
-    pthread_condattr_t ca;
     int rv;
 
 #ifdef ONCE_HAVE_SYSTEMD
@@ -121,33 +97,21 @@ notify_watchdog_start(server *srv)
     (void)srv;
     return 0;
 #endif
-    notify_interval_us = usec / 2 > 0 ? usec / 2 : 1;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&notify_cv, &ca);
-    pthread_condattr_destroy(&ca);
-    notify_stop = false;
-    if ((rv = pthread_create(&notify_thread, NULL, notify_main, srv)) != 0) {
-        pthread_cond_destroy(&notify_cv);
+    notify_interval_ms = usec / 2000 > 0 ? usec / 2000 : 1;
+    notify_srv = srv;
+    notify_last = atomic_load(&notify_beats);
+    notify_warned = false;
+    if ((rv = periodic_start(&notify_watchdog, notify_tick, NULL,
+                             notify_interval_ms, PERIODIC_RUN_FIRST)) != 0) {
         return rv;
     }
-    notify_running = true;
     log_info("watchdog: pinging the service manager every %llu ms",
-             (unsigned long long)(notify_interval_us / 1000));
+             (unsigned long long)notify_interval_ms);
     return 0;
 }
 
 void
 notify_watchdog_stop(void)
 {
-    if (!notify_running) {
-        return;
-    }
-    pthread_mutex_lock(&notify_mtx);
-    notify_stop = true;
-    pthread_cond_signal(&notify_cv);
-    pthread_mutex_unlock(&notify_mtx);
-    pthread_join(notify_thread, NULL);
-    pthread_cond_destroy(&notify_cv);
-    notify_running = false;
+    periodic_stop(&notify_watchdog);
 }

@@ -3,8 +3,6 @@
  */
 #include "server/tls_watch.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,8 +10,9 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "proto/duration.h"
+#include "proto/endpoint_stats.h"
 #include "proto/log.h"
+#include "proto/periodic.h"
 
 #define TLS_WATCH_MAX     8      /* tls+tcp:// listeners watched */
 #define TLS_WATCH_POLL_MS 1000u  /* how often the counters are read */
@@ -30,56 +29,17 @@ typedef struct tls_entry {
 struct tls_watch {
     tls_entry entries[TLS_WATCH_MAX]; /* the thread's alone once started */
     size_t n;
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t lock; /* guards stopping; cv wakes the thread */
-    pthread_cond_t cv;
-    bool stopping;
+    periodic *thread; /* NULL until started */
 };
-
-/* The child of scope st named name, or NULL. */
-static nng_stat *
-tls_stat_child(nng_stat *st, const char *name)
-{
-    for (nng_stat *s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        if (strcmp(nng_stat_name(s), name) == 0) {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-/* The statistics scope of the listener with this id. Not
- * nng_stat_find_listener: nng 1.5.2's search below the top level ignores
- * the id and returns the first listener of the process. */
-static nng_stat *
-tls_stat_listener(nng_stat *st, uint64_t id)
-{
-    nng_stat *s;
-
-    if (nng_stat_type(st) != NNG_STAT_SCOPE) {
-        return NULL;
-    }
-    if (strcmp(nng_stat_name(st), "listener") == 0) {
-        s = tls_stat_child(st, "id");
-        return s != NULL && nng_stat_value(s) == id ? st : NULL;
-    }
-    for (s = nng_stat_child(st); s != NULL; s = nng_stat_next(s)) {
-        nng_stat *found = tls_stat_listener(s, id);
-        if (found != NULL) {
-            return found;
-        }
-    }
-    return NULL;
-}
 
 /* The "auth" counter (NNG_ECRYPTO and NNG_EPEERAUTH of accepted
  * connections) of listener nl in the snapshot, or 0. */
 static uint64_t
 tls_auth_errors(nng_stat *snap, nng_listener nl)
 {
-    nng_stat *ls = tls_stat_listener(snap, (uint64_t)nng_listener_id(nl));
-    nng_stat *auth = ls != NULL ? tls_stat_child(ls, "auth") : NULL;
+    nng_stat *ls =
+        endpoint_stats_find(snap, "listener", (uint64_t)nng_listener_id(nl));
+    nng_stat *auth = ls != NULL ? endpoint_stats_child(ls, "auth") : NULL;
 
     return auth != NULL ? nng_stat_value(auth) : 0;
 }
@@ -97,10 +57,13 @@ tls_tell(tls_entry *e, uint64_t now)
     e->told_ms = now;
 }
 
-/* Reads the counters; logs what is due (all of it when flush is set). */
+/* The thread, every TLS_WATCH_POLL_MS and once more when stopped: reads
+ * the counters; logs what is due (all of it on the last run). */
 static void
-tls_poll(tls_watch *w, bool flush)
+tls_poll(void *arg, unsigned why)
 {
+    tls_watch *w = arg;
+    bool flush = (why & PERIODIC_LAST) != 0;
     nng_stat *snap;
     uint64_t now = (uint64_t)nng_clock();
 
@@ -122,28 +85,6 @@ tls_poll(tls_watch *w, bool flush)
     nng_stats_free(snap);
 }
 
-static void *
-tls_watch_main(void *arg)
-{
-    tls_watch *w = arg;
-
-    for (;;) {
-        struct timespec ts = duration_deadline(TLS_WATCH_POLL_MS);
-        bool stop;
-
-        pthread_mutex_lock(&w->lock);
-        while (!w->stopping &&
-               pthread_cond_timedwait(&w->cv, &w->lock, &ts) != ETIMEDOUT) {
-        }
-        stop = w->stopping;
-        pthread_mutex_unlock(&w->lock);
-        tls_poll(w, stop);
-        if (stop) {
-            return NULL;
-        }
-    }
-}
-
 int
 tls_watch_open(tls_watch **wp)
 {
@@ -152,8 +93,6 @@ tls_watch_open(tls_watch **wp)
     if ((w = calloc(1, sizeof(*w))) == NULL) {
         return NNG_ENOMEM;
     }
-    pthread_mutex_init(&w->lock, NULL);
-    duration_cond_init(&w->cv);
     *wp = w;
     return 0;
 }
@@ -181,25 +120,19 @@ tls_watch_start(tls_watch *w)
     if (w->n == 0) {
         return 0;
     }
-    if (pthread_create(&w->thread, NULL, tls_watch_main, w) != 0) {
+    if (periodic_start(&w->thread, tls_poll, w, TLS_WATCH_POLL_MS,
+                       PERIODIC_RUN_LAST) != 0) {
         return NNG_ENOMEM;
     }
-    w->started = true;
     return 0;
 }
 
 void
 tls_watch_stop(tls_watch *w)
 {
-    if (w == NULL || !w->started) {
-        return;
+    if (w != NULL) {
+        periodic_stop(&w->thread);
     }
-    pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->lock);
-    pthread_join(w->thread, NULL);
-    w->started = false;
 }
 
 void
@@ -211,7 +144,5 @@ tls_watch_free(tls_watch *w)
     for (size_t i = 0; i < w->n; i++) {
         free(w->entries[i].url);
     }
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->lock);
     free(w);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "tests/sys_helpers.h"
 
 static int cluster_seq;
 
@@ -178,7 +179,7 @@ replicas_wait_exit(replica_set *r, int i, int ms)
 void
 replicas_wipe(replica_set *r, int i)
 {
-    procs_rm_tree(r->data[i]);
+    sys_rm_tree(r->data[i]);
 }
 
 int
@@ -288,7 +289,7 @@ replicas_free(replica_set *r)
         unlink(r->path[i]);
     }
     if (getenv("ONCE_TEST_KEEP") == NULL) {
-        procs_rm_tree(r->dir);
+        sys_rm_tree(r->dir);
     }
     free(r);
 }

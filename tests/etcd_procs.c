@@ -6,9 +6,7 @@
 #define _XOPEN_SOURCE 700
 #include "tests/etcd_procs.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,61 +18,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/duration.h"
 #include "repl/etcd.h"
+#include "tests/sys_helpers.h"
 
 int64_t
 procs_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)duration_now_ms();
 }
 
 void
 procs_sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    duration_sleep_ms((uint64_t)ms);
 }
 
 #define ETCD_PATH "/usr/bin/etcd"
-
-/* A loopback port nobody listens on now. */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-void
-procs_rm_tree(const char *dir)
-{
-    (void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* fork/exec argv with stdout and stderr appended to log. */
 pid_t
@@ -217,8 +177,8 @@ etcd_cluster_start(etcd_cluster **ep, int n)
     }
     e->n = n;
     for (int i = 0; i < n; i++) {
-        e->client_port[i] = free_port();
-        e->peer_port[i] = free_port();
+        e->client_port[i] = sys_free_port();
+        e->peer_port[i] = sys_free_port();
         off += (size_t)snprintf(e->endpoints + off, sizeof(e->endpoints) - off,
                                 "%shttp://127.0.0.1:%d", i > 0 ? "," : "",
                                 e->client_port[i]);
@@ -275,7 +235,7 @@ etcd_cluster_free(etcd_cluster *e)
         }
     }
     if (getenv("ONCE_TEST_KEEP") == NULL) {
-        procs_rm_tree(e->dir);
+        sys_rm_tree(e->dir);
     }
     free(e);
 }

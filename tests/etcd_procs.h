@@ -51,9 +51,6 @@ void procs_reap(pid_t pid, int sig);
 /* Copies a file to stderr. */
 void procs_dump_file(const char *path);
 
-/* Removes dir and everything below it. */
-void procs_rm_tree(const char *dir);
-
 int64_t procs_now_ms(void);
 void procs_sleep_ms(int ms);
 

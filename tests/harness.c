@@ -12,8 +12,10 @@
  * file.
  */
 #include "tests/harness.h"
+#include "tests/sys_helpers.h"
 
 #include "proto/auth_tag.h"
+#include "proto/duration.h"
 #include "proto/principals.h"
 
 #include <dirent.h>
@@ -21,6 +23,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,54 +52,20 @@
 #error "ONCED_PATH must name the onced binary (set by tests/CMakeLists.txt)"
 #endif
 
-#define HARNESS_STOP_MS  10000
-#define HARNESS_RM_DEPTH 8
+#define HARNESS_STOP_MS 10000
 
 static atomic_int harness_seq;
 
 int64_t
 harness_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)duration_now_ms();
 }
 
 void
 harness_sleep_ms(int ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* Removes path and everything below it, at most HARNESS_RM_DEPTH deep. */
-static void
-rm_tree(const char *path, int depth)
-{
-    struct stat sb;
-    DIR *d;
-    struct dirent *e;
-
-    if (lstat(path, &sb) != 0) {
-        return;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        unlink(path);
-        return;
-    }
-    if (depth < HARNESS_RM_DEPTH && (d = opendir(path)) != NULL) {
-        while ((e = readdir(d)) != NULL) {
-            char child[1024];
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            rm_tree(child, depth + 1);
-        }
-        closedir(d);
-    }
-    rmdir(path);
+    duration_sleep_ms((uint64_t)ms);
 }
 
 void
@@ -541,7 +510,7 @@ harness_free(harness *h)
         harness_kill(h, SIGKILL);
     }
     if (getenv("ONCE_TEST_KEEP") == NULL) {
-        rm_tree(h->dir, 0);
+        sys_rm_tree(h->dir);
     } else {
         fprintf(stderr, "harness: keeping %s\n", h->dir);
     }
@@ -740,6 +709,77 @@ out:
     return rv;
 }
 
+/* ---- closing a socket that may hang ------------------------------------ */
+
+static atomic_bool harness_left_behind; /* a close never returned */
+
+typedef struct harness_closer {
+    nng_socket sock;
+    atomic_bool done;
+} harness_closer;
+
+static void *
+harness_close_main(void *arg)
+{
+    harness_closer *hc = arg;
+
+    nng_close(hc->sock);
+    atomic_store(&hc->done, true);
+    return NULL;
+}
+
+bool
+harness_close_bounded(nng_socket sock, const char *what, int wait_ms)
+{
+    harness_closer *hc = calloc(1, sizeof(*hc));
+    pthread_t t;
+
+    if (hc != NULL) {
+        hc->sock = sock;
+    }
+    if (hc == NULL || pthread_create(&t, NULL, harness_close_main, hc) != 0) {
+        free(hc);
+        nng_close(sock); /* no thread to spare: unbounded */
+        return true;
+    }
+    for (int ms = 0; ms < wait_ms && !atomic_load(&hc->done); ms += 10) {
+        harness_sleep_ms(10);
+    }
+    if (!atomic_load(&hc->done)) {
+        print_message("  nng_close of %s did not return in %d ms; left to "
+                      "the process exit\n",
+                      what, wait_ms);
+        pthread_detach(t);
+        atomic_store(&harness_left_behind, true);
+        return false; /* hc stays: the closer still uses it */
+    }
+    pthread_join(t, NULL);
+    free(hc);
+    return true;
+}
+
+int
+harness_sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+int
+harness_exit(int rc)
+{
+    if (atomic_load(&harness_left_behind)) {
+        fflush(NULL);
+        _exit(rc);
+    }
+    return rc;
+}
+
 int
 harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
                  const void *payload, size_t payload_len, uint8_t **out,
@@ -810,10 +850,10 @@ harness_raw_rpc(const char *url, const void *req, size_t len,
 extern char **environ;
 
 int
-harness_oncectl_run(const char *const *args, char *out, size_t cap,
-                    size_t *outlen)
+harness_run(const char *prog, const char *const *args, char *out, size_t cap,
+            size_t *outlen)
 {
-    char *argv[32] = {(char *)ONCECTL_PATH};
+    char *argv[32] = {(char *)prog};
     char drop[256], none[1];
     posix_spawn_file_actions_t fa;
     int n = 1, p[2], st;
@@ -853,6 +893,13 @@ harness_oncectl_run(const char *const *args, char *out, size_t cap,
         *outlen = len;
     }
     return WEXITSTATUS(st);
+}
+
+int
+harness_oncectl_run(const char *const *args, char *out, size_t cap,
+                    size_t *outlen)
+{
+    return harness_run(ONCECTL_PATH, args, out, cap, outlen);
 }
 
 int
@@ -976,19 +1023,5 @@ harness_add_principal(const harness *h, const char *name, const char *role)
 int
 harness_free_port(void)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
+    return sys_free_port();
 }

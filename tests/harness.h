@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <nng/nng.h>
 #include <once/client.h>
 
 #include "proto/once.pb-c.h"
@@ -193,6 +194,26 @@ int harness_raw_call(const char *url, const void *req, size_t len,
                      uint8_t **resp, size_t *resp_len, int timeout_ms);
 
 /*
+ * Closes sock on a thread of its own and waits for that at most wait_ms:
+ * nng 1.5.2's nng_close can wait for good (a message half sent, a pipe
+ * onced has dropped). Returns true when the close returned; false when it
+ * is left behind (said on stdout, naming what): whatever the socket uses
+ * must then stay allocated, and harness_exit leaves by _exit.
+ */
+bool harness_close_bounded(nng_socket sock, const char *what, int wait_ms);
+
+/* Runs the shell command fmt (printf-style, at most 2 KiB) with
+ * system(); returns system's result. */
+int harness_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * main's end: returns rc, or leaves by _exit(rc) after flushing stdio when
+ * a harness_close_bounded left a socket behind (exit() would wait in nng's
+ * teardown for the socket still closing; the results are out).
+ */
+int harness_exit(int rc);
+
+/*
  * Packs a Request envelope. payload may be NULL. *out is malloc'd (free()).
  * Returns 0 or -1.
  */
@@ -219,9 +240,15 @@ int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
 int harness_raw_rpc(const char *url, const void *req, size_t len,
                     Once__V1__Response **rp, int timeout_ms);
 
-/* Runs the real oncectl with exactly ARGS (NULL-terminated), its stdout
- * into out (at most cap - 1 bytes, *outlen of them when outlen is not
- * NULL; out NULL: read and dropped); returns its exit status. */
+/* Runs the program at path prog with ARGS (NULL-terminated, after the
+ * program name; 30 at most), its stdout into out (at most cap - 1 bytes,
+ * NUL-terminated, *outlen of them when outlen is not NULL; the rest, or
+ * all of it when out is NULL, read and dropped); asserts it exited and
+ * returns its exit status. */
+int harness_run(const char *prog, const char *const *args, char *out,
+                size_t cap, size_t *outlen);
+
+/* harness_run of the real oncectl. */
 int harness_oncectl_run(const char *const *args, char *out, size_t cap,
                         size_t *outlen);
 

@@ -39,9 +39,10 @@
 
 extern char **environ;
 
-#define POLL_MS     60000 /* longest wait for a published figure */
-#define MAX_SAMPLES 1024
-#define MAX_FAMILY  128
+#define POLL_MS      60000 /* longest wait for a published figure */
+#define MAX_SAMPLES  1024
+#define MAX_FAMILY   128
+#define CURL_OUT_MAX (1u << 20) /* a scrape is some 20 KiB */
 
 typedef struct sample {
     char key[320]; /* name{labels} exactly as written */
@@ -65,44 +66,13 @@ typedef struct scrape {
 /* ---- the HTTP client ------------------------------------------------- */
 
 /* Runs curl with args (NULL-terminated, after the program name), its
- * stdout into a malloc'd *out. Returns curl's exit status. */
+ * stdout (CURL_OUT_MAX at most) into a malloc'd *out. Returns curl's exit
+ * status. Bounded: curl gives up after --max-time and closes its stdout. */
 static int
 curl_run(const char *const *args, char **out)
 {
-    char *argv[24] = {(char *)CURL_PATH};
-    posix_spawn_file_actions_t fa;
-    size_t n = 1, len = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    int p[2], st;
-    ssize_t r;
-    pid_t pid;
-
-    assert_non_null(buf);
-    for (size_t i = 0; args[i] != NULL && n < 23; i++) {
-        argv[n++] = (char *)args[i];
-    }
-    argv[n] = NULL;
-    assert_int_equal(pipe(p), 0);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_addclose(&fa, p[0]);
-    assert_int_equal(posix_spawn(&pid, CURL_PATH, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    /* Bounded: curl gives up after --max-time and closes its stdout. */
-    while ((r = read(p[0], buf + len, cap - 1 - len)) > 0) {
-        len += (size_t)r;
-        if (len + 1 == cap) {
-            cap *= 2;
-            assert_non_null(buf = realloc(buf, cap));
-        }
-    }
-    buf[len] = '\0';
-    close(p[0]);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    *out = buf;
-    return WEXITSTATUS(st);
+    assert_non_null(*out = malloc(CURL_OUT_MAX));
+    return harness_run(CURL_PATH, args, *out, CURL_OUT_MAX, NULL);
 }
 
 /* GET url with curl: head and body split at the blank line. */

@@ -174,7 +174,6 @@ typedef struct sender {
     nng_socket sock;
     pthread_t tx, rx;
     _Atomic bool stop;
-    _Atomic bool closed; /* nng_close returned */
     _Atomic uint64_t sent, replies;
 } sender;
 
@@ -234,26 +233,12 @@ sender_start(sender *s, const char *url, size_t entries)
     assert_int_equal(pthread_create(&s->rx, NULL, sender_rx, s), 0);
 }
 
-static bool left_behind; /* a sender's nng_close never returned */
-
-static void *
-sender_closer(void *arg)
-{
-    sender *s = arg;
-
-    nng_close(s->sock);
-    atomic_store(&s->closed, true);
-    return NULL;
-}
-
 /* Stops both threads and closes the socket. nng 1.5.2's close can wait
  * forever with a 1 MiB message half sent (seen once here): it runs on its
  * own thread, waited for at most 5 s, and is left behind after that. */
 static void
 sender_stop(sender *s)
 {
-    pthread_t t;
-
     atomic_store(&s->stop, true);
     pthread_join(s->tx, NULL);
     pthread_join(s->rx, NULL);
@@ -266,23 +251,9 @@ sender_stop(sender *s)
             nng_msg_free(m);
         }
     }
-    if (pthread_create(&t, NULL, sender_closer, s) != 0) {
-        sender_closer(s);
-    } else {
-        for (int i = 0; i < 500 && !atomic_load(&s->closed); i++) {
-            harness_sleep_ms(10);
-        }
-        if (atomic_load(&s->closed)) {
-            pthread_join(t, NULL);
-        } else {
-            print_message("  (nng_close of a sender did not return in 5 s; "
-                          "left behind)\n");
-            pthread_detach(t);
-            left_behind = true;
-            return; /* s->env stays: the closer may still use the socket */
-        }
+    if (harness_close_bounded(s->sock, "a sender", 5000)) {
+        free(s->env); /* else it stays: the closer may still use it */
     }
-    free(s->env);
 }
 
 /* CALLS signed increments; returns the slowest in ms. */
@@ -375,13 +346,5 @@ main(void)
     if (getenv("ONCE_TEST_FILTER") != NULL) {
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
     }
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-
-    if (left_behind) {
-        /* exit() would wait in nng's teardown for the socket still
-         * closing; the results are out, so leave without it */
-        fflush(NULL);
-        _exit(rc);
-    }
-    return rc;
+    return harness_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -189,24 +189,6 @@ peer_start(const char *url)
     return pr;
 }
 
-/* Set when a peer's nng_close did not return in time (main: _exit). */
-static atomic_bool peer_left_behind;
-
-typedef struct peer_closer {
-    nng_socket sock;
-    atomic_bool done;
-} peer_closer;
-
-static void *
-peer_close_main(void *arg)
-{
-    peer_closer *pc = arg;
-
-    nng_close(pc->sock);
-    atomic_store(&pc->done, true);
-    return NULL;
-}
-
 /* Stops the flood and hangs up. nng 1.5.2's nng_close can wait for good
  * on a pipe onced has dropped (an ASan CI-like run hit the ctest timeout in
  * t_sigterm_peer_gone): the close runs on a thread of its own, waited for
@@ -214,29 +196,14 @@ peer_close_main(void *arg)
 static void
 peer_stop(peer *pr)
 {
-    peer_closer *pc;
-    pthread_t t;
-
     if (pr == NULL) {
         return;
     }
     atomic_store(&pr->stop, true);
     pthread_join(pr->thread, NULL);
-    assert_non_null(pc = calloc(1, sizeof(*pc)));
-    pc->sock = pr->sock;
-    assert_int_equal(pthread_create(&t, NULL, peer_close_main, pc), 0);
-    for (int ms = 0; ms < 10000 && !atomic_load(&pc->done); ms += 10) {
-        harness_sleep_ms(10);
+    if (!harness_close_bounded(pr->sock, "the peer", 10000)) {
+        return; /* pr and the TLS config stay: the closer uses them */
     }
-    if (!atomic_load(&pc->done)) {
-        print_message("  the peer's nng_close did not return in 10 s; "
-                      "left to the process exit\n");
-        pthread_detach(t);
-        atomic_store(&peer_left_behind, true);
-        return; /* pr, pc and the TLS config stay: the closer uses them */
-    }
-    pthread_join(t, NULL);
-    free(pc);
     if (pr->tls != NULL) {
         nng_tls_config_free(pr->tls);
     }
@@ -589,13 +556,6 @@ main(void)
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "t_sigterm*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
     }
-    int rc = cmocka_run_group_tests(tests, make_certs, remove_certs);
-
-    if (atomic_load(&peer_left_behind)) {
-        /* exit() would wait in nng's teardown for the socket still
-         * closing; the results are out, so leave without it */
-        fflush(NULL);
-        _exit(rc);
-    }
-    return rc;
+    return harness_exit(
+        cmocka_run_group_tests(tests, make_certs, remove_certs));
 }

@@ -12,7 +12,7 @@
  * Never: turns verification off to make a test pass.
  */
 #include <setjmp.h>
-#include <stdarg.h>
+#include <stdarg.h> /* cmocka.h needs va_list */
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -34,18 +34,6 @@ typedef struct tls_fixture {
 
 static tls_fixture fx;
 
-static int
-sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
-
 /* A self-signed CA (and a second, unrelated one) and a server certificate
  * for localhost / 127.0.0.1 signed by the first, P-256 keys. */
 static int
@@ -59,23 +47,24 @@ make_certs(void **state)
     snprintf(fx.ca_other, sizeof(fx.ca_other), "%s/other-ca.pem", fx.dir);
     snprintf(fx.cert, sizeof(fx.cert), "%s/server.pem", fx.dir);
     snprintf(fx.key, sizeof(fx.key), "%s/server.key", fx.dir);
-    return sh("cd %s && "
-              "openssl req -x509 -newkey ec -pkeyopt "
-              "ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem "
-              "-days 2 -subj '/CN=once test CA' 2>/dev/null && "
-              "openssl req -x509 -newkey ec -pkeyopt "
-              "ec_paramgen_curve:prime256v1 -nodes -keyout other-ca.key "
-              "-out other-ca.pem -days 2 -subj '/CN=once test CA' "
-              "2>/dev/null && "
-              "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-              "-nodes -keyout server.key -out server.csr -subj "
-              "'/CN=localhost' 2>/dev/null && "
-              "printf 'subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1"
-              "\\nbasicConstraints=CA:FALSE\\n' > ext.cnf && "
-              "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-              "-CAcreateserial -out server.pem -days 2 -extfile ext.cnf "
-              "2>/dev/null",
-              fx.dir) == 0
+    return harness_sh(
+               "cd %s && "
+               "openssl req -x509 -newkey ec -pkeyopt "
+               "ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem "
+               "-days 2 -subj '/CN=once test CA' 2>/dev/null && "
+               "openssl req -x509 -newkey ec -pkeyopt "
+               "ec_paramgen_curve:prime256v1 -nodes -keyout other-ca.key "
+               "-out other-ca.pem -days 2 -subj '/CN=once test CA' "
+               "2>/dev/null && "
+               "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+               "-nodes -keyout server.key -out server.csr -subj "
+               "'/CN=localhost' 2>/dev/null && "
+               "printf 'subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1"
+               "\\nbasicConstraints=CA:FALSE\\n' > ext.cnf && "
+               "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+               "-CAcreateserial -out server.pem -days 2 -extfile ext.cnf "
+               "2>/dev/null",
+               fx.dir) == 0
                ? 0
                : -1;
 }
@@ -83,7 +72,7 @@ make_certs(void **state)
 static int
 remove_certs(void **state)
 {
-    return sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
+    return harness_sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
 }
 
 /* onced with a tls+tcp:// listener on a free port; *url set. */

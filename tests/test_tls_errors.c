@@ -17,7 +17,7 @@
  * Never: turns verification off to make a test pass.
  */
 #include <setjmp.h>
-#include <stdarg.h>
+#include <stdarg.h> /* cmocka.h needs va_list */
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -46,18 +46,6 @@ typedef struct tls_fixture {
 
 static tls_fixture fx;
 
-static int
-sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
-
 /* The recipe: the ```sh block after the tls-recipe marker of
  * docs/security.md, run as written in dir/recipe; then the IP-only
  * certificate by the same CA and another CA. */
@@ -75,30 +63,32 @@ make_certs(void **state)
     snprintf(fx.ip_cert, sizeof(fx.ip_cert), "%s/recipe/ip.pem", fx.dir);
     snprintf(fx.ip_key, sizeof(fx.ip_key), "%s/recipe/ip.key", fx.dir);
     snprintf(fx.ca_other, sizeof(fx.ca_other), "%s/other-ca.pem", fx.dir);
-    if (sh("mkdir %s/recipe && awk '/<!-- tls-recipe/ {m = 1; next} "
-           "m && /^```sh/ {b = 1; next} b && /^```/ {exit} b' %s "
-           "> %s/recipe.sh && test -s %s/recipe.sh",
-           fx.dir, ONCE_SOURCE_DIR "/docs/security.md", fx.dir, fx.dir) != 0) {
+    if (harness_sh("mkdir %s/recipe && awk '/<!-- tls-recipe/ {m = 1; next} "
+                   "m && /^```sh/ {b = 1; next} b && /^```/ {exit} b' %s "
+                   "> %s/recipe.sh && test -s %s/recipe.sh",
+                   fx.dir, ONCE_SOURCE_DIR "/docs/security.md", fx.dir,
+                   fx.dir) != 0) {
         fprintf(stderr, "no tls-recipe block in docs/security.md\n");
         return -1;
     }
-    if (sh("cd %s/recipe && sh -e ../recipe.sh >../recipe.log 2>&1", fx.dir) !=
-        0) {
-        sh("cat %s/recipe.log >&2", fx.dir);
+    if (harness_sh("cd %s/recipe && sh -e ../recipe.sh >../recipe.log 2>&1",
+                   fx.dir) != 0) {
+        harness_sh("cat %s/recipe.log >&2", fx.dir);
         return -1;
     }
-    return sh("cd %s/recipe && "
-              "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-              "-nodes -keyout ip.key -out ip.csr -subj '/CN=127.0.0.1' "
-              "2>/dev/null && "
-              "printf 'subjectAltName=IP:127.0.0.1\\n' > ip.ext && "
-              "openssl x509 -req -in ip.csr -CA ca.pem -CAkey ca.key "
-              "-CAcreateserial -days 2 -extfile ip.ext -out ip.pem "
-              "2>/dev/null && cd .. && "
-              "openssl req -x509 -newkey ec -pkeyopt "
-              "ec_paramgen_curve:prime256v1 -nodes -keyout other-ca.key "
-              "-out other-ca.pem -days 2 -subj '/CN=once CA' 2>/dev/null",
-              fx.dir) == 0
+    return harness_sh(
+               "cd %s/recipe && "
+               "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+               "-nodes -keyout ip.key -out ip.csr -subj '/CN=127.0.0.1' "
+               "2>/dev/null && "
+               "printf 'subjectAltName=IP:127.0.0.1\\n' > ip.ext && "
+               "openssl x509 -req -in ip.csr -CA ca.pem -CAkey ca.key "
+               "-CAcreateserial -days 2 -extfile ip.ext -out ip.pem "
+               "2>/dev/null && cd .. && "
+               "openssl req -x509 -newkey ec -pkeyopt "
+               "ec_paramgen_curve:prime256v1 -nodes -keyout other-ca.key "
+               "-out other-ca.pem -days 2 -subj '/CN=once CA' 2>/dev/null",
+               fx.dir) == 0
                ? 0
                : -1;
 }
@@ -107,7 +97,7 @@ static int
 remove_certs(void **state)
 {
     (void)state;
-    return sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
+    return harness_sh("rm -rf %s", fx.dir) == 0 ? 0 : -1;
 }
 
 /* onced with a tls+tcp://127.0.0.1 listener on a free port serving
@@ -338,9 +328,10 @@ t_onced_logs(void **state)
     expect_tls_failure("127.0.0.1", port, fx.ca_other, NULL,
                        ONCE_REASON_TLS_UNTRUSTED, NULL);
     for (int i = 0; i < 200 && !seen; i++) { /* the log is read each second */
-        seen = sh("grep -q 'tls+tcp://127.0.0.1:%d: [0-9]* TLS handshake(s) "
-                  "rejected by clients' %s",
-                  port, h->log) == 0;
+        seen = harness_sh(
+                   "grep -q 'tls+tcp://127.0.0.1:%d: [0-9]* TLS handshake(s) "
+                   "rejected by clients' %s",
+                   port, h->log) == 0;
         if (!seen) {
             harness_sleep_ms(50);
         }
