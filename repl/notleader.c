@@ -38,7 +38,7 @@
 /* Contexts answering at once. Each answer is a memcpy and a send, so a
  * few keep up with any number of clients; more than one so a send waiting
  * on a slow peer's pipe never holds up the others. */
-#define NOTLEADER_CTXS 16
+#define NOTLEADER_CTXS 64
 /* A send to a peer that does not read ends after this, freeing its
  * context (the peer's attempt times out and it retries elsewhere). */
 #define NOTLEADER_SEND_MS 1000
