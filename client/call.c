@@ -36,7 +36,10 @@
  * retries its own id.
  * Layer: the call engine. It uses the connection layer (conn.h, slot.h,
  * batch.h) and the lease gate (lease_gate.h) below it and nothing above
- * it.
+ * it. Which URL an attempt goes to is the connection layer's (steer.h):
+ * the engine reports NOT_LEADER hints, replies and unanswered attempts to
+ * it (conn_hint, conn_heard, conn_suspect) with the target's generation
+ * read before the attempt.
  * Never: assigns a new seq to a retry; never waits past the call deadline;
  * never holds the handle's lock across network I/O; never sends a tracked
  * call after its lease was lost; never sleeps on the aio it sends and
@@ -665,6 +668,21 @@ call_is_not_leader(const Once__V1__Response *r)
            strcmp(r->status->reason, ONCE_REASON_NOT_LEADER) == 0;
 }
 
+/* The leader a NOT_LEADER reply names: Status.leader, or (an onced older
+ * than that field) the URL at the end of its message. NULL: none. */
+static const char *
+call_leader_hint(const Once__V1__Response *r)
+{
+    static const char tail[] = "the leader is ";
+    const char *m;
+
+    if (r->status->leader != NULL && r->status->leader[0] != '\0') {
+        return r->status->leader;
+    }
+    m = r->status->message != NULL ? strstr(r->status->message, tail) : NULL;
+    return m != NULL ? m + sizeof(tail) - 1 : NULL;
+}
+
 /* Hands the reply's payload to the caller. Returns 0 or ENOMEM. */
 static int
 call_deliver(const Once__V1__Response *r, void **resp, size_t *resp_len)
@@ -727,6 +745,9 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         uint64_t now = retry_now_ms();
         uint64_t attempt_end;
         uint64_t left;
+        uint64_t target = conn_target(&c->conn); /* steer.h */
+        uint32_t sent_before = cst.sent;
+        bool moved = false;
 
         if (now >= deadline) {
             break;
@@ -740,7 +761,12 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         cst.last_window_full = false;
         if ((rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
                                &cst, &r)) == 0) {
+            conn_heard(&c->conn);
             cst.not_leader = call_is_not_leader(r) ? cst.not_leader + 1 : 0;
+            if (cst.not_leader > 0) {
+                /* To the leader it names, when it is one of ours. */
+                moved = conn_hint(&c->conn, target, call_leader_hint(r));
+            }
             if (call_code(r) == ONCE_UNAVAILABLE) {
                 /* IN_PROGRESS and friends: the server asks us to come
                  * back; the call may be running meanwhile. */
@@ -765,6 +791,10 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
             }
             once__v1__response__free_unpacked(r, NULL);
             r = NULL;
+        } else if (rv == NNG_ETIMEDOUT && cst.sent > sent_before) {
+            /* Sent, unanswered: with several URLs, maybe the next one
+             * leads (steer.h: not while the target answers others). */
+            conn_suspect(&c->conn, target, now);
         } else if (rv == NNG_ECLOSED) {
             break; /* the handle is closing: no attempt can succeed */
         } else if (cst.tls.code != ONCE_OK) {
@@ -782,10 +812,11 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         if (b > left) {
             b = left;
         }
-        /* A follower named a leader: the next attempt goes to another
-         * replica (REQ picks the next connected pipe) at once, once per
-         * URL in a row; then the backoff again (no leader answers). */
-        if (cst.not_leader > 0 && cst.not_leader < c->conn.nurls) {
+        /* A follower named a leader and the target moved (steer.h): the
+         * next attempt goes there at once, once per URL in a row; then the
+         * backoff again, so followers naming each other (an election)
+         * cost backoffs up to the deadline, not a busy loop. */
+        if (moved && cst.not_leader < c->conn.nurls) {
             b = 0;
         }
         /* On the slot's sleep aio, never on aio (slot.h); tracked with

@@ -226,3 +226,13 @@ once_client_release(once_client *c, uint64_t seq)
         gate_seq_complete(&c->gate, c->gate.client_id, seq);
     }
 }
+
+int
+once_client_route(once_client *c, once_route *out)
+{
+    if (c == NULL || out == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    conn_route(&c->conn, out);
+    return ONCE_OK;
+}

@@ -2,17 +2,23 @@
  * conn.c — the connection layer (conn.h): socket, dialer, TLS.
  *
  * Owns: opening the REQ socket with libonce's options (no nng resend, the
- * receive limit, reconnect times), its one dialer and the redial of
- * conn_redial, the TLS client configuration and the rate of its probes
- * (conn_tls_verdict).
+ * receive limit, reconnect times), its one dialer — of the target URL
+ * steer.h picks — and its replacement (conn_redial; conn_hint and
+ * conn_suspect when the target moves), the TLS client configuration and
+ * the rate of its probes (conn_tls_verdict).
  * Invariant: nng's own REQ resend is off on the socket and on every
- * context (slot.c): the call engine counts attempts itself.
+ * context (slot.c): the call engine counts attempts itself. The dialer is
+ * always of steer_target(&route): both change together under dial_lock.
+ * A request in flight on a connection that a move closes ends
+ * NNG_ECONNRESET (no resend, req0_pipe_close) and is retried by the call
+ * engine under its rpc id.
  * Never: blocks on the network, but for the TLS probe of conn_tls_verdict
  * (bounded by the time its caller gives, at most once a second); never
  * replaces the dialer more than once a second.
  */
 #include "client/conn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +44,8 @@ conn_init(conn *cn, const char *url, once_status *st)
     slot_init(&cn->slots);
     pthread_mutex_init(&cn->dial_lock, NULL);
     pthread_mutex_init(&cn->diag_lock, NULL);
-    if ((cn->url = strdup(url)) == NULL) {
+    if ((cn->url = strdup(url)) == NULL ||
+        steer_init(&cn->route, url) == ENOMEM) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "out of memory");
     }
@@ -102,43 +109,30 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
     return ONCE_OK;
 }
 
-/* A new dialer on each URL of cn->url (comma-separated: the replicas of
- * a cluster; with the TLS configuration when there is one), started
- * without waiting for the connection. Under dial_lock or before the
- * handle is shared. */
+/* A new dialer on the target URL (route; with the TLS configuration
+ * when there is one), started without waiting for the connection. Under
+ * dial_lock or before the handle is shared. */
 static int
 conn_dialer_start(conn *cn)
 {
-    const char *p = cn->url;
-    int rv = 0;
+    nng_dialer d;
+    int rv;
 
     cn->ndialers = 0;
-    while (*p != '\0' && cn->ndialers < CONN_URLS_MAX) {
-        size_t n = strcspn(p, ",");
-        char *one = strndup(p, n);
-        nng_dialer d;
-
-        if (one == NULL) {
-            return NNG_ENOMEM;
-        }
-        rv = nng_dialer_create(&d, cn->sock, one);
-        free(one);
-        if (rv != 0) {
-            return rv;
-        }
-        if ((cn->tls != NULL &&
-             (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
-            (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
-            nng_dialer_close(d);
-            return rv;
-        }
-        cn->dialers[cn->ndialers++] = d;
-        p += n;
-        if (*p == ',') {
-            p++;
-        }
+    if (cn->route.n == 0) {
+        return NNG_EADDRINVAL;
     }
-    return cn->ndialers > 0 ? 0 : NNG_EADDRINVAL;
+    if ((rv = nng_dialer_create(&d, cn->sock, steer_target(&cn->route))) != 0) {
+        return rv;
+    }
+    if ((cn->tls != NULL &&
+         (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cn->tls)) != 0) ||
+        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+        nng_dialer_close(d);
+        return rv;
+    }
+    cn->dialers[cn->ndialers++] = d;
+    return 0;
 }
 
 int
@@ -165,7 +159,7 @@ conn_open(conn *cn, once_status *st)
                           nng_strerror(rv));
     }
     rv = conn_dialer_start(cn);
-    cn->nurls = cn->ndialers;
+    cn->nurls = cn->route.n;
     if (rv != 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
                           "cannot dial %s%s: %s", cn->url,
@@ -187,6 +181,20 @@ conn_dialers_tls_failed(conn *cn)
     return false;
 }
 
+/* Replaces the dialer with one of the target. Under dial_lock. */
+static void
+conn_dialer_restart(conn *cn)
+{
+    /* The dialers' statistics go with them: keep what they said. */
+    if (cn->tls != NULL && !cn->tls_failed) {
+        cn->tls_failed = conn_dialers_tls_failed(cn);
+    }
+    for (size_t i = 0; i < cn->ndialers; i++) {
+        nng_dialer_close(cn->dialers[i]);
+    }
+    (void)conn_dialer_start(cn); /* on failure the next stall retries */
+}
+
 void
 conn_redial(conn *cn)
 {
@@ -198,16 +206,75 @@ conn_redial(conn *cn)
     now = retry_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
-        /* The dialers' statistics go with them: keep what they said. */
-        if (cn->tls != NULL && !cn->tls_failed) {
-            cn->tls_failed = conn_dialers_tls_failed(cn);
-        }
-        for (size_t i = 0; i < cn->ndialers; i++) {
-            nng_dialer_close(cn->dialers[i]);
-        }
-        (void)conn_dialer_start(cn); /* on failure the next stall retries */
+        /* Several URLs: the next one, unless the target answered a call
+         * within the last second (then it is up, only this dial stalled). */
+        (void)steer_rotate(&cn->route, steer_gen(&cn->route),
+                           now - CONN_REDIAL_MIN_MS, now);
+        conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
+}
+
+uint64_t
+conn_target(conn *cn)
+{
+    return steer_gen(&cn->route);
+}
+
+bool
+conn_hint(conn *cn, uint64_t gen, const char *leader)
+{
+    steer_move m;
+
+    pthread_mutex_lock(&cn->dial_lock);
+    m = steer_hint(&cn->route, gen, leader, retry_now_ms());
+    if (m == STEER_MOVED) {
+        /* A move counts as a redial: a send that stalled on the old
+         * target does not move the new one within the second. */
+        cn->redial_ms = retry_now_ms();
+        conn_dialer_restart(cn);
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+    return m != STEER_STAY;
+}
+
+void
+conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms)
+{
+    if (cn->route.n < 2) {
+        return;
+    }
+    pthread_mutex_lock(&cn->dial_lock);
+    if (steer_rotate(&cn->route, gen, sent_ms, retry_now_ms())) {
+        cn->redial_ms = retry_now_ms();
+        conn_dialer_restart(cn);
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+}
+
+void
+conn_heard(conn *cn)
+{
+    if (cn->route.n > 1) {
+        steer_heard(&cn->route, retry_now_ms());
+    }
+}
+
+void
+conn_route(conn *cn, once_route *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&cn->dial_lock);
+    if (cn->route.n > 0) {
+        snprintf(out->url, sizeof(out->url), "%s", steer_target(&cn->route));
+        out->index = (uint32_t)atomic_load(&cn->route.cur);
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+    out->urls = (uint32_t)cn->route.n;
+    out->not_leader = atomic_load(&cn->route.not_leader);
+    out->hints_followed = atomic_load(&cn->route.followed);
+    out->hints_ignored = atomic_load(&cn->route.ignored);
+    out->rotations = atomic_load(&cn->route.rotated);
 }
 
 int
@@ -263,4 +330,5 @@ conn_fini(conn *cn)
     free(cn->tls_ca);
     free(cn->tls_name);
     free(cn->url);
+    steer_fini(&cn->route);
 }

@@ -1,14 +1,17 @@
 /*
  * conn.h — libonce's connection layer: the REQ socket of a handle, its
- * dialers (one per URL; started over when they stall), the TLS
- * configuration, and the call slots (slot.h) kept for reuse on that socket.
+ * dialer (of one URL: the target steer.h chooses among the handle's URLs;
+ * started over when it stalls, or on another URL when the target moves),
+ * the TLS configuration, and the call slots (slot.h) kept for reuse on
+ * that socket.
  *
  * Owns: struct conn and everything in it; which lock protects which field
  * is written beside it.
  * Invariant: the layer knows nothing of rpc ids, leases or retries; it
- * includes no other header of client/ but slot.h (the
- * layer's other half; conn.c also uses tls_diag.h), and its functions take a
- * conn, never the whole handle.
+ * includes no other header of client/ but slot.h and steer.h (the
+ * layer's other parts; conn.c also uses tls_diag.h), and its functions take
+ * a conn, never the whole handle. The socket dials one URL at a time, so
+ * every attempt goes to the target.
  * Never: blocks on the network (the dial is non-blocking and nng
  * reconnects by itself) but in conn_tls_verdict, bounded by its caller's
  * time; never sends a request (call.c does).
@@ -27,10 +30,11 @@
 
 #include "once/client.h"
 #include "client/slot.h"
+#include "client/steer.h"
 
-/* Most server URLs one handle dials (once_options.url, comma-separated:
+/* Most server URLs one handle takes (once_options.url, comma-separated:
  * the replicas of a cluster, docs/replication.md). */
-#define CONN_URLS_MAX 8
+#define CONN_URLS_MAX STEER_URLS_MAX
 
 typedef struct conn {
     nng_socket sock;     /* REQ socket; nng makes it thread-safe */
@@ -44,12 +48,13 @@ typedef struct conn {
                                      OpenLease reply; 0: not known */
 
     pthread_mutex_t dial_lock; /* protects dialers, ndialers, redial_ms,
-                                  tls_failed */
-    /* One dialer per URL of url: REQ sends each attempt to one connected
-     * replica; a follower's UNAVAILABLE/NOT_LEADER is retried under the
-     * same rpc id (call.c) and reaches another. */
-    nng_dialer dialers[CONN_URLS_MAX];
+                                  tls_failed, route's target */
+    /* The dialer of the target URL (route): REQ sends every attempt to
+     * it. A follower's UNAVAILABLE/NOT_LEADER is retried under the same
+     * rpc id (call.c), after conn_hint moved the target to the leader. */
+    nng_dialer dialers[1];
     size_t ndialers;
+    steer route;  /* the URLs and which one is the target (steer.h) */
     size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
     uint64_t redial_ms; /* retry_now_ms() of the last redial */
     bool tls_failed;    /* a dialer of sock saw a handshake fail as TLS
@@ -91,7 +96,9 @@ int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
 
 /* A send found no connection for a second (or for a whole attempt, when
  * attempts are shorter): replaces the dialer with a new one (at most once a
- * second per handle). nng 1.5.2's dialer stops for good when a connection
+ * second per handle; a move of the target counts as one) — on the next URL
+ * when the handle has several and nothing was heard from the target for a
+ * second (steer_rotate). nng 1.5.2's dialer stops for good when a connection
  * fails during its handshake with NNG_ECLOSED (dialer_connect_cb: "no
  * further action"), and a handshake write that meets EPIPE is reported as
  * NNG_ECLOSED: a client that redials while onced dies (SIGKILL) connects
@@ -101,5 +108,26 @@ int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
  * listener (the same ECLOSED rule on the server side, tests/README.md "Not
  * covered"), hence at most once a second. */
 void conn_redial(conn *cn);
+
+/* The target's generation: read before an attempt, passed to conn_hint and
+ * conn_suspect about that attempt. */
+uint64_t conn_target(conn *cn);
+
+/* The attempt sent at generation gen was refused NOT_LEADER, naming leader
+ * (NULL or "": none). Moves the target when steer_hint says so (and
+ * redials). Returns true when the next attempt goes to another URL than
+ * this one did (retry at once), false when it stays (back off). */
+bool conn_hint(conn *cn, uint64_t gen, const char *leader);
+
+/* An attempt sent at sent_ms (retry_now_ms) on generation gen got no reply
+ * in time: moves to the next URL unless the target answered anything
+ * since (steer_rotate). A no-op with one URL. */
+void conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms);
+
+/* A reply came in (any reply: the target is alive). */
+void conn_heard(conn *cn);
+
+/* The handle's route for once_client_route. */
+void conn_route(conn *cn, once_route *out);
 
 #endif /* CLIENT_CONN_H */

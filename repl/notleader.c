@@ -1,13 +1,26 @@
 /*
  * notleader.c — a follower's answer to every call: UNAVAILABLE, reason
- * NOT_LEADER and the leader's advertised URL in the message (or, with no
- * leader known, NO_LEADER / ETCD_UNAVAILABLE), on onced's own listen URLs
- * until the replica leads.
+ * NOT_LEADER and the leader's advertised URL (in Status.leader and in the
+ * message), or, with no leader known, NO_LEADER / ETCD_UNAVAILABLE, on
+ * onced's own listen URLs until the replica leads.
  *
- * Owns: one REP socket with its listeners and the thread that answers.
+ * Owns: one REP socket with its listeners, NOTLEADER_CTXS contexts on it,
+ * each with one aio whose callback receives a request and sends the
+ * refusal back, and the packed refusal they all send.
  * Invariant: nothing received is decoded or executed; every request gets
- * the same refusal, which libonce retries under the same rpc id.
- * Never: blocks a caller of notleader_set beyond a short mutex.
+ * the same refusal, which libonce retries under the same rpc id. Every
+ * context always has a receive or a send posted until notleader_close, so
+ * a request is taken off its pipe as soon as it arrives: rep0 reads a
+ * pipe again only once a context took its last message, and nng 1.5.2
+ * keeps re-arming a hung-up ipc pipe nobody reads (a poll thread at 100%
+ * CPU; clients waiting out their attempt timeouts) — never let a pipe wait
+ * for a thread that is busy elsewhere.
+ * Never: blocks in a callback (the refusal is packed by notleader_set; a
+ * callback copies it under a short mutex); blocks a caller of
+ * notleader_set beyond that mutex. Shutdown order: stopping set, every
+ * aio stopped (nng_aio_stop waits for a running callback, and nothing
+ * can be started on a stopped aio), then the socket closed, then the aios
+ * freed.
  */
 #include "repl/repl_impl.h"
 
@@ -20,47 +33,108 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "proto/once.pb-c.h"
-#include "proto/wire.h"
 #include "proto/log.h"
+
+/* Contexts answering at once. Each answer is a memcpy and a send, so a
+ * few keep up with any number of clients; more than one so a send waiting
+ * on a slow peer's pipe never holds up the others. */
+#define NOTLEADER_CTXS 64
+/* A send to a peer that does not read ends after this, freeing its
+ * context (the peer's attempt times out and it retries elsewhere). */
+#define NOTLEADER_SEND_MS 1000
+/* Room for the packed refusal: reason, message and URL, each bounded. */
+#define NOTLEADER_REPLY_MAX 2048
+
+typedef struct notleader_ctx {
+    notleader *nl;
+    nng_ctx ctx;
+    nng_aio *aio;
+    bool sending; /* the aio's operation: a send (else a receive); only the
+                     aio's own callback touches it after open */
+} notleader_ctx;
 
 struct notleader {
     nng_socket sock;
-    pthread_t thread;
-    pthread_mutex_t mtx; /* protects reason and message */
-    char reason[32];
-    char message[512];
+    notleader_ctx ctxs[NOTLEADER_CTXS];
+    size_t nctxs;        /* contexts opened; written before any recv starts */
+    pthread_mutex_t mtx; /* protects reply and reply_len */
+    uint8_t reply[NOTLEADER_REPLY_MAX];
+    size_t reply_len;
     _Atomic bool stopping;
 };
 
-static void *
-notleader_main(void *arg)
+/* Packs the refusal into nl->reply. Under nl->mtx. */
+static void
+notleader_pack(notleader *nl, const char *reason, const char *message,
+               const char *leader)
 {
-    notleader *nl = arg;
+    Once__V1__Response r = ONCE__V1__RESPONSE__INIT;
+    Once__V1__Status s = ONCE__V1__STATUS__INIT;
 
-    while (!atomic_load(&nl->stopping)) {
-        nng_msg *m = NULL;
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        int rv;
-
-        if ((rv = nng_recvmsg(nl->sock, &m, 0)) != 0) {
-            if (rv == NNG_ECLOSED) {
-                break;
-            }
-            continue; /* NNG_ETIMEDOUT: look at stopping again */
-        }
-        nng_msg_clear(m);
-        pthread_mutex_lock(&nl->mtx);
-        rv = wire_response_pack(ONCE__V1__CODE__UNAVAILABLE, nl->reason,
-                                nl->message, NULL, 0, false, &buf, &len);
-        pthread_mutex_unlock(&nl->mtx);
-        if (rv != 0 || nng_msg_append(m, buf, len) != 0 ||
-            nng_sendmsg(nl->sock, m, 0) != 0) {
-            nng_msg_free(m);
-        }
-        free(buf);
+    s.code = ONCE__V1__CODE__UNAVAILABLE;
+    s.reason = (char *)reason;
+    s.message = (char *)message;
+    s.leader = (char *)(leader != NULL ? leader : "");
+    r.status = &s;
+    /* Bounded by the callers: reason < 32, message < 512 (it holds the
+     * URL), leader < 1024 bytes. */
+    nl->reply_len = once__v1__response__get_packed_size(&r);
+    if (nl->reply_len > sizeof(nl->reply)) {
+        s.leader = "";
+        s.message = "this replica is a follower";
+        nl->reply_len = once__v1__response__get_packed_size(&r);
     }
-    return NULL;
+    once__v1__response__pack(&r, nl->reply);
+}
+
+/* Posts the next receive on nc (a no-op once its aio is stopped). */
+static void
+notleader_recv(notleader_ctx *nc)
+{
+    nc->sending = false;
+    nng_ctx_recv(nc->ctx, nc->aio);
+}
+
+static void
+notleader_cb(void *arg)
+{
+    notleader_ctx *nc = arg;
+    notleader *nl = nc->nl;
+    nng_msg *m;
+    int rv = nng_aio_result(nc->aio);
+
+    if (atomic_load(&nl->stopping) || rv == NNG_ECLOSED ||
+        rv == NNG_ECANCELED) {
+        return; /* notleader_close frees any message left on the aio */
+    }
+    if (nc->sending) {
+        if (rv != 0) {
+            /* Not sent (a peer that does not read): still ours. */
+            nng_msg_free(nng_aio_get_msg(nc->aio));
+            nng_aio_set_msg(nc->aio, NULL);
+        }
+        notleader_recv(nc);
+        return;
+    }
+    if (rv != 0) {
+        notleader_recv(nc); /* a receive error: take the next one */
+        return;
+    }
+    m = nng_aio_get_msg(nc->aio);
+    nng_msg_clear(m);
+    pthread_mutex_lock(&nl->mtx);
+    rv = nng_msg_append(m, nl->reply, nl->reply_len);
+    pthread_mutex_unlock(&nl->mtx);
+    if (rv != 0) {
+        nng_msg_free(m);
+        nng_aio_set_msg(nc->aio, NULL);
+        notleader_recv(nc);
+        return;
+    }
+    nc->sending = true;
+    nng_aio_set_msg(nc->aio, m);
+    nng_aio_set_timeout(nc->aio, NOTLEADER_SEND_MS);
+    nng_ctx_send(nc->ctx, nc->aio);
 }
 
 int
@@ -73,14 +147,27 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
-    snprintf(nl->reason, sizeof(nl->reason), "NO_LEADER");
-    snprintf(nl->message, sizeof(nl->message),
-             "this replica is not the leader and none is known yet");
+    notleader_pack(nl, "NO_LEADER",
+                   "this replica is not the leader and none is known yet",
+                   NULL);
     if ((rv = nng_rep0_open(&nl->sock)) != 0 ||
-        (rv = nng_socket_set_ms(nl->sock, NNG_OPT_RECVTIMEO, 100)) != 0 ||
         (rv = nng_socket_set_size(nl->sock, NNG_OPT_RECVMAXSZ, 1u << 20)) !=
             0) {
         goto fail;
+    }
+    for (size_t i = 0; i < NOTLEADER_CTXS; i++) {
+        notleader_ctx *nc = &nl->ctxs[i];
+
+        nc->nl = nl;
+        if ((rv = nng_aio_alloc(&nc->aio, notleader_cb, nc)) != 0) {
+            goto fail;
+        }
+        if ((rv = nng_ctx_open(&nc->ctx, nl->sock)) != 0) {
+            nng_aio_free(nc->aio);
+            nc->aio = NULL;
+            goto fail;
+        }
+        nl->nctxs++;
     }
     for (size_t i = 0; i < n; i++) {
         if (strncmp(urls[i], "tls+", 4) == 0) {
@@ -97,32 +184,32 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
             goto fail;
         }
     }
-    if ((rv = pthread_create(&nl->thread, NULL, notleader_main, nl)) != 0) {
-        goto fail;
+    for (size_t i = 0; i < nl->nctxs; i++) {
+        notleader_recv(&nl->ctxs[i]);
     }
     *np = nl;
     return 0;
 fail:
-    nng_close(nl->sock);
-    pthread_mutex_destroy(&nl->mtx);
-    free(nl);
+    notleader_close(nl);
     return rv;
 }
 
 void
 notleader_set(notleader *nl, const char *leader_url, const char *reason)
 {
-    pthread_mutex_lock(&nl->mtx);
+    char message[512];
+
     if (leader_url != NULL) {
-        snprintf(nl->reason, sizeof(nl->reason), "NOT_LEADER");
-        snprintf(nl->message, sizeof(nl->message),
+        snprintf(message, sizeof(message),
                  "this replica is a follower; the leader is %s", leader_url);
     } else {
-        snprintf(nl->reason, sizeof(nl->reason), "%s", reason);
-        snprintf(nl->message, sizeof(nl->message),
+        snprintf(message, sizeof(message),
                  "this replica is a follower and no leader is known (%s)",
                  reason);
     }
+    pthread_mutex_lock(&nl->mtx);
+    notleader_pack(nl, leader_url != NULL ? "NOT_LEADER" : reason, message,
+                   leader_url);
     pthread_mutex_unlock(&nl->mtx);
 }
 
@@ -133,8 +220,19 @@ notleader_close(notleader *nl)
         return;
     }
     atomic_store(&nl->stopping, true);
-    nng_close(nl->sock);
-    pthread_join(nl->thread, NULL);
+    /* Every callback returned and none can start again... */
+    for (size_t i = 0; i < nl->nctxs; i++) {
+        nng_aio_stop(nl->ctxs[i].aio);
+    }
+    /* ...so the socket (its contexts, listeners and pipes) closes with
+     * nothing of ours running on it. */
+    if (nng_socket_id(nl->sock) > 0) {
+        nng_close(nl->sock);
+    }
+    for (size_t i = 0; i < nl->nctxs; i++) {
+        nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
+        nng_aio_free(nl->ctxs[i].aio);
+    }
     pthread_mutex_destroy(&nl->mtx);
     free(nl);
 }

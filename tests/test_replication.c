@@ -8,9 +8,13 @@
  * goes on; two: UNAVAILABLE, no leader, until one returns); a wiped
  * replica catching up from the log and leading. In each, clients on
  * their own threads increment one counter through every replica's URL
- * (libonce follows NOT_LEADER by retrying the same rpc id) and the values
+ * (libonce follows NOT_LEADER hints, steer.h, retrying the same rpc id)
+ * and the values
  * returned are exactly {1..N} and the counter N: no rpc id ran twice, no
- * acknowledged call was lost.
+ * acknowledged call was lost. Tests 9 and 10: clients given the leader's
+ * URL last reach it after one NOT_LEADER each, and again after a failover
+ * (once_client_route counts); a follower's responder keeps answering
+ * after many peers hung up on it, without spinning.
  * Invariant: every wait is bounded; workers never call cmocka assertions.
  * Never: sleeps for a fixed time where a condition can be waited for.
  */
@@ -28,6 +32,10 @@
 #include <string.h>
 #include <time.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
 
 #include <once/grants.h>
 
@@ -811,6 +819,287 @@ test_large_entry_split(void **state)
     assert_int_equal(replicas_restart(f->rs, leader), 0);
 }
 
+/* ---- libonce steering (steer.h) and the followers' responder ---------- */
+
+#define STEER_CLIENTS 8
+#define STEER_CALLS   10 /* calls of each client per phase */
+
+typedef struct steer_client {
+    load *l;           /* values and the first error */
+    once_client *c;    /* this client's handle */
+    int calls;         /* phase 1: this many calls, then return */
+    atomic_int done;   /* calls answered so far */
+    atomic_bool *stop; /* phase 2: call until set */
+    pthread_t thread;
+} steer_client;
+
+static void *
+steer_worker(void *arg)
+{
+    steer_client *sc = arg;
+
+    for (int i = 0; sc->stop != NULL ? !atomic_load(sc->stop) : i < sc->calls;
+         i++) {
+        load_call(sc->l, sc->c);
+        atomic_fetch_add(&sc->done, 1);
+        if (sc->l->error[0] != '\0') {
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Replica i's refusal names url as the leader (Status.leader). */
+static bool
+names_leader(const char *url_i, const char *url)
+{
+    uint8_t *req = NULL;
+    size_t len = 0;
+    Once__V1__Response *r = NULL;
+    bool yes;
+
+    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
+            0 ||
+        harness_raw_rpc(url_i, req, len, &r, 1000) != 0) {
+        free(req);
+        return false;
+    }
+    yes = r->status != NULL && r->status->leader != NULL &&
+          strcmp(r->status->leader, url) == 0;
+    once__v1__response__free_unpacked(r, NULL);
+    free(req);
+    return yes;
+}
+
+/* Test 9: N clients given the three URLs with the leader LAST reach it
+ * after at most one NOT_LEADER each (followed: the target is the leader);
+ * after the leader is SIGKILLed, each reaches the new leader after at most
+ * one more once the followers name it; values exactly {1..N}. */
+static void
+test_steer_leader_last(void **state)
+{
+    fixture *f = *state;
+    load *l = calloc(1, sizeof(*l));
+    steer_client sc[STEER_CLIENTS];
+    once_route r1[STEER_CLIENTS], r2[STEER_CLIENTS];
+    atomic_bool stop = false;
+    char urls[1000] = "";
+    int leader, next, other = -1;
+    once_client *c = NULL;
+    once_status st;
+    int64_t counter = -1, until;
+
+    assert_non_null(l);
+    pthread_mutex_init(&l->mtx, NULL);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    for (int i = 0; i < f->rs->n; i++) {
+        if (i != leader) {
+            strcat(urls, f->rs->url[i]);
+            strcat(urls, ",");
+        }
+    }
+    strcat(urls, f->rs->url[leader]);
+
+    /* Phase 1: leader last. */
+    memset(sc, 0, sizeof(sc));
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        sc[i].l = l;
+        sc[i].calls = STEER_CALLS;
+        assert_int_equal(open_client(urls, false, &sc[i].c), ONCE_OK);
+        assert_int_equal(
+            pthread_create(&sc[i].thread, NULL, steer_worker, &sc[i]), 0);
+    }
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        pthread_join(sc[i].thread, NULL);
+    }
+    if (l->error[0] != '\0') {
+        replicas_dump(f->rs);
+        fail_msg("%s", l->error);
+    }
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        assert_int_equal(once_client_route(sc[i].c, &r1[i]), ONCE_OK);
+        fprintf(stderr,
+                "client %d: %d calls, NOT_LEADER %llu, followed %llu, "
+                "target %s\n",
+                i, STEER_CALLS + 1, (unsigned long long)r1[i].not_leader,
+                (unsigned long long)r1[i].hints_followed, r1[i].url);
+        /* The OpenLease and STEER_CALLS increments: one bounce at most. */
+        assert_true(r1[i].not_leader <= 1);
+        assert_string_equal(r1[i].url, f->rs->url[leader]);
+        assert_int_equal(r1[i].index, f->rs->n - 1);
+    }
+
+    /* Phase 2: the leader SIGKILLed under load. */
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        atomic_store(&sc[i].done, 0);
+        sc[i].stop = &stop;
+        assert_int_equal(
+            pthread_create(&sc[i].thread, NULL, steer_worker, &sc[i]), 0);
+    }
+    load_wait_progress(l, load_count(l), STEER_CLIENTS, 30000);
+    replicas_kill(f->rs, leader, SIGKILL);
+    next = replicas_leader(f->rs, leader, 30000);
+    for (int i = 0; i < f->rs->n; i++) {
+        if (i != leader && i != next) {
+            other = i;
+        }
+    }
+    /* Once the remaining follower names the new leader, nothing stale is
+     * left to bounce off: count from here. */
+    until = harness_now_ms() + 30000;
+    while (next >= 0 && !names_leader(f->rs->url[other], f->rs->url[next]) &&
+           harness_now_ms() < until) {
+        harness_sleep_ms(20);
+    }
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        once_client_route(sc[i].c, &r1[i]);
+        atomic_store(&sc[i].done, 0);
+    }
+    /* STEER_CALLS more calls of every client from there. */
+    until = harness_now_ms() + 60000;
+    for (int i = 0; i < STEER_CLIENTS && harness_now_ms() < until; i++) {
+        while (atomic_load(&sc[i].done) < STEER_CALLS && l->error[0] == '\0' &&
+               harness_now_ms() < until) {
+            harness_sleep_ms(20);
+        }
+    }
+    atomic_store(&stop, true);
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        pthread_join(sc[i].thread, NULL);
+    }
+    if (next < 0 || l->error[0] != '\0') {
+        replicas_dump(f->rs);
+        fail_msg("new leader %d; %s", next, l->error);
+    }
+    for (int i = 0; i < STEER_CLIENTS; i++) {
+        assert_int_equal(once_client_route(sc[i].c, &r2[i]), ONCE_OK);
+        fprintf(
+            stderr,
+            "client %d after the failover: %d calls, NOT_LEADER %llu, "
+            "followed %llu, ignored %llu, rotations %llu, target %s\n",
+            i, atomic_load(&sc[i].done),
+            (unsigned long long)(r2[i].not_leader - r1[i].not_leader),
+            (unsigned long long)(r2[i].hints_followed - r1[i].hints_followed),
+            (unsigned long long)r2[i].hints_ignored,
+            (unsigned long long)r2[i].rotations, r2[i].url);
+        assert_true(atomic_load(&sc[i].done) >= STEER_CALLS);
+        /* One bounce, plus one reply the follower sent before it named the
+         * new leader that this client counted after the snapshot. */
+        assert_true(r2[i].not_leader - r1[i].not_leader <= 2);
+        assert_string_equal(r2[i].url, f->rs->url[next]);
+        once_client_close(sc[i].c);
+    }
+
+    /* Exactly {1..N}: no rpc id ran twice across the failover. */
+    qsort(l->values, l->n, sizeof(l->values[0]), cmp_i64);
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->values[i] != (int64_t)i + 1) {
+            fail_msg("value %zu is %lld, not %zu", i, (long long)l->values[i],
+                     i + 1);
+        }
+    }
+    assert_int_equal(open_client(f->rs->urls, true, &c), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "c", &counter, &st), ONCE_OK);
+    once_client_close(c);
+    assert_int_equal(counter, (int64_t)l->n);
+    pthread_mutex_destroy(&l->mtx);
+    free(l);
+    assert_int_equal(replicas_restart(f->rs, leader), 0);
+}
+
+/* utime + stime of pid, in clock ticks. */
+static long long
+proc_cpu_ticks(pid_t pid)
+{
+    char path[64], buf[2048];
+    unsigned long long ut = 0, stt = 0;
+    FILE *fp;
+    char *p;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fp = fopen(path, "r")) == NULL) {
+        return -1;
+    }
+    buf[fread(buf, 1, sizeof(buf) - 1, fp)] = '\0';
+    fclose(fp);
+    /* Fields 14 and 15, counted after the ")" that ends the name. */
+    if ((p = strrchr(buf, ')')) == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &stt) != 2) {
+        return -1;
+    }
+    return (long long)(ut + stt);
+}
+
+#define HANGUP_PEERS  64
+#define HANGUP_ROUNDS 4
+#define HANGUP_SENDS  16
+
+/* Test 10: a follower's NOT_LEADER responder with 64 clients at once that
+ * send and hang up without reading, several times over: every later
+ * client is still answered at once, and the idle follower does not spin
+ * (its CPU over 2 s, printed; nng 1.5.2 re-armed hung-up ipc pipes that
+ * rep0 had stopped reading). */
+static void
+test_follower_hangups(void **state)
+{
+    fixture *f = *state;
+    int leader, fol = -1;
+    uint8_t *req = NULL;
+    size_t len = 0;
+    long long t0, t1;
+    int64_t w0, w1;
+    Once__V1__Response *r = NULL;
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    fol = (leader + 1) % f->rs->n;
+    assert_int_equal(
+        harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len), 0);
+    for (int round = 0; round < HANGUP_ROUNDS; round++) {
+        nng_socket socks[HANGUP_PEERS];
+
+        for (int i = 0; i < HANGUP_PEERS; i++) {
+            assert_int_equal(nng_req0_open(&socks[i]), 0);
+            assert_int_equal(nng_dial(socks[i], f->rs->url[fol], NULL, 0), 0);
+            /* Each send abandons the request before it (REQ): the
+             * follower gets them all, the peer reads none. */
+            for (int k = 0; k < HANGUP_SENDS; k++) {
+                assert_int_equal(nng_send(socks[i], req, len, 0), 0);
+            }
+        }
+        for (int i = 0; i < HANGUP_PEERS; i++) {
+            nng_close(socks[i]);
+        }
+    }
+    /* Answered, with the leader's URL. */
+    assert_int_equal(harness_raw_rpc(f->rs->url[fol], req, len, &r, 5000), 0);
+    assert_non_null(r->status);
+    assert_string_equal(r->status->reason, "NOT_LEADER");
+    once__v1__response__free_unpacked(r, NULL);
+    /* Idle now: what does it burn? (Polling etcd every 20 ms costs a few
+     * percent; a spinning poll thread a whole core.) */
+    w0 = harness_now_ms();
+    t0 = proc_cpu_ticks(f->rs->pid[fol]);
+    harness_sleep_ms(2000);
+    t1 = proc_cpu_ticks(f->rs->pid[fol]);
+    w1 = harness_now_ms();
+    assert_true(t0 >= 0 && t1 >= t0);
+    fprintf(stderr, "idle follower after %d hang-ups: %.0f%% of a core\n",
+            HANGUP_PEERS * HANGUP_ROUNDS,
+            100.0 * (double)(t1 - t0) / (double)sysconf(_SC_CLK_TCK) /
+                ((double)(w1 - w0) / 1000.0));
+    /* A spin takes all the CPU it gets; even a loaded 2-core machine
+     * gives a runnable thread more than this. */
+    assert_true((double)(t1 - t0) / (double)sysconf(_SC_CLK_TCK) <
+                0.25 * (double)(w1 - w0) / 1000.0);
+    /* Still answering, with the leader's URL in Status.leader. */
+    assert_int_equal(harness_raw_rpc(f->rs->url[fol], req, len, &r, 5000), 0);
+    assert_non_null(r->status);
+    assert_string_equal(r->status->leader, f->rs->url[leader]);
+    once__v1__response__free_unpacked(r, NULL);
+    free(req);
+}
+
 int
 main(void)
 {
@@ -831,6 +1120,9 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_large_entry_split, setup_ttl5,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_steer_leader_last, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_follower_hangups, setup, teardown),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));

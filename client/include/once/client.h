@@ -307,6 +307,32 @@ typedef void (*once_lease_lost_fn)(once_client *c, uint64_t client_id,
 ONCE_API void once_client_on_lease_lost(once_client *c, once_lease_lost_fn fn,
                                         void *arg);
 
+/*
+ * Where a handle sends its calls (docs/replication.md, "libonce"). A handle
+ * given several URLs (a replicated cluster's replicas) sends every attempt
+ * to one of them, the target: it starts with the first, moves to the URL
+ * a follower's UNAVAILABLE/NOT_LEADER names when that URL is one of its
+ * own, and to the next URL (round robin) when the target cannot be
+ * reached or stops answering. Plain data, filled by once_client_route; the
+ * counters count since the open, over every call of the handle.
+ */
+typedef struct once_route {
+    char url[256];           /* the target now (truncated if longer) */
+    uint32_t index;          /* its position in once_options.url, from 0 */
+    uint32_t urls;           /* how many URLs the handle was given */
+    uint64_t not_leader;     /* attempts answered UNAVAILABLE/NOT_LEADER */
+    uint64_t hints_followed; /* moves to the URL such an answer named */
+    uint64_t hints_ignored;  /* answers whose URL was not followed: not
+                                one of the handle's, or found down a
+                                moment ago */
+    uint64_t rotations;      /* moves to the next URL (no connection, no
+                                reply, or a leader under an unknown URL) */
+} once_route;
+
+/* Fills *out with c's route. ONCE_OK, or ONCE_INVALID_ARGUMENT for a NULL
+ * argument. */
+ONCE_API int once_client_route(once_client *c, once_route *out);
+
 /* "ALREADY_EXISTS" for ONCE_ALREADY_EXISTS. A static string. */
 ONCE_API const char *once_strerror(int code);
 

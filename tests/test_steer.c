@@ -1,0 +1,153 @@
+/*
+ * test_steer.c — the choice of target URL of a libonce handle with several
+ * URLs (client/steer.h): hints followed to configured URLs only, stale
+ * generations and stale hints ignored, rotation round robin and only when
+ * nothing was heard from the target, one URL never moving.
+ *
+ * Owns: steer.h's contract checked on a real steer (no mocks, no clock:
+ * every time is passed in).
+ * Invariant: every loop is bounded by a constant.
+ * Never: touches the network or onced.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+
+#include "client/steer.h"
+
+#define A "tcp://10.0.0.1:7400"
+#define B "tcp://10.0.0.2:7400"
+#define C "tcp://10.0.0.3:7400"
+
+static void
+test_parse(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B ",," C ","), 0);
+    assert_int_equal(s.n, 3);
+    assert_string_equal(steer_target(&s), A);
+    assert_string_equal(s.urls[2], C);
+    steer_fini(&s);
+    assert_int_equal(steer_init(&s, ","), EINVAL);
+    steer_fini(&s);
+}
+
+static void
+test_follow_hint(void **state)
+{
+    steer s;
+    uint64_t g;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    g = steer_gen(&s);
+    assert_int_equal(steer_hint(&s, g, C, 1000), STEER_MOVED);
+    assert_string_equal(steer_target(&s), C);
+    /* A second call refused on the old target moves nothing. */
+    assert_int_equal(steer_hint(&s, g, C, 1000), STEER_STALE);
+    assert_int_equal(steer_hint(&s, g, B, 1000), STEER_STALE);
+    assert_string_equal(steer_target(&s), C);
+    /* A follower naming itself, or no hint: stay. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), C, 1000), STEER_STAY);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), NULL, 1000), STEER_STAY);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), "", 1000), STEER_STAY);
+    assert_int_equal(atomic_load(&s.not_leader), 6);
+    assert_int_equal(atomic_load(&s.followed), 1);
+    steer_fini(&s);
+}
+
+static void
+test_unknown_hint_rotates(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    /* Never dialed: the next URL of ours instead, round robin. */
+    for (int i = 1; i <= 4; i++) {
+        assert_int_equal(
+            steer_hint(&s, steer_gen(&s), "tcp://elsewhere:1", 1000),
+            STEER_MOVED);
+        assert_string_equal(steer_target(&s), s.urls[i % 3]);
+    }
+    assert_int_equal(atomic_load(&s.ignored), 4);
+    steer_fini(&s);
+}
+
+static void
+test_down_hint_ignored(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    assert_true(steer_rotate(&s, steer_gen(&s), 5000, 5000)); /* A down */
+    assert_string_equal(steer_target(&s), B);
+    /* B still names A: not followed within STEER_DOWN_MS... */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 5000), STEER_STAY);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 5000 + STEER_DOWN_MS - 1),
+                     STEER_STAY);
+    /* ...but after it; and C, not down, at once. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 5000 + STEER_DOWN_MS),
+                     STEER_MOVED);
+    assert_string_equal(steer_target(&s), A);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), C, 5000), STEER_MOVED);
+    assert_int_equal(atomic_load(&s.ignored), 2);
+    steer_fini(&s);
+}
+
+static void
+test_rotate_only_when_silent(void **state)
+{
+    steer s;
+    uint64_t g;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B), 0);
+    g = steer_gen(&s);
+    /* Heard from the target after the attempt was sent: it is up. */
+    steer_heard(&s, 2000);
+    assert_false(steer_rotate(&s, g, 1500, 3000));
+    assert_true(steer_rotate(&s, g, 2500, 3000));
+    assert_string_equal(steer_target(&s), B);
+    /* Another call's timeout on the old generation: already moved. */
+    assert_false(steer_rotate(&s, g, 2500, 3000));
+    assert_true(steer_rotate(&s, steer_gen(&s), 3000, 4000));
+    assert_string_equal(steer_target(&s), A); /* round robin */
+    assert_int_equal(atomic_load(&s.rotated), 2);
+    steer_fini(&s);
+}
+
+static void
+test_one_url_never_moves(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A), 0);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), B, 1000), STEER_STAY);
+    assert_false(steer_rotate(&s, steer_gen(&s), 1000, 1000));
+    assert_string_equal(steer_target(&s), A);
+    assert_int_equal(steer_gen(&s), 0);
+    steer_fini(&s);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_follow_hint),
+        cmocka_unit_test(test_unknown_hint_rotates),
+        cmocka_unit_test(test_down_hint_ignored),
+        cmocka_unit_test(test_rotate_only_when_silent),
+        cmocka_unit_test(test_one_url_never_moves),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
