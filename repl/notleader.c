@@ -7,7 +7,8 @@
  * Owns: one REP socket with its listeners and the thread that answers.
  * Invariant: nothing received is decoded or executed; every request gets
  * the same refusal, which libonce retries under the same rpc id.
- * Never: blocks a caller of notleader_set beyond a short mutex.
+ * Never: blocks a caller of notleader_set beyond a short mutex; sets a
+ * receive timeout (see notleader_main).
  */
 #include "repl/repl_impl.h"
 
@@ -32,6 +33,16 @@ struct notleader {
     _Atomic bool stopping;
 };
 
+/*
+ * Blocks in nng_recvmsg until notleader_close's nng_close ends it with
+ * NNG_ECLOSED. No receive timeout: in nng 1.5.2 a timed-out receive is
+ * cancelled by nng's expire thread, which calls the REP socket's cancel
+ * function *after* dropping its own lock; if nng_close destroys the socket
+ * in that window, the cancel locks a destroyed mutex and nng aborts
+ * ("panic: pthread_mutex_lock: Invalid argument", seen at role changes and
+ * on SIGTERM while following). Without a timeout nothing but our own close
+ * cancels the receive.
+ */
 static void *
 notleader_main(void *arg)
 {
@@ -47,7 +58,7 @@ notleader_main(void *arg)
             if (rv == NNG_ECLOSED) {
                 break;
             }
-            continue; /* NNG_ETIMEDOUT: look at stopping again */
+            continue;
         }
         nng_msg_clear(m);
         pthread_mutex_lock(&nl->mtx);
@@ -77,7 +88,6 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
     snprintf(nl->message, sizeof(nl->message),
              "this replica is not the leader and none is known yet");
     if ((rv = nng_rep0_open(&nl->sock)) != 0 ||
-        (rv = nng_socket_set_ms(nl->sock, NNG_OPT_RECVTIMEO, 100)) != 0 ||
         (rv = nng_socket_set_size(nl->sock, NNG_OPT_RECVMAXSZ, 1u << 20)) !=
             0) {
         goto fail;
