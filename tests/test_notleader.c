@@ -26,6 +26,7 @@
 
 #include "repl/repl_impl.h"
 #include "tests/etcd_procs.h"
+#include "tests/sys_helpers.h"
 
 /* Open/close cycles of the responder. */
 #define NL_CYCLES 300
@@ -91,7 +92,7 @@ teardown(void **state)
 {
     nl_fixture *f = *state;
 
-    procs_rm_tree(f->dir);
+    sys_rm_tree(f->dir);
     free(f);
     return 0;
 }
