@@ -29,8 +29,11 @@
 #include "proto/wire.h"
 #include "proto/log.h"
 
-/* How often a follower reads the log and the leader key. */
+/* How often a follower reads the log and the leader key while no etcd
+ * watch is established (watch.c); with one, it reads when the watch wakes
+ * it and at least every FOLLOW_IDLE_MS (in case a wake-up was lost). */
 #define FOLLOW_POLL_MS 20
+#define FOLLOW_IDLE_MS 1000
 /* Log keys read per request. */
 #define FOLLOW_BATCH 64
 
@@ -287,6 +290,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
 {
     follower f = {0};
     notleader *nl = NULL;
+    repl_watch *w = NULL;
     char url[1024], last_url[1024] = "";
     const char *last_state = "";
     struct timespec zero = {0, 0};
@@ -318,6 +322,10 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     if ((rv = store_applied_index(f.st, &f.applied)) != 0 ||
         (rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
         goto out;
+    }
+    snprintf(url, sizeof(url), "/once/%s/", cfg->cluster); /* every key */
+    if (repl_watch_open(&w, cfg->endpoints, url) != 0) {
+        w = NULL; /* polls every FOLLOW_POLL_MS instead */
     }
     f.read_upto = f.applied;
     log_info("repl: following cluster \"%s\" on %s from log index "
@@ -375,8 +383,13 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             last_state = state;
             snprintf(last_url, sizeof(last_url), "%s", url);
         }
-        follow_sleep_ms(FOLLOW_POLL_MS);
+        if (w != NULL) {
+            (void)repl_watch_wait(w, FOLLOW_POLL_MS, FOLLOW_IDLE_MS);
+        } else {
+            follow_sleep_ms(FOLLOW_POLL_MS);
+        }
     }
+    repl_watch_close(w);
     notleader_close(nl);
     store_close(f.st);
     free(f.run.buf);
@@ -387,6 +400,7 @@ out:
     etcd_close(r->ka);
     free(r);
 out_closed:
+    repl_watch_close(w);
     notleader_close(nl);
     store_close(f.st);
     free(f.run.buf);

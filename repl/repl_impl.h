@@ -59,6 +59,18 @@ void repl_step_down(repl *r, const char *why);
  * before serving). 0, EEXIST (a different local key), EAGAIN, ... */
 int repl_share_key(repl *r);
 
+/* watch.c: wakes a follower when a key under prefix changes (an etcd
+ * watch on a thread of its own, re-established after errors with
+ * backoff). */
+typedef struct repl_watch repl_watch;
+int repl_watch_open(repl_watch **wp, const char *endpoints, const char *prefix);
+/* Waits until something changed or the timeout passed: poll_ms while no
+ * watch is established, idle_ms while one is. Whether it was woken. */
+bool repl_watch_wait(repl_watch *w, uint64_t poll_ms, uint64_t idle_ms);
+/* Stops the watch without waiting for its thread (which frees w within
+ * about a second); w must not be used after. NULL is ok. */
+void repl_watch_close(repl_watch *w);
+
 /* notleader.c: answers every request UNAVAILABLE while following. */
 typedef struct notleader notleader;
 int notleader_open(notleader **np, const char *const *urls, size_t n);
