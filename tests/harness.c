@@ -17,6 +17,7 @@
 #include "proto/auth_tag.h"
 #include "proto/duration.h"
 #include "proto/principals.h"
+#include "proto/wire.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -613,6 +614,24 @@ harness_stats_all(once_client *c, Once__V1__StatsResponse **out)
     return ONCE_OK;
 }
 
+uint64_t
+harness_batch_entries(const harness *h)
+{
+    Once__V1__StatsResponse *r = NULL;
+    once_client *c = NULL;
+    uint64_t n = 0;
+
+    if (harness_client(h, true, &c) != ONCE_OK) {
+        return 0;
+    }
+    if (harness_stats_all(c, &r) == ONCE_OK) {
+        n = r->batch_entries;
+        once__v1__stats_response__free_unpacked(r, NULL);
+    }
+    once_client_close(c);
+    return n;
+}
+
 void
 harness_collector_stats(once_client *c, once_stats *s, once_collector_stats *cs)
 {
@@ -811,6 +830,35 @@ harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
     }
     *out_len = once__v1__request__pack(&r, *out);
     return 0;
+}
+
+int
+harness_batch_envelope(uint8_t *const *entries, const size_t *lens, size_t n,
+                       uint8_t **out, size_t *out_len)
+{
+    Once__V1__BatchRequest br = ONCE__V1__BATCH_REQUEST__INIT;
+    ProtobufCBinaryData *ents = calloc(n > 0 ? n : 1, sizeof(*ents));
+    uint8_t *p = NULL;
+    size_t plen;
+    int rv = -1;
+
+    if (ents == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ents[i].data = entries[i];
+        ents[i].len = lens[i];
+    }
+    br.n_entries = n;
+    br.entries = ents;
+    plen = once__v1__batch_request__get_packed_size(&br);
+    if ((p = malloc(plen > 0 ? plen : 1)) != NULL) {
+        once__v1__batch_request__pack(&br, p);
+        rv = harness_envelope(WIRE_BATCH_METHOD, 0, 0, p, plen, out, out_len);
+    }
+    free(p);
+    free(ents);
+    return rv;
 }
 
 int

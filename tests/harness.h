@@ -166,6 +166,11 @@ void harness_stats(once_client *c, once_stats *s);
  * is the reply (once__v1__stats_response__free_unpacked), else NULL. */
 int harness_stats_all(once_client *c, Once__V1__StatsResponse **out);
 
+/* Stats batch_entries of the running onced (entries of batch envelopes
+ * since it started), read by a handle of its own; 0 when it did not
+ * answer (not asserted: onced may be dying). */
+uint64_t harness_batch_entries(const harness *h);
+
 /* once_admin_collector_stats into *s and *cs. */
 void harness_collector_stats(once_client *c, once_stats *s,
                              once_collector_stats *cs);
@@ -226,6 +231,12 @@ int harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
 int harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
                         uint64_t fi, const void *payload, size_t payload_len,
                         uint8_t **out, size_t *out_len);
+
+/* Packs the batch envelope (once.v1.Batch) around the packed Request
+ * envelopes entries[0, n) (n may be 0: an empty batch). *out is malloc'd
+ * (free()). 0 or -1. */
+int harness_batch_envelope(uint8_t *const *entries, const size_t *lens,
+                           size_t n, uint8_t **out, size_t *out_len);
 
 /* Packs an IncrementRequest. *out is malloc'd (free()). 0 or -1. */
 int harness_incr_payload(const char *name, int64_t by, uint8_t **out,
