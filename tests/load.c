@@ -146,6 +146,14 @@ load_retryable(int rv)
     return rv == ONCE_UNKNOWN || rv == ONCE_UNAVAILABLE;
 }
 
+/* Whether a new call ended without being sent at all: UNAVAILABLE
+ * NOT_SENT (nothing can have run; it is no call yet). */
+static bool
+load_not_sent(int rv, const once_status *st)
+{
+    return rv == ONCE_UNAVAILABLE && once_status_is(st, ONCE_REASON_NOT_SENT);
+}
+
 /* One blocking call to an answer: the first send, then retries of its id. */
 static void
 load_call(load *l, once_client *c)
@@ -160,14 +168,18 @@ load_call(load *l, once_client *c)
     for (int i = 0; i <= LOAD_RESOLVE_TRIES; i++) {
         rv = once_counter_incr(c, l->o.counter, 1, &id, &v, &st);
         sends += st.attempts;
-        if (rv == ONCE_OK || id.seq == 0) {
-            break; /* answered, or never sent: not a call yet */
+        if (rv == ONCE_OK || id.seq == 0 ||
+            (i == 0 && load_not_sent(rv, &st))) {
+            /* Answered, or never sent: not a call yet (libonce completed
+             * the fresh seq it took; a retry of it would be refused). */
+            id.seq = rv == ONCE_OK ? id.seq : 0;
+            break;
         }
         if (!load_retryable(rv)) {
-            load_fail(l, "call %llu:%llu ended %s %s (%s)",
+            load_fail(l, "call %llu:%llu ended %s %s (%s) after %d retries",
                       (unsigned long long)id.client_id,
                       (unsigned long long)id.seq, once_strerror(rv), st.reason,
-                      st.message);
+                      st.message, i);
             return;
         }
         unknown = true;
@@ -270,7 +282,8 @@ load_async(void *arg)
             live--;
             if (rv == ONCE_OK) {
                 load_record(l, v, s->tries > 0, st.attempts);
-            } else if (id.seq == 0) {
+            } else if (id.seq == 0 ||
+                       (s->tries == 0 && load_not_sent(rv, &st))) {
                 atomic_fetch_sub(&l->started, 1); /* never sent */
             } else if (!load_retryable(rv) || s->tries >= LOAD_RESOLVE_TRIES) {
                 load_fail(l,
