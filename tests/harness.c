@@ -57,6 +57,59 @@
 
 static atomic_int harness_seq;
 
+static const char *harness_prog = "test";
+
+/* Async-signal-safe: write(2) only, then the default action. */
+static void
+harness_on_signal(int sig)
+{
+    char buf[160];
+    size_t n = 0;
+    const char *parts[] = {harness_prog, ": killed by signal ", NULL};
+    char num[16];
+    int k = 0, v = sig;
+
+    for (int i = 0; parts[i] != NULL; i++) {
+        for (const char *p = parts[i]; *p != '\0' && n < sizeof(buf) - 20;
+             p++) {
+            buf[n++] = *p;
+        }
+    }
+    do {
+        num[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && k < (int)sizeof(num));
+    while (k > 0) {
+        buf[n++] = num[--k];
+    }
+    buf[n++] = '\n';
+    (void)!write(2, buf, n);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void
+harness_on_exit(int status, void *arg)
+{
+    (void)arg;
+    if (status != 0) {
+        fprintf(stderr, "%s: exit status %d\n", harness_prog, status);
+    }
+}
+
+void
+harness_trap_exit(const char *prog)
+{
+    const int sigs[] = {SIGPIPE, SIGTERM, SIGABRT, SIGBUS,  SIGHUP, SIGINT,
+                        SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2};
+
+    harness_prog = prog;
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], harness_on_signal);
+    }
+    on_exit(harness_on_exit, NULL);
+}
+
 int64_t
 harness_now_ms(void)
 {

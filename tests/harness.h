@@ -119,6 +119,13 @@ int harness_stop(harness *h);
  * frees h. NULL is accepted. */
 void harness_free(harness *h);
 
+/* Makes a test program that dies without cmocka's word say so on stderr:
+ * a fatal signal cmocka does not catch (SIGPIPE, SIGTERM, SIGABRT, SIGBUS,
+ * SIGHUP, SIGINT, SIGALRM, ...) is named, with the pid, before it takes
+ * the process down as it would have; an exit with a non-zero status is
+ * named too. Call first in main. */
+void harness_trap_exit(const char *prog);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t harness_now_ms(void);
 
