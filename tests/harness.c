@@ -20,6 +20,8 @@
 #include "proto/wire.h"
 
 #include <dirent.h>
+#include <execinfo.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -94,6 +96,31 @@ harness_on_exit(int status, void *arg)
     (void)arg;
     if (status != 0) {
         fprintf(stderr, "%s: exit status %d\n", harness_prog, status);
+    }
+}
+
+static void
+harness_on_crash(int sig)
+{
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    char buf[96];
+    int len = snprintf(buf, sizeof(buf), "%s: signal %d on thread %ld:\n",
+                       harness_prog, sig, (long)syscall(SYS_gettid));
+
+    (void)!write(2, buf, (size_t)len);
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void
+harness_trap_crashes(void)
+{
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], harness_on_crash);
     }
 }
 

@@ -126,6 +126,13 @@ void harness_free(harness *h);
  * named too. Call first in main. */
 void harness_trap_exit(const char *prog);
 
+/* Inside a test body (cmocka installs its own handlers around each test,
+ * and on a thread other than the test's its handler turns a crash into a
+ * silent exit(-1)): SIGSEGV, SIGBUS, SIGILL and SIGFPE on any thread print
+ * the signal, the thread and a backtrace, then take the default action (a
+ * core dump where allowed). cmocka restores its handlers after the test. */
+void harness_trap_crashes(void);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t harness_now_ms(void);
 

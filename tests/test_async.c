@@ -440,6 +440,7 @@ test_async_lossy_kills(void **state)
     int64_t stop_starting = harness_now_ms() + LOSSY_START_MS;
     pid_t proxy;
 
+    harness_trap_crashes();
     assert_non_null(l);
     pthread_mutex_init(&l->mtx, NULL);
     pthread_cond_init(&l->cv, NULL);
