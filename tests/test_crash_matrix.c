@@ -13,11 +13,16 @@
  * them: effect first gives a double effect at write_between ([1,2,1] over
  * before/between/after), record first a lost one ([1,0,1]), the shipped
  * atomic write [1,1,1]. A matrix that passed the split builds would prove
- * nothing.
+ * nothing. Every call-path row runs twice: with one call, and with one
+ * batch envelope (once.v1.Batch) of three new calls around a conflicting
+ * reuse of an id and garbage, which must fail alone. Then libonce's own
+ * batches (tests/load.c): a shared handle and async calls in flight
+ * through a crash or a lost reply at each point, values exactly {1..N}.
  * Invariant: every wait is bounded; a point that never fires fails the
  * test (a fault point that does not fire would make its row vacuous).
- * Never: uses libonce for the calls under test (its retries would hide
- * which attempt did what); ids, acknowledgements and attempts are explicit.
+ * Never: uses libonce for the calls of the raw rows (its retries would
+ * hide which attempt did what): ids, acknowledgements, attempts and
+ * batches are explicit there; the load rows use it on purpose.
  */
 #include <setjmp.h>
 #include <stdarg.h>
