@@ -80,11 +80,14 @@ batch_state batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms);
  * itself and up to BATCH_ENTRIES_MAX - 1 queued entries (at most max_bytes
  * of envelopes in all) into held[], counts one message in flight, marks
  * them sent and passes the lead on when entries remain; copies[i] is a
- * malloc'd copy of held[i]'s envelope (same length), the leader frees.
+ * malloc'd copy of held[i]'s envelope and lens[i] its length, the leader
+ * frees. Read lens, never held[i]->len: a follower that gives up unlinks
+ * itself (held[i] becomes NULL) as soon as the lock is let go.
  * Returns how many (held[0] is e); at until_ms it takes them even
  * without room (then more than BATCH_INFLIGHT_MAX are in flight). */
 size_t batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms,
-                  size_t max_bytes, batch_entry **held, uint8_t **copies);
+                  size_t max_bytes, batch_entry **held, uint8_t **copies,
+                  size_t *lens);
 
 /* Hands each taken entry still waited for its Response (resps[i], copied;
  * NULL or err != 0: FAILED with err), sets its sent (whether the batch left

@@ -29,6 +29,8 @@ typedef struct server_stats {
                                            replies pending (listener.h) */
     _Atomic uint64_t conns_dropped;     /* connections closed after a reply
                                            waited --send-timeout */
+    _Atomic uint64_t batches;           /* batch envelopes whose entries ran */
+    _Atomic uint64_t batch_entries;     /* entries of those batches */
     _Atomic uint64_t lease_quota;       /* OpenLease refused LEASE_QUOTA */
     _Atomic uint64_t lease_capacity;    /* OpenLease refused LEASE_CAPACITY */
     stats_calls calls; /* by method and code, latency, group commit

@@ -69,6 +69,8 @@ admin_stats(server_call *c)
     resp.disk_low_refused = atomic_load(&c->env->disk->refused);
     resp.conn_limit_drops = atomic_load(&ss->conn_limit_drops);
     resp.conns_dropped = atomic_load(&ss->conns_dropped);
+    resp.batches = atomic_load(&ss->batches);
+    resp.batch_entries = atomic_load(&ss->batch_entries);
     call_reply(c, &resp.base);
 }
 

@@ -23,6 +23,7 @@
  * calls (or commit groups) that wrote something, so "NAME@N" is the N-th
  * writing call — reads, replays and rejections never move the count. */
 #define FAULT_REQUEST_ACCEPTED "request_accepted" /* decoded, admitted */
+#define FAULT_BATCH_ENTRY      "batch_entry"      /* a batch entry ran */
 #define FAULT_BATCH_STAGED     "batch_staged"     /* grouped, not written */
 #define FAULT_WRITE_BETWEEN    "write_between"    /* see commit.c */
 #define FAULT_BATCH_WRITTEN    "batch_written"    /* synced, reply not sent */

@@ -17,8 +17,11 @@
 #include "proto/auth_tag.h"
 #include "proto/duration.h"
 #include "proto/principals.h"
+#include "proto/wire.h"
 
 #include <dirent.h>
+#include <execinfo.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,6 +58,84 @@
 #define HARNESS_STOP_MS 10000
 
 static atomic_int harness_seq;
+
+static const char *harness_prog = "test";
+
+/* Async-signal-safe: write(2) only, then the default action. */
+static void
+harness_on_signal(int sig)
+{
+    char buf[160];
+    size_t n = 0;
+    const char *parts[] = {harness_prog, ": killed by signal ", NULL};
+    char num[16];
+    int k = 0, v = sig;
+
+    for (int i = 0; parts[i] != NULL; i++) {
+        for (const char *p = parts[i]; *p != '\0' && n < sizeof(buf) - 20;
+             p++) {
+            buf[n++] = *p;
+        }
+    }
+    do {
+        num[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && k < (int)sizeof(num));
+    while (k > 0) {
+        buf[n++] = num[--k];
+    }
+    buf[n++] = '\n';
+    (void)!write(2, buf, n);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void
+harness_on_exit(int status, void *arg)
+{
+    (void)arg;
+    if (status != 0) {
+        fprintf(stderr, "%s: exit status %d\n", harness_prog, status);
+    }
+}
+
+static void
+harness_on_crash(int sig)
+{
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    char buf[96];
+    int len = snprintf(buf, sizeof(buf), "%s: signal %d on thread %ld:\n",
+                       harness_prog, sig, (long)syscall(SYS_gettid));
+
+    (void)!write(2, buf, (size_t)len);
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void
+harness_trap_crashes(void)
+{
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], harness_on_crash);
+    }
+}
+
+void
+harness_trap_exit(const char *prog)
+{
+    const int sigs[] = {SIGPIPE, SIGTERM, SIGABRT, SIGBUS,  SIGHUP, SIGINT,
+                        SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2};
+
+    harness_prog = prog;
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], harness_on_signal);
+    }
+    on_exit(harness_on_exit, NULL);
+}
 
 int64_t
 harness_now_ms(void)
@@ -613,6 +694,24 @@ harness_stats_all(once_client *c, Once__V1__StatsResponse **out)
     return ONCE_OK;
 }
 
+uint64_t
+harness_batch_entries(const harness *h)
+{
+    Once__V1__StatsResponse *r = NULL;
+    once_client *c = NULL;
+    uint64_t n = 0;
+
+    if (harness_client(h, true, &c) != ONCE_OK) {
+        return 0;
+    }
+    if (harness_stats_all(c, &r) == ONCE_OK) {
+        n = r->batch_entries;
+        once__v1__stats_response__free_unpacked(r, NULL);
+    }
+    once_client_close(c);
+    return n;
+}
+
 void
 harness_collector_stats(once_client *c, once_stats *s, once_collector_stats *cs)
 {
@@ -811,6 +910,35 @@ harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
     }
     *out_len = once__v1__request__pack(&r, *out);
     return 0;
+}
+
+int
+harness_batch_envelope(uint8_t *const *entries, const size_t *lens, size_t n,
+                       uint8_t **out, size_t *out_len)
+{
+    Once__V1__BatchRequest br = ONCE__V1__BATCH_REQUEST__INIT;
+    ProtobufCBinaryData *ents = calloc(n > 0 ? n : 1, sizeof(*ents));
+    uint8_t *p = NULL;
+    size_t plen;
+    int rv = -1;
+
+    if (ents == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ents[i].data = entries[i];
+        ents[i].len = lens[i];
+    }
+    br.n_entries = n;
+    br.entries = ents;
+    plen = once__v1__batch_request__get_packed_size(&br);
+    if ((p = malloc(plen > 0 ? plen : 1)) != NULL) {
+        once__v1__batch_request__pack(&br, p);
+        rv = harness_envelope(WIRE_BATCH_METHOD, 0, 0, p, plen, out, out_len);
+    }
+    free(p);
+    free(ents);
+    return rv;
 }
 
 int

@@ -119,6 +119,20 @@ int harness_stop(harness *h);
  * frees h. NULL is accepted. */
 void harness_free(harness *h);
 
+/* Makes a test program that dies without cmocka's word say so on stderr:
+ * a fatal signal cmocka does not catch (SIGPIPE, SIGTERM, SIGABRT, SIGBUS,
+ * SIGHUP, SIGINT, SIGALRM, ...) is named, with the pid, before it takes
+ * the process down as it would have; an exit with a non-zero status is
+ * named too. Call first in main. */
+void harness_trap_exit(const char *prog);
+
+/* Inside a test body (cmocka installs its own handlers around each test,
+ * and on a thread other than the test's its handler turns a crash into a
+ * silent exit(-1)): SIGSEGV, SIGBUS, SIGILL and SIGFPE on any thread print
+ * the signal, the thread and a backtrace, then take the default action (a
+ * core dump where allowed). cmocka restores its handlers after the test. */
+void harness_trap_crashes(void);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t harness_now_ms(void);
 
@@ -165,6 +179,11 @@ void harness_stats(once_client *c, once_stats *s);
  * does not carry included, as c's principal. Returns the code; on OK *out
  * is the reply (once__v1__stats_response__free_unpacked), else NULL. */
 int harness_stats_all(once_client *c, Once__V1__StatsResponse **out);
+
+/* Stats batch_entries of the running onced (entries of batch envelopes
+ * since it started), read by a handle of its own; 0 when it did not
+ * answer (not asserted: onced may be dying). */
+uint64_t harness_batch_entries(const harness *h);
 
 /* once_admin_collector_stats into *s and *cs. */
 void harness_collector_stats(once_client *c, once_stats *s,
@@ -226,6 +245,12 @@ int harness_envelope(const char *method, uint64_t client_id, uint64_t seq,
 int harness_envelope_fi(const char *method, uint64_t client_id, uint64_t seq,
                         uint64_t fi, const void *payload, size_t payload_len,
                         uint8_t **out, size_t *out_len);
+
+/* Packs the batch envelope (once.v1.Batch) around the packed Request
+ * envelopes entries[0, n) (n may be 0: an empty batch). *out is malloc'd
+ * (free()). 0 or -1. */
+int harness_batch_envelope(uint8_t *const *entries, const size_t *lens,
+                           size_t n, uint8_t **out, size_t *out_len);
 
 /* Packs an IncrementRequest. *out is malloc'd (free()). 0 or -1. */
 int harness_incr_payload(const char *name, int64_t by, uint8_t **out,

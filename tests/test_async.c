@@ -440,11 +440,16 @@ test_async_lossy_kills(void **state)
     int64_t stop_starting = harness_now_ms() + LOSSY_START_MS;
     pid_t proxy;
 
+    harness_trap_crashes();
     assert_non_null(l);
     pthread_mutex_init(&l->mtx, NULL);
     pthread_cond_init(&l->cv, NULL);
-    snprintf(front, sizeof(front), "ipc:///tmp/once-async-%ld.ipc",
-             (long)getpid());
+    /* tcp, not ipc, as in test_soak: nng 1.5.2 stops an ipc listener for
+     * good when a client gives up a dial during the handshake (onced
+     * watches its own, the proxy does not), and these clients give up
+     * after 100 ms. Under CPU load the proxy's ipc front died at the first
+     * opens: once_client_open ended UNAVAILABLE (3 of 23 loaded runs). */
+    snprintf(front, sizeof(front), "tcp://127.0.0.1:%d", harness_free_port());
     print_message("async lossy: seed %llu (ONCE_SOAK_SEED repeats drops)\n",
                   (unsigned long long)seed);
     assert_true((proxy = proxy_start(front, h->url, seed)) > 0);
@@ -516,7 +521,6 @@ test_async_lossy_kills(void **state)
     once_client_close(c); /* waits for every call still pending */
     kill(proxy, SIGTERM);
     waitpid(proxy, &status, 0);
-    unlink(front + strlen("ipc://"));
 
     if (l->error[0] != '\0') {
         print_error("async lossy (seed %llu): %s\n", (unsigned long long)seed,
@@ -540,6 +544,9 @@ test_async_lossy_kills(void **state)
 int
 main(void)
 {
+    /* A run once ended without a cmocka message (issue 17): if one does
+     * again, it says how. */
+    harness_trap_exit("test_async");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_async_in_flight, harness_setup,
                                         harness_teardown),

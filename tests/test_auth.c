@@ -704,6 +704,161 @@ t_oncectl_principal(void **state)
     stop(h);
 }
 
+/* ---- batches: authentication and authorization per entry ------------- */
+
+typedef struct entry_out {
+    int code;
+    char reason[64];
+    bool replayed;
+    int64_t value; /* OK increments */
+} entry_out;
+
+/* Sends a batch envelope (it carries no authority) and unpacks
+ * its n entry Responses into out. */
+static void
+send_batch(const harness *h, const uint8_t *env, size_t len, entry_out *out,
+           size_t n)
+{
+    Once__V1__Response *r = NULL;
+    Once__V1__BatchResponse *br;
+
+    assert_int_equal(harness_raw_rpc(h->url, env, len, &r, 5000), 0);
+    assert_true(r->status == NULL || r->status->code == 0);
+    br =
+        once__v1__batch_response__unpack(NULL, r->payload.len, r->payload.data);
+    assert_non_null(br);
+    assert_int_equal(br->n_responses, n);
+    for (size_t i = 0; i < n; i++) {
+        Once__V1__Response *e = once__v1__response__unpack(
+            NULL, br->responses[i].len, br->responses[i].data);
+
+        assert_non_null(e);
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].code = e->status != NULL ? (int)e->status->code : 0;
+        snprintf(out[i].reason, sizeof(out[i].reason), "%s",
+                 e->status != NULL ? e->status->reason : "");
+        out[i].replayed = e->replayed;
+        out[i].value = -1;
+        if (out[i].code == 0) {
+            Once__V1__IncrementResponse *ir =
+                once__v1__increment_response__unpack(NULL, e->payload.len,
+                                                     e->payload.data);
+            assert_non_null(ir);
+            out[i].value = ir->value;
+            once__v1__increment_response__free_unpacked(ir, NULL);
+        } else {
+            assert_int_equal(e->payload.len, 0); /* nothing leaks */
+        }
+        once__v1__response__free_unpacked(e, NULL);
+    }
+    once__v1__batch_response__free_unpacked(br, NULL);
+    once__v1__response__free_unpacked(r, NULL);
+}
+
+/*
+ * One batch (the envelope signed by bob) of alice's signed calls around three
+ * entries that must be refused alone: one unsigned naming alice, one
+ * naming alice signed with bob's key, and bob's signed retry of alice's
+ * completed id with her exact payload. Alice's two run (1, 2); the three
+ * are UNAUTHENTICATED / UNAUTHENTICATED / NOT_YOUR_LEASE, and stay so when
+ * the batch is resent (authorization is not deduplication: bob's entry
+ * never replays alice's stored result) while alice's replay.
+ */
+static void
+t_batch_per_entry(void **state)
+{
+    harness *h = start_auth();
+    once_client *a = NULL;
+    once_status st;
+    once_rpc_id id = {0, 0};
+    uint8_t *pl, *pb, *e[5], *env;
+    size_t pl_len, pb_len, l[5], len;
+    uint64_t unauth0, denied0, unauth1, denied1;
+    entry_out out[5], again[5];
+    int64_t v = 0;
+
+    assert_int_equal(harness_client_as(h, "alice", false, &a, &st), ONCE_OK);
+    assert_int_equal(once_counter_incr(a, "secret", BY, &id, &v, &st), ONCE_OK);
+    refusals(h, &unauth0, &denied0);
+    assert_int_equal(harness_incr_payload("b", 1, &pb, &pb_len), 0);
+    assert_int_equal(harness_incr_payload("secret", BY, &pl, &pl_len), 0);
+    envelope(h, "alice", "alice", INCR, id.client_id, id.seq + 1, 0, pb, pb_len,
+             &e[0], &l[0]);
+    envelope(h, "alice", NULL, INCR, id.client_id, id.seq + 2, 0, pb, pb_len,
+             &e[1], &l[1]);
+    envelope(h, "alice", "bob", INCR, id.client_id, id.seq + 3, 0, pb, pb_len,
+             &e[2], &l[2]);
+    envelope(h, "bob", "bob", INCR, id.client_id, id.seq, 0, pl, pl_len, &e[3],
+             &l[3]);
+    envelope(h, "alice", "alice", INCR, id.client_id, id.seq + 4, 0, pb, pb_len,
+             &e[4], &l[4]);
+    /* The envelope signed by bob: checked as any message, it lends bob's
+     * rights to no entry and takes none from alice's. */
+    {
+        Once__V1__BatchRequest br = ONCE__V1__BATCH_REQUEST__INIT;
+        ProtobufCBinaryData ents[5];
+        uint8_t *bp;
+        size_t blen;
+
+        for (int i = 0; i < 5; i++) {
+            ents[i].data = e[i];
+            ents[i].len = l[i];
+        }
+        br.n_entries = 5;
+        br.entries = ents;
+        blen = once__v1__batch_request__get_packed_size(&br);
+        assert_non_null(bp = malloc(blen));
+        once__v1__batch_request__pack(&br, bp);
+        envelope(h, "bob", "bob", "/once.v1.Batch/Call", 0, 0, 0, bp, blen,
+                 &env, &len);
+        free(bp);
+    }
+
+    send_batch(h, env, len, out, 5);
+    send_batch(h, env, len, again, 5);
+    for (int i = 0; i < 5; i++) {
+        print_message("entry %d: %d %s%s / resent: %d %s%s\n", i, out[i].code,
+                      out[i].reason, out[i].replayed ? " (replayed)" : "",
+                      again[i].code, again[i].reason,
+                      again[i].replayed ? " (replayed)" : "");
+    }
+    assert_int_equal(out[0].code, ONCE_OK);
+    assert_int_equal(out[0].value, 1);
+    assert_false(out[0].replayed);
+    assert_int_equal(out[4].code, ONCE_OK);
+    assert_int_equal(out[4].value, 2);
+    for (int i = 0; i < 5; i += 4) {
+        assert_int_equal(again[i].code, ONCE_OK);
+        assert_int_equal(again[i].value, out[i].value);
+        assert_true(again[i].replayed);
+    }
+    for (int k = 0; k < 2; k++) {
+        entry_out *o = k == 0 ? out : again;
+
+        assert_int_equal(o[1].code, ONCE_UNAUTHENTICATED);
+        assert_int_equal(o[2].code, ONCE_UNAUTHENTICATED);
+        assert_int_equal(o[3].code, ONCE_PERMISSION_DENIED);
+        assert_string_equal(o[3].reason, "NOT_YOUR_LEASE");
+        for (int i = 1; i <= 3; i++) {
+            assert_false(o[i].replayed);
+        }
+    }
+    refusals(h, &unauth1, &denied1);
+    assert_int_equal(unauth1 - unauth0, 4); /* 2 per send */
+    assert_int_equal(denied1 - denied0, 2);
+    assert_int_equal(counter(h, "b"), 2);
+    assert_int_equal(counter(h, "secret"), BY);
+
+    for (int i = 0; i < 5; i++) {
+        free(e[i]);
+    }
+    free(env);
+    free(pl);
+    free(pb);
+    once_client_close(a);
+    stop(h);
+}
+
 int
 main(void)
 {
@@ -715,6 +870,7 @@ main(void)
         cmocka_unit_test(t_revocation),
         cmocka_unit_test(t_agent_machine),
         cmocka_unit_test(t_oncectl_principal),
+        cmocka_unit_test(t_batch_per_entry),
     };
     if (sodium_init() < 0) {
         return 1;

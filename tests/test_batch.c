@@ -43,24 +43,7 @@ static void
 batch_envelope(uint8_t **entries, const size_t *lens, size_t n, uint8_t **out,
                size_t *len)
 {
-    Once__V1__BatchRequest br = ONCE__V1__BATCH_REQUEST__INIT;
-    ProtobufCBinaryData *ents = calloc(n > 0 ? n : 1, sizeof(*ents));
-    uint8_t *p;
-    size_t plen;
-
-    assert_non_null(ents);
-    for (size_t i = 0; i < n; i++) {
-        ents[i].data = entries[i];
-        ents[i].len = lens[i];
-    }
-    br.n_entries = n;
-    br.entries = ents;
-    plen = once__v1__batch_request__get_packed_size(&br);
-    assert_non_null(p = malloc(plen > 0 ? plen : 1));
-    once__v1__batch_request__pack(&br, p);
-    assert_int_equal(harness_envelope(BATCH, 0, 0, p, plen, out, len), 0);
-    free(p);
-    free(ents);
+    assert_int_equal(harness_batch_envelope(entries, lens, n, out, len), 0);
 }
 
 static void

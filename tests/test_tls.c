@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "tests/load.h"
 
 typedef struct tls_fixture {
     char dir[64];
@@ -166,6 +167,65 @@ t_untrusted(void **state)
     harness_free(h);
 }
 
+/* Signed calls coalescing over tls+tcp://: a scheduler's 16 threads on one
+ * handle, then one thread with 32 async calls in flight, each entry of
+ * each batch signed on its own (docs/protocol.md); values exactly {1..N}
+ * and Stats (read by an operator) shows the batches ran. */
+static void
+t_signed_batches(void **state)
+{
+    char url[64], key[400];
+    harness *h = start_tls(url, sizeof(url));
+    once_client *op = NULL;
+    once_status st;
+    Once__V1__StatsResponse *sr = NULL;
+    const load_mode modes[] = {LOAD_SHARED, LOAD_ASYNC};
+    size_t total = 0;
+    uint64_t unauth;
+
+    harness_add_principal(h, "sched", "scheduler");
+    harness_add_principal(h, "op", "operator");
+    snprintf(key, sizeof(key), "%s/sched.key", h->dir);
+    /* The harness's own unsigned probes count as unauthenticated. */
+    assert_int_equal(harness_client_as(h, "op", true, &op, &st), ONCE_OK);
+    assert_int_equal(harness_stats_all(op, &sr), ONCE_OK);
+    unauth = sr->unauthenticated;
+    once__v1__stats_response__free_unpacked(sr, NULL);
+    for (size_t i = 0; i < 2; i++) {
+        load_opts o = {0};
+        load *l = NULL;
+
+        o.url = url;
+        o.counter = modes[i] == LOAD_SHARED ? "tls-shared" : "tls-async";
+        o.mode = modes[i];
+        o.width = modes[i] == LOAD_SHARED ? 16 : 32;
+        o.max_calls = 300;
+        o.stop_ms = harness_now_ms() + 120000;
+        o.principal = "sched";
+        o.key = key;
+        o.tls_ca = fx.ca;
+        load_start(&l, &o);
+        total += load_join(l) == 300 ? 300 : 0;
+        load_free(l);
+    }
+    assert_int_equal(total, 600);
+    assert_int_equal(harness_stats_all(op, &sr), ONCE_OK);
+    print_message("signed over tls+tcp: 600 calls, %llu batches, %llu "
+                  "entries, %llu unauthenticated\n",
+                  (unsigned long long)sr->batches,
+                  (unsigned long long)sr->batch_entries,
+                  (unsigned long long)sr->unauthenticated);
+    assert_true(sr->batches > 0);
+    assert_true(sr->batch_entries > sr->batches);
+    assert_int_equal(sr->unauthenticated, unauth); /* every entry verified */
+    once__v1__stats_response__free_unpacked(sr, NULL);
+    assert_int_equal(harness_get(op, "tls-shared"), 300);
+    assert_int_equal(harness_get(op, "tls-async"), 300);
+    once_client_close(op);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 /* tls+tcp:// without --tls-cert: onced refuses to start. */
 static void
 t_no_certificate(void **state)
@@ -185,6 +245,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_round_trip),
         cmocka_unit_test(t_untrusted),
+        cmocka_unit_test(t_signed_batches),
         cmocka_unit_test(t_no_certificate),
     };
     return cmocka_run_group_tests(tests, make_certs, remove_certs);
