@@ -95,18 +95,32 @@ async_future_unref(once_future *f)
     free(f);
 }
 
-/* Finishes a future whose call ended: fin, callback, unref. */
+/* Marks a future whose call ended finished: once_wait returns. */
 static void
-async_finish(once_future *f)
+async_fin(once_future *f)
 {
     pthread_mutex_lock(&f->lock);
     f->fin = true;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->lock);
+}
+
+/* After async_fin: the callback, then the engine's reference goes. */
+static void
+async_callback(once_future *f)
+{
     if (f->done != NULL) {
         f->done(f, f->arg);
     }
     async_future_unref(f);
+}
+
+/* Finishes a future whose call ended: fin, callback, unref. */
+static void
+async_finish(once_future *f)
+{
+    async_fin(f);
+    async_callback(f);
 }
 
 /* The call arguments of f as a group entry. */
@@ -166,11 +180,18 @@ async_send_group(async_pool *p)
     if (n > 0) {
         call_group(fs[0]->c, g, n);
     }
+    /* Every answered call of the group is finished before any callback
+     * runs: a callback that waits for a neighbour's future returns. */
     for (size_t i = 0; i < n; i++) {
         if (g[i].done) {
             fs[i]->code = g[i].rv;
-            async_finish(fs[i]);
+            async_fin(fs[i]);
             finished++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].done) {
+            async_callback(fs[i]);
         }
     }
     pthread_mutex_lock(&p->lock);

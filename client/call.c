@@ -33,7 +33,10 @@
  * envelopes as one batch (once.v1.Batch) and hands each its Response. An
  * entry keeps its own attempt, timeout, retry and deadline here: a batch
  * that gets no reply fails each of its entries' attempts, and each call
- * retries its own id.
+ * retries its own id. Async calls (call_group) make their first attempt
+ * together, one message for all of them from one thread; a call that
+ * attempt did not end goes on in call_run from that outcome (call_pre),
+ * exactly as after an attempt of its own.
  * Layer: the call engine. It uses the connection layer (conn.h, slot.h,
  * batch.h) and the lease gate (lease_gate.h) below it and nothing above
  * it. Which URL an attempt goes to is the connection layer's (steer.h):
