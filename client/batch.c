@@ -145,7 +145,7 @@ batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms)
 
 size_t
 batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms, size_t max_bytes,
-           batch_entry **held, uint8_t **copies)
+           batch_entry **held, uint8_t **copies, size_t *lens)
 {
     struct timespec ts = batch_abs(until_ms);
     size_t n = 0, bytes;
@@ -173,6 +173,7 @@ batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms, size_t max_bytes,
             abort(); /* as protobuf-c does without memory */
         }
         memcpy(copies[i], held[i]->req, held[i]->len);
+        lens[i] = held[i]->len;
         held[i]->state = BATCH_TAKEN;
         held[i]->sent = true;
         held[i]->held = &held[i];

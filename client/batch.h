@@ -80,11 +80,14 @@ batch_state batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms);
  * itself and up to BATCH_ENTRIES_MAX - 1 queued entries (at most max_bytes
  * of envelopes in all) into held[], counts one message in flight, marks
  * them sent and passes the lead on when entries remain; copies[i] is a
- * malloc'd copy of held[i]'s envelope (same length), the leader frees.
+ * malloc'd copy of held[i]'s envelope, lens[i] its length (read under
+ * the lock: a follower that gives up leaves with its entry, and held[i]
+ * becomes NULL), the leader frees the copies.
  * Returns how many (held[0] is e); at until_ms it takes them even
  * without room (then more than BATCH_INFLIGHT_MAX are in flight). */
 size_t batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms,
-                  size_t max_bytes, batch_entry **held, uint8_t **copies);
+                  size_t max_bytes, batch_entry **held, uint8_t **copies,
+                  size_t *lens);
 
 /* Hands each taken entry still waited for its Response (resps[i], copied;
  * NULL or err != 0: FAILED with err), sets its sent (whether the batch left

@@ -389,10 +389,8 @@ call_batch_lead(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
     if (room_until > attempt_end) {
         room_until = attempt_end;
     }
-    n = batch_take(&c->batch, e, room_until, call_batch_bytes(c), held, copies);
-    for (size_t i = 0; i < n; i++) {
-        lens[i] = held[i]->len;
-    }
+    n = batch_take(&c->batch, e, room_until, call_batch_bytes(c), held, copies,
+                   lens);
     if (n == 1) {
         /* Alone: a plain request, as if nothing had been in flight. */
         rv = nng_msg_alloc(&m, lens[0]);
