@@ -712,6 +712,7 @@ typedef struct call_pre {
     int rv;                /* 0: r holds the reply */
     Once__V1__Response *r; /* handed over to call_run */
     call_state cst;
+    uint64_t start_ms; /* retry_now_ms when the attempt began (steer.h) */
 } call_pre;
 
 /* Whether a first attempt's outcome ends the call (no retry follows). */
@@ -787,6 +788,7 @@ call_run(once_client *c, const call_spec *cs, uint64_t deadline, call_pre *pre,
         if (pre != NULL && attempt == 1) {
             /* made by call_group: its outcome, as call_attempt's */
             sent_before = 0;
+            now = pre->start_ms;
             tries = 1;
             rv = pre->rv;
             r = pre->r;
@@ -1158,6 +1160,7 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
     Once__V1__Response *r = NULL;
     Once__V1__BatchResponse *br = NULL;
     uint64_t attempt_end = retry_now_ms() + c->attempt_timeout_ms;
+    uint64_t start_ms = retry_now_ms();
     int rv;
 
     memset(&cst, 0, sizeof(cst));
@@ -1194,6 +1197,7 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
                  nng_strerror(rv));
         goto out;
     }
+    start_ms = retry_now_ms();
     rv = call_exchange(c, &any, slot->ctx, slot->aio, msg, deadline,
                        attempt_end, &cst, &reply);
     if (rv == 0) {
@@ -1237,6 +1241,7 @@ out:
         call_pre *p = &rs[i]->pre;
         p->cst = cst;
         p->rv = rv;
+        p->start_ms = start_ms;
         p->r = NULL;
         if (rv == 0) {
             p->rv = call_unpack(resps[i], rlens[i], &p->cst, &p->r);
