@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,7 +337,63 @@ typedef struct result {
     int counters_ok; /* counters == OK calls + warm-up calls */
     int replay_ok;   /* every last call came back replayed, same value */
     bool ran;
+    /* Per OK call in the timed window; -1: not measured. cli: this
+     * process (the callers and the client library), srv: the server's
+     * threads (compare_peer.server_pid). */
+    double cli_cpu_us, srv_cpu_us, cli_csw, srv_csw;
+    double calls_per_fsync; /* -1: not counted */
 } result;
+
+/* CPU and context switches of both sides at one moment. */
+typedef struct usage_mark {
+    uint64_t cli_ns, cli_csw;
+    uint64_t srv_ns, srv_csw;
+    bool srv_ok;
+    uint64_t fsyncs;
+} usage_mark;
+
+static void
+usage_take(const compare_peer *peer, void *env, usage_mark *u)
+{
+    struct rusage ru;
+    pid_t pid = peer->server_pid != NULL ? peer->server_pid(env) : 0;
+
+    memset(u, 0, sizeof(*u));
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        u->cli_ns =
+            ((uint64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+                1000000000ull +
+            ((uint64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+        u->cli_csw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+    }
+    u->srv_ok = pid > 0 && bench_proc_usage(pid, &u->srv_ns, &u->srv_csw) == 0;
+    if (peer->server_fsyncs != NULL) {
+        u->fsyncs = peer->server_fsyncs(env);
+    }
+}
+
+/* The difference of two marks per call into r. */
+static void
+usage_per_call(const compare_peer *peer, const usage_mark *a,
+               const usage_mark *b, result *r)
+{
+    double n = (double)r->calls;
+
+    r->cli_cpu_us = r->srv_cpu_us = r->cli_csw = r->srv_csw = -1;
+    r->calls_per_fsync = -1;
+    if (n <= 0) {
+        return;
+    }
+    r->cli_cpu_us = (double)(b->cli_ns - a->cli_ns) / 1000.0 / n;
+    r->cli_csw = (double)(b->cli_csw - a->cli_csw) / n;
+    if (a->srv_ok && b->srv_ok) {
+        r->srv_cpu_us = (double)(b->srv_ns - a->srv_ns) / 1000.0 / n;
+        r->srv_csw = (double)(b->srv_csw - a->srv_csw) / n;
+    }
+    if (peer->server_fsyncs != NULL && b->fsyncs > a->fsyncs) {
+        r->calls_per_fsync = n / (double)(b->fsyncs - a->fsyncs);
+    }
+}
 
 static result results[NPEERS][MAX_LEVELS];
 
@@ -629,6 +686,7 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
     int opened = 0, started = 0, rv = -1;
     async_driver driver;
     bool one_thread = false;
+    usage_mark u0, u1;
 
     memset(r, 0, sizeof(*r));
     r->peer = peer;
@@ -682,6 +740,7 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
             break;
         }
     }
+    usage_take(peer, env, &u0);
     gate_set(true); /* every caller starts now */
     t0 = bench_now_ns();
     deadline = t0 + (int64_t)opt.seconds * 1000000000;
@@ -698,6 +757,7 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
                            : (int)((deadline - now) / 1000000) + 1);
     }
     atomic_store(&stop_flag, true);
+    usage_take(peer, env, &u1);
     if (one_thread) {
         pthread_join(driver.th, NULL);
     }
@@ -710,6 +770,7 @@ run_level(const compare_peer *peer, void *env, int level, int n, result *r)
     }
     r->seconds = (double)(t1 - t0) / 1e9;
     summarize(ks, n, r);
+    usage_per_call(peer, &u0, &u1, r);
     for (int i = 0; i < n; i++) {
         if (ks[i].errors > 0) {
             fprintf(stderr,
@@ -831,7 +892,9 @@ write_csv(void)
         return -1;
     }
     fprintf(f, "system,callers,seconds,calls,errors,calls_per_s,p50_us,"
-               "p99_us,exactly_once\n");
+               "p99_us,exactly_once,client_cpu_us_per_call,"
+               "server_cpu_us_per_call,client_csw_per_call,"
+               "server_csw_per_call,calls_per_fsync\n");
     /* By system, then callers: gnuplot draws one line per system. */
     for (int p = 0; p < NPEERS; p++) {
         for (int l = 0; l < opt.nlevels; l++) {
@@ -839,9 +902,13 @@ write_csv(void)
             if (!r->ran) {
                 continue;
             }
-            fprintf(f, "%s,%d,%.3f,%" PRId64 ",%" PRId64 ",%.1f,%.1f,%.1f,%s\n",
+            fprintf(f,
+                    "%s,%d,%.3f,%" PRId64 ",%" PRId64
+                    ",%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.2f,%.2f,%.1f\n",
                     r->peer->name, r->callers, r->seconds, r->calls, r->errors,
-                    r->per_s, r->p50_us, r->p99_us, check_word(r));
+                    r->per_s, r->p50_us, r->p99_us, check_word(r),
+                    r->cli_cpu_us, r->srv_cpu_us, r->cli_csw, r->srv_csw,
+                    r->calls_per_fsync);
         }
     }
     return fclose(f) == 0 ? 0 : -1;
@@ -879,6 +946,24 @@ print_target(const char *what, double have, double want, bool at_least)
            at_least ? ">=" : "<=", want, met ? "met" : "NOT met");
 }
 
+/* The three load averages of /proc/loadavg, or "?". */
+static const char *
+load_average(void)
+{
+    static char buf[64];
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a, b, c;
+
+    snprintf(buf, sizeof(buf), "?");
+    if (f != NULL) {
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) {
+            snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", a, b, c);
+        }
+        fclose(f);
+    }
+    return buf;
+}
+
 static void
 report(void)
 {
@@ -904,6 +989,22 @@ report(void)
                    "  %s\n",
                    r->peer->name, r->callers, r->per_s, r->p50_us, r->p99_us,
                    r->calls, r->errors, check_word(r));
+        }
+    }
+    printf("\nper call: CPU us and context switches of the caller process "
+           "and of the server\n(load average %s)\n",
+           load_average());
+    printf("%-15s %7s %9s %9s %9s %9s %11s\n", "system", "callers", "cli_us",
+           "srv_us", "cli_csw", "srv_csw", "calls/fsync");
+    for (int l = 0; l < opt.nlevels; l++) {
+        for (int p = 0; p < NPEERS; p++) {
+            const result *r = &results[p][l];
+            if (!r->ran || r->calls == 0) {
+                continue;
+            }
+            printf("%-15s %7d %9.1f %9.1f %9.2f %9.2f %11.1f\n", r->peer->name,
+                   r->callers, r->cli_cpu_us, r->srv_cpu_us, r->cli_csw,
+                   r->srv_csw, r->calls_per_fsync);
         }
     }
     printf("\nonce / peer, calls/s (above 1: once is faster)\n");

@@ -3,6 +3,7 @@
  */
 #include "bench/bench_env.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -168,6 +169,64 @@ bench_server_fsyncs(const char *url)
     }
     nng_close(s);
     return f;
+}
+
+/* Adds the numbers after "voluntary_ctxt_switches:" and
+ * "nonvoluntary_ctxt_switches:" in a /proc status file to *csw. */
+static void
+proc_status_csw(const char *path, uint64_t *csw)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    unsigned long long v;
+
+    if (f == NULL) {
+        return;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+            sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1) {
+            *csw += v;
+        }
+    }
+    fclose(f);
+}
+
+int
+bench_proc_usage(pid_t pid, uint64_t *cpu_ns, uint64_t *csw)
+{
+    char path[128];
+    struct dirent *d;
+    DIR *dir;
+
+    *cpu_ns = 0;
+    *csw = 0;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    if ((dir = opendir(path)) == NULL) {
+        return -1;
+    }
+    /* At most a few hundred threads: bounded by the directory. */
+    while ((d = readdir(dir)) != NULL) {
+        unsigned long long ns;
+        FILE *f;
+
+        if (d->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/task/%.32s/schedstat", (int)pid,
+                 d->d_name);
+        if ((f = fopen(path, "r")) != NULL) {
+            if (fscanf(f, "%llu", &ns) == 1) {
+                *cpu_ns += ns;
+            }
+            fclose(f);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/task/%.32s/status", (int)pid,
+                 d->d_name);
+        proc_status_csw(path, csw);
+    }
+    closedir(dir);
+    return 0;
 }
 
 static int

@@ -74,6 +74,11 @@ uint64_t bench_open_lease(nng_socket s, uint64_t ttl_ms);
  * or 0 when it cannot be read. */
 uint64_t bench_server_fsyncs(const char *url);
 
+/* The CPU time (ns on a core, from /proc/PID/task/N/schedstat) and the
+ * context switches (voluntary and not) of every live thread of pid, summed.
+ * Threads that exited are not counted. 0, or -1 when pid cannot be read. */
+int bench_proc_usage(pid_t pid, uint64_t *cpu_ns, uint64_t *csw);
+
 /* A REQ socket dialed to url (blocking dial, nng's own resend off).
  * 0 or an nng error. */
 int bench_dial(nng_socket *s, const char *url);

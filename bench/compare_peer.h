@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define COMPARE_ERR_LEN 512
 
@@ -76,6 +77,12 @@ typedef struct compare_peer {
      * warm-up. */
     int (*call_start)(void *conn, uint64_t n, char *err);
     int (*call_end)(void *conn, int64_t *value, char *err);
+
+    /* Optional: the server process whose CPU time and context switches
+     * bench_compare counts per call (0: none or unknown), and its fsync
+     * count so far (NULL: not counted). */
+    pid_t (*server_pid)(void *env);
+    uint64_t (*server_fsyncs)(void *env);
 } compare_peer;
 
 extern const compare_peer compare_peer_once;

@@ -379,6 +379,18 @@ once_read(void *env, const char *counter, int64_t *value, char *err)
     return rv == ONCE_OK ? 0 : -1;
 }
 
+static pid_t
+once_server_pid(void *env)
+{
+    return ((once_env *)env)->srv.pid;
+}
+
+static uint64_t
+once_server_fsyncs(void *env)
+{
+    return bench_server_fsyncs(((once_env *)env)->url);
+}
+
 const compare_peer compare_peer_once = {
     .name = "once",
     .what = "onced + libonce, one once_client per caller (Increment)",
@@ -390,6 +402,8 @@ const compare_peer compare_peer_once = {
     .replay_last = once_replay_last,
     .close = once_close,
     .read = once_read,
+    .server_pid = once_server_pid,
+    .server_fsyncs = once_server_fsyncs,
 };
 
 const compare_peer compare_peer_once_repl = {
@@ -416,6 +430,8 @@ const compare_peer compare_peer_once_shared = {
     .call = once_do,
     .close = shared_close,
     .read = once_read,
+    .server_pid = once_server_pid,
+    .server_fsyncs = once_server_fsyncs,
 };
 
 const compare_peer compare_peer_once_async = {
@@ -431,4 +447,6 @@ const compare_peer compare_peer_once_async = {
     .read = once_read,
     .call_start = async_start,
     .call_end = async_end,
+    .server_pid = once_server_pid,
+    .server_fsyncs = once_server_fsyncs,
 };

@@ -356,6 +356,12 @@ redis_read(void *env, const char *counter, int64_t *value, char *err)
     return rv;
 }
 
+static pid_t
+redis_server_pid(void *env)
+{
+    return ((redis_env *)env)->pid;
+}
+
 const compare_peer compare_peer_redis = {
     .name = "redis",
     .what = "Redis, appendfsync always, EVALSHA: SET NX key + INCRBY + "
@@ -368,4 +374,5 @@ const compare_peer compare_peer_redis = {
     .replay_last = redis_replay_last,
     .close = redis_close,
     .read = redis_read,
+    .server_pid = redis_server_pid,
 };

@@ -3,11 +3,20 @@
  * once_future_*): the queue of a handle's async calls and the workers that
  * run them through the call engine.
  *
+ * New calls leave in groups: a worker takes everything queued (up to a
+ * batch) and makes the first attempt of all of it in one message
+ * (call_group), so N calls in flight cost a few thread wake-ups, not N;
+ * at most ASYNC_SENDERS_MAX groups are in flight, and what queues
+ * meanwhile leaves with the next. A call whose first attempt did not end
+ * it (no reply, UNAVAILABLE, WINDOW_FULL) is resumed by a worker of its
+ * own (call_resume), with every retry rule of the blocking engine.
+ *
  * Owns: the handle's async_pool and every once_future's life.
- * Invariant: a queued call is started by exactly one worker; pending counts
- * every call queued or running, and its callback, so async_fini returns
- * only when no callback can run any more. Workers are started on demand
- * (when a call is queued and no worker is idle), at most ASYNC_WORKERS_MAX.
+ * Invariant: a queued call is taken by exactly one worker, and a call to
+ * resume by exactly one; pending counts every call queued, in a group or
+ * resumed, and its callback, so async_fini returns only when no callback
+ * can run any more. Workers are started on demand (when work waits and no
+ * worker is idle), at most ASYNC_WORKERS_MAX.
  * A callback runs on a worker thread, after the future is finished (so
  * once_wait inside it returns at once) and with no lock held.
  * Layer: above the call engine (call.h), beside the typed methods.
@@ -21,6 +30,8 @@
 #include "client/async.h"
 #include "client/client_impl.h"
 #include "client/status.h"
+
+static void *async_worker(void *arg);
 
 int
 async_init(async_pool *p)
@@ -84,20 +95,147 @@ async_future_unref(once_future *f)
     free(f);
 }
 
-/* Runs one call and finishes its future: result, fin, callback, unref. */
+/* Marks a future whose call ended finished: once_wait returns. */
 static void
-async_run(once_future *f)
+async_fin(once_future *f)
 {
-    f->code = call_do(f->c, f->method, f->kind, &f->id, f->req, f->req_len,
-                      &f->resp, &f->resp_len, &f->st, 0);
     pthread_mutex_lock(&f->lock);
     f->fin = true;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->lock);
+}
+
+/* After async_fin: the callback, then the engine's reference goes. */
+static void
+async_callback(once_future *f)
+{
     if (f->done != NULL) {
         f->done(f, f->arg);
     }
     async_future_unref(f);
+}
+
+/* Finishes a future whose call ended: fin, callback, unref. */
+static void
+async_finish(once_future *f)
+{
+    async_fin(f);
+    async_callback(f);
+}
+
+/* The call arguments of f as a group entry. */
+static void
+async_entry(once_future *f, call_group_entry *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->method = f->method;
+    e->kind = f->kind;
+    e->id = &f->id;
+    e->req = f->req;
+    e->req_len = f->req_len;
+    e->resp = &f->resp;
+    e->resp_len = &f->resp_len;
+    e->st = &f->st;
+    e->rest = f->rest;
+}
+
+/* Under the lock: a new worker when none is idle to take what waits (a
+ * group while senders are free, a call to resume). */
+static void
+async_spawn_locked(async_pool *p)
+{
+    bool work = p->rhead != NULL ||
+                (p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX);
+
+    if (work && p->nidle == 0 && p->nworkers < ASYNC_WORKERS_MAX &&
+        pthread_create(&p->threads[p->nworkers], NULL, async_worker, p) == 0) {
+        p->nworkers++;
+    }
+}
+
+/* Called with the lock held, returns with it held: sends everything
+ * queued (up to a batch) as one group, finishes the calls answered and
+ * queues the others to be resumed. */
+static void
+async_send_group(async_pool *p)
+{
+    once_future *fs[BATCH_ENTRIES_MAX];
+    call_group_entry g[BATCH_ENTRIES_MAX];
+    size_t n = 0, finished = 0;
+
+    while (p->head != NULL && n < BATCH_ENTRIES_MAX) {
+        once_future *f = p->head;
+        if ((p->head = f->next) == NULL) {
+            p->tail = NULL;
+        }
+        f->next = NULL;
+        p->queued--;
+        fs[n++] = f;
+    }
+    p->nsenders++;
+    pthread_mutex_unlock(&p->lock);
+    for (size_t i = 0; i < n; i++) {
+        async_entry(fs[i], &g[i]);
+    }
+    if (n > 0) {
+        call_group(fs[0]->c, g, n);
+    }
+    /* Every answered call of the group is finished before any callback
+     * runs: a callback that waits for a neighbour's future returns. */
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].done) {
+            fs[i]->code = g[i].rv;
+            async_fin(fs[i]);
+            finished++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].done) {
+            async_callback(fs[i]);
+        }
+    }
+    pthread_mutex_lock(&p->lock);
+    p->nsenders--;
+    for (size_t i = 0; i < n; i++) {
+        if (!g[i].done) {
+            fs[i]->rest = g[i].rest;
+            if (p->rtail != NULL) {
+                p->rtail->next = fs[i];
+            } else {
+                p->rhead = fs[i];
+            }
+            p->rtail = fs[i];
+        }
+    }
+    p->pending -= finished;
+    if (p->pending == 0) {
+        pthread_cond_broadcast(&p->drained);
+    }
+    pthread_cond_broadcast(&p->work);
+    async_spawn_locked(p);
+}
+
+/* Called with the lock held, returns with it held: the rest of one call
+ * whose first attempt did not end it (backoff and retries, blocking). */
+static void
+async_resume_one(async_pool *p)
+{
+    once_future *f = p->rhead;
+    call_group_entry e;
+
+    if ((p->rhead = f->next) == NULL) {
+        p->rtail = NULL;
+    }
+    f->next = NULL;
+    pthread_mutex_unlock(&p->lock);
+    async_entry(f, &e);
+    f->rest = NULL;
+    f->code = call_resume(f->c, &e, NULL);
+    async_finish(f);
+    pthread_mutex_lock(&p->lock);
+    if (--p->pending == 0) {
+        pthread_cond_broadcast(&p->drained);
+    }
 }
 
 static void *
@@ -107,28 +245,19 @@ async_worker(void *arg)
 
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        once_future *f;
-
-        while (p->head == NULL && !p->stop) {
+        while (p->rhead == NULL &&
+               !(p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX) &&
+               !p->stop) {
             p->nidle++;
             pthread_cond_wait(&p->work, &p->lock);
             p->nidle--;
         }
-        if (p->head == NULL) {
+        if (p->rhead != NULL) {
+            async_resume_one(p);
+        } else if (p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX) {
+            async_send_group(p);
+        } else if (p->stop) {
             break; /* stop, and nothing left */
-        }
-        f = p->head;
-        p->head = f->next;
-        if (p->head == NULL) {
-            p->tail = NULL;
-        }
-        f->next = NULL;
-        p->queued--;
-        pthread_mutex_unlock(&p->lock);
-        async_run(f);
-        pthread_mutex_lock(&p->lock);
-        if (--p->pending == 0) {
-            pthread_cond_broadcast(&p->drained);
         }
     }
     pthread_mutex_unlock(&p->lock);
@@ -153,17 +282,13 @@ async_submit(async_pool *p, once_future *f, once_status *st)
                         ASYNC_PENDING_MAX);
         goto out;
     }
-    /* A worker for it: an idle one, or a new one while under the cap
-     * (else it waits in the queue for the next worker to be free). */
-    if (p->queued + 1 > p->nidle && p->nworkers < ASYNC_WORKERS_MAX) {
-        if (pthread_create(&p->threads[p->nworkers], NULL, async_worker, p) ==
-            0) {
-            p->nworkers++;
-        } else if (p->nworkers == 0) {
+    if (p->nworkers == 0) {
+        if (pthread_create(&p->threads[0], NULL, async_worker, p) != 0) {
             rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NOT_SENT,
                             "cannot start a call thread; nothing was sent");
             goto out;
         }
+        p->nworkers = 1;
     }
     f->next = NULL;
     if (p->tail != NULL) {
@@ -174,6 +299,9 @@ async_submit(async_pool *p, once_future *f, once_status *st)
     p->tail = f;
     p->queued++;
     p->pending++;
+    /* A sender for it: an idle worker, or a new one while senders are
+     * free (a busy sender takes the queue when it comes back). */
+    async_spawn_locked(p);
     pthread_cond_signal(&p->work);
 out:
     pthread_mutex_unlock(&p->lock);

@@ -35,6 +35,7 @@ struct once_future {
     once_done_fn done;
     void *arg;
     struct once_future *next; /* in the queue, under the pool's lock */
+    struct call_rest *rest;   /* its first attempt did not end it */
 
     /* Written by the worker before fin is set, read after. */
     int code;

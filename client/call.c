@@ -33,7 +33,10 @@
  * envelopes as one batch (once.v1.Batch) and hands each its Response. An
  * entry keeps its own attempt, timeout, retry and deadline here: a batch
  * that gets no reply fails each of its entries' attempts, and each call
- * retries its own id.
+ * retries its own id. Async calls (call_group) make their first attempt
+ * together, one message for all of them from one thread; a call that
+ * attempt did not end goes on in call_run from that outcome (call_pre),
+ * exactly as after an attempt of its own.
  * Layer: the call engine. It uses the connection layer (conn.h, slot.h,
  * batch.h) and the lease gate (lease_gate.h) below it and nothing above
  * it. Which URL an attempt goes to is the connection layer's (steer.h):
@@ -704,10 +707,30 @@ call_deliver(const Once__V1__Response *r, void **resp, size_t *resp_len)
     return 0;
 }
 
-/* The retry loop. st is never NULL here. */
+/* The outcome of a first attempt made elsewhere (call_group): what
+ * call_attempt would have returned, and the call's state after it. */
+typedef struct call_pre {
+    int rv;                /* 0: r holds the reply */
+    Once__V1__Response *r; /* handed over to call_run */
+    call_state cst;
+    uint64_t start_ms; /* retry_now_ms when the attempt began (steer.h) */
+} call_pre;
+
+/* Whether a first attempt's outcome ends the call (no retry follows). */
+static bool
+call_pre_final(const call_spec *cs, const call_pre *pre)
+{
+    return pre->rv == 0 && call_code(pre->r) != ONCE_UNAVAILABLE &&
+           !(cs->mutating && call_is_window_full(pre->r));
+}
+
+/* The retry loop, until the absolute deadline (retry_now_ms clock). With
+ * pre, its first attempt was made already (call_group): the loop goes on
+ * from that outcome, exactly as after an attempt of its own; a final
+ * outcome takes no nng context and never blocks. st is never NULL here. */
 static int
-call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
-         size_t *resp_len, once_status *st)
+call_run(once_client *c, const call_spec *cs, uint64_t deadline, call_pre *pre,
+         void **resp, size_t *resp_len, once_status *st)
 {
     call_state cst;
     gate_call lc;
@@ -717,7 +740,6 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
     bool clean = false; /* ended on a reply: slot reusable */
     nng_ctx ctx;
     nng_aio *aio = NULL;
-    uint64_t deadline = retry_now_ms() + deadline_ms;
     uint64_t rng = retry_seed();
     uint32_t tries = 0;
     Once__V1__Response *r = NULL;
@@ -725,7 +747,23 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
 
     memset(&cst, 0, sizeof(cst));
     memcpy(cst.last_err, "deadline too short", sizeof("deadline too short"));
+    if (pre != NULL) {
+        cst = pre->cst;
+        if (call_pre_final(cs, pre)) {
+            tries = 1;
+            r = pre->r;
+            pre->r = NULL;
+            goto final;
+        }
+    }
     if ((rv = slot_take(&c->conn.slots, c->conn.sock, &slot)) != 0) {
+        if (pre != NULL) {
+            /* the first attempt may have left: give up as after it */
+            tries = 1;
+            snprintf(cst.last_err, sizeof(cst.last_err),
+                     "nng context setup: %s", nng_strerror(rv));
+            goto give_up;
+        }
         return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_NOT_SENT,
                           "nng context setup: %s; nothing was sent",
                           nng_strerror(rv));
@@ -748,18 +786,29 @@ call_run(once_client *c, const call_spec *cs, uint32_t deadline_ms, void **resp,
         uint32_t sent_before = cst.sent;
         bool moved = false;
 
-        if (now >= deadline) {
-            break;
+        if (pre != NULL && attempt == 1) {
+            /* made by call_group: its outcome, as call_attempt's */
+            sent_before = 0;
+            now = pre->start_ms;
+            tries = 1;
+            rv = pre->rv;
+            r = pre->r;
+            pre->r = NULL;
+        } else {
+            if (now >= deadline) {
+                break;
+            }
+            attempt_end = now + c->attempt_timeout_ms;
+            if (attempt_end > deadline) {
+                attempt_end = deadline;
+            }
+            tries = attempt;
+            cst.last_unavailable = false;
+            cst.last_window_full = false;
+            rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
+                              &cst, &r);
         }
-        attempt_end = now + c->attempt_timeout_ms;
-        if (attempt_end > deadline) {
-            attempt_end = deadline;
-        }
-        tries = attempt;
-        cst.last_unavailable = false;
-        cst.last_window_full = false;
-        if ((rv = call_attempt(c, cs, ctx, aio, attempt, deadline, attempt_end,
-                               &cst, &r)) == 0) {
+        if (rv == 0) {
             conn_heard(&c->conn);
             cst.not_leader = call_is_not_leader(r) ? cst.not_leader + 1 : 0;
             if (cst.not_leader > 0) {
@@ -885,7 +934,14 @@ out:
     if (r != NULL) {
         once__v1__response__free_unpacked(r, NULL);
     }
-    slot_give(&c->conn.slots, slot, clean);
+    if (pre != NULL && pre->r != NULL) {
+        /* given up before the loop took it */
+        once__v1__response__free_unpacked(pre->r, NULL);
+        pre->r = NULL;
+    }
+    if (slot != NULL) {
+        slot_give(&c->conn.slots, slot, clean);
+    }
     return rv;
 }
 
@@ -991,6 +1047,64 @@ call_id(once_client *c, call_kind kind, once_rpc_id *id, call_spec *cs,
     return ONCE_OK;
 }
 
+/* The start of every call: arguments, the rpc id, the size check. Fills
+ * cs. ONCE_OK, or the refusal (st says why; nothing was sent). */
+static int
+call_prepare(once_client *c, const char *method, call_kind kind,
+             once_rpc_id *id, const void *req, size_t req_len, void **resp,
+             size_t *resp_len, once_status *st, call_spec *cs, bool *assigned)
+{
+    int rv;
+
+    status_clear(st);
+    *assigned = false;
+    if (resp != NULL) {
+        *resp = NULL;
+    }
+    if (resp_len != NULL) {
+        *resp_len = 0;
+    }
+    memset(cs, 0, sizeof(*cs));
+    if (c == NULL || method == NULL || method[0] == '\0' ||
+        (req == NULL && req_len > 0)) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a call needs a handle, a method and a payload");
+    }
+    cs->method = method;
+    cs->mutating = kind != CALL_READ;
+    cs->req = req;
+    cs->req_len = req_len;
+    if (cs->mutating &&
+        (rv = call_id(c, kind, id, cs, assigned, st)) != ONCE_OK) {
+        return rv;
+    }
+    return call_fits(c, cs, st);
+}
+
+/* The end of every call that got past call_id: rv as the caller sees it. */
+static int
+call_conclude(once_client *c, const call_spec *cs, bool assigned, int rv,
+              once_status *st)
+{
+    if (rv == ONCE_FAILED_PRECONDITION &&
+        once_status_is(st, ONCE_REASON_STALE_RPC) &&
+        gate_tracks(&c->gate, cs->client_id)) {
+        /* Our own id, acknowledged away by a later call of this handle. */
+        rv = status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_STALE_RPC,
+                        "rpc id %" PRIu64 ":%" PRIu64 " was completed by "
+                        "this handle and acknowledged by its later calls; "
+                        "the server no longer keeps its result",
+                        cs->client_id, cs->seq);
+    }
+
+    /* A fresh seq that never left this process cannot have taken effect:
+     * nothing will ever retry it, so it must not hold the watermark back. */
+    if (assigned && st->attempts == 0 && rv != ONCE_OK) {
+        gate_seq_complete(&c->gate, cs->client_id, cs->seq);
+    }
+    return rv;
+}
+
 int
 call_do(once_client *c, const char *method, call_kind kind, once_rpc_id *id,
         const void *req, size_t req_len, void **resp, size_t *resp_len,
@@ -1004,51 +1118,246 @@ call_do(once_client *c, const char *method, call_kind kind, once_rpc_id *id,
     if (st == NULL) {
         st = &local;
     }
-    status_clear(st);
-    if (resp != NULL) {
-        *resp = NULL;
+    rv = call_prepare(c, method, kind, id, req, req_len, resp, resp_len, st,
+                      &cs, &assigned);
+    if (cs.method == NULL || (cs.mutating && cs.client_id == 0)) {
+        return rv; /* refused before an rpc id was settled */
     }
-    if (resp_len != NULL) {
-        *resp_len = 0;
-    }
-    if (c == NULL || method == NULL || method[0] == '\0' ||
-        (req == NULL && req_len > 0)) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "a call needs a handle, a method and a payload");
-    }
-    if (deadline_ms == 0) {
-        deadline_ms = c->deadline_ms;
-    }
-    memset(&cs, 0, sizeof(cs));
-    cs.method = method;
-    cs.mutating = kind != CALL_READ;
-    cs.req = req;
-    cs.req_len = req_len;
-    if (cs.mutating &&
-        (rv = call_id(c, kind, id, &cs, &assigned, st)) != ONCE_OK) {
-        return rv;
-    }
-
-    rv = call_fits(c, &cs, st);
     if (rv == ONCE_OK) {
-        rv = call_run(c, &cs, deadline_ms, resp, resp_len, st);
+        if (deadline_ms == 0) {
+            deadline_ms = c->deadline_ms;
+        }
+        rv = call_run(c, &cs, retry_now_ms() + deadline_ms, NULL, resp,
+                      resp_len, st);
     }
-    if (rv == ONCE_FAILED_PRECONDITION &&
-        once_status_is(st, ONCE_REASON_STALE_RPC) &&
-        gate_tracks(&c->gate, cs.client_id)) {
-        /* Our own id, acknowledged away by a later call of this handle. */
-        rv = status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_STALE_RPC,
-                        "rpc id %" PRIu64 ":%" PRIu64 " was completed by "
-                        "this handle and acknowledged by its later calls; "
-                        "the server no longer keeps its result",
-                        cs.client_id, cs.seq);
-    }
+    return call_conclude(c, &cs, assigned, rv, st);
+}
 
-    /* A fresh seq that never left this process cannot have taken effect:
-     * nothing will ever retry it, so it must not hold the watermark back. */
-    if (assigned && st->attempts == 0 && rv != ONCE_OK) {
-        gate_seq_complete(&c->gate, cs.client_id, cs.seq);
+/* What call_group leaves of a call whose first attempt did not end it. */
+struct call_rest {
+    call_spec cs;
+    bool assigned;
+    uint64_t deadline;
+    call_pre pre;
+};
+
+/* The entries g[0, n) (packed in m[]) as one message on one nng context:
+ * a batch envelope, or a plain request when n is 1. Fills each entry's
+ * pre with the outcome, as call_attempt would for a call of its own. */
+static void
+call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
+                uint64_t deadline)
+{
+    uint8_t *bodies[BATCH_ENTRIES_MAX];
+    size_t lens[BATCH_ENTRIES_MAX];
+    const uint8_t *resps[BATCH_ENTRIES_MAX];
+    size_t rlens[BATCH_ENTRIES_MAX];
+    call_spec any;
+    call_state cst;
+    call_slot *slot = NULL;
+    gate_call lc;
+    bool tracking = false;
+    nng_msg *msg = NULL, *reply = NULL;
+    Once__V1__Response *r = NULL;
+    Once__V1__BatchResponse *br = NULL;
+    uint64_t attempt_end = retry_now_ms() + c->attempt_timeout_ms;
+    uint64_t start_ms = retry_now_ms();
+    int rv;
+
+    memset(&cst, 0, sizeof(cst));
+    memset(&any, 0, sizeof(any));
+    for (size_t i = 0; i < n; i++) {
+        any.tracked = any.tracked || rs[i]->cs.tracked;
+        bodies[i] = nng_msg_body(m[i]);
+        lens[i] = nng_msg_len(m[i]);
+        resps[i] = NULL;
     }
+    if (attempt_end > deadline) {
+        attempt_end = deadline;
+    }
+    if ((rv = slot_take(&c->conn.slots, c->conn.sock, &slot)) != 0) {
+        snprintf(cst.last_err, sizeof(cst.last_err), "nng context setup: %s",
+                 nng_strerror(rv));
+        goto out;
+    }
+    if (any.tracked) {
+        if (!gate_track(&c->gate, &lc, slot->aio, slot->sleep)) {
+            rv = NNG_ECANCELED;
+            snprintf(cst.last_err, sizeof(cst.last_err), "the lease was lost");
+            goto out;
+        }
+        tracking = true;
+    }
+    if (n == 1) {
+        msg = m[0];
+        m[0] = NULL;
+    } else if ((rv = call_batch_pack(c, bodies, lens, n,
+                                     retry_remaining_ms(deadline), &msg)) !=
+               0) {
+        snprintf(cst.last_err, sizeof(cst.last_err), "pack: %s",
+                 nng_strerror(rv));
+        goto out;
+    }
+    start_ms = retry_now_ms();
+    rv = call_exchange(c, &any, slot->ctx, slot->aio, msg, deadline,
+                       attempt_end, &cst, &reply);
+    if (rv == 0) {
+        conn_heard(&c->conn); /* steer.h: the target answers */
+    }
+    if (rv == 0 && n == 1) {
+        resps[0] = nng_msg_body(reply);
+        rlens[0] = nng_msg_len(reply);
+    } else if (rv == 0 &&
+               (r = once__v1__response__unpack(NULL, nng_msg_len(reply),
+                                               nng_msg_body(reply))) == NULL) {
+        cst.maybe_executed = true;
+        snprintf(cst.last_err, sizeof(cst.last_err),
+                 "undecodable batch reply envelope");
+        rv = EPROTO;
+    } else if (rv == 0 && (r->status == NULL || r->status->code == 0)) {
+        br = once__v1__batch_response__unpack(NULL, r->payload.len,
+                                              r->payload.data);
+        if (br == NULL || br->n_responses != n) {
+            cst.maybe_executed = true;
+            snprintf(cst.last_err, sizeof(cst.last_err),
+                     "batch reply with %zu answers for %zu entries",
+                     br != NULL ? br->n_responses : 0, n);
+            rv = EPROTO;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                resps[i] = br->responses[i].data;
+                rlens[i] = br->responses[i].len;
+            }
+        }
+    } else if (rv == 0) {
+        /* The whole batch was refused (nothing of it ran): that reply is
+         * every entry's. */
+        for (size_t i = 0; i < n; i++) {
+            resps[i] = nng_msg_body(reply);
+            rlens[i] = nng_msg_len(reply);
+        }
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        call_pre *p = &rs[i]->pre;
+        p->cst = cst;
+        p->rv = rv;
+        p->start_ms = start_ms;
+        p->r = NULL;
+        if (rv == 0) {
+            p->rv = call_unpack(resps[i], rlens[i], &p->cst, &p->r);
+        }
+    }
+    if (tracking) {
+        gate_untrack(&c->gate, &lc);
+    }
+    if (br != NULL) {
+        once__v1__batch_response__free_unpacked(br, NULL);
+    }
+    if (r != NULL) {
+        once__v1__response__free_unpacked(r, NULL);
+    }
+    if (reply != NULL) {
+        nng_msg_free(reply);
+    }
+    if (slot != NULL) {
+        slot_give(&c->conn.slots, slot, rv == 0);
+    }
+}
+
+void
+call_group(once_client *c, call_group_entry *g, size_t n)
+{
+    struct call_rest *rs[BATCH_ENTRIES_MAX];
+    call_group_entry *ge[BATCH_ENTRIES_MAX];
+    nng_msg *m[BATCH_ENTRIES_MAX];
+    uint64_t deadline = retry_now_ms() + c->deadline_ms;
+    size_t max_bytes = call_batch_bytes(c);
+    size_t k = 0;
+
+    if (n > BATCH_ENTRIES_MAX) {
+        n = BATCH_ENTRIES_MAX; /* the caller's to keep to; never more */
+    }
+    for (size_t i = 0; i < n; i++) {
+        call_group_entry *e = &g[i];
+        struct call_rest *x;
+        int rv;
+
+        e->done = true;
+        e->rest = NULL;
+        if ((x = calloc(1, sizeof(*x))) == NULL) {
+            status_clear(e->st);
+            e->rv = status_set(e->st, ONCE_RESOURCE_EXHAUSTED,
+                               ONCE_REASON_NO_MEMORY,
+                               "out of memory; nothing was sent");
+            continue;
+        }
+        rv = call_prepare(c, e->method, e->kind, e->id, e->req, e->req_len,
+                          e->resp, e->resp_len, e->st, &x->cs, &x->assigned);
+        if (rv != ONCE_OK) {
+            e->rv = (x->cs.method == NULL ||
+                     (x->cs.mutating && x->cs.client_id == 0))
+                        ? rv
+                        : call_conclude(c, &x->cs, x->assigned, rv, e->st);
+            free(x);
+            continue;
+        }
+        x->deadline = deadline;
+        if ((rv = call_pack(c, &x->cs, 1, retry_remaining_ms(deadline),
+                            &m[k])) != 0) {
+            /* not sent: the rest of the call starts at its attempt 1 */
+            x->pre.rv = rv;
+            snprintf(x->pre.cst.last_err, sizeof(x->pre.cst.last_err),
+                     "pack: %s", nng_strerror(rv));
+            e->rest = x;
+            e->done = false;
+            continue;
+        }
+        rs[k] = x;
+        ge[k] = e;
+        k++;
+    }
+    /* In messages of at most max_bytes of entries, in order. */
+    for (size_t from = 0; from < k;) {
+        size_t to = from + 1, bytes = nng_msg_len(m[from]);
+
+        while (to < k && bytes + nng_msg_len(m[to]) <= max_bytes) {
+            bytes += nng_msg_len(m[to]);
+            to++;
+        }
+        call_group_send(c, rs + from, m + from, to - from, deadline);
+        for (size_t i = from; i < to; i++) {
+            call_group_entry *e = ge[i];
+
+            if (m[i] != NULL) {
+                nng_msg_free(m[i]);
+            }
+            if (call_pre_final(&rs[i]->cs, &rs[i]->pre)) {
+                /* the common case: answered, finished here at once */
+                e->rv = call_resume(c, e, rs[i]);
+            } else {
+                e->rest = rs[i];
+                e->done = false;
+            }
+        }
+        from = to;
+    }
+}
+
+int
+call_resume(once_client *c, call_group_entry *e, struct call_rest *x)
+{
+    int rv;
+
+    if (x == NULL) {
+        x = e->rest;
+    }
+    e->rest = NULL;
+    rv = call_run(c, &x->cs, x->deadline, &x->pre, e->resp, e->resp_len, e->st);
+    rv = call_conclude(c, &x->cs, x->assigned, rv, e->st);
+    e->rv = rv;
+    e->done = true;
+    free(x);
     return rv;
 }
 

@@ -12,6 +12,7 @@
 #ifndef CLIENT_CALL_H
 #define CLIENT_CALL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,37 @@ int call_do(once_client *c, const char *method, call_kind kind, once_rpc_id *id,
  * caller frees it with the generated __free_unpacked of that type. An OK
  * reply that does not unpack ends ONCE_INTERNAL/BAD_RESPONSE.
  */
+/* One call of a group (call_group): its arguments as call_do's (deadline:
+ * the handle's), and what became of it. */
+typedef struct call_group_entry {
+    const char *method;
+    call_kind kind;
+    once_rpc_id *id;
+    const void *req;
+    size_t req_len;
+    void **resp;
+    size_t *resp_len;
+    once_status *st;
+    int rv;                 /* done: the call's result, as call_do's */
+    bool done;              /* finished by call_group */
+    struct call_rest *rest; /* not done: the rest, for call_resume */
+} call_group_entry;
+
+/*
+ * The first attempt of n calls (at most BATCH_ENTRIES_MAX) in as few
+ * messages as fit (one batch envelope, or one plain request for one
+ * call), on the calling thread. A call that got its final reply is done
+ * (rv, *st, *resp); one that must retry (no reply, UNAVAILABLE,
+ * WINDOW_FULL, or nothing sent) is left in rest with every rule of call_do
+ * intact: call_resume runs the rest of it — backoff, later attempts,
+ * OUTCOME_UNKNOWN — as call_do would have after that first attempt.
+ */
+void call_group(once_client *c, call_group_entry *g, size_t n);
+
+/* The rest of e's call (rest NULL: e->rest), blocking; sets e->rv and
+ * e->done and returns rv. */
+int call_resume(once_client *c, call_group_entry *e, struct call_rest *rest);
+
 int invoke(once_client *c, const ProtobufCServiceDescriptor *svc,
            const char *name, call_kind kind, once_rpc_id *id,
            const ProtobufCMessage *req, ProtobufCMessage **out, once_status *st,

@@ -33,10 +33,13 @@
 #include "once/client.h"
 #include "client/retry.h"
 
-/* The handle's async calls; only async.c touches it. At most this many
- * calls of one handle run at once; more wait in the
- * queue (the blocking engine needs one thread per call in flight). */
+/* The handle's async calls; only async.c touches it. New calls leave in
+ * groups (call_group: one message for all queued), from at most
+ * ASYNC_SENDERS_MAX workers at a time; a call that must retry is resumed
+ * by a worker of its own, at most ASYNC_WORKERS_MAX threads in all. */
 #define ASYNC_WORKERS_MAX 128u
+/* Groups of new calls in flight at once (as messages in flight, batch.h). */
+#define ASYNC_SENDERS_MAX 2u
 /* At most this many calls of one handle are queued or running. */
 #define ASYNC_PENDING_MAX 65536u
 
@@ -46,7 +49,10 @@ typedef struct async_pool {
     pthread_cond_t drained;               /* pending reached 0 */
     struct once_future *head;             /* queued, not started */
     struct once_future *tail;             /* last queued */
+    struct once_future *rhead;            /* to resume (call_resume) */
+    struct once_future *rtail;            /* last to resume */
     size_t queued;                        /* in the queue */
+    unsigned nsenders;                    /* workers sending a group */
     size_t pending;                       /* queued or running */
     unsigned nworkers;                    /* threads started */
     unsigned nidle;                       /* threads waiting for work */

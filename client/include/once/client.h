@@ -426,9 +426,11 @@ ONCE_API int once_counter_get(once_client *c, const char *name, int64_t *value,
  * its blocking twin (it runs the same call engine): one rpc id for all its
  * attempts, backoff, the handle's deadline over all of them, and a
  * mutating call that may have run ends ONCE_UNKNOWN / OUTCOME_UNKNOWN with
- * its rpc id (once_future_id), never a plain failure. The handle runs at
- * most 128 calls at once and queues the rest (at most 65536 pending, then
- * ONCE_RESOURCE_EXHAUSTED / NOT_SENT and nothing queued).
+ * its rpc id (once_future_id), never a plain failure. New calls leave in
+ * groups: everything queued goes in one message (up to 256 calls), with
+ * at most two such messages in flight; a call that must retry is retried
+ * on a thread of its own, at most 128 at once (at most 65536 calls
+ * pending, then ONCE_RESOURCE_EXHAUSTED / NOT_SENT and nothing queued).
  *
  * The callback runs on one of the handle's call threads (never inside an
  * nng callback), after the future is finished, with no lock of the handle
@@ -461,11 +463,10 @@ typedef void (*once_done_fn)(once_future *f, void *arg);
  * code means nothing was queued or sent (bad arguments, no memory, too many
  * pending, handle closing), st saying why.
  */
-ONCE_API int once_call_async(once_client *c, const char *method,
-                             bool mutating, const once_rpc_id *id,
-                             const void *req, size_t req_len,
-                             once_done_fn done, void *arg, once_future **fp,
-                             once_status *st);
+ONCE_API int once_call_async(once_client *c, const char *method, bool mutating,
+                             const once_rpc_id *id, const void *req,
+                             size_t req_len, once_done_fn done, void *arg,
+                             once_future **fp, once_status *st);
 
 /* once_counter_incr as an async call (id as in once_call_async); read the
  * value with once_future_counter_value. */
