@@ -209,9 +209,10 @@ follow_catch_up(follower *f)
     snprintf(end, sizeof(end), "%s", r->log_prefix);
     end[strlen(end) - 1]++; /* "/log/" -> "/log0": the prefix's end */
     if (!f->checked && f->applied > 0) {
-        /* Nothing trims the log, so the last entry this replica applied
-         * is still there — unless etcd is another one, or was wiped:
-         * then following it would make this replica diverge. */
+        /* The last entry this replica applied is still there, or was
+         * trimmed (the first index kept is past it) — unless etcd is
+         * another one, or was wiped: then following it would make this
+         * replica diverge. */
         etcd_kv *kvs = NULL;
         size_t n = 0;
         int rv;
@@ -227,18 +228,25 @@ follow_catch_up(follower *f)
             if ((rv = follow_first(f, &first)) != 0) {
                 return rv;
             }
-            if (first > f->applied) {
+            if (first == f->applied + 1) {
+                /* Trimmed just past us (or a cluster restored from a
+                 * backup at this index): we hold everything below. */
+                log_info("repl: the log starts at %" PRIu64
+                         ", right after this replica's index",
+                         first);
+            } else if (first > f->applied) {
                 log_info("repl: log entry %" PRIu64 " (applied here) was "
                          "trimmed; the log starts at %" PRIu64
                          ": this replica needs a snapshot",
                          f->applied, first);
                 return ERANGE;
+            } else {
+                log_error("repl: this replica applied log entry %" PRIu64
+                          " but etcd does not hold it (another or a wiped "
+                          "etcd?): refusing to follow a different log",
+                          f->applied);
+                return ESTALE;
             }
-            log_error("repl: this replica applied log entry %" PRIu64
-                      " but etcd does not hold it (another or a wiped etcd?): "
-                      "refusing to follow a different log",
-                      f->applied);
-            return ESTALE;
         }
     }
     f->checked = true;
