@@ -104,14 +104,13 @@ seed_call(seed *s, Once__V1__SnapshotResponse **out)
     return *out != NULL ? 0 : EPROTO;
 }
 
-/* Loads one chunk; *done after the last. */
+/* Loads chunk r (NULL: asks for the next one); *done after the last. */
 static int
-seed_chunk(seed *s, bool *done)
+seed_chunk(seed *s, Once__V1__SnapshotResponse *r, bool *done)
 {
-    Once__V1__SnapshotResponse *r;
-    int rv;
+    int rv = 0;
 
-    if ((rv = seed_call(s, &r)) != 0) {
+    if (r == NULL && (rv = seed_call(s, &r)) != 0) {
         return rv;
     }
     if (r->snapshot_id == 0 ||
@@ -149,6 +148,7 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
 {
     const char *dir = r->cfg.data_dir;
     seed s = {.sock = NNG_SOCKET_INITIALIZER};
+    Once__V1__SnapshotResponse *first = NULL;
     bool done = false;
     char *err = NULL;
     int rv;
@@ -167,6 +167,12 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
         nng_close(s.sock);
         return EAGAIN;
     }
+    /* The first chunk before anything local changes: a leader that
+     * refuses or does not answer leaves this replica's store as it is. */
+    if ((rv = seed_call(&s, &first)) != 0) {
+        nng_close(s.sock);
+        return rv == EAGAIN ? EAGAIN : rv;
+    }
     log_info("repl: seeding this replica from a snapshot of the leader at "
              "%s (its store is replaced)",
              url);
@@ -178,7 +184,9 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
         goto out;
     }
     for (uint64_t n = 0; n < SEED_CHUNKS_MAX && !done; n++) {
-        if ((rv = seed_chunk(&s, &done)) != 0) {
+        rv = seed_chunk(&s, first, &done);
+        first = NULL; /* seed_chunk freed it */
+        if (rv != 0) {
             break;
         }
     }
@@ -207,6 +215,9 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
              " keys)",
              s.index, s.keys);
 out:
+    if (first != NULL) {
+        once__v1__snapshot_response__free_unpacked(first, NULL);
+    }
     free(err);
     free(s.last);
     nng_close(s.sock);
