@@ -289,12 +289,107 @@ test_restore_serves_backup(void **state)
     harness_free(h);
 }
 
+/* Sends one Admin.Snapshot request; returns the status code, the reason
+ * in reason, and the reply (if out) unpacked. */
+static int
+snap_rpc(const harness *h, uint64_t id, const char *after, uint32_t max_bytes,
+         char *reason, size_t rlen, Once__V1__SnapshotResponse **out)
+{
+    Once__V1__SnapshotRequest req = ONCE__V1__SNAPSHOT_REQUEST__INIT;
+    Once__V1__Response *r = NULL;
+    uint8_t payload[256], *env = NULL;
+    size_t plen, elen = 0;
+    int code;
+
+    req.snapshot_id = id;
+    req.after_key.data = (uint8_t *)after;
+    req.after_key.len = after != NULL ? strlen(after) : 0;
+    req.max_bytes = max_bytes;
+    plen = protobuf_c_message_pack(&req.base, payload);
+    assert_int_equal(harness_envelope("/once.v1.Admin/Snapshot", 0, 0, payload,
+                                      plen, &env, &elen),
+                     0);
+    assert_int_equal(harness_raw_rpc(h->url, env, elen, &r, 5000), 0);
+    free(env);
+    code = r->status != NULL ? (int)r->status->code : 0;
+    snprintf(reason, rlen, "%s", r->status != NULL ? r->status->reason : "");
+    if (out != NULL) {
+        *out = code == 0 ? once__v1__snapshot_response__unpack(
+                               NULL, r->payload.len, r->payload.data)
+                         : NULL;
+    }
+    once__v1__response__free_unpacked(r, NULL);
+    return code;
+}
+
+/* Hostile or stale Admin.Snapshot requests get a code and a reason, and
+ * onced goes on serving: an id it does not hold, a chunk size over the
+ * limit, after_key without an id, a fifth pinned snapshot; a finished
+ * snapshot's id is gone. */
+static void
+test_snapshot_refusals(void **state)
+{
+    harness *h = NULL;
+    Once__V1__SnapshotResponse *r = NULL;
+    char reason[64];
+    uint64_t ids[4];
+
+    (void)state;
+    assert_int_equal(harness_start(&h), 0);
+    {
+        once_client *c = NULL;
+        once_options o;
+        once_status st;
+        once_options_init(&o);
+        o.url = h->url;
+        assert_int_equal(once_client_open(&c, &o, &st), ONCE_OK);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(once_counter_incr_new(c, "c", 1, NULL, NULL, &st),
+                             ONCE_OK);
+        }
+        once_client_close(c);
+    }
+    assert_int_equal(snap_rpc(h, 12345, "c/x", 0, reason, sizeof(reason), NULL),
+                     ONCE__V1__CODE__NOT_FOUND);
+    assert_string_equal(reason, "NO_SNAPSHOT");
+    assert_int_equal(
+        snap_rpc(h, 0, NULL, 3u << 20, reason, sizeof(reason), NULL),
+        ONCE__V1__CODE__INVALID_ARGUMENT);
+    assert_string_equal(reason, "BAD_LIMIT");
+    assert_int_equal(snap_rpc(h, 0, "c/x", 0, reason, sizeof(reason), NULL),
+                     ONCE__V1__CODE__INVALID_ARGUMENT);
+    assert_string_equal(reason, "BAD_SNAPSHOT");
+    for (int i = 0; i < 4; i++) {
+        /* One pair per chunk: not done, so each stays pinned. */
+        assert_int_equal(snap_rpc(h, 0, NULL, 1, reason, sizeof(reason), &r),
+                         0);
+        assert_false(r->done);
+        ids[i] = r->snapshot_id;
+        once__v1__snapshot_response__free_unpacked(r, NULL);
+    }
+    assert_int_equal(snap_rpc(h, 0, NULL, 0, reason, sizeof(reason), NULL),
+                     ONCE__V1__CODE__RESOURCE_EXHAUSTED);
+    assert_string_equal(reason, "SNAPSHOTS_BUSY");
+    /* Reading the first to its end releases it; its id is gone. */
+    assert_int_equal(snap_rpc(h, ids[0], "", 0, reason, sizeof(reason), &r), 0);
+    assert_true(r->done);
+    once__v1__snapshot_response__free_unpacked(r, NULL);
+    assert_int_equal(snap_rpc(h, ids[0], NULL, 0, reason, sizeof(reason), NULL),
+                     ONCE__V1__CODE__NOT_FOUND);
+    assert_int_equal(snap_rpc(h, 0, NULL, 0, reason, sizeof(reason), &r), 0);
+    assert_true(r->done);
+    once__v1__snapshot_response__free_unpacked(r, NULL);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backup_consistent_under_writes),
         cmocka_unit_test(test_restore_serves_backup),
+        cmocka_unit_test(test_snapshot_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
