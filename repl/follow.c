@@ -145,27 +145,6 @@ follow_one(follower *f, uint64_t index, const uint8_t *v, size_t vlen)
     return rv;
 }
 
-/* The first log index kept (trim.c): 1 when never trimmed. */
-static int
-follow_first(follower *f, uint64_t *first)
-{
-    repl *r = f->r;
-    etcd_kv *kvs = NULL;
-    size_t n = 0;
-    int rv;
-
-    *first = 1;
-    if ((rv = etcd_range(r->kv, r->first_key, strlen(r->first_key), NULL, 0, 1,
-                         &kvs, &n, NULL, NULL)) != 0) {
-        return rv;
-    }
-    if (n == 1 && repl_parse_u64(kvs[0].val, kvs[0].vlen, first) != 0) {
-        rv = EPROTO;
-    }
-    etcd_kvs_free(kvs, n);
-    return rv;
-}
-
 /* Publishes the applied index for the leader's trimming, at most every
  * FOLLOW_PUBLISH_MS; a failure is tried again later. */
 static void
@@ -225,7 +204,7 @@ follow_catch_up(follower *f)
         etcd_kvs_free(kvs, n);
         if (n == 0) {
             uint64_t first = 1;
-            if ((rv = follow_first(f, &first)) != 0) {
+            if ((rv = repl_first_read(f->r, f->r->kv, &first)) != 0) {
                 return rv;
             }
             if (first == f->applied + 1) {
@@ -264,7 +243,7 @@ follow_catch_up(follower *f)
             uint64_t index = repl_log_index(r, kvs[i].key, kvs[i].klen);
             if (index != f->read_upto + 1) {
                 uint64_t first = 1;
-                if ((rv = follow_first(f, &first)) == 0) {
+                if ((rv = repl_first_read(f->r, f->r->kv, &first)) == 0) {
                     rv = first > f->read_upto + 1 ? ERANGE : EPROTO;
                     log_info("repl: log key %s follows index %" PRIu64 ": %s",
                              kvs[i].key, f->read_upto,

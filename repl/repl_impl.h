@@ -63,6 +63,9 @@ int repl_parse_u64(const char *p, size_t n, uint64_t *v);
  * stopped by repl_close. */
 int repl_trim_start(repl *r);
 void repl_trim_stop(repl *r);
+/* The first log index kept (/once/<cluster>/first; 1 when never trimmed),
+ * read through e. 0, EAGAIN, EPROTO. */
+int repl_first_read(repl *r, etcd *e, uint64_t *first);
 
 /* seed.c: replaces the follower's store (*stp, closed and reopened) by a
  * snapshot read from the leader at url (Admin.Snapshot); *index is the log

@@ -42,16 +42,15 @@ trim_sleep_ms(uint64_t ms)
     }
 }
 
-/* The first index kept, from etcd (1 when never trimmed). */
-static int
-trim_read_first(repl *r, uint64_t *first)
+int
+repl_first_read(repl *r, etcd *e, uint64_t *first)
 {
     etcd_kv *kvs = NULL;
     size_t n = 0;
     int rv;
 
     *first = 1;
-    if ((rv = etcd_range(r->tr, r->first_key, strlen(r->first_key), NULL, 0, 1,
+    if ((rv = etcd_range(e, r->first_key, strlen(r->first_key), NULL, 0, 1,
                          &kvs, &n, NULL, NULL)) != 0) {
         return rv;
     }
@@ -102,7 +101,7 @@ trim_pass(repl *r, uint64_t *first)
     bool ok = false;
     int rv;
 
-    if (last == 0 || (*first == 0 && trim_read_first(r, first) != 0) ||
+    if (last == 0 || (*first == 0 && repl_first_read(r, r->tr, first) != 0) ||
         trim_min_applied(r, last, &keep) != 0) {
         return; /* nothing yet, or etcd did not answer: next pass */
     }
