@@ -45,8 +45,8 @@ struct repl {
     bool ka_running;
     _Atomic uint64_t last; /* the last index written (leader; trim.c) */
     etcd *tr;              /* the trim thread's */
-    pthread_t tr_thread;
-    bool tr_running;
+    struct periodic *tr_thread;
+    uint64_t tr_first; /* the first index kept (trim thread; 0: unknown) */
 };
 
 /* logkey.c: the log's keys and values. */

@@ -14,7 +14,7 @@
  * that it follows the same log). One Txn under the leader key's compare
  * puts /once/<cluster>/first = keep and deletes every log key below it;
  * then etcd is compacted at that Txn's revision.
- * Owns: the trim thread and its etcd handle.
+ * Owns: the trim thread (proto/periodic.h) and its etcd handle.
  * Invariant: never deletes an entry at or above min(applied of the other
  * replicas, last) unless the retain bound says so; never deletes the last
  * entry; a deposed leader's trim fails its compare.
@@ -27,20 +27,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "proto/log.h"
+#include "proto/periodic.h"
 
 #define TRIM_PERIOD_MS 1000
-#define TRIM_STEP_MS   50
-
-static void
-trim_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 int
 repl_first_read(repl *r, etcd *e, uint64_t *first)
@@ -138,22 +129,13 @@ trim_pass(repl *r, uint64_t *first)
     *first = keep;
 }
 
-static void *
-trim_main(void *arg)
+static void
+trim_tick(void *arg, unsigned why)
 {
     repl *r = arg;
-    uint64_t first = 0; /* 0: not known, read it */
 
-    while (!atomic_load(&r->stopping)) {
-        for (uint64_t ms = 0; ms < TRIM_PERIOD_MS && !atomic_load(&r->stopping);
-             ms += TRIM_STEP_MS) {
-            trim_sleep_ms(TRIM_STEP_MS);
-        }
-        if (!atomic_load(&r->stopping)) {
-            trim_pass(r, &first);
-        }
-    }
-    return NULL;
+    (void)why;
+    trim_pass(r, &r->tr_first);
 }
 
 int
@@ -162,26 +144,22 @@ repl_trim_start(repl *r)
     int rv;
 
     atomic_store(&r->last, r->next - 1);
+    r->tr_first = 0; /* not known: read it */
     if ((rv = etcd_open(&r->tr, r->cfg.endpoints, r->cfg.timeout_ms)) != 0) {
         return rv;
     }
-    if ((rv = pthread_create(&r->tr_thread, NULL, trim_main, r)) != 0) {
+    if ((rv = periodic_start(&r->tr_thread, trim_tick, r, TRIM_PERIOD_MS, 0)) !=
+        0) {
         etcd_close(r->tr);
         r->tr = NULL;
-        return rv;
     }
-    r->tr_running = true;
-    return 0;
+    return rv;
 }
 
 void
 repl_trim_stop(repl *r)
 {
-    atomic_store(&r->stopping, true);
-    if (r->tr_running) {
-        pthread_join(r->tr_thread, NULL);
-        r->tr_running = false;
-    }
+    periodic_stop(&r->tr_thread);
     etcd_close(r->tr);
     r->tr = NULL;
 }
