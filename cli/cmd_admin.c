@@ -1,5 +1,6 @@
 /*
- * cmd_admin.c — `oncectl stats` and `oncectl admin compact`. Stats goes
+ * cmd_admin.c — `oncectl stats` and `oncectl admin compact` (`admin
+ * backup` is cmd_backup.c's). Stats goes
  * through once_call, so every field of its reply is printed, including
  * fields added to the .proto after libonce's once_stats was frozen into the
  * public ABI; Compact through once_admin_compact.
@@ -38,6 +39,7 @@ static const char usage_stats[] =
 
 static const char usage_admin[] =
     "usage: oncectl [GLOBAL OPTIONS] admin compact [--wait]\n"
+    "       oncectl [GLOBAL OPTIONS] admin backup DIR\n"
     "\n"
     "compact  has onced compact its LevelDB over the whole key range, on a\n"
     "         thread of its own: the call answers at once. Deleted records\n"
@@ -52,7 +54,9 @@ static const char usage_admin[] =
     "         Output: compaction started | --json "
     "{\"already_running\":B,\"compactions_before\":N}\n"
     "         with --wait also: compactions N, disk_bytes B, waited T |\n"
-    "         \"compactions\":N,\"disk_bytes\":N,\"waited_ms\":N\n";
+    "         \"compactions\":N,\"disk_bytes\":N,\"waited_ms\":N\n"
+    "backup   copies the whole store, at one moment, into the new folder\n"
+    "         DIR while onced serves (see 'oncectl admin backup --help')\n";
 
 static int
 admin_fail(once_status *st, int code, const char *reason, const char *msg)
@@ -247,9 +251,12 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
 int
 cmd_admin(const cli *g, int argc, char **argv)
 {
-    static const cli_sub subs[] = {{"compact", cmd_admin_compact}};
+    static const cli_sub subs[] = {{"compact", cmd_admin_compact},
+                                   {"backup", cmd_admin_backup}};
 
-    return cli_dispatch(g, "admin", subs, 1, usage_admin,
-                        "the admin command is: admin compact [--wait]", argc,
-                        argv);
+    return cli_dispatch(g, "admin", subs, sizeof(subs) / sizeof(subs[0]),
+                        usage_admin,
+                        "the admin commands are: admin compact [--wait], "
+                        "admin backup DIR",
+                        argc, argv);
 }

@@ -27,6 +27,9 @@ int cmd_records(const cli *g, int argc, char **argv);
 int cmd_stats(const cli *g, int argc, char **argv);
 int cmd_admin(const cli *g, int argc, char **argv);
 
+/* `admin backup DIR` (cmd_backup.c). */
+int cmd_admin_backup(const cli *g, int argc, char **argv);
+
 /* `grants SUBCOMMAND ...` (cmd_grants.c). */
 int cmd_grants(const cli *g, int argc, char **argv);
 

@@ -59,6 +59,8 @@ static const char usage_top[] =
     "  stats                              server statistics\n"
     "  admin compact [--wait]             compact onced's LevelDB now "
     "(operators)\n"
+    "  admin backup DIR [--chunk-bytes N] consistent copy of the store "
+    "into DIR\n"
     "  principal add|list|revoke|restore  the principals of a local data\n"
     "                                     folder (oncectl principal --help)\n"
     "\n"

@@ -577,6 +577,23 @@ etcd_txn_put(etcd_txn *t, const void *key, size_t klen, const void *val,
     t->size += 96 + (klen + vlen) * 4 / 3;
 }
 
+void
+etcd_txn_delete(etcd_txn *t, const void *key, size_t klen, const void *end,
+                size_t elen)
+{
+    cJSON *op = cJSON_CreateObject();
+    cJSON *del = cJSON_AddObjectToObject(op, "request_delete_range");
+
+    if (op == NULL || del == NULL ||
+        etcd_add_range(del, key, klen, end, elen) != 0) {
+        cJSON_Delete(op);
+        t->nomem = true;
+        return;
+    }
+    cJSON_AddItemToArray(t->success, op);
+    t->size += 96 + (klen + elen) * 4 / 3;
+}
+
 size_t
 etcd_txn_size(const etcd_txn *t)
 {

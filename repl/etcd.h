@@ -1,6 +1,7 @@
 /*
  * etcd.h — a small etcd v3 client over etcd's JSON gateway (HTTP/1.1 POST
- * of JSON to /v3/kv/range, /v3/kv/txn, /v3/lease/grant|keepalive|revoke),
+ * of JSON to /v3/kv/range, /v3/kv/txn, /v3/kv/compaction,
+ * /v3/lease/grant|keepalive|revoke),
  * with libcurl and cJSON.
  *
  * Owns: one curl handle and the list of etcd endpoints; which endpoint
@@ -94,6 +95,9 @@ void etcd_txn_if_modified(etcd_txn *t, const void *key, size_t klen,
 /* Operation: put key = val, attached to lease (0: none). */
 void etcd_txn_put(etcd_txn *t, const void *key, size_t klen, const void *val,
                   size_t vlen, int64_t lease);
+/* Operation: delete keys [key, end) (end NULL: key alone). */
+void etcd_txn_delete(etcd_txn *t, const void *key, size_t klen, const void *end,
+                     size_t elen);
 /* The request body's size so far (JSON), to keep under etcd's limit. */
 size_t etcd_txn_size(const etcd_txn *t);
 

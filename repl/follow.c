@@ -11,8 +11,10 @@
  * (followed by anything but its next part) is never applied. A replica
  * returns as leader only after holding the leader key and applying the
  * log to its end.
+ * A replica whose next entry was trimmed (trim.c) seeds itself from the
+ * leader's snapshot (seed.c) and never campaigns until it has.
  * Never: writes to etcd except the campaign (its lease and the leader
- * key); serves calls.
+ * key) and its published applied index; serves calls.
  */
 #include "repl/repl_impl.h"
 
@@ -25,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/datadir.h"
 #include "store/store.h"
 #include "proto/wire.h"
 #include "proto/log.h"
@@ -36,6 +39,10 @@
 #define FOLLOW_IDLE_MS 1000
 /* Log keys read per request. */
 #define FOLLOW_BATCH 64
+/* How often a follower publishes its applied index, at most (trim.c). */
+#define FOLLOW_PUBLISH_MS 250
+/* Between attempts to seed from a snapshot. */
+#define FOLLOW_SEED_RETRY_MS 500
 
 typedef struct follow_run {
     uint64_t first; /* first index of the run; 0: no run */
@@ -51,6 +58,9 @@ typedef struct follower {
     uint64_t read_upto; /* last log index read */
     bool checked;       /* the entry at applied was found in etcd */
     follow_run run;
+    uint64_t published; /* the applied index last published */
+    bool have_published;
+    uint64_t published_ms;
 } follower;
 
 static void
@@ -135,10 +145,38 @@ follow_one(follower *f, uint64_t index, const uint8_t *v, size_t vlen)
     return rv;
 }
 
+/* Publishes the applied index for the leader's trimming, at most every
+ * FOLLOW_PUBLISH_MS; a failure is tried again later. */
+static void
+follow_publish(follower *f)
+{
+    repl *r = f->r;
+    uint64_t now = repl_now_ms();
+    char val[24];
+    etcd_txn *t;
+    bool ok = false;
+
+    if ((f->have_published && f->published == f->applied) ||
+        now < f->published_ms + FOLLOW_PUBLISH_MS ||
+        (t = etcd_txn_alloc()) == NULL) {
+        return;
+    }
+    snprintf(val, sizeof(val), "%" PRIu64, f->applied);
+    etcd_txn_put(t, r->applied_key, strlen(r->applied_key), val, strlen(val),
+                 0);
+    if (etcd_txn_run(r->kv, t, &ok, NULL) == 0 && ok) {
+        f->published = f->applied;
+        f->have_published = true;
+    }
+    etcd_txn_free(t);
+    f->published_ms = now;
+}
+
 /*
  * Reads and applies the log from read_upto + 1 to its end. 0 (and
- * r->next set past the last key read), EAGAIN (etcd did not answer), or
- * an error (a gap: the log was trimmed past us; a bad entry; local I/O).
+ * r->next set past the last key read), EAGAIN (etcd did not answer),
+ * ERANGE (entries this replica needs were trimmed: it needs a snapshot),
+ * or an error (another log, a gap, a bad entry, local I/O).
  */
 static int
 follow_catch_up(follower *f)
@@ -150,9 +188,10 @@ follow_catch_up(follower *f)
     snprintf(end, sizeof(end), "%s", r->log_prefix);
     end[strlen(end) - 1]++; /* "/log/" -> "/log0": the prefix's end */
     if (!f->checked && f->applied > 0) {
-        /* Nothing trims the log, so the last entry this replica applied
-         * is still there — unless etcd is another one, or was wiped:
-         * then following it would make this replica diverge. */
+        /* The last entry this replica applied is still there, or was
+         * trimmed (the first index kept is past it) — unless etcd is
+         * another one, or was wiped: then following it would make this
+         * replica diverge. */
         etcd_kv *kvs = NULL;
         size_t n = 0;
         int rv;
@@ -164,11 +203,29 @@ follow_catch_up(follower *f)
         }
         etcd_kvs_free(kvs, n);
         if (n == 0) {
-            log_error("repl: this replica applied log entry %" PRIu64
-                      " but etcd does not hold it (another or a wiped etcd?): "
-                      "refusing to follow a different log",
-                      f->applied);
-            return ESTALE;
+            uint64_t first = 1;
+            if ((rv = repl_first_read(f->r, f->r->kv, &first)) != 0) {
+                return rv;
+            }
+            if (first == f->applied + 1) {
+                /* Trimmed just past us (or a cluster restored from a
+                 * backup at this index): we hold everything below. */
+                log_info("repl: the log starts at %" PRIu64
+                         ", right after this replica's index",
+                         first);
+            } else if (first > f->applied) {
+                log_info("repl: log entry %" PRIu64 " (applied here) was "
+                         "trimmed; the log starts at %" PRIu64
+                         ": this replica needs a snapshot",
+                         f->applied, first);
+                return ERANGE;
+            } else {
+                log_error("repl: this replica applied log entry %" PRIu64
+                          " but etcd does not hold it (another or a wiped "
+                          "etcd?): refusing to follow a different log",
+                          f->applied);
+                return ESTALE;
+            }
         }
     }
     f->checked = true;
@@ -185,11 +242,15 @@ follow_catch_up(follower *f)
         for (size_t i = 0; i < n && rv == 0; i++) {
             uint64_t index = repl_log_index(r, kvs[i].key, kvs[i].klen);
             if (index != f->read_upto + 1) {
-                log_error("repl: log key %s follows index %" PRIu64
-                          ": entries this replica needs are gone from etcd "
-                          "(trimmed); it needs a snapshot",
-                          kvs[i].key, f->read_upto);
-                rv = ERANGE;
+                uint64_t first = 1;
+                if ((rv = repl_first_read(f->r, f->r->kv, &first)) == 0) {
+                    rv = first > f->read_upto + 1 ? ERANGE : EPROTO;
+                    log_info("repl: log key %s follows index %" PRIu64 ": %s",
+                             kvs[i].key, f->read_upto,
+                             rv == ERANGE ? "the entries this replica needs "
+                                            "were trimmed; it needs a snapshot"
+                                          : "a gap in the log");
+                }
                 break;
             }
             if ((rv = follow_one(f, index, (const uint8_t *)kvs[i].val,
@@ -264,6 +325,34 @@ follow_leader(follower *f, char *url, size_t urllen)
     return 0;
 }
 
+/*
+ * Seeds from the leader's snapshot, then reads the log on. 0, EINPROGRESS
+ * (no leader, or it did not serve the snapshot: try again later; url says
+ * which), EAGAIN (etcd did not answer), or an error.
+ */
+static int
+follow_seed(follower *f, char *url, size_t urllen)
+{
+    int rv;
+
+    if ((rv = follow_leader(f, url, urllen)) != 0) {
+        return rv;
+    }
+    if (url[0] == '\0') {
+        return EINPROGRESS; /* no leader to seed from; never campaign */
+    }
+    if ((rv = repl_seed(f->r, url, &f->st, &f->applied)) != 0) {
+        follow_sleep_ms(FOLLOW_SEED_RETRY_MS);
+        return EINPROGRESS;
+    }
+    f->read_upto = f->applied;
+    f->checked = true; /* the snapshot came from this cluster's leader */
+    f->run.first = 0;
+    f->run.len = 0;
+    rv = follow_catch_up(f);
+    return rv == ERANGE ? EINPROGRESS : rv;
+}
+
 static repl *
 follow_repl_alloc(const repl_config *cfg)
 {
@@ -313,7 +402,17 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         log_error("repl: bad --replicate \"%s\"", cfg->endpoints);
         goto out;
     }
-    if ((rv = store_open(&f.st, cfg->data_dir, &err)) != 0) {
+    if ((rv = store_open(&f.st, cfg->data_dir, &err)) == EINPROGRESS) {
+        /* A seeding that stopped half-way: not a store. Start empty; the
+         * log or a snapshot fills it. */
+        log_warn("repl: %s: removing it", err);
+        free(err);
+        err = NULL;
+        if ((rv = datadir_remove_store(cfg->data_dir, &err)) == 0) {
+            rv = store_open(&f.st, cfg->data_dir, &err);
+        }
+    }
+    if (rv != 0) {
         log_error("repl: cannot open the LevelDB in %s: %s", cfg->data_dir,
                   err != NULL ? err : "error");
         free(err);
@@ -339,9 +438,16 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             rv = ECANCELED;
             goto out;
         }
-        if ((rv = follow_catch_up(&f)) == 0 &&
-            (rv = follow_leader(&f, url, sizeof(url))) == 0 && url[0] == '\0') {
-            rv = follow_campaign(&f, &won);
+        rv = f.st != NULL ? follow_catch_up(&f) : ERANGE;
+        if (rv == ERANGE) {
+            rv = follow_seed(&f, url, sizeof(url));
+        }
+        if (rv == 0) {
+            follow_publish(&f);
+            if ((rv = follow_leader(&f, url, sizeof(url))) == 0 &&
+                url[0] == '\0') {
+                rv = follow_campaign(&f, &won);
+            }
         }
         if (rv == 0 && won) {
             /* Ours now: nobody else appends. Apply to the end, take the
@@ -360,13 +466,18 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             if (rv != 0) {
                 repl_step_down(r, "cannot share the grants key");
             }
+            if ((rv = repl_trim_start(r)) != 0) {
+                log_warn("repl: cannot start trimming the log: %s; the log "
+                         "grows until the next leader",
+                         strerror(rv));
+            }
             log_info("repl: leading cluster \"%s\" as %s from log "
                      "index %" PRIu64 " (lease %" PRIx64 ")",
                      cfg->cluster, cfg->advertise, r->next - 1,
                      (uint64_t)r->lease);
             break;
         }
-        if (rv != 0 && rv != EAGAIN) {
+        if (rv != 0 && rv != EAGAIN && rv != EINPROGRESS) {
             log_error("repl: cannot follow the log: %s", strerror(rv));
             goto out;
         }

@@ -169,6 +169,7 @@ repl_append(void *arg, const void *entry, size_t len, uint64_t *index)
     }
     repl_write(r, entry, len);
     *index = r->next - 1;
+    atomic_store(&r->last, *index); /* trim.c may delete up to it */
     return 0;
 }
 
@@ -179,6 +180,7 @@ repl_close(repl *r)
         return;
     }
     atomic_store(&r->stopping, true);
+    repl_trim_stop(r);
     if (r->ka_running) {
         pthread_join(r->ka_thread, NULL);
     }

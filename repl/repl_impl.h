@@ -30,7 +30,10 @@ struct repl {
     repl_config cfg;
     char leader_key[REPL_KEY_MAX];
     char log_prefix[REPL_KEY_MAX];
-    char self[4096];    /* the executable, for the step-down */
+    char first_key[REPL_KEY_MAX];      /* the first log index kept */
+    char applied_prefix[REPL_KEY_MAX]; /* each replica's applied index */
+    char applied_key[REPL_KEY_MAX];    /* ours */
+    char self[4096];                   /* the executable, for the step-down */
     etcd *kv;           /* the executor's (appends); follow.c's before */
     etcd *ka;           /* the keepalive thread's */
     int64_t lease;      /* the leader key's etcd lease */
@@ -40,6 +43,10 @@ struct repl {
     _Atomic bool stopping;
     pthread_t ka_thread;
     bool ka_running;
+    _Atomic uint64_t last; /* the last index written (leader; trim.c) */
+    etcd *tr;              /* the trim thread's */
+    struct periodic *tr_thread;
+    uint64_t tr_first; /* the first index kept (trim thread; 0: unknown) */
 };
 
 /* logkey.c: the log's keys and values. */
@@ -47,6 +54,25 @@ void repl_keys_init(repl *r);
 void repl_log_key(const repl *r, uint64_t index, char *out, size_t outlen);
 /* The index in a log key, or 0 when key is not one. */
 uint64_t repl_log_index(const repl *r, const char *key, size_t klen);
+
+/* Decimal u64 values (first_key, applied keys): 0 and *v, or EPROTO. */
+int repl_parse_u64(const char *p, size_t n, uint64_t *v);
+
+/* trim.c: the leader deletes log entries every replica applied (bounded
+ * by cfg.retain) and compacts etcd's history; started once leading,
+ * stopped by repl_close. */
+int repl_trim_start(repl *r);
+void repl_trim_stop(repl *r);
+/* The first log index kept (/once/<cluster>/first; 1 when never trimmed),
+ * read through e. 0, EAGAIN, EPROTO. */
+int repl_first_read(repl *r, etcd *e, uint64_t *first);
+
+/* seed.c: replaces the follower's store (*stp, closed and reopened) by a
+ * snapshot read from the leader at url (Admin.Snapshot); *index is the log
+ * index it holds. 0, EAGAIN (the leader did not answer: try again), or an
+ * error; on any failure *stp is NULL and the folder holds no store. */
+struct store;
+int repl_seed(repl *r, const char *url, struct store **stp, uint64_t *index);
 
 /* lead.c */
 uint64_t repl_now_ms(void);

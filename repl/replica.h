@@ -15,7 +15,8 @@
  * committed, and none of their replies is ever sent.
  *
  * Owns: the etcd lease of the leader key and its keepalive thread, the
- * log's next index, the step-down.
+ * log's next index, the step-down; the leader's trimming of the log
+ * (trim.c) and a follower's seeding from a snapshot (seed.c).
  * Invariant: the local LevelDB holds a prefix of the etcd log (its applied
  * index, STORE_APPLIED_KEY); a leader writes a group locally only after
  * etcd took it as the next log entry under a compare of its own leader
@@ -44,6 +45,8 @@ typedef struct repl_config {
     size_t nlisten;
     uint32_t ttl_s;      /* the etcd lease of the leader key, >= 1 */
     uint32_t timeout_ms; /* per etcd request and endpoint */
+    uint64_t retain;     /* log entries the leader keeps for replicas that
+                            lag or are gone (trim.c); >= 1 */
     char *const *argv;   /* onced's own arguments, for the step-down */
 } repl_config;
 

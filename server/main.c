@@ -128,6 +128,11 @@ usage(FILE *f)
             "                    (default the first --listen)\n"
             "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
             "                    failover takes about this long)\n"
+            "  --replicate-retain N  log entries the leader keeps in etcd\n"
+            "                    for replicas that lag or are gone (default\n"
+            "                    10000); entries every replica applied are\n"
+            "                    deleted, a replica behind them reseeds from\n"
+            "                    a snapshot\n"
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
@@ -231,6 +236,7 @@ static const struct option onced_opts[] = {
     {"cluster", required_argument, NULL, 'U'},
     {"advertise", required_argument, NULL, 'A'},
     {"replicate-ttl", required_argument, NULL, 'Z'},
+    {"replicate-retain", required_argument, NULL, 'Y'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -283,6 +289,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
     memset(&rc, 0, sizeof(rc));
     rc.cluster = "once";
     rc.ttl_s = 5;
+    rc.retain = 10000;
     *json = false;
     optind = 0; /* glibc: start over (SIGHUP parses again) */
     while ((ch = getopt_long(argc, argv, "h", onced_opts, NULL)) != -1) {
@@ -421,6 +428,13 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 return 2;
             }
             rc.ttl_s = (uint32_t)v;
+            break;
+        case 'Y':
+            if (opt_u64("--replicate-retain", optarg, 1, UINT64_MAX / 2, &v) !=
+                0) {
+                return 2;
+            }
+            rc.retain = v;
             break;
         case 'h':
             usage(stdout);

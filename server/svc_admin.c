@@ -1,5 +1,5 @@
 /*
- * svc_admin.c — once.v1.Admin: Stats, ListRecords and Compact.
+ * svc_admin.c — once.v1.Admin: Stats, ListRecords, Compact and Snapshot.
  *
  * Retention figures are derived from the lease table when asked (it is the
  * one place that counts records per client), so there is no second counter
@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gc/gc.h"
 #include "lease/lease.h"
@@ -99,6 +100,124 @@ admin_compact(server_call *c)
     resp.already_running = already;
     resp.compactions = finished;
     call_reply(c, &resp.base);
+}
+
+/* ---- Snapshot -------------------------------------------------------------
+ * One chunk of a pinned LevelDB snapshot (store/snapshot.c) per request,
+ * read on the executor thread: a chunk is at most SNAP_CHUNK_MAX bytes, so
+ * a request holds other calls back about as long as a large Enqueue.
+ */
+
+#define SNAP_CHUNK_DEFAULT (1u << 20)
+#define SNAP_CHUNK_MAX     (2u << 20)
+
+typedef struct admin_snap {
+    Once__V1__SnapshotPair *rows;
+    Once__V1__SnapshotPair **ptrs;
+    size_t n;
+    size_t cap;
+    bool nomem;
+} admin_snap;
+
+static int
+admin_snap_one(void *arg, const char *key, size_t klen, const char *val,
+               size_t vlen)
+{
+    admin_snap *a = arg;
+    Once__V1__SnapshotPair *row;
+
+    if (a->n == a->cap) {
+        size_t cap = a->cap * 2 + 64;
+        Once__V1__SnapshotPair *rows = realloc(a->rows, cap * sizeof(*rows));
+        if (rows == NULL) {
+            a->nomem = true;
+            return ENOMEM;
+        }
+        a->rows = rows;
+        a->cap = cap;
+    }
+    row = &a->rows[a->n++];
+    once__v1__snapshot_pair__init(row);
+    /* Copies: the iterator's bytes live until its next step only. */
+    row->key.data = malloc(klen + 1);
+    row->value.data = malloc(vlen + 1);
+    if (row->key.data == NULL || row->value.data == NULL) {
+        a->nomem = true;
+        return ENOMEM;
+    }
+    memcpy(row->key.data, key, klen);
+    memcpy(row->value.data, val, vlen);
+    row->key.len = klen;
+    row->value.len = vlen;
+    return 0;
+}
+
+static void
+admin_snapshot(server_call *c)
+{
+    const Once__V1__SnapshotRequest *r =
+        (const Once__V1__SnapshotRequest *)c->req;
+    Once__V1__SnapshotResponse resp = ONCE__V1__SNAPSHOT_RESPONSE__INIT;
+    admin_snap a = {0};
+    uint64_t id = r->snapshot_id, index = 0;
+    bool done = false;
+    int rv;
+
+    rv = store_snap_read(c->env->st, &id, c->now_ms, r->after_key.data,
+                         r->after_key.len,
+                         r->max_bytes == 0 ? SNAP_CHUNK_DEFAULT : r->max_bytes,
+                         admin_snap_one, &a, &index, &done);
+    if (rv == ENOENT) {
+        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "NO_SNAPSHOT",
+                  "no snapshot %llu: it was finished, or released after "
+                  "%d s without a request; start again with snapshot_id 0",
+                  (unsigned long long)r->snapshot_id,
+                  STORE_SNAP_IDLE_MS / 1000);
+    } else if (rv == EBUSY) {
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "SNAPSHOTS_BUSY",
+                  "%d snapshots are being read; try again later",
+                  STORE_SNAP_SLOTS);
+    } else if (rv != 0 || a.nomem) {
+        call_store_error(c, a.nomem ? ENOMEM : rv);
+    } else {
+        if (r->snapshot_id == 0) {
+            log_info("Snapshot: snapshot %llx taken at log index %llu",
+                     (unsigned long long)id, (unsigned long long)index);
+        }
+        if ((a.ptrs = calloc(a.n + 1, sizeof(*a.ptrs))) == NULL) {
+            call_store_error(c, ENOMEM);
+        } else {
+            for (size_t i = 0; i < a.n; i++) {
+                a.ptrs[i] = &a.rows[i];
+            }
+            resp.snapshot_id = id;
+            resp.log_index = index;
+            resp.n_pairs = a.n;
+            resp.pairs = a.ptrs;
+            resp.done = done;
+            call_reply(c, &resp.base);
+        }
+    }
+    for (size_t i = 0; i < a.n; i++) {
+        free(a.rows[i].key.data);
+        free(a.rows[i].value.data);
+    }
+    free(a.rows);
+    free(a.ptrs);
+}
+
+static void
+admin_snapshot_validate(server_call *c)
+{
+    const Once__V1__SnapshotRequest *r =
+        (const Once__V1__SnapshotRequest *)c->req;
+    if (r->max_bytes > SNAP_CHUNK_MAX) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_LIMIT",
+                  "max_bytes is at most %u", SNAP_CHUNK_MAX);
+    } else if (r->snapshot_id == 0 && r->after_key.len > 0) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_SNAPSHOT",
+                  "after_key without a snapshot_id");
+    }
 }
 
 /* ---- ListRecords ----------------------------------------------------------
@@ -262,6 +381,8 @@ static const service_method svc_admin_methods[] = {
     {"/once.v1.Admin/ListRecords", 0, admin_list_validate, admin_list_records,
      NULL},
     {"/once.v1.Admin/Compact", 0, NULL, admin_compact, NULL},
+    {"/once.v1.Admin/Snapshot", 0, admin_snapshot_validate, admin_snapshot,
+     NULL},
 };
 const service_ops svc_admin_ops = {
     .name = "once.v1.Admin",

@@ -15,7 +15,8 @@
  * make an empty store there and delete the old tables, and every
  * acknowledged rpc id would run again.
  * Never: deletes or rewrites anything already in the folder (the identity
- * file is only ever created where none is).
+ * file is only ever created where none is) — except datadir_remove_store,
+ * which a replica calls only to replace its store by a snapshot.
  */
 #include "store/datadir.h"
 
@@ -259,4 +260,40 @@ datadir_write_id(const char *dir, const char *id, char **errmsg)
         close(dfd);
     }
     return 0;
+}
+
+int
+datadir_remove_store(const char *dir, char **errmsg)
+{
+    char path[4096];
+    DIR *d;
+    struct dirent *e;
+    int rv = 0;
+
+    /* CURRENT first: a folder left half-removed is refused (EBADMSG by
+     * datadir_check), never opened as a store. */
+    snprintf(path, sizeof(path), "%s/CURRENT", dir);
+    if (unlink(path) != 0 && errno != ENOENT) {
+        rv = errno;
+        datadir_msg(errmsg, "cannot remove %s: %s", path, strerror(rv));
+        return rv;
+    }
+    if ((d = opendir(dir)) == NULL) {
+        rv = errno;
+        datadir_msg(errmsg, "cannot list %s: %s", dir, strerror(rv));
+        return rv;
+    }
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        if (strcmp(n, DATADIR_ID_FILE) != 0 && !datadir_is_leveldb(n)) {
+            continue; /* principals, policy, key files stay */
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, n);
+        if (unlink(path) != 0 && errno != ENOENT && rv == 0) {
+            rv = errno;
+            datadir_msg(errmsg, "cannot remove %s: %s", path, strerror(rv));
+        }
+    }
+    closedir(d);
+    return rv;
 }

@@ -1,7 +1,8 @@
 /*
  * datadir.h — the data folder around the LevelDB: what it holds, whether a
  * store may be created there, and the identity file marking it as
- * onced's. Used by store_open only.
+ * onced's. Used by store_open and store/load.c, and by a replica replacing
+ * its store by a snapshot (datadir_remove_store).
  *
  * Owns the file DATADIR_ID_FILE in the data folder.
  * Invariant: datadir_check allows creating a store only where no onced
@@ -53,5 +54,10 @@ int datadir_read_id(const char *dir, char id[DATADIR_ID_LEN + 1],
 /* Creates dir's identity file holding id (temp file, fsync, rename, fsync
  * of the folder). 0 or EIO with *errmsg. */
 int datadir_write_id(const char *dir, const char *id, char **errmsg);
+
+/* Removes the store from dir: its LevelDB files (CURRENT first) and the
+ * identity file; configuration files stay. Only for a replica replacing
+ * its store by a snapshot (repl/seed.c). 0 or an errno with *errmsg. */
+int datadir_remove_store(const char *dir, char **errmsg);
 
 #endif /* STORE_DATADIR_H */

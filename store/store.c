@@ -161,6 +161,34 @@ store_identity(store *s, const char *dir, bool created, bool has_file,
     return 0;
 }
 
+/* A folder a snapshot was being loaded into when the load stopped holds
+ * only part of it: refused (load.c). */
+static int
+store_loading(store *s, const char *dir, char **errmsg)
+{
+    char *err = NULL;
+    size_t vlen = 0;
+    char *v = leveldb_get(s->db, s->ropts, STORE_LOADING_KEY,
+                          strlen(STORE_LOADING_KEY), &vlen, &err);
+
+    if (err != NULL) {
+        return store_leveldb_error("opening", err);
+    }
+    if (v == NULL) {
+        return 0;
+    }
+    leveldb_free(v);
+    if (errmsg != NULL && (*errmsg = malloc(1024)) != NULL) {
+        snprintf(*errmsg, 1024,
+                 "%s holds an unfinished snapshot load (a backup or a "
+                 "replica's seeding that stopped): it is not a whole store. "
+                 "Remove the folder and take the backup again (a replica "
+                 "reseeds itself)",
+                 dir);
+    }
+    return EINPROGRESS;
+}
+
 int
 store_open(store **sp, const char *dir, char **errmsg)
 {
@@ -233,7 +261,8 @@ store_open(store **sp, const char *dir, char **errmsg)
         store_free(s);
         return corrupt ? EBADMSG : EIO;
     }
-    if ((rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0) {
+    if ((rv = store_loading(s, dir, errmsg)) != 0 ||
+        (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0) {
         store_free(s);
         return rv;
     }
@@ -249,6 +278,7 @@ store_close(store *s)
     }
     store_sync(s);   /* nothing handed over is dropped */
     compact_join(s); /* a running compaction ends before LevelDB does */
+    snap_release_all(s);
     store_free(s);
 }
 

@@ -174,4 +174,48 @@ int store_applied_index(store *s, uint64_t *index);
  * handed to (a follower). 0, EPROTO (not an entry) or EIO. */
 int store_apply_entry(store *s, const void *entry, size_t len, uint64_t index);
 
+/* ---- snapshot.c, load.c: consistent copies (Admin.Snapshot) ------------
+ * A snapshot is the whole store at one moment, between two group commits:
+ * every effect with its completion record, and the applied log index. It
+ * is read in chunks from one pinned LevelDB snapshot, and loaded into a
+ * new folder that is usable only once the last chunk is in. */
+
+#define STORE_SNAP_SLOTS   4
+#define STORE_SNAP_IDLE_MS 60000
+/* Present while a snapshot is being loaded into a folder. */
+#define STORE_LOADING_KEY "z/load/incomplete"
+
+/*
+ * Reads the next chunk of snapshot *id (0: takes a new snapshot and sets
+ * *id): calls fn for each key after `after` (alen 0: from the first key)
+ * until the pairs passed reach max_bytes (at least one is passed). Sets
+ * *log_index (the snapshot's applied index) and *done (the last chunk: the
+ * snapshot is released). 0, ENOENT (no such snapshot, or it was released
+ * after STORE_SNAP_IDLE_MS idle), EBUSY (STORE_SNAP_SLOTS are pinned), or
+ * a read error. Owner's thread only.
+ */
+int store_snap_read(store *s, uint64_t *id, uint64_t now_ms, const void *after,
+                    size_t alen, size_t max_bytes, store_scan_fn fn, void *arg,
+                    uint64_t *log_index, bool *done);
+
+typedef struct store_loader store_loader;
+
+/* Starts loading a snapshot into dir, which must be missing or hold no
+ * onced data (configuration files only). 0, EEXIST, or an errno, with
+ * *errmsg (free()). Finish with store_load_finish or store_load_abort. */
+int store_load_open(store_loader **lp, const char *dir, char **errmsg);
+
+/* Adds one pair of the snapshot, in key order. 0, EPROTO (the marker key,
+ * a damaged store id) or EIO. */
+int store_load_put(store_loader *l, const void *k, size_t klen, const void *v,
+                   size_t vlen);
+
+/* Makes the folder a store onced opens (the last synced write, then the
+ * identity file) and frees l. 0, or an errno with *errmsg. */
+int store_load_finish(store_loader *l, char **errmsg);
+
+/* Frees l, leaving the folder refused by store_open (EINPROGRESS). NULL is
+ * ok. */
+void store_load_abort(store_loader *l);
+
 #endif /* STORE_STORE_H */

@@ -32,6 +32,16 @@ struct store_txn {
     struct store_txn *next; /* commit queue link */
 };
 
+/* snapshot.c: one pinned snapshot. */
+typedef struct snap_slot {
+    uint64_t id; /* 0: free */
+    leveldb_t *db;
+    const leveldb_snapshot_t *snap;
+    leveldb_readoptions_t *ro;
+    uint64_t log_index;
+    uint64_t used_ms;
+} snap_slot;
+
 struct store {
     leveldb_t *db;
     leveldb_options_t *opts;
@@ -70,6 +80,9 @@ struct store {
     _Atomic uint64_t compactions; /* finished; raised before compacting is
                                      cleared */
     unsigned compact_hold_ms;     /* test build only, see compact.c */
+
+    /* snapshot.c: the owner's thread only. */
+    snap_slot snaps[STORE_SNAP_SLOTS];
 };
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
@@ -84,6 +97,9 @@ int store_leveldb_error(const char *what, char *err);
  * applied index to it; replicate_gate asks for a group without writes. */
 void replicate_group(store *s, leveldb_writebatch_t *merged);
 void replicate_gate(store *s);
+
+/* snapshot.c: releases every pinned snapshot (store_close). */
+void snap_release_all(store *s);
 
 /* txn.c */
 void txn_free(store_txn *t);

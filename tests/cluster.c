@@ -27,11 +27,12 @@ static int
 replica_spawn(replica_set *r, int i)
 {
     r->exit_status[i] = -1;
-    char ttl[16];
+    char ttl[16], retain[24];
     char *argv[24];
     int a = 0;
 
     snprintf(ttl, sizeof(ttl), "%d", r->ttl_s);
+    snprintf(retain, sizeof(retain), "%u", r->retain);
     argv[a++] = (char *)ONCED_PATH;
     argv[a++] = "--data";
     argv[a++] = r->data[i];
@@ -43,6 +44,10 @@ replica_spawn(replica_set *r, int i)
     argv[a++] = r->name;
     argv[a++] = "--replicate-ttl";
     argv[a++] = ttl;
+    if (r->retain != 0) {
+        argv[a++] = "--replicate-retain";
+        argv[a++] = retain;
+    }
     argv[a++] = NULL;
     if ((r->pid[i] = procs_spawn_logged(argv, r->log[i])) < 0) {
         r->pid[i] = 0;
@@ -55,6 +60,13 @@ static int replica_wait_up(replica_set *r, int i, int ms);
 
 int
 replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s)
+{
+    return replicas_start_retain(rp, e, n, ttl_s, 0);
+}
+
+int
+replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                      unsigned retain)
 {
     replica_set *r = calloc(1, sizeof(*r));
     size_t off = 0;
@@ -71,6 +83,7 @@ replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s)
     r->etcd = e;
     r->n = n;
     r->ttl_s = ttl_s;
+    r->retain = retain;
     snprintf(r->name, sizeof(r->name), "t%d-%d", (int)getpid(), cluster_seq++);
     for (int i = 0; i < n; i++) {
         snprintf(r->path[i], sizeof(r->path[i]), "%s/r%d.ipc", r->dir, i);

@@ -25,6 +25,7 @@ typedef struct replica_set {
     char name[64]; /* --cluster */
     int n;
     int ttl_s;
+    unsigned retain; /* --replicate-retain (0: onced's default) */
     pid_t pid[CLUSTER_MAX];
     int exit_status[CLUSTER_MAX]; /* wait status of one that exited by
                                      itself (-1: none since its start) */
@@ -38,6 +39,10 @@ typedef struct replica_set {
 /* Starts n onced replicas on e (etcd lease ttl_s) and waits (at most
  * 30 s) until one of them leads. 0 or -1. Free with replicas_free. */
 int replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s);
+
+/* The same, with --replicate-retain retain (0: onced's default). */
+int replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                          unsigned retain);
 
 /* Sends sig to replica i; reaps it unless sig is SIGSTOP/SIGCONT. */
 void replicas_kill(replica_set *r, int i, int sig);

@@ -52,6 +52,7 @@
 typedef struct load {
     const char *urls;
     int calls_each;
+    int64_t base; /* the counter before this load (set before finishing) */
     pthread_mutex_t mtx; /* protects values, n, error */
     int64_t values[MAX_CALLS];
     size_t n;
@@ -207,8 +208,8 @@ cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Joins the workers and checks the values are exactly {1..N}, N the
- * counter; returns N. */
+/* Joins the workers and checks the values are exactly {base+1..base+N},
+ * base+N the counter; returns base+N. */
 static int64_t
 load_finish(load *l, fixture *f)
 {
@@ -228,20 +229,22 @@ load_finish(load *l, fixture *f)
     assert_int_equal(n, (size_t)WORKERS * (size_t)l->calls_each);
     qsort(l->values, n, sizeof(l->values[0]), cmp_i64);
     for (size_t i = 0; i < n; i++) {
-        if (l->values[i] != (int64_t)i + 1) {
+        if (l->values[i] != l->base + (int64_t)i + 1) {
             replicas_dump(f->rs);
-            fail_msg("value %zu is %lld, not %zu: an rpc id ran twice or an "
+            fail_msg("value %zu is %lld, not %lld: an rpc id ran twice or an "
                      "acknowledged call was lost",
-                     i, (long long)l->values[i], i + 1);
+                     i, (long long)l->values[i],
+                     (long long)(l->base + (int64_t)i + 1));
         }
     }
     assert_int_equal(open_client(f->rs->urls, true, &c), ONCE_OK);
     assert_int_equal(once_counter_get(c, "c", &counter, &st), ONCE_OK);
     once_client_close(c);
-    assert_int_equal(counter, (int64_t)n);
+    assert_int_equal(counter, l->base + (int64_t)n);
+    counter = l->base + (int64_t)n;
     pthread_mutex_destroy(&l->mtx);
     free(l);
-    return (int64_t)n;
+    return counter;
 }
 
 static int
@@ -438,42 +441,341 @@ test_etcd_members_lost(void **state)
     once_client_close(c);
 }
 
-/* Test 4: a replica whose data folder is wiped catches up from the log
- * and can lead with every effect and record. */
+/* ---- trimming and snapshots (trim.c, seed.c) -------------------------- */
+
+#define RETAIN 20 /* --replicate-retain of the trimming tests */
+
+static int
+setup_retain(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
+        replicas_start_retain(&f->rs, f->etcd, 3, TTL_S, RETAIN) != 0) {
+        if (f != NULL) {
+            etcd_cluster_free(f->etcd);
+        }
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+/* Log keys in etcd, read through the gateway: how many, the first and the
+ * last index; *rev the store revision read. */
+static void
+log_keys(fixture *f, size_t *count, uint64_t *first, uint64_t *last,
+         int64_t *rev)
+{
+    char from[128], to[128];
+    etcd *e = NULL;
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+
+    snprintf(from, sizeof(from), "/once/%s/log/", f->rs->name);
+    snprintf(to, sizeof(to), "/once/%s/log0", f->rs->name);
+    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 2000), 0);
+    assert_int_equal(etcd_range(e, from, strlen(from), to, strlen(to), 0, &kvs,
+                                &n, NULL, rev),
+                     0);
+    *count = n;
+    *first = n > 0 ? strtoull(kvs[0].key + strlen(from), NULL, 10) : 0;
+    *last = n > 0 ? strtoull(kvs[n - 1].key + strlen(from), NULL, 10) : 0;
+    etcd_kvs_free(kvs, n);
+    etcd_close(e);
+}
+
+/* A decimal key of the cluster (first, applied/<url>); 0 when absent. */
+static uint64_t
+cluster_u64(fixture *f, const char *suffix)
+{
+    char key[512];
+    etcd *e = NULL;
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+    uint64_t v = 0;
+
+    snprintf(key, sizeof(key), "/once/%s/%s", f->rs->name, suffix);
+    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 2000), 0);
+    if (etcd_range(e, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL, NULL) ==
+            0 &&
+        n == 1) {
+        v = strtoull(kvs[0].val, NULL, 10);
+    }
+    etcd_kvs_free(kvs, n);
+    etcd_close(e);
+    return v;
+}
+
+/* Whether etcdctl's read of key at revision rev says it was compacted. */
+static bool
+revision_compacted(fixture *f, const char *key, int64_t rev)
+{
+    char cmd[1024], out[4096];
+    size_t n;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd),
+             "ETCDCTL_API=3 etcdctl --endpoints=%s --command-timeout=5s get "
+             "--rev=%lld '%s' 2>&1",
+             f->etcd->endpoints, (long long)rev, key);
+    assert_non_null(p = popen(cmd, "r"));
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    return strstr(out, "compacted") != NULL;
+}
+
+/* Test (trimming): with every replica up, the leader deletes what all
+ * applied and compacts etcd: after 160 increments (many log entries) the
+ * log in etcd is a handful of keys, and a read at the revision before
+ * them fails 'compacted'. Fails on a build without trimming: the log
+ * keeps every entry and old revisions stay readable. */
+static void
+test_log_trimmed_and_compacted(void **state)
+{
+    fixture *f = *state;
+    char leader_key[128];
+    size_t count = 0;
+    uint64_t first = 0, last = 0;
+    int64_t rev0 = 0, rev = 0, until;
+    load *l;
+
+    log_keys(f, &count, &first, &last, &rev0);
+    l = load_start(f->rs->urls, 40);
+    load_finish(l, f);
+    until = harness_now_ms() + 20000;
+    do {
+        harness_sleep_ms(100);
+        log_keys(f, &count, &first, &last, &rev);
+    } while (count > 8 && harness_now_ms() < until);
+    fprintf(stderr, "log keys %zu (indexes %llu..%llu) at revision %lld\n",
+            count, (unsigned long long)first, (unsigned long long)last,
+            (long long)rev);
+    if (count > 8 || last < 40) {
+        replicas_dump(f->rs);
+        fail_msg("the log holds %zu keys up to index %llu: not trimmed", count,
+                 (unsigned long long)last);
+    }
+    assert_true(cluster_u64(f, "first") > 1);
+    snprintf(leader_key, sizeof(leader_key), "/once/%s/leader", f->rs->name);
+    if (!revision_compacted(f, leader_key, rev0)) {
+        fail_msg("revision %lld is still readable: etcd not compacted",
+                 (long long)rev0);
+    }
+}
+
+static int64_t
+counter_now(fixture *f)
+{
+    once_client *c = NULL;
+    once_status st;
+    int64_t v = -1;
+
+    assert_int_equal(open_client(f->rs->urls, true, &c), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "c", &v, &st), ONCE_OK);
+    once_client_close(c);
+    return v;
+}
+
+/* Stops replica i, runs calls until the log is trimmed past what it
+ * applied; returns the counter's value. *last_id / *last_v: one call of a
+ * handle left open (its record is not acknowledged, so it is kept). */
+static int64_t
+trim_past(fixture *f, int i, once_client **keep, once_rpc_id *last_id,
+          int64_t *last_v)
+{
+    uint64_t applied = 0, first = 0;
+    size_t count = 0;
+    int64_t n, until, rev = 0;
+    once_status st;
+
+    replicas_kill(f->rs, i, SIGKILL);
+    /* It applied at most the log's last entry now (its published index
+     * may be older). */
+    log_keys(f, &count, &first, &applied, &rev);
+    until = harness_now_ms() + 60000;
+    n = counter_now(f);
+    while ((first = cluster_u64(f, "first")) <= applied &&
+           harness_now_ms() < until) {
+        load *l = load_start(f->rs->urls, 10);
+        l->base = n;
+        n = load_finish(l, f);
+    }
+    if (first <= applied) {
+        replicas_dump(f->rs);
+        fail_msg("the log was not trimmed past index %llu (first kept %llu)",
+                 (unsigned long long)applied, (unsigned long long)first);
+    }
+    fprintf(stderr, "replica %d applied at most %llu; the log starts at %llu\n",
+            i, (unsigned long long)applied, (unsigned long long)first);
+    assert_int_equal(open_client(f->rs->urls, false, keep), ONCE_OK);
+    assert_int_equal(once_counter_incr_new(*keep, "c", 1, last_id, last_v, &st),
+                     ONCE_OK);
+    assert_int_equal(*last_v, n + 1);
+    return *last_v;
+}
+
+/* Replica i (seeded) leads once the others are killed: the counter is n,
+ * the kept rpc id replays its stored result, a new call is n + 1. */
+static void
+seeded_leads(fixture *f, int i, int64_t n, once_client *keep,
+             once_rpc_id last_id, int64_t last_v)
+{
+    once_client *c = NULL;
+    once_status st;
+    int64_t v = -1;
+
+    for (int k = 0; k < 3; k++) {
+        if (k != i) {
+            replicas_kill(f->rs, k, SIGKILL);
+        }
+    }
+    if (replicas_leader(f->rs, -1, 30000) != i) {
+        replicas_dump(f->rs);
+        fail_msg("the seeded replica did not take over");
+    }
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "c", &v, &st), ONCE_OK);
+    assert_int_equal(v, n);
+    v = -1;
+    assert_int_equal(once_counter_incr_retry(keep, "c", 1, &last_id, &v, &st),
+                     ONCE_OK);
+    assert_int_equal(v, last_v); /* the stored result, not a second run */
+    assert_true(st.replayed);
+    assert_int_equal(once_counter_incr_new(c, "c", 1, NULL, &v, &st), ONCE_OK);
+    assert_int_equal(v, n + 1);
+    once_client_close(c);
+    once_client_close(keep);
+}
+
+/* Test 4: a wiped replica whose entries were trimmed seeds itself from the
+ * leader's snapshot, catches up, and leads with every value exact. Fails
+ * on a build without trimming (the log is never trimmed past it) and on
+ * one without seeding (it cannot follow a log that starts past index 1). */
 static void
 test_wiped_replica_catches_up(void **state)
 {
     fixture *f = *state;
-    load *l = load_start(f->rs->urls, 10);
-    once_client *c = NULL;
-    once_status st;
+    once_client *keep = NULL;
     once_rpc_id id = {0, 0};
     int64_t v = -1, n;
     int leader, wiped;
 
-    n = load_finish(l, f);
+    n = load_finish(load_start(f->rs->urls, 10), f);
     assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
     wiped = (leader + 1) % 3;
-    replicas_kill(f->rs, wiped, SIGKILL);
+    n = trim_past(f, wiped, &keep, &id, &v);
     replicas_wipe(f->rs, wiped);
     assert_int_equal(replicas_restart(f->rs, wiped), 0);
-    /* The others go: the wiped one must lead, from what it applied. */
-    for (int i = 0; i < 3; i++) {
-        if (i != wiped) {
-            replicas_kill(f->rs, i, SIGKILL);
-        }
+    for (int64_t until = harness_now_ms() + 30000;
+         !replicas_log_has(f->rs, wiped, "seeded from a snapshot") &&
+         harness_now_ms() < until;) {
+        harness_sleep_ms(50);
     }
-    if (replicas_leader(f->rs, -1, 30000) != wiped) {
+    if (!replicas_log_has(f->rs, wiped, "seeded from a snapshot")) {
         replicas_dump(f->rs);
-        fail_msg("the wiped replica did not take over");
+        fail_msg("the wiped replica did not seed from a snapshot");
     }
-    assert_true(replicas_log_has(f->rs, wiped, "from log index 0"));
+    seeded_leads(f, wiped, n, keep, id, v);
+}
+
+/* Test (lagging): a replica stopped while the log was trimmed past it
+ * keeps its folder, yet cannot follow the log from its applied index: it
+ * reseeds instead of diverging (or refusing), and can lead. Fails on a
+ * build without trimming/seeding as test 4 does. */
+static void
+test_lagging_replica_reseeds(void **state)
+{
+    fixture *f = *state;
+    once_client *keep = NULL;
+    once_rpc_id id = {0, 0};
+    int64_t v = -1, n;
+    int leader, lagging;
+
+    n = load_finish(load_start(f->rs->urls, 10), f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    lagging = (leader + 2) % 3;
+    n = trim_past(f, lagging, &keep, &id, &v);
+    assert_int_equal(replicas_restart(f->rs, lagging), 0);
+    for (int64_t until = harness_now_ms() + 30000;
+         !replicas_log_has(f->rs, lagging, "seeded from a snapshot") &&
+         harness_now_ms() < until;) {
+        harness_sleep_ms(50);
+    }
+    if (!replicas_log_has(f->rs, lagging, "needs a snapshot") ||
+        !replicas_log_has(f->rs, lagging, "seeded from a snapshot")) {
+        replicas_dump(f->rs);
+        fail_msg("the lagging replica did not reseed");
+    }
+    seeded_leads(f, lagging, n, keep, id, v);
+}
+
+/* Restore when etcd's log is lost (docs/replication.md, "Backup and
+ * restore"), with the documented commands: `oncectl admin backup` of the
+ * running cluster, then a new cluster name whose log starts right after
+ * the backup's index (`etcdctl put /once/NEW/first L+1`), one replica on a
+ * copy of the backup, two empty ones: the first leads, the others seed
+ * from it; the counter is exact. Fails on a build without Admin.Snapshot
+ * (no backup) or without the first-index key (the restored replica
+ * refuses a log that does not hold its index). */
+static void
+test_cluster_restored_from_backup(void **state)
+{
+    fixture *f = *state;
+    char backup[400], out[1024], cmd[2048], *p;
+    const char *args[] = {"--server", f->rs->urls, "--json", "admin",
+                          "backup",   backup,      NULL};
+    unsigned long long index;
+    once_client *c = NULL;
+    once_status st;
+    int64_t v = -1, n;
+
+    n = load_finish(load_start(f->rs->urls, 10), f);
+    snprintf(backup, sizeof(backup), "%s/backup", f->rs->dir);
+    if (harness_oncectl_run(args, out, sizeof(out), NULL) != 0) {
+        fail_msg("oncectl admin backup: %s", out);
+    }
+    assert_non_null(p = strstr(out, "\"log_index\":"));
+    index = strtoull(p + strlen("\"log_index\":"), NULL, 10);
+    assert_true(index > 0);
+    for (int i = 0; i < 3; i++) {
+        replicas_kill(f->rs, i, SIGKILL);
+    }
+    /* The new cluster name stands for a new etcd: its log is empty. */
+    snprintf(f->rs->name + strlen(f->rs->name),
+             sizeof(f->rs->name) - strlen(f->rs->name), "-restored");
+    snprintf(cmd, sizeof(cmd),
+             "ETCDCTL_API=3 etcdctl --endpoints=%s put /once/%s/first %llu "
+             ">/dev/null && rm -rf '%s' '%s' '%s' && cp -a '%s' '%s'",
+             f->etcd->endpoints, f->rs->name, index + 1, f->rs->data[0],
+             f->rs->data[1], f->rs->data[2], backup, f->rs->data[0]);
+    assert_int_equal(system(cmd), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(replicas_restart(f->rs, i), 0);
+    }
+    if (replicas_leader(f->rs, -1, 30000) != 0) {
+        replicas_dump(f->rs);
+        fail_msg("the replica on the backup did not lead");
+    }
     assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
     assert_int_equal(once_counter_get(c, "c", &v, &st), ONCE_OK);
     assert_int_equal(v, n);
-    assert_int_equal(once_counter_incr(c, "c", 1, &id, &v, &st), ONCE_OK);
+    assert_int_equal(once_counter_incr_new(c, "c", 1, NULL, &v, &st), ONCE_OK);
     assert_int_equal(v, n + 1);
     once_client_close(c);
+    for (int i = 1; i < 3; i++) {
+        for (int64_t until = harness_now_ms() + 30000;
+             !replicas_log_has(f->rs, i, "seeded from a snapshot") &&
+             harness_now_ms() < until;) {
+            harness_sleep_ms(50);
+        }
+        if (!replicas_log_has(f->rs, i, "seeded from a snapshot")) {
+            replicas_dump(f->rs);
+            fail_msg("replica %d did not seed from the restored leader", i);
+        }
+    }
 }
 
 /* Calls /once.v1.Grants/<m> (mutating unless a read) under *id (NULL: a
@@ -770,7 +1072,7 @@ test_large_entry_split(void **state)
     size_t n = 0;
     bool parts = false;
     char prefix[128], end[128];
-    int leader;
+    int leader, down;
 
     assert_non_null(payload);
     memset(payload, 'p', big);
@@ -780,6 +1082,11 @@ test_large_entry_split(void **state)
     pr.location = "/w";
     assert_int_equal(gcall(c, "SetPlacement", true, &pr, &pl, NULL), ONCE_OK);
     FREE(pl);
+    /* A follower down holds the log back from trimming (its published
+     * index stays behind), so the parts are still there to look at. */
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    down = (leader + 1) % 3;
+    replicas_kill(f->rs, down, SIGKILL);
     rq.request_id = "r-big";
     rq.attempt = 1;
     rq.surface = "big";
@@ -801,6 +1108,8 @@ test_large_entry_split(void **state)
     etcd_kvs_free(kvs, n);
     etcd_close(e);
     assert_true(parts);
+    /* It applies the parts as one batch when it returns. */
+    assert_int_equal(replicas_restart(f->rs, down), 0);
 
     assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
     replicas_kill(f->rs, leader, SIGKILL);
@@ -1110,8 +1419,14 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_etcd_members_lost, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_wiped_replica_catches_up, setup,
+        cmocka_unit_test_setup_teardown(test_wiped_replica_catches_up,
+                                        setup_retain, teardown),
+        cmocka_unit_test_setup_teardown(test_log_trimmed_and_compacted, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lagging_replica_reseeds,
+                                        setup_retain, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_restored_from_backup,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_grant_survives_failover, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_acks_expiry_collection_replicated,
