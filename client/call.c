@@ -359,6 +359,57 @@ call_batch_pack(once_client *c, uint8_t *const *copies, const size_t *lens,
 }
 
 /*
+ * The answers of a message that carried n calls: the reply itself for one
+ * call, a batch reply's entries, or, for a batch refused whole (nothing of
+ * it ran), that refusal for every entry. *rp and *brp (freed by the caller)
+ * own what resps[] points into. A reply that cannot be split is EPROTO and
+ * the calls may have run.
+ */
+static int
+call_batch_split(nng_msg *reply, size_t n, call_state *cst,
+                 Once__V1__Response **rp, Once__V1__BatchResponse **brp,
+                 const uint8_t **resps, size_t *rlens)
+{
+    Once__V1__Response *r;
+    Once__V1__BatchResponse *br;
+
+    if (n == 1) {
+        resps[0] = nng_msg_body(reply);
+        rlens[0] = nng_msg_len(reply);
+        return 0;
+    }
+    *rp = r = once__v1__response__unpack(NULL, nng_msg_len(reply),
+                                         nng_msg_body(reply));
+    if (r == NULL) {
+        cst->maybe_executed = true;
+        snprintf(cst->last_err, sizeof(cst->last_err),
+                 "undecodable batch reply envelope");
+        return EPROTO;
+    }
+    if (r->status != NULL && r->status->code != 0) {
+        for (size_t i = 0; i < n; i++) {
+            resps[i] = nng_msg_body(reply);
+            rlens[i] = nng_msg_len(reply);
+        }
+        return 0;
+    }
+    *brp = br =
+        once__v1__batch_response__unpack(NULL, r->payload.len, r->payload.data);
+    if (br == NULL || br->n_responses != n) {
+        cst->maybe_executed = true;
+        snprintf(cst->last_err, sizeof(cst->last_err),
+                 "batch reply with %zu answers for %zu entries",
+                 br != NULL ? br->n_responses : 0, n);
+        return EPROTO;
+    }
+    for (size_t i = 0; i < n; i++) {
+        resps[i] = br->responses[i].data;
+        rlens[i] = br->responses[i].len;
+    }
+    return 0;
+}
+
+/*
  * The leader's part: takes the queue (its own entry first), sends it as
  * one batch (or alone, a plain request, when nobody else waits) on its own
  * ctx, and hands every entry its Response. Returns 0 when e got an answer
@@ -414,36 +465,8 @@ call_batch_lead(once_client *c, const call_spec *cs, nng_ctx ctx, nng_aio *aio,
         snprintf(cst->last_err, sizeof(cst->last_err), "pack: %s",
                  nng_strerror(rv));
     }
-    if (rv == 0 && n == 1) {
-        resps[0] = nng_msg_body(reply);
-        rlens[0] = nng_msg_len(reply);
-    } else if (rv == 0 &&
-               (r = once__v1__response__unpack(NULL, nng_msg_len(reply),
-                                               nng_msg_body(reply))) == NULL) {
-        snprintf(cst->last_err, sizeof(cst->last_err),
-                 "undecodable batch reply envelope");
-        rv = EPROTO;
-    } else if (rv == 0 && (r->status == NULL || r->status->code == 0)) {
-        br = once__v1__batch_response__unpack(NULL, r->payload.len,
-                                              r->payload.data);
-        if (br == NULL || br->n_responses != n) {
-            snprintf(cst->last_err, sizeof(cst->last_err),
-                     "batch reply with %zu answers for %zu entries",
-                     br != NULL ? br->n_responses : 0, n);
-            rv = EPROTO;
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                resps[i] = br->responses[i].data;
-                rlens[i] = br->responses[i].len;
-            }
-        }
-    } else if (rv == 0) {
-        /* The whole batch was refused (nothing of it ran): that reply is
-         * every entry's. */
-        for (size_t i = 0; i < n; i++) {
-            resps[i] = nng_msg_body(reply);
-            rlens[i] = nng_msg_len(reply);
-        }
+    if (rv == 0) {
+        rv = call_batch_split(reply, n, cst, &r, &br, resps, rlens);
     }
     batch_finish(&c->batch, held, n, resps, rlens, rv, sent);
     batch_release(&c->batch);
@@ -1204,38 +1227,8 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
     if (rv == 0) {
         conn_heard(&c->conn); /* steer.h: the target answers */
     }
-    if (rv == 0 && n == 1) {
-        resps[0] = nng_msg_body(reply);
-        rlens[0] = nng_msg_len(reply);
-    } else if (rv == 0 &&
-               (r = once__v1__response__unpack(NULL, nng_msg_len(reply),
-                                               nng_msg_body(reply))) == NULL) {
-        cst.maybe_executed = true;
-        snprintf(cst.last_err, sizeof(cst.last_err),
-                 "undecodable batch reply envelope");
-        rv = EPROTO;
-    } else if (rv == 0 && (r->status == NULL || r->status->code == 0)) {
-        br = once__v1__batch_response__unpack(NULL, r->payload.len,
-                                              r->payload.data);
-        if (br == NULL || br->n_responses != n) {
-            cst.maybe_executed = true;
-            snprintf(cst.last_err, sizeof(cst.last_err),
-                     "batch reply with %zu answers for %zu entries",
-                     br != NULL ? br->n_responses : 0, n);
-            rv = EPROTO;
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                resps[i] = br->responses[i].data;
-                rlens[i] = br->responses[i].len;
-            }
-        }
-    } else if (rv == 0) {
-        /* The whole batch was refused (nothing of it ran): that reply is
-         * every entry's. */
-        for (size_t i = 0; i < n; i++) {
-            resps[i] = nng_msg_body(reply);
-            rlens[i] = nng_msg_len(reply);
-        }
+    if (rv == 0) {
+        rv = call_batch_split(reply, n, &cst, &r, &br, resps, rlens);
     }
 out:
     for (size_t i = 0; i < n; i++) {
