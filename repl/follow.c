@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -394,6 +395,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     }
     f.r = r;
     if (cfg->key_file != NULL) {
+        struct stat kst;
         char kerr[512];
 
         if ((rv = keyfile_read_trusted(cfg->key_file, r->key_name, r->key, kerr,
@@ -407,6 +409,15 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         r->signs = true;
         log_info("repl: seeding requests are signed as principal %s (%s)",
                  r->key_name, cfg->key_file);
+        if (stat(cfg->key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
+            /* As onced says of its principals file: a warning. */
+            log_warn("%s is readable by others (mode %03o): whoever can "
+                     "read it can sign requests as principal %s. Fix: chmod "
+                     "600 %s, then give the replicas a new key (oncectl "
+                     "principal add) and revoke this one",
+                     cfg->key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
+                     cfg->key_file);
+        }
     }
     /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
      * keepalive: their handle waits up to 2/3 of the TTL — an append
