@@ -6,7 +6,9 @@
  * again under load; the leader SIGSTOPped past its etcd lease and resumed
  * (it commits nothing and steps down); etcd members lost (one: service
  * goes on; two: UNAVAILABLE, no leader, until one returns); a wiped
- * replica catching up from the log and leading. In each, clients on
+ * replica catching up from the log and leading (and, on a cluster with
+ * principals and a policy, seeding only with --replicate-key). In each,
+ * clients on
  * their own threads increment one counter through every replica's URL
  * (libonce follows NOT_LEADER hints, steer.h, retrying the same rpc id)
  * and the values
