@@ -290,19 +290,14 @@ principals_fini(principal_list *l)
     memset(l, 0, sizeof(*l));
 }
 
-int
-keyfile_read(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
-             char *err, size_t errlen)
+/* The "NAME KEYHEX" line of the key file f (named path in err). */
+static int
+keyfile_parse(FILE *f, const char *path, char *name,
+              uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen)
 {
     char line[LINE_MAX_BYTES];
-    FILE *f = fopen(path, "r");
     int rv = EINVAL;
 
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot read key file %s: %s", path,
-                 strerror(errno));
-        return errno;
-    }
     snprintf(err, errlen, "key file %s holds no \"NAME KEYHEX\" line", path);
     while (fgets(line, sizeof(line), f) != NULL) {
         char *w[2];
@@ -321,6 +316,47 @@ keyfile_read(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
         break;
     }
     sodium_memzero(line, sizeof(line));
+    return rv;
+}
+
+int
+keyfile_read(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
+             char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    int rv;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot read key file %s: %s", path,
+                 strerror(errno));
+        return errno;
+    }
+    rv = keyfile_parse(f, path, name, key, err, errlen);
+    fclose(f);
+    return rv;
+}
+
+int
+keyfile_read_trusted(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
+                     char *err, size_t errlen)
+{
+    FILE *f;
+    int fd, rv;
+
+    if ((rv = trust_open(path, &fd, err, errlen)) != 0) {
+        if (rv == ENOENT) {
+            snprintf(err, errlen, "key file %s does not exist", path);
+        }
+        return rv;
+    }
+    if ((f = fdopen(fd, "r")) == NULL) {
+        rv = errno;
+        close(fd);
+        snprintf(err, errlen, "cannot read key file %s: %s", path,
+                 strerror(rv));
+        return rv;
+    }
+    rv = keyfile_parse(f, path, name, key, err, errlen);
     fclose(f);
     return rv;
 }

@@ -77,6 +77,15 @@ void principals_fini(principal_list *l);
 int keyfile_read(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
                  char *err, size_t errlen);
 
+/*
+ * keyfile_read of a file that grants authority (onced --replicate-key):
+ * opened as trust_open does (no link, owned by us or root, not group- or
+ * world-writable). EPERM with err saying what is wrong and how to fix it;
+ * otherwise as keyfile_read.
+ */
+int keyfile_read_trusted(const char *path, char *name,
+                         uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen);
+
 /* Writes a new key file (O_EXCL, mode 0600): EEXIST when it exists. With
  * replace, an existing file is replaced atomically instead. */
 int keyfile_write(const char *path, const char *name,

@@ -25,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "store/datadir.h"
 #include "store/store.h"
@@ -391,6 +394,31 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         return ENOMEM;
     }
     f.r = r;
+    if (cfg->key_file != NULL) {
+        struct stat kst;
+        char kerr[512];
+
+        if ((rv = keyfile_read_trusted(cfg->key_file, r->key_name, r->key, kerr,
+                                       sizeof(kerr))) != 0) {
+            log_error("repl: --replicate-key: %s (the file must hold one "
+                      "line \"NAME KEYHEX\", as oncectl principal add "
+                      "--key-out writes it, mode 0600, owned by this user)",
+                      kerr);
+            goto out;
+        }
+        r->signs = true;
+        log_info("repl: seeding requests are signed as principal %s (%s)",
+                 r->key_name, cfg->key_file);
+        if (stat(cfg->key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
+            /* As onced says of its principals file: a warning. */
+            log_warn("%s is readable by others (mode %03o): whoever can "
+                     "read it can sign requests as principal %s. Fix: chmod "
+                     "600 %s, then give the replicas a new key (oncectl "
+                     "principal add) and revoke this one",
+                     cfg->key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
+                     cfg->key_file);
+        }
+    }
     /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
      * keepalive: their handle waits up to 2/3 of the TTL — an append
      * that lands later still fails its compare if the lease is gone. */
@@ -459,6 +487,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
                 repl_step_down(r, "cannot apply the log after winning");
             }
             if ((rv = repl_share_key(r)) == EEXIST) {
+                sodium_memzero(r->key, sizeof(r->key));
                 repl_close(r);
                 r = NULL;
                 goto out_closed;
@@ -504,11 +533,13 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     notleader_close(nl);
     store_close(f.st);
     free(f.run.buf);
+    sodium_memzero(r->key, sizeof(r->key)); /* a leader does not seed */
     *rp = r;
     return 0;
 out:
     etcd_close(r->kv);
     etcd_close(r->ka);
+    sodium_memzero(r->key, sizeof(r->key));
     free(r);
 out_closed:
     repl_watch_close(w);

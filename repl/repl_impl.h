@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "proto/principals.h"
 #include "repl/etcd.h"
 #include "repl/replica.h"
 
@@ -47,6 +48,11 @@ struct repl {
     etcd *tr;              /* the trim thread's */
     struct periodic *tr_thread;
     uint64_t tr_first; /* the first index kept (trim thread; 0: unknown) */
+    /* cfg.key_file, read once at the start (seed.c signs with it; wiped
+     * when following ends) */
+    bool signs;
+    char key_name[PRINCIPAL_NAME_MAX + 1];
+    uint8_t key[AUTH_KEY_BYTES];
 };
 
 /* logkey.c: the log's keys and values. */

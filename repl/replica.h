@@ -48,6 +48,9 @@ typedef struct repl_config {
     uint64_t retain;     /* log entries the leader keeps for replicas that
                             lag or are gone (trim.c); >= 1 */
     char *const *argv;   /* onced's own arguments, for the step-down */
+    /* --replicate-key: the key file ("NAME KEYHEX") whose principal signs
+     * this replica's Admin.Snapshot requests (seed.c); NULL: unsigned. */
+    const char *key_file;
 } repl_config;
 
 /*

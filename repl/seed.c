@@ -26,6 +26,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "proto/auth_tag.h"
 #include "proto/log.h"
 #include "proto/once.pb-c.h"
 #include "store/datadir.h"
@@ -38,6 +39,7 @@
 #define SEED_CHUNKS_MAX (64u * 1024u * 1024u)
 
 typedef struct seed {
+    repl *r;
     nng_socket sock;
     store_loader *ld;
     uint64_t id;
@@ -72,13 +74,20 @@ seed_call(seed *s, Once__V1__SnapshotResponse **out)
     env.payload.len = protobuf_c_message_pack(&req.base, payload);
     env.payload.data = payload;
     env.timeout_ms = SEED_TIMEOUT_MS;
-    if ((buf = malloc(protobuf_c_message_get_packed_size(&env.base) + 1)) ==
-        NULL) {
+    /* Signed (--replicate-key) as libonce signs: packed without auth_tag,
+     * the tag over exactly those bytes appended (auth_tag.h). */
+    env.principal = s->r->signs ? s->r->key_name : NULL;
+    if ((buf = malloc(protobuf_c_message_get_packed_size(&env.base) +
+                      AUTH_TAG_TRAILER)) == NULL) {
         free(payload);
         return ENOMEM;
     }
     len = protobuf_c_message_pack(&env.base, buf);
     free(payload);
+    if (s->r->signs) {
+        auth_tag_append(buf, len, s->r->key);
+        len += AUTH_TAG_TRAILER;
+    }
     rv = nng_send(s->sock, buf, len, 0);
     free(buf);
     if (rv != 0 ||
@@ -93,8 +102,16 @@ seed_call(seed *s, Once__V1__SnapshotResponse **out)
         return EPROTO;
     }
     if (resp->status != NULL && resp->status->code != ONCE__V1__CODE__OK) {
-        log_warn("repl: seeding: the leader refused Admin.Snapshot: %s (%s)",
-                 resp->status->reason, resp->status->message);
+        bool auth = resp->status->code == ONCE__V1__CODE__UNAUTHENTICATED ||
+                    resp->status->code == ONCE__V1__CODE__PERMISSION_DENIED;
+
+        log_warn("repl: seeding: the leader refused Admin.Snapshot: %s (%s)%s",
+                 resp->status->reason, resp->status->message,
+                 !auth         ? ""
+                 : s->r->signs ? "; the policy must allow this replica's "
+                                 "principal /once.v1.Admin/Snapshot"
+                               : "; on a cluster with principals give "
+                                 "this replica --replicate-key FILE");
         once__v1__response__free_unpacked(resp, NULL);
         return EAGAIN;
     }
@@ -147,7 +164,7 @@ int
 repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
 {
     const char *dir = r->cfg.data_dir;
-    seed s = {.sock = NNG_SOCKET_INITIALIZER};
+    seed s = {.r = r, .sock = NNG_SOCKET_INITIALIZER};
     Once__V1__SnapshotResponse *first = NULL;
     bool done = false;
     char *err = NULL;

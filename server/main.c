@@ -133,6 +133,13 @@ usage(FILE *f)
             "                    10000); entries every replica applied are\n"
             "                    deleted, a replica behind them reseeds from\n"
             "                    a snapshot\n"
+            "  --replicate-key FILE  a key file (\"NAME KEYHEX\", oncectl\n"
+            "                    principal add --key-out) whose principal\n"
+            "                    signs this replica's Admin.Snapshot\n"
+            "                    requests when it seeds: needed when the\n"
+            "                    cluster has principals; the policy must\n"
+            "                    allow it /once.v1.Admin/Snapshot. Read at\n"
+            "                    the start (mode 0600, owned by this user)\n"
             "\n"
             "Authentication is on when DIR/principals exists (oncectl\n"
             "principal add --data DIR); without it onced runs OPEN and says\n"
@@ -237,6 +244,7 @@ static const struct option onced_opts[] = {
     {"advertise", required_argument, NULL, 'A'},
     {"replicate-ttl", required_argument, NULL, 'Z'},
     {"replicate-retain", required_argument, NULL, 'Y'},
+    {"replicate-key", required_argument, NULL, 'k'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -436,6 +444,9 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             }
             rc.retain = v;
             break;
+        case 'k':
+            rc.key_file = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -466,9 +477,10 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
     }
-    if (rc.endpoints == NULL &&
-        (strcmp(rc.cluster, "once") != 0 || rc.advertise != NULL)) {
-        fprintf(stderr, "onced: --cluster and --advertise need --replicate\n");
+    if (rc.endpoints == NULL && (strcmp(rc.cluster, "once") != 0 ||
+                                 rc.advertise != NULL || rc.key_file != NULL)) {
+        fprintf(stderr, "onced: --cluster, --advertise and --replicate-key "
+                        "need --replicate\n");
         return 2;
     }
     *out = cfg;

@@ -18,6 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "proto/auth_tag.h"
+#include "proto/principals.h"
 #include "tests/harness.h"
 #include "tests/sys_helpers.h"
 
@@ -48,6 +52,10 @@ replica_spawn(replica_set *r, int i)
         argv[a++] = "--replicate-retain";
         argv[a++] = retain;
     }
+    if (r->auth && r->replicate_key) {
+        argv[a++] = "--replicate-key";
+        argv[a++] = r->repl_key;
+    }
     argv[a++] = NULL;
     if ((r->pid[i] = procs_spawn_logged(argv, r->log[i])) < 0) {
         r->pid[i] = 0;
@@ -58,15 +66,120 @@ replica_spawn(replica_set *r, int i)
 
 static int replica_wait_up(replica_set *r, int i, int ms);
 
+/* Replica i's data folder (mode 0700) with the principals and policy of
+ * r->auth; the keys are read from r's key files. 0 or -1. */
+static int
+replica_provision(replica_set *r, int i)
+{
+    static const char policy[] = "operator *\n"
+                                 "replica /once.v1.Admin/Snapshot\n";
+    principal_list l = {0};
+    principal_entry e;
+    char path[400], err[256];
+    FILE *f;
+    int rv = 0;
+
+    if (mkdir(r->data[i], 0700) != 0 && errno != EEXIST) {
+        return -1;
+    }
+    memset(&e, 0, sizeof(e));
+    if (keyfile_read(r->op_key, e.name, e.key, err, sizeof(err)) != 0) {
+        return -1;
+    }
+    snprintf(e.role, sizeof(e.role), "operator");
+    rv |= principals_append(&l, &e);
+    if (keyfile_read(r->repl_key, e.name, e.key, err, sizeof(err)) != 0) {
+        principals_fini(&l);
+        return -1;
+    }
+    snprintf(e.role, sizeof(e.role), "replica");
+    rv |= principals_append(&l, &e);
+    sodium_memzero(&e, sizeof(e));
+    snprintf(path, sizeof(path), "%s/principals", r->data[i]);
+    rv |= principals_write(path, &l);
+    principals_fini(&l);
+    snprintf(path, sizeof(path), "%s/policy", r->data[i]);
+    if ((f = fopen(path, "w")) == NULL) {
+        return -1;
+    }
+    fputs(policy, f);
+    rv |= fclose(f);
+    rv |= chmod(path, 0600);
+    return rv != 0 ? -1 : 0;
+}
+
+/* The two principals' key files in r->dir. 0 or -1. */
+static int
+replica_keys(replica_set *r)
+{
+    uint8_t key[AUTH_KEY_BYTES];
+
+    if (sodium_init() < 0) {
+        return -1;
+    }
+    snprintf(r->op_key, sizeof(r->op_key), "%s/op.key", r->dir);
+    snprintf(r->repl_key, sizeof(r->repl_key), "%s/repl.key", r->dir);
+    randombytes_buf(r->op_secret, sizeof(r->op_secret));
+    randombytes_buf(key, sizeof(key));
+    if (keyfile_write(r->op_key, REPLICAS_OP, r->op_secret, false) != 0 ||
+        keyfile_write(r->repl_key, REPLICAS_REPL, key, false) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The Admin.Stats request of this file's waits: unsigned, or signed as
+ * REPLICAS_OP on an authenticated set. 0 or -1; *req malloc'd. */
+static int
+replica_stats_req(const replica_set *r, uint8_t **req, size_t *len)
+{
+    Once__V1__Request env = ONCE__V1__REQUEST__INIT;
+    size_t n;
+
+    if (!r->auth) {
+        return harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, req,
+                                len);
+    }
+    env.method = "/once.v1.Admin/Stats";
+    env.attempt = 1;
+    env.principal = REPLICAS_OP;
+    n = once__v1__request__get_packed_size(&env);
+    if ((*req = malloc(n + AUTH_TAG_TRAILER)) == NULL) {
+        return -1;
+    }
+    n = once__v1__request__pack(&env, *req);
+    auth_tag_append(*req, n, r->op_secret);
+    *len = n + AUTH_TAG_TRAILER;
+    return 0;
+}
+
+static int replicas_start_with(replica_set **rp, etcd_cluster *e, int n,
+                               int ttl_s, unsigned retain, bool auth,
+                               bool replicate_key);
+
 int
 replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s)
 {
-    return replicas_start_retain(rp, e, n, ttl_s, 0);
+    return replicas_start_with(rp, e, n, ttl_s, 0, false, false);
 }
 
 int
 replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
                       unsigned retain)
+{
+    return replicas_start_with(rp, e, n, ttl_s, retain, false, false);
+}
+
+int
+replicas_start_auth(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                    unsigned retain, bool replicate_key)
+{
+    return replicas_start_with(rp, e, n, ttl_s, retain, true, replicate_key);
+}
+
+static int
+replicas_start_with(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                    unsigned retain, bool auth, bool replicate_key)
 {
     replica_set *r = calloc(1, sizeof(*r));
     size_t off = 0;
@@ -84,6 +197,8 @@ replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
     r->n = n;
     r->ttl_s = ttl_s;
     r->retain = retain;
+    r->auth = auth;
+    r->replicate_key = replicate_key;
     snprintf(r->name, sizeof(r->name), "t%d-%d", (int)getpid(), cluster_seq++);
     for (int i = 0; i < n; i++) {
         snprintf(r->path[i], sizeof(r->path[i]), "%s/r%d.ipc", r->dir, i);
@@ -93,8 +208,13 @@ replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
         off += (size_t)snprintf(r->urls + off, sizeof(r->urls) - off, "%s%s",
                                 i > 0 ? "," : "", r->url[i]);
     }
+    if (auth && replica_keys(r) != 0) {
+        replicas_free(r);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
-        if (replica_spawn(r, i) != 0) {
+        if ((auth && replica_provision(r, i) != 0) ||
+            replica_spawn(r, i) != 0) {
             replicas_free(r);
             return -1;
         }
@@ -136,8 +256,7 @@ replica_wait_up(replica_set *r, int i, int ms)
     uint8_t *req = NULL;
     size_t len = 0;
 
-    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
-        0) {
+    if (replica_stats_req(r, &req, &len) != 0) {
         return -1;
     }
     do {
@@ -193,6 +312,9 @@ void
 replicas_wipe(replica_set *r, int i)
 {
     sys_rm_tree(r->data[i]);
+    if (r->auth) {
+        (void)replica_provision(r, i);
+    }
 }
 
 int
@@ -202,8 +324,7 @@ replicas_leader(replica_set *r, int skip, int ms)
     uint8_t *req = NULL;
     size_t len = 0;
 
-    if (harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len) !=
-        0) {
+    if (replica_stats_req(r, &req, &len) != 0) {
         return -1;
     }
     do {

@@ -34,7 +34,20 @@ typedef struct replica_set {
     char data[CLUSTER_MAX][300];
     char log[CLUSTER_MAX][300];
     char urls[1000]; /* every url, comma-separated (libonce's url) */
+    /* replicas_start_auth: each data folder holds a principals file
+     * (REPLICAS_OP, role operator; REPLICAS_REPL, role replica) and a
+     * policy (operator *; replica /once.v1.Admin/Snapshot); their key
+     * files are op_key / repl_key in dir. Admin.Stats of this file's
+     * waits is signed as REPLICAS_OP. */
+    bool auth;
+    bool replicate_key; /* spawn with --replicate-key repl_key (auth) */
+    char op_key[300];
+    char repl_key[300];
+    unsigned char op_secret[32];
 } replica_set;
+
+#define REPLICAS_OP   "op"
+#define REPLICAS_REPL "repl"
 
 /* Starts n onced replicas on e (etcd lease ttl_s) and waits (at most
  * 30 s) until one of them leads. 0 or -1. Free with replicas_free. */
@@ -43,6 +56,11 @@ int replicas_start(replica_set **rp, etcd_cluster *e, int n, int ttl_s);
 /* The same, with --replicate-retain retain (0: onced's default). */
 int replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
                           unsigned retain);
+
+/* replicas_start_retain with authentication on every replica (see
+ * replica_set.auth); replicate_key as in replica_set. */
+int replicas_start_auth(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                        unsigned retain, bool replicate_key);
 
 /* Sends sig to replica i; reaps it unless sig is SIGSTOP/SIGCONT. */
 void replicas_kill(replica_set *r, int i, int sig);
@@ -55,7 +73,8 @@ int replicas_restart(replica_set *r, int i);
  * wait status, or -1 (still running, or not running at all). */
 int replicas_wait_exit(replica_set *r, int i, int ms);
 
-/* Empties replica i's data folder (it must not run). */
+/* Empties replica i's data folder (it must not run); with auth, the
+ * principals and policy files are written again (key files stay). */
 void replicas_wipe(replica_set *r, int i);
 
 /* The replica answering Admin.Stats OK (the leader), other than skip

@@ -6,7 +6,9 @@
  * again under load; the leader SIGSTOPped past its etcd lease and resumed
  * (it commits nothing and steps down); etcd members lost (one: service
  * goes on; two: UNAVAILABLE, no leader, until one returns); a wiped
- * replica catching up from the log and leading. In each, clients on
+ * replica catching up from the log and leading (and, on a cluster with
+ * principals and a policy, seeding only with --replicate-key). In each,
+ * clients on
  * their own threads increment one counter through every replica's URL
  * (libonce follows NOT_LEADER hints, steer.h, retrying the same rpc id)
  * and the values
@@ -90,15 +92,22 @@ load_count(load *l)
     return n;
 }
 
+/* The key file every client signs with while an authenticated fixture
+ * (setup_auth) runs; NULL: unsigned. */
+static const char *client_key_file;
+
 /* A client of every replica: long deadlines, so a failover (a few etcd
  * lease TTLs) ends inside one call. */
 static int
 open_client(const char *urls, bool no_lease, once_client **cp)
 {
     once_options o;
+    once_security sec;
     once_status st;
     int rv = ONCE_UNAVAILABLE;
 
+    once_security_init(&sec);
+    sec.key_file = client_key_file;
     once_options_init(&o);
     o.url = urls;
     o.no_lease = no_lease;
@@ -109,7 +118,7 @@ open_client(const char *urls, bool no_lease, once_client **cp)
     o.backoff_initial_ms = 5;
     o.backoff_max_ms = 100;
     for (int i = 0; i < 5 && rv != ONCE_OK; i++) {
-        rv = once_client_open(cp, &o, &st);
+        rv = once_client_open_secure(cp, &o, &sec, &st);
     }
     if (rv != ONCE_OK) {
         fprintf(stderr, "once_client_open(%s): %s %s %s\n", urls,
@@ -462,6 +471,34 @@ setup_retain(void **state)
     return 0;
 }
 
+/* setup_retain with authentication on every replica (cluster.h,
+ * replicas_start_auth), each given --replicate-key; clients sign as the
+ * operator. */
+static int
+setup_auth(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
+        replicas_start_auth(&f->rs, f->etcd, 3, TTL_S, RETAIN, true) != 0) {
+        if (f != NULL) {
+            etcd_cluster_free(f->etcd);
+        }
+        free(f);
+        return -1;
+    }
+    client_key_file = f->rs->op_key;
+    *state = f;
+    return 0;
+}
+
+static int
+teardown_auth(void **state)
+{
+    client_key_file = NULL;
+    return teardown(state);
+}
+
 /* Log keys in etcd, read through the gateway: how many, the first and the
  * last index; *rev the store revision read. */
 static void
@@ -678,6 +715,59 @@ test_wiped_replica_catches_up(void **state)
         replicas_dump(f->rs);
         fail_msg("the wiped replica did not seed from a snapshot");
     }
+    seeded_leads(f, wiped, n, keep, id, v);
+}
+
+/* Waits (at most ms) until replica i's log has text. */
+static bool
+log_wait(fixture *f, int i, const char *text, int ms)
+{
+    for (int64_t until = harness_now_ms() + ms;
+         !replicas_log_has(f->rs, i, text) && harness_now_ms() < until;) {
+        harness_sleep_ms(50);
+    }
+    return replicas_log_has(f->rs, i, text);
+}
+
+/* Test 4 on an authenticated cluster (principals and policy in every data
+ * folder; a "replica" role allowed only Admin.Snapshot): the wiped
+ * replica (principals and policy provisioned again, as an operator
+ * would) restarted *without* --replicate-key is refused and never seeds;
+ * restarted with it, it seeds, catches up and leads with every value
+ * exact. Fails on a build without --replicate-key (onced refuses the
+ * option, and unsigned seeding is refused for ever). */
+static void
+test_wiped_replica_seeds_authenticated(void **state)
+{
+    fixture *f = *state;
+    once_client *keep = NULL;
+    once_rpc_id id = {0, 0};
+    int64_t v = -1, n;
+    int leader, wiped;
+
+    n = load_finish(load_start(f->rs->urls, 10), f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    wiped = (leader + 1) % 3;
+    n = trim_past(f, wiped, &keep, &id, &v);
+    replicas_wipe(f->rs, wiped);
+    /* Without the key: refused, told why, and not seeded. */
+    f->rs->replicate_key = false;
+    assert_int_equal(replicas_restart(f->rs, wiped), 0);
+    if (!log_wait(f, wiped, "give this replica --replicate-key", 30000) ||
+        replicas_log_has(f->rs, wiped, "seeded from a snapshot")) {
+        replicas_dump(f->rs);
+        fail_msg("an unsigned seeding request was not refused");
+    }
+    replicas_kill(f->rs, wiped, SIGKILL);
+    /* With it: seeded. */
+    f->rs->replicate_key = true;
+    assert_int_equal(replicas_restart(f->rs, wiped), 0);
+    if (!log_wait(f, wiped, "seeded from a snapshot", 30000)) {
+        replicas_dump(f->rs);
+        fail_msg("the wiped replica did not seed with --replicate-key");
+    }
+    assert_true(
+        replicas_log_has(f->rs, wiped, "signed as principal " REPLICAS_REPL));
     seeded_leads(f, wiped, n, keep, id, v);
 }
 
@@ -1421,6 +1511,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_wiped_replica_catches_up,
                                         setup_retain, teardown),
+        cmocka_unit_test_setup_teardown(test_wiped_replica_seeds_authenticated,
+                                        setup_auth, teardown_auth),
         cmocka_unit_test_setup_teardown(test_log_trimmed_and_compacted, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lagging_replica_reseeds,
