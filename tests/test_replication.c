@@ -687,6 +687,34 @@ seeded_leads(fixture *f, int i, int64_t n, once_client *keep,
     once_client_close(keep);
 }
 
+/* Waits (at most ms) until replica i's log has text. */
+static bool
+log_wait(fixture *f, int i, const char *text, int ms)
+{
+    for (int64_t until = harness_now_ms() + ms;
+         !replicas_log_has(f->rs, i, text) && harness_now_ms() < until;) {
+        harness_sleep_ms(50);
+    }
+    return replicas_log_has(f->rs, i, text);
+}
+
+/* Tests 4: calls, then a follower stopped while the log is trimmed past
+ * it (trim_past: *keep, *id and *v are a completed call to replay later)
+ * and its folder wiped. Returns that replica; *n is the counter. */
+static int
+wipe_trimmed(fixture *f, once_client **keep, once_rpc_id *id, int64_t *v,
+             int64_t *n)
+{
+    int leader, wiped;
+
+    load_finish(load_start(f->rs->urls, 10), f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    wiped = (leader + 1) % 3;
+    *n = trim_past(f, wiped, keep, id, v);
+    replicas_wipe(f->rs, wiped);
+    return wiped;
+}
+
 /* Test 4: a wiped replica whose entries were trimmed seeds itself from the
  * leader's snapshot, catches up, and leads with every value exact. Fails
  * on a build without trimming (the log is never trimmed past it) and on
@@ -698,35 +726,14 @@ test_wiped_replica_catches_up(void **state)
     once_client *keep = NULL;
     once_rpc_id id = {0, 0};
     int64_t v = -1, n;
-    int leader, wiped;
+    int wiped = wipe_trimmed(f, &keep, &id, &v, &n);
 
-    n = load_finish(load_start(f->rs->urls, 10), f);
-    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
-    wiped = (leader + 1) % 3;
-    n = trim_past(f, wiped, &keep, &id, &v);
-    replicas_wipe(f->rs, wiped);
     assert_int_equal(replicas_restart(f->rs, wiped), 0);
-    for (int64_t until = harness_now_ms() + 30000;
-         !replicas_log_has(f->rs, wiped, "seeded from a snapshot") &&
-         harness_now_ms() < until;) {
-        harness_sleep_ms(50);
-    }
-    if (!replicas_log_has(f->rs, wiped, "seeded from a snapshot")) {
+    if (!log_wait(f, wiped, "seeded from a snapshot", 30000)) {
         replicas_dump(f->rs);
         fail_msg("the wiped replica did not seed from a snapshot");
     }
     seeded_leads(f, wiped, n, keep, id, v);
-}
-
-/* Waits (at most ms) until replica i's log has text. */
-static bool
-log_wait(fixture *f, int i, const char *text, int ms)
-{
-    for (int64_t until = harness_now_ms() + ms;
-         !replicas_log_has(f->rs, i, text) && harness_now_ms() < until;) {
-        harness_sleep_ms(50);
-    }
-    return replicas_log_has(f->rs, i, text);
 }
 
 /* Test 4 on an authenticated cluster (principals and policy in every data
@@ -743,13 +750,8 @@ test_wiped_replica_seeds_authenticated(void **state)
     once_client *keep = NULL;
     once_rpc_id id = {0, 0};
     int64_t v = -1, n;
-    int leader, wiped;
+    int wiped = wipe_trimmed(f, &keep, &id, &v, &n);
 
-    n = load_finish(load_start(f->rs->urls, 10), f);
-    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
-    wiped = (leader + 1) % 3;
-    n = trim_past(f, wiped, &keep, &id, &v);
-    replicas_wipe(f->rs, wiped);
     /* Without the key: refused, told why, and not seeded. */
     f->rs->replicate_key = false;
     assert_int_equal(replicas_restart(f->rs, wiped), 0);
