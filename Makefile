@@ -76,11 +76,13 @@ fuzz:
 
 # The suite under ThreadSanitizer (build-tsan/); onced children inherit
 # TSAN_OPTIONS. tests/tsan.supp explains its suppressions (LevelDB and what it
-# calls are not instrumented). Every suite runs, test_replication included
-# (it was left out while a replica could abort inside nng 1.5.2 at a role
-# change; fixed in repl/notleader.c, docs/replication.md known issues).
-# TSAN_EXCLUDE='regex' leaves suites out.
-TSAN_EXCLUDE ?=
+# calls are not instrumented). test_replication is left out: it runs in
+# make test and under ASan (one sanitizer, as its issue allows); under TSan
+# it passed alone (150 s) and in one full run (158 s), but one run beside
+# test_crash_matrix stopped in test_large_entry_split until its 600 s
+# timeout, not yet understood (docs/replication.md, known issues).
+# TSAN_EXCLUDE='regex' leaves suites out; TSAN_EXCLUDE= runs every suite.
+TSAN_EXCLUDE ?= test_replication
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_TSAN=ON
