@@ -738,6 +738,18 @@ harness_get(once_client *c, const char *name)
     return v;
 }
 
+int64_t
+harness_counter(const harness *h, const char *name)
+{
+    once_client *c = NULL;
+    int64_t v;
+
+    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
+    v = harness_get(c, name);
+    once_client_close(c);
+    return v;
+}
+
 void
 harness_lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
 {

@@ -192,6 +192,9 @@ void harness_collector_stats(once_client *c, once_stats *s,
 /* The value of counter name (once_counter_get). */
 int64_t harness_get(once_client *c, const char *name);
 
+/* harness_get through a client of its own (no lease), opened and closed. */
+int64_t harness_counter(const harness *h, const char *name);
+
 /* once_lease_info of cid into *li. */
 void harness_lease_info(once_client *c, uint64_t cid,
                         struct once_lease_info *li);

@@ -69,19 +69,6 @@ assert_exact(int64_t *values, size_t n, const char *what)
     }
 }
 
-static int64_t
-counter_value(harness *h, const char *name)
-{
-    once_client *c = NULL;
-    once_status st;
-    int64_t v = -1;
-
-    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
-    assert_int_equal(once_counter_get(c, name, &v, &st), ONCE_OK);
-    once_client_close(c);
-    return v;
-}
-
 /* ---- one thread, ASYNC_N calls in flight -------------------------------- */
 
 typedef struct cb_count {
@@ -176,7 +163,7 @@ test_async_in_flight(void **state)
     once_client_close(c);
     assert_int_equal(atomic_load(&cc.calls), ASYNC_N);
     assert_int_equal(atomic_load(&cc.on_caller), 0);
-    assert_int_equal(counter_value(h, "async"), ASYNC_N);
+    assert_int_equal(harness_counter(h, "async"), ASYNC_N);
     free(fs);
     free(values);
     free(ids);
@@ -232,7 +219,8 @@ test_shared_handle(void **state)
     }
     once_client_close(c);
     assert_exact(all, SHARED_THREADS * SHARED_CALLS, "shared handle");
-    assert_int_equal(counter_value(h, "shared"), SHARED_THREADS * SHARED_CALLS);
+    assert_int_equal(harness_counter(h, "shared"),
+                     SHARED_THREADS * SHARED_CALLS);
     free(runs);
     free(all);
 }
@@ -290,7 +278,7 @@ test_conflict_neighbours(void **state)
     assert_exact(values, (size_t)n, "neighbours of a conflict");
     once_client_close(c);
     once_client_close(other);
-    assert_int_equal(counter_value(h, "nb"), 21);
+    assert_int_equal(harness_counter(h, "nb"), 21);
 }
 
 /* ---- callbacks only, and futures freed before they finish --------------- */
@@ -324,7 +312,7 @@ test_callback_only(void **state)
     once_client_close(c); /* waits for every pending call and callback */
     assert_int_equal(atomic_load(&cc.calls), 100);
     assert_int_equal(atomic_load(&cc.on_caller), 0);
-    assert_int_equal(counter_value(h, "cb"), 100);
+    assert_int_equal(harness_counter(h, "cb"), 100);
 }
 
 /* ---- async through a lossy network and SIGKILLs ------------------------- */
@@ -535,7 +523,7 @@ test_async_lossy_kills(void **state)
     assert_true(l->n > 0);
     assert_true(kills >= 3);
     assert_exact(l->values, l->n, "async lossy");
-    assert_int_equal(counter_value(h, "lossy"), (int64_t)l->n);
+    assert_int_equal(harness_counter(h, "lossy"), (int64_t)l->n);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mtx);
     free(l);

@@ -106,19 +106,6 @@ entry_is(const Once__V1__BatchResponse *br, size_t i, int code,
     once__v1__response__free_unpacked(r, NULL);
 }
 
-static int64_t
-counter(harness *h, const char *name)
-{
-    once_client *c = NULL;
-    once_status st;
-    int64_t v = -1;
-
-    assert_int_equal(harness_client(h, true, &c), ONCE_OK);
-    assert_int_equal(once_counter_get(c, name, &v, &st), ONCE_OK);
-    once_client_close(c);
-    return v;
-}
-
 static uint64_t
 lease(harness *h, once_client **cp)
 {
@@ -161,7 +148,7 @@ test_entries_independent(void **state)
     entry_is(br, 4, ONCE_INVALID_ARGUMENT, "NESTED_BATCH", 0, false);
     entry_is(br, 5, ONCE_OK, NULL, 3, false);
     once__v1__batch_response__free_unpacked(br, NULL);
-    assert_int_equal(counter(h, "b"), 3);
+    assert_int_equal(harness_counter(h, "b"), 3);
 
     /* The reply was lost: the same batch again. Every executed entry
      * replays its own result; nothing runs twice. */
@@ -172,7 +159,7 @@ test_entries_independent(void **state)
     entry_is(br, 3, ONCE_ALREADY_EXISTS, "RPC_ID_CONFLICT", 0, false);
     entry_is(br, 5, ONCE_OK, NULL, 3, true);
     once__v1__batch_response__free_unpacked(br, NULL);
-    assert_int_equal(counter(h, "b"), 3);
+    assert_int_equal(harness_counter(h, "b"), 3);
 
     for (int i = 0; i < 6; i++) {
         free(e[i]);
@@ -212,7 +199,7 @@ test_batch_limits(void **state)
     batch_envelope(e, l, 1, &env, &len);
     once__v1__batch_response__free_unpacked(send_batch(h, env, len), NULL);
     free(env);
-    before = counter(h, "lim");
+    before = harness_counter(h, "lim");
     free(e[0]);
 
     for (int i = 0; i < N; i++) {
@@ -228,7 +215,7 @@ test_batch_limits(void **state)
         harness_envelope(BATCH, 0, 0, junk, sizeof(junk), &env, &len), 0);
     refused_whole(h, env, len, "MALFORMED_PAYLOAD");
     free(env);
-    assert_int_equal(counter(h, "lim"), before);
+    assert_int_equal(harness_counter(h, "lim"), before);
     /* The limit itself is allowed: 256 entries run, each once. */
     {
         Once__V1__BatchResponse *br;
@@ -239,7 +226,7 @@ test_batch_limits(void **state)
         once__v1__batch_response__free_unpacked(br, NULL);
         free(env);
     }
-    assert_int_equal(counter(h, "lim"), before + N - 1);
+    assert_int_equal(harness_counter(h, "lim"), before + N - 1);
     for (int i = 0; i < N; i++) {
         free(e[i]);
     }
@@ -319,7 +306,7 @@ test_coalesces(void **state)
     for (int i = 0; i < N; i++) {
         assert_int_equal(values[i], i + 1);
     }
-    assert_int_equal(counter(h, "co"), N);
+    assert_int_equal(harness_counter(h, "co"), N);
 }
 
 int

@@ -256,13 +256,18 @@ load_finish(load *l, fixture *f)
     return counter;
 }
 
+/* 3 etcd members and 3 replicas with an etcd lease of ttl_s, retain
+ * (0: onced's default) and, with auth, principals on every replica, each
+ * given --replicate-key (cluster.h). */
 static int
-setup(void **state)
+fixture_start(void **state, int ttl_s, unsigned retain, bool auth)
 {
     fixture *f = calloc(1, sizeof(*f));
 
     if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
-        replicas_start(&f->rs, f->etcd, 3, TTL_S) != 0) {
+        (auth
+             ? replicas_start_auth(&f->rs, f->etcd, 3, ttl_s, retain, true)
+             : replicas_start_retain(&f->rs, f->etcd, 3, ttl_s, retain)) != 0) {
         if (f != NULL) {
             etcd_cluster_free(f->etcd);
         }
@@ -273,23 +278,18 @@ setup(void **state)
     return 0;
 }
 
+static int
+setup(void **state)
+{
+    return fixture_start(state, TTL_S, 0, false);
+}
+
 /* setup with a 5 s etcd lease: for a test whose appends are large (a
  * sanitizer build base64-encodes 1 MiB slowly). */
 static int
 setup_ttl5(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
-        replicas_start(&f->rs, f->etcd, 3, 5) != 0) {
-        if (f != NULL) {
-            etcd_cluster_free(f->etcd);
-        }
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return fixture_start(state, 5, 0, false);
 }
 
 static int
@@ -457,18 +457,7 @@ test_etcd_members_lost(void **state)
 static int
 setup_retain(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
-        replicas_start_retain(&f->rs, f->etcd, 3, TTL_S, RETAIN) != 0) {
-        if (f != NULL) {
-            etcd_cluster_free(f->etcd);
-        }
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return fixture_start(state, TTL_S, RETAIN, false);
 }
 
 /* setup_retain with authentication on every replica (cluster.h,
@@ -477,18 +466,10 @@ setup_retain(void **state)
 static int
 setup_auth(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
-        replicas_start_auth(&f->rs, f->etcd, 3, TTL_S, RETAIN, true) != 0) {
-        if (f != NULL) {
-            etcd_cluster_free(f->etcd);
-        }
-        free(f);
+    if (fixture_start(state, TTL_S, RETAIN, true) != 0) {
         return -1;
     }
-    client_key_file = f->rs->op_key;
-    *state = f;
+    client_key_file = ((fixture *)*state)->rs->op_key;
     return 0;
 }
 
