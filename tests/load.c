@@ -119,9 +119,9 @@ load_open(load *l)
     o.lease_ttl_ms = 120000; /* outlives every crash and restart */
     /* Short: a crash or a few lost replies in a row end a call
      * OUTCOME_UNKNOWN, which the load resolves by its id. */
-    o.attempt_timeout_ms = 100;
+    o.attempt_timeout_ms = l->o.attempt_ms > 0 ? l->o.attempt_ms : 100;
     o.max_attempts = 4;
-    o.deadline_ms = 800;
+    o.deadline_ms = 8 * o.attempt_timeout_ms;
     o.backoff_initial_ms = 5;
     o.backoff_max_ms = 50;
     sec.key_file = l->o.key;

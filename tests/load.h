@@ -38,6 +38,7 @@ typedef struct load_opts {
     const char *principal; /* who signs (with key), or NULL: anonymous */
     const char *key;       /* that principal's key file, or NULL */
     const char *tls_ca;    /* a CA file for tls+tcp://, or NULL */
+    uint32_t attempt_ms;   /* one attempt; 0: 100 (see load_start) */
 } load_opts;
 
 typedef struct load load;
@@ -46,8 +47,10 @@ typedef struct load load;
 const char *load_mode_name(load_mode m);
 
 /* Starts the load (its threads run at once) into *lp; asserts it started.
- * The handles' options suit a lossy, crashing server: 100 ms attempts,
- * at most 4, an 800 ms deadline. */
+ * The handles' options suit a lossy, crashing server: 100 ms attempts
+ * (attempt_ms), at most 4, a deadline of 8 attempts. A slow server (TLS
+ * handshakes under valgrind) needs a longer attempt_ms: each open is a
+ * fresh handshake, and one that never fits its attempt never succeeds. */
 void load_start(load **lp, const load_opts *o);
 
 /* True while some caller still runs. */
