@@ -33,6 +33,7 @@ PACKAGES=(
     libcjson-dev
     etcd-server
     etcd-client
+    gdb
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

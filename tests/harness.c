@@ -13,6 +13,7 @@
  */
 #include "tests/harness.h"
 #include "tests/sys_helpers.h"
+#include "tests/watchdog.h"
 
 #include "proto/auth_tag.h"
 #include "proto/duration.h"
@@ -112,6 +113,13 @@ harness_on_crash(int sig)
     backtrace_symbols_fd(frames, n, 2);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* Every suite linked with the harness gets the watchdog (watchdog.c). */
+__attribute__((constructor)) static void
+harness_init(void)
+{
+    watchdog_start();
 }
 
 void
