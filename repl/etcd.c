@@ -334,9 +334,10 @@ etcd_kvs_free(etcd_kv *kvs, size_t n)
     free(kvs);
 }
 
-int
-etcd_range(etcd *e, const void *key, size_t klen, const void *end, size_t elen,
-           int64_t limit, etcd_kv **kvs, size_t *n, bool *more, int64_t *rev)
+static int
+etcd_range_as(etcd *e, const void *key, size_t klen, const void *end,
+              size_t elen, int64_t limit, bool serializable, etcd_kv **kvs,
+              size_t *n, bool *more, int64_t *rev)
 {
     cJSON *req = cJSON_CreateObject(), *resp = NULL;
     const cJSON *arr, *kv;
@@ -352,6 +353,9 @@ etcd_range(etcd *e, const void *key, size_t klen, const void *end, size_t elen,
     }
     if (limit > 0) {
         etcd_add_i64(req, "limit", limit);
+    }
+    if (serializable) {
+        cJSON_AddBoolToObject(req, "serializable", true);
     }
     rv = etcd_post_json(e, "/v3/kv/range", req, false, &resp, NULL);
     cJSON_Delete(req);
@@ -395,6 +399,23 @@ etcd_range(etcd *e, const void *key, size_t klen, const void *end, size_t elen,
     *kvs = out;
     *n = cnt;
     return 0;
+}
+
+int
+etcd_range(etcd *e, const void *key, size_t klen, const void *end, size_t elen,
+           int64_t limit, etcd_kv **kvs, size_t *n, bool *more, int64_t *rev)
+{
+    return etcd_range_as(e, key, klen, end, elen, limit, false, kvs, n, more,
+                         rev);
+}
+
+int
+etcd_range_serializable(etcd *e, const void *key, size_t klen, const void *end,
+                        size_t elen, int64_t limit, etcd_kv **kvs, size_t *n,
+                        bool *more, int64_t *rev)
+{
+    return etcd_range_as(e, key, klen, end, elen, limit, true, kvs, n, more,
+                         rev);
 }
 
 int

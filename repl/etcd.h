@@ -60,6 +60,16 @@ const char *etcd_last_error(const etcd *e);
 int etcd_range(etcd *e, const void *key, size_t klen, const void *end,
                size_t elen, int64_t limit, etcd_kv **kvs, size_t *n, bool *more,
                int64_t *rev);
+
+/* etcd_range answered by the member asked from its own state, without a
+ * round through the Raft leader (etcd's "serializable" read): maybe behind
+ * the cluster, never a torn view — a prefix of what was committed. For a
+ * follower's steady reads of the log; never where a missing key would be
+ * taken for an answer. */
+int etcd_range_serializable(etcd *e, const void *key, size_t klen,
+                            const void *end, size_t elen, int64_t limit,
+                            etcd_kv **kvs, size_t *n, bool *more, int64_t *rev);
+
 void etcd_kvs_free(etcd_kv *kvs, size_t n);
 
 /* Deletes keys [key, end) (end NULL: key alone). 0, EAGAIN, EPROTO. */

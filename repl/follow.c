@@ -6,11 +6,11 @@
  * Owns: the follower's store handle (closed before repl_follow returns),
  * the run of log parts being gathered, the campaign.
  * Invariant: entries are applied in index order, each with its index in
- * the same synced write; an entry written as parts is applied only once
- * its last part is read, and a run of parts cut short by a step-down
- * (followed by anything but its next part) is never applied. A replica
- * returns as leader only after holding the leader key and applying the
- * log to its end.
+ * the same LevelDB write (unsynced: store_set_log_durable); an entry
+ * written as parts is applied only once its last part is read, and a run
+ * of parts cut short by a step-down (followed by anything but its next
+ * part) is never applied. A replica returns as leader only after holding
+ * the leader key and applying the log to its end.
  * A replica whose next entry was trimmed (trim.c) seeds itself from the
  * leader's snapshot (seed.c) and never campaigns until it has.
  * Never: writes to etcd except the campaign (its lease and the leader
@@ -176,13 +176,19 @@ follow_publish(follower *f)
 }
 
 /*
- * Reads and applies the log from read_upto + 1 to its end. 0 (and
+ * Reads and applies the log from read_upto + 1 to its end; serializable:
+ * the log keys as the etcd member asked holds them (a follower: a member
+ * behind the cluster only delays entries, and spares the Raft leader a
+ * read round per entry), else as the cluster has committed them (a new
+ * leader: it must apply every entry before it appends). The checks that
+ * decide (this replica's entry still there, where the log starts) always
+ * read linearizably. 0 (and
  * r->next set past the last key read), EAGAIN (etcd did not answer),
  * ERANGE (entries this replica needs were trimmed: it needs a snapshot),
  * or an error (another log, a gap, a bad entry, local I/O).
  */
 static int
-follow_catch_up(follower *f)
+follow_catch_up(follower *f, bool serializable)
 {
     repl *r = f->r;
     char from[REPL_KEY_MAX], end[REPL_KEY_MAX];
@@ -238,8 +244,13 @@ follow_catch_up(follower *f)
         int rv;
 
         repl_log_key(r, f->read_upto + 1, from, sizeof(from));
-        if ((rv = etcd_range(r->kv, from, strlen(from), end, strlen(end),
-                             FOLLOW_BATCH, &kvs, &n, &more, NULL)) != 0) {
+        rv = serializable
+                 ? etcd_range_serializable(r->kv, from, strlen(from), end,
+                                           strlen(end), FOLLOW_BATCH, &kvs, &n,
+                                           &more, NULL)
+                 : etcd_range(r->kv, from, strlen(from), end, strlen(end),
+                              FOLLOW_BATCH, &kvs, &n, &more, NULL);
+        if (rv != 0) {
             return rv;
         }
         for (size_t i = 0; i < n && rv == 0; i++) {
@@ -352,7 +363,7 @@ follow_seed(follower *f, char *url, size_t urllen)
     f->checked = true; /* the snapshot came from this cluster's leader */
     f->run.first = 0;
     f->run.len = 0;
-    rv = follow_catch_up(f);
+    rv = follow_catch_up(f, true);
     return rv == ERANGE ? EINPROGRESS : rv;
 }
 
@@ -385,6 +396,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     repl_watch *w = NULL;
     char url[1024], last_url[1024] = "";
     const char *last_state = "";
+    bool woken = false, behind = false; /* the watch; a read behind it */
     struct timespec zero = {0, 0};
     char *err = NULL;
     repl *r;
@@ -446,6 +458,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         free(err);
         goto out;
     }
+    store_set_log_durable(f.st); /* etcd's log is what is durable */
     if ((rv = store_applied_index(f.st, &f.applied)) != 0 ||
         (rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
         goto out;
@@ -461,12 +474,16 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     for (;;) {
         const char *state;
         bool won = false;
+        uint64_t before = f.read_upto;
 
         if ((*sig = sigtimedwait(stop, NULL, &zero)) > 0 && *sig != SIGHUP) {
             rv = ECANCELED;
             goto out;
         }
-        rv = f.st != NULL ? follow_catch_up(&f) : ERANGE;
+        rv = f.st != NULL ? follow_catch_up(&f, true) : ERANGE;
+        /* Woken but nothing new: the member read may be behind the one
+         * that woke us; read again soon rather than at the next wake. */
+        behind = woken && rv == 0 && f.read_upto == before;
         if (rv == ERANGE) {
             rv = follow_seed(&f, url, sizeof(url));
         }
@@ -480,7 +497,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         if (rv == 0 && won) {
             /* Ours now: nobody else appends. Apply to the end, take the
              * cluster's grants key. */
-            while ((rv = follow_catch_up(&f)) == EAGAIN) {
+            while ((rv = follow_catch_up(&f, false)) == EAGAIN) {
                 follow_sleep_ms(FOLLOW_POLL_MS);
             }
             if (rv != 0) {
@@ -524,7 +541,8 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             snprintf(last_url, sizeof(last_url), "%s", url);
         }
         if (w != NULL) {
-            (void)repl_watch_wait(w, FOLLOW_POLL_MS, FOLLOW_IDLE_MS);
+            woken = repl_watch_wait(w, FOLLOW_POLL_MS,
+                                    behind ? FOLLOW_POLL_MS : FOLLOW_IDLE_MS);
         } else {
             follow_sleep_ms(FOLLOW_POLL_MS);
         }

@@ -219,6 +219,7 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
         *stp = NULL;
         goto out;
     }
+    store_set_log_durable(*stp);
     if ((rv = store_applied_index(*stp, index)) != 0 || *index != s.index) {
         log_error("repl: seeding: the loaded store holds index %" PRIu64
                   ", the snapshot said %" PRIu64,

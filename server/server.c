@@ -137,6 +137,7 @@ server_open(server **sp, const server_config *cfg)
     }
     if (cfg->append_fn != NULL) {
         store_set_appender(env->st, cfg->append_fn, cfg->append_arg);
+        store_set_log_durable(env->st);
     }
     if ((rv = auth_open(&env->auth, cfg->data_dir, cfg->dev)) != 0) {
         goto fail;

@@ -143,12 +143,12 @@ commit_write(store *s, store_txn *group, size_t n)
     commit_split_write(s, group);
     return;
 #endif
-    leveldb_write(s->db, s->wsync, merged != NULL ? merged : one, &err);
+    leveldb_write(s->db, s->wlocal, merged != NULL ? merged : one, &err);
     if (merged != NULL) {
         leveldb_writebatch_destroy(merged);
     }
     if (err != NULL) {
-        log_error("FATAL: synced LevelDB write failed: %s; stopping "
+        log_error("FATAL: LevelDB write failed: %s; stopping "
                   "without acknowledging it (restart to recover from the "
                   "log)",
                   err);
@@ -156,7 +156,9 @@ commit_write(store *s, store_txn *group, size_t n)
     }
     /* One write holds effect and record: nothing lies between them. */
     fault_point(FAULT_WRITE_BETWEEN);
-    atomic_fetch_add(&s->fsyncs, 1);
+    if (s->wlocal == s->wsync) {
+        atomic_fetch_add(&s->fsyncs, 1);
+    }
     atomic_fetch_add(&s->commits, dirty);
     atomic_fetch_add(&s->groups, 1);
     if (n > atomic_load(&s->max_group)) {

@@ -9,8 +9,9 @@
  * index is not part of an entry: each store writes its own beside it.
  * Owns: the encoding; the applied-index key STORE_APPLIED_KEY.
  * Invariant: an entry decodes into exactly the writes of the batch it was
- * made from, in order; a follower's applied index moves in the same synced
- * write as the entry's writes.
+ * made from, in order; a store's applied index moves in the same LevelDB
+ * write as the entry's writes (a crash loses a suffix of whole entries,
+ * never part of one).
  * Never: writes a batch the appender did not accept (it does not return
  * then); decodes past an entry's end.
  */
@@ -93,6 +94,12 @@ store_set_appender(store *s, store_append_fn fn, void *arg)
 {
     s->append_fn = fn;
     s->append_arg = arg;
+}
+
+void
+store_set_log_durable(store *s)
+{
+    s->wlocal = s->wnosync;
 }
 
 void
@@ -201,7 +208,7 @@ store_apply_entry(store *s, const void *entry, size_t len, uint64_t index)
         }
     }
     applied_put(b, index);
-    leveldb_write(s->db, s->wsync, b, &err);
+    leveldb_write(s->db, s->wlocal, b, &err);
     leveldb_writebatch_destroy(b);
     if (err != NULL) {
         log_error("applying log entry %llu failed: %s",

@@ -242,6 +242,7 @@ store_open(store **sp, const char *dir, char **errmsg)
     s->wsync = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(s->wsync, 1);
     s->wnosync = leveldb_writeoptions_create();
+    s->wlocal = s->wsync;
 
     s->db = leveldb_open(s->opts, dir, &err);
     if (err != NULL) {

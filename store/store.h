@@ -166,12 +166,23 @@ typedef int (*store_append_fn)(void *arg, const void *entry, size_t len,
 /* Sets the appender; before any transaction is handed over. */
 void store_set_appender(store *s, store_append_fn fn, void *arg);
 
+/* Replicated stores (leader and followers): etcd's log, not this store,
+ * is what makes a write durable, so the group commit and store_apply_entry
+ * stop syncing (an entry and its applied index still go in one write).
+ * What a crash of the machine takes from the store's end is applied from
+ * the log again, or, when the log was trimmed past it, the replica seeds
+ * itself from a snapshot; a process crash loses nothing (LevelDB has
+ * written every entry to the OS before the write returns). Before any
+ * transaction is handed over. */
+void store_set_log_durable(store *s);
+
 /* The log index of the last entry written to this store (0: none). */
 int store_applied_index(store *s, uint64_t *index);
 
 /* Writes one log entry (as made by the leader's store) and index as the
- * applied index, in one synced write. Only on a store no transaction is
- * handed to (a follower). 0, EPROTO (not an entry) or EIO. */
+ * applied index, in one write (synced unless store_set_log_durable). Only on a
+ * store no transaction is handed to (a follower). 0, EPROTO (not an entry) or
+ * EIO. */
 int store_apply_entry(store *s, const void *entry, size_t len, uint64_t index);
 
 /* ---- snapshot.c, load.c: consistent copies (Admin.Snapshot) ------------

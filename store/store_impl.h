@@ -68,6 +68,10 @@ struct store {
     /* replicate.c: set before any transaction, then read-only. */
     store_append_fn append_fn;
     void *append_arg;
+    /* The group commit's and store_apply_entry's write options: wsync, or
+     * wnosync once store_set_log_durable says etcd's log holds every
+     * write (set before any transaction, then read-only). */
+    leveldb_writeoptions_t *wlocal;
 
     /* compact.c: the one compaction thread. */
     pthread_mutex_t compact_mtx; /* protects compact_thread, compact_joinable
