@@ -11,6 +11,8 @@
  * of parts cut short by a step-down (followed by anything but its next
  * part) is never applied. A replica returns as leader only after holding
  * the leader key and applying the log to its end.
+ * A replica that wins re-executes and leads from the new process
+ * (handover.c), so the follower's sockets are never closed in-process.
  * A replica whose next entry was trimmed (trim.c) seeds itself from the
  * leader's snapshot (seed.c) and never campaigns until it has.
  * Never: writes to etcd except the campaign (its lease and the leader
@@ -398,6 +400,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     const char *last_state = "";
     bool woken = false, behind = false; /* the watch; a read behind it */
     struct timespec zero = {0, 0};
+    bool won = false; /* the leader key is ours */
     char *err = NULL;
     repl *r;
     int rv;
@@ -459,21 +462,28 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         goto out;
     }
     store_set_log_durable(f.st); /* etcd's log is what is durable */
-    if ((rv = store_applied_index(f.st, &f.applied)) != 0 ||
-        (rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
+    if ((rv = store_applied_index(f.st, &f.applied)) != 0) {
         goto out;
     }
-    snprintf(url, sizeof(url), "/once/%s/", cfg->cluster); /* every key */
-    if (repl_watch_open(&w, cfg->endpoints, url) != 0) {
-        w = NULL; /* polls every FOLLOW_POLL_MS instead */
-    }
     f.read_upto = f.applied;
-    log_info("repl: following cluster \"%s\" on %s from log index "
-             "%" PRIu64 "",
-             cfg->cluster, cfg->endpoints, f.applied);
-    for (;;) {
+    /* Re-executed after winning (handover.c)? Then lead, if still ours. */
+    if ((rv = repl_handover_take(r, &won)) != 0) {
+        goto out;
+    }
+    if (!won) {
+        if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
+            goto out;
+        }
+        snprintf(url, sizeof(url), "/once/%s/", cfg->cluster); /* every key */
+        if (repl_watch_open(&w, cfg->endpoints, url) != 0) {
+            w = NULL; /* polls every FOLLOW_POLL_MS instead */
+        }
+        log_info("repl: following cluster \"%s\" on %s from log index "
+                 "%" PRIu64 "",
+                 cfg->cluster, cfg->endpoints, f.applied);
+    }
+    while (!won) {
         const char *state;
-        bool won = false;
         uint64_t before = f.read_upto;
 
         if ((*sig = sigtimedwait(stop, NULL, &zero)) > 0 && *sig != SIGHUP) {
@@ -495,33 +505,8 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             }
         }
         if (rv == 0 && won) {
-            /* Ours now: nobody else appends. Apply to the end, take the
-             * cluster's grants key. */
-            while ((rv = follow_catch_up(&f, false)) == EAGAIN) {
-                follow_sleep_ms(FOLLOW_POLL_MS);
-            }
-            if (rv != 0) {
-                repl_step_down(r, "cannot apply the log after winning");
-            }
-            if ((rv = repl_share_key(r)) == EEXIST) {
-                sodium_memzero(r->key, sizeof(r->key));
-                repl_close(r);
-                r = NULL;
-                goto out_closed;
-            }
-            if (rv != 0) {
-                repl_step_down(r, "cannot share the grants key");
-            }
-            if ((rv = repl_trim_start(r)) != 0) {
-                log_warn("repl: cannot start trimming the log: %s; the log "
-                         "grows until the next leader",
-                         strerror(rv));
-            }
-            log_info("repl: leading cluster \"%s\" as %s from log "
-                     "index %" PRIu64 " (lease %" PRIx64 ")",
-                     cfg->cluster, cfg->advertise, r->next - 1,
-                     (uint64_t)r->lease);
-            break;
+            /* Ours now: lead from a fresh process (handover.c). */
+            repl_handover_exec(r);
         }
         if (rv != 0 && rv != EAGAIN && rv != EINPROGRESS) {
             log_error("repl: cannot follow the log: %s", strerror(rv));
@@ -547,8 +532,31 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             follow_sleep_ms(FOLLOW_POLL_MS);
         }
     }
-    repl_watch_close(w);
-    notleader_close(nl);
+    /* Ours now: nobody else appends. Apply to the end, take the
+     * cluster's grants key. */
+    while ((rv = follow_catch_up(&f, false)) == EAGAIN) {
+        follow_sleep_ms(FOLLOW_POLL_MS);
+    }
+    if (rv != 0) {
+        repl_step_down(r, "cannot apply the log after winning");
+    }
+    if ((rv = repl_share_key(r)) == EEXIST) {
+        sodium_memzero(r->key, sizeof(r->key));
+        repl_close(r);
+        r = NULL;
+        goto out_closed;
+    }
+    if (rv != 0) {
+        repl_step_down(r, "cannot share the grants key");
+    }
+    if ((rv = repl_trim_start(r)) != 0) {
+        log_warn("repl: cannot start trimming the log: %s; the log "
+                 "grows until the next leader",
+                 strerror(rv));
+    }
+    log_info("repl: leading cluster \"%s\" as %s from log "
+             "index %" PRIu64 " (lease %" PRIx64 ")",
+             cfg->cluster, cfg->advertise, r->next - 1, (uint64_t)r->lease);
     store_close(f.st);
     free(f.run.buf);
     sodium_memzero(r->key, sizeof(r->key)); /* a leader does not seed */

@@ -46,6 +46,12 @@ repl_step_down(repl *r, const char *why)
     log_warn("repl: stepping down (%s): re-executing as a follower; "
              "calls not committed are not answered",
              why);
+    repl_reexec(r);
+}
+
+void
+repl_reexec(repl *r)
+{
     fflush(stderr);
     /* Every descriptor but stdio closes at exec: listeners, LevelDB's
      * files and lock, etcd connections. */

@@ -20,7 +20,10 @@
  * notleader_set beyond that mutex. Shutdown order: stopping set, every
  * aio stopped (nng_aio_stop waits for a running callback, and nothing
  * can be started on a stopped aio), then the socket closed, then the aios
- * freed.
+ * freed — the last two on a thread of their own, waited for at most
+ * NOTLEADER_CLOSE_MS: nng 1.5.2's nng_close can wait forever for a pipe
+ * it never releases. A winner does not close this socket at all: it
+ * re-executes (handover.c); only a stopping onced does.
  */
 #include "repl/repl_impl.h"
 
@@ -28,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -44,6 +48,8 @@
 #define NOTLEADER_SEND_MS 1000
 /* Room for the packed refusal: reason, message and URL, each bounded. */
 #define NOTLEADER_REPLY_MAX 2048
+/* How long notleader_close waits for nng_close (whole seconds). */
+#define NOTLEADER_CLOSE_MS 3000
 
 typedef struct notleader_ctx {
     notleader *nl;
@@ -61,7 +67,19 @@ struct notleader {
     uint8_t reply[NOTLEADER_REPLY_MAX];
     size_t reply_len;
     _Atomic bool stopping;
+    /* notleader_close: under mtx */
+    pthread_cond_t closed_cv;
+    bool closed;    /* the close thread is done */
+    bool abandoned; /* notleader_close stopped waiting: the thread frees */
 };
+
+static void
+notleader_free(notleader *nl)
+{
+    pthread_cond_destroy(&nl->closed_cv);
+    pthread_mutex_destroy(&nl->mtx);
+    free(nl);
+}
 
 /* Packs the refusal into nl->reply. Under nl->mtx. */
 static void
@@ -147,6 +165,7 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
+    pthread_cond_init(&nl->closed_cv, NULL);
     notleader_pack(nl, "NO_LEADER",
                    "this replica is not the leader and none is known yet",
                    NULL);
@@ -213,9 +232,40 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
     pthread_mutex_unlock(&nl->mtx);
 }
 
+/* The end of a close, on a thread of its own: nng_close, then the aios
+ * and nl. Signals nl->closed_cv when done (notleader_close may have
+ * stopped waiting; then this thread frees everything alone). */
+static void *
+notleader_close_main(void *arg)
+{
+    notleader *nl = arg;
+    bool alone;
+
+    if (nng_socket_id(nl->sock) > 0) {
+        nng_close(nl->sock);
+    }
+    for (size_t i = 0; i < nl->nctxs; i++) {
+        nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
+        nng_aio_free(nl->ctxs[i].aio);
+    }
+    pthread_mutex_lock(&nl->mtx);
+    nl->closed = true;
+    alone = nl->abandoned;
+    pthread_cond_signal(&nl->closed_cv);
+    pthread_mutex_unlock(&nl->mtx);
+    if (alone) {
+        notleader_free(nl);
+    }
+    return NULL;
+}
+
 void
 notleader_close(notleader *nl)
 {
+    struct timespec until;
+    pthread_t th;
+    bool closed;
+
     if (nl == NULL) {
         return;
     }
@@ -225,14 +275,29 @@ notleader_close(notleader *nl)
         nng_aio_stop(nl->ctxs[i].aio);
     }
     /* ...so the socket (its contexts, listeners and pipes) closes with
-     * nothing of ours running on it. */
-    if (nng_socket_id(nl->sock) > 0) {
-        nng_close(nl->sock);
+     * nothing of ours running on it, on a thread we wait for at most
+     * NOTLEADER_CLOSE_MS. */
+    if (pthread_create(&th, NULL, notleader_close_main, nl) != 0) {
+        (void)notleader_close_main(nl); /* no thread: wait here */
+        notleader_free(nl);
+        return;
     }
-    for (size_t i = 0; i < nl->nctxs; i++) {
-        nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
-        nng_aio_free(nl->ctxs[i].aio);
+    pthread_detach(th);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += NOTLEADER_CLOSE_MS / 1000;
+    pthread_mutex_lock(&nl->mtx);
+    while (!nl->closed &&
+           pthread_cond_timedwait(&nl->closed_cv, &nl->mtx, &until) == 0) {
     }
-    pthread_mutex_destroy(&nl->mtx);
-    free(nl);
+    closed = nl->closed;
+    nl->abandoned = !closed;
+    pthread_mutex_unlock(&nl->mtx);
+    if (closed) {
+        notleader_free(nl);
+    } else {
+        log_warn("repl: the follower's socket did not close within %d s "
+                 "(nng 1.5.2 can wait forever for a pipe); leaving it to "
+                 "the exit",
+                 NOTLEADER_CLOSE_MS / 1000);
+    }
 }

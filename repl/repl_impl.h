@@ -86,6 +86,15 @@ uint64_t repl_now_ms(void);
 int repl_keepalive_start(repl *r, uint64_t sent_ms);
 /* Re-executes onced (never returns). */
 void repl_step_down(repl *r, const char *why);
+/* Re-executes onced with the same arguments, every descriptor but stdio
+ * closed (never returns; exits 3 when exec fails). */
+void repl_reexec(repl *r);
+
+/* handover.c: a follower that won re-executes to lead (never returns);
+ * the new process calls repl_handover_take before it follows: *ours says
+ * it holds the lease again (its keepalive running) and must lead. */
+void repl_handover_exec(repl *r);
+int repl_handover_take(repl *r, bool *ours);
 
 /* share.c: makes the local grants key the cluster's one (after winning,
  * before serving). 0, EEXIST (a different local key), EAGAIN, ... */
@@ -108,6 +117,8 @@ typedef struct notleader notleader;
 int notleader_open(notleader **np, const char *const *urls, size_t n);
 /* The hint in replies: the leader's URL, or NULL with why (reason code). */
 void notleader_set(notleader *nl, const char *leader_url, const char *reason);
+/* Stops answering and closes the socket, waiting for nng at most a few
+ * seconds (then the close is left to finish, or not, before the exit). */
 void notleader_close(notleader *nl);
 
 #endif /* REPL_REPL_IMPL_H */

@@ -239,8 +239,8 @@ open_as_alice(const fixture *f, const char *url, once_client **cp)
     o.lease_ttl_ms = 120000;
     /* generous: a TLS handshake with a valgrinded onced on a loaded
      * machine; latency is asserted on its own (calls) */
-    o.deadline_ms = 20000;
-    o.attempt_timeout_ms = 10000;
+    o.deadline_ms = 60000;
+    o.attempt_timeout_ms = 20000;
     o.max_attempts = 3;
     sec.key_file = kp;
     if (strncmp(url, "tls+", 4) == 0) {
