@@ -785,6 +785,65 @@ test_lagging_replica_reseeds(void **state)
     seeded_leads(f, lagging, n, keep, id, v);
 }
 
+/* A replica whose folder went back in time after it had published a
+ * later applied index, and the log was trimmed on its word: what a machine
+ * crash does to a replica (replicated stores do not sync; etcd's log is the
+ * durable copy), simulated by putting back a copy of its folder taken
+ * earlier. It finds its next entry gone, reseeds from a snapshot and can
+ * lead, every value exact. Fails when a replica whose entry was trimmed
+ * refuses the log instead of reseeding (tried: it does not restart). */
+static void
+test_rolled_back_replica_reseeds(void **state)
+{
+    fixture *f = *state;
+    once_client *keep = NULL;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    uint64_t applied = 0, first = 0;
+    size_t count = 0;
+    int64_t v = -1, n, until, rev = 0;
+    const char *data;
+    int leader, back;
+
+    n = load_finish(load_start(f->rs->urls, 10), f);
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    back = (leader + 1) % 3;
+    data = f->rs->data[back];
+    replicas_kill(f->rs, back, SIGKILL);
+    log_keys(f, &count, &first, &applied, &rev); /* it holds at most this */
+    assert_int_equal(harness_sh("cp -a %s %s.old", data, data), 0);
+    assert_int_equal(replicas_restart(f->rs, back), 0);
+    /* Running, it applies and publishes, and the leader trims past what
+     * the copy holds (and past the entry right after it). */
+    until = harness_now_ms() + 60000;
+    while ((first = cluster_u64(f, "first")) <= applied + 1 &&
+           harness_now_ms() < until) {
+        load *l = load_start(f->rs->urls, 10);
+        l->base = n;
+        n = load_finish(l, f);
+    }
+    if (first <= applied + 1) {
+        replicas_dump(f->rs);
+        fail_msg("the log was not trimmed past index %llu (first kept %llu)",
+                 (unsigned long long)applied, (unsigned long long)first);
+    }
+    replicas_kill(f->rs, back, SIGKILL);
+    assert_int_equal(harness_sh("rm -rf %s && mv %s.old %s", data, data, data),
+                     0);
+    assert_int_equal(open_client(f->rs->urls, false, &keep), ONCE_OK);
+    assert_int_equal(once_counter_incr_new(keep, "c", 1, &id, &v, &st),
+                     ONCE_OK);
+    assert_int_equal(v, n + 1);
+    n = v;
+    assert_int_equal(replicas_restart(f->rs, back), 0);
+    if (!log_wait(f, back, "seeded from a snapshot", 30000) ||
+        !replicas_log_has(f->rs, back, "needs a snapshot")) {
+        replicas_dump(f->rs);
+        fail_msg("the rolled-back replica did not reseed");
+    }
+    seeded_leads(f, back, n, keep, id, v);
+}
+
 /* Restore when etcd's log is lost (docs/replication.md, "Backup and
  * restore"), with the documented commands: `oncectl admin backup` of the
  * running cluster, then a new cluster name whose log starts right after
@@ -1500,6 +1559,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lagging_replica_reseeds,
                                         setup_retain, teardown),
+        cmocka_unit_test_setup_teardown(test_rolled_back_replica_reseeds, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_cluster_restored_from_backup,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_grant_survives_failover, setup,
