@@ -20,10 +20,10 @@
  * notleader_set beyond that mutex. Shutdown order: stopping set, every
  * aio stopped (nng_aio_stop waits for a running callback, and nothing
  * can be started on a stopped aio), then the socket closed, then the aios
- * freed — the last two on a thread of their own, waited for at most
- * NOTLEADER_CLOSE_MS: nng 1.5.2's nng_close can wait forever for a pipe
- * it never releases. A winner does not close this socket at all: it
- * re-executes (handover.c); only a stopping onced does.
+ * freed; the close waited for at most NOTLEADER_CLOSE_MS (close_bounded:
+ * nng 1.5.2's nng_close can wait forever for a pipe it never releases). A
+ * winner does not close this socket at all: it re-executes (handover.c); only a
+ * stopping onced does.
  */
 #include "repl/repl_impl.h"
 
@@ -31,12 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "proto/once.pb-c.h"
+#include "proto/close_bounded.h"
 #include "proto/log.h"
 
 /* Contexts answering at once. Each answer is a memcpy and a send, so a
@@ -48,7 +48,7 @@
 #define NOTLEADER_SEND_MS 1000
 /* Room for the packed refusal: reason, message and URL, each bounded. */
 #define NOTLEADER_REPLY_MAX 2048
-/* How long notleader_close waits for nng_close (whole seconds). */
+/* How long notleader_close waits for nng_close. */
 #define NOTLEADER_CLOSE_MS 3000
 
 typedef struct notleader_ctx {
@@ -67,19 +67,7 @@ struct notleader {
     uint8_t reply[NOTLEADER_REPLY_MAX];
     size_t reply_len;
     _Atomic bool stopping;
-    /* notleader_close: under mtx */
-    pthread_cond_t closed_cv;
-    bool closed;    /* the close thread is done */
-    bool abandoned; /* notleader_close stopped waiting: the thread frees */
 };
-
-static void
-notleader_free(notleader *nl)
-{
-    pthread_cond_destroy(&nl->closed_cv);
-    pthread_mutex_destroy(&nl->mtx);
-    free(nl);
-}
 
 /* Packs the refusal into nl->reply. Under nl->mtx. */
 static void
@@ -165,7 +153,6 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
-    pthread_cond_init(&nl->closed_cv, NULL);
     notleader_pack(nl, "NO_LEADER",
                    "this replica is not the leader and none is known yet",
                    NULL);
@@ -232,40 +219,9 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
     pthread_mutex_unlock(&nl->mtx);
 }
 
-/* The end of a close, on a thread of its own: nng_close, then the aios
- * and nl. Signals nl->closed_cv when done (notleader_close may have
- * stopped waiting; then this thread frees everything alone). */
-static void *
-notleader_close_main(void *arg)
-{
-    notleader *nl = arg;
-    bool alone;
-
-    if (nng_socket_id(nl->sock) > 0) {
-        nng_close(nl->sock);
-    }
-    for (size_t i = 0; i < nl->nctxs; i++) {
-        nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
-        nng_aio_free(nl->ctxs[i].aio);
-    }
-    pthread_mutex_lock(&nl->mtx);
-    nl->closed = true;
-    alone = nl->abandoned;
-    pthread_cond_signal(&nl->closed_cv);
-    pthread_mutex_unlock(&nl->mtx);
-    if (alone) {
-        notleader_free(nl);
-    }
-    return NULL;
-}
-
 void
 notleader_close(notleader *nl)
 {
-    struct timespec until;
-    pthread_t th;
-    bool closed;
-
     if (nl == NULL) {
         return;
     }
@@ -275,29 +231,19 @@ notleader_close(notleader *nl)
         nng_aio_stop(nl->ctxs[i].aio);
     }
     /* ...so the socket (its contexts, listeners and pipes) closes with
-     * nothing of ours running on it, on a thread we wait for at most
-     * NOTLEADER_CLOSE_MS. */
-    if (pthread_create(&th, NULL, notleader_close_main, nl) != 0) {
-        (void)notleader_close_main(nl); /* no thread: wait here */
-        notleader_free(nl);
-        return;
-    }
-    pthread_detach(th);
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += NOTLEADER_CLOSE_MS / 1000;
-    pthread_mutex_lock(&nl->mtx);
-    while (!nl->closed &&
-           pthread_cond_timedwait(&nl->closed_cv, &nl->mtx, &until) == 0) {
-    }
-    closed = nl->closed;
-    nl->abandoned = !closed;
-    pthread_mutex_unlock(&nl->mtx);
-    if (closed) {
-        notleader_free(nl);
-    } else {
-        log_warn("repl: the follower's socket did not close within %d s "
+     * nothing of ours running on it. */
+    if (nng_socket_id(nl->sock) > 0 &&
+        !close_bounded(nl->sock, NOTLEADER_CLOSE_MS)) {
+        log_warn("repl: the follower's socket did not close within %d ms "
                  "(nng 1.5.2 can wait forever for a pipe); leaving it to "
                  "the exit",
-                 NOTLEADER_CLOSE_MS / 1000);
+                 NOTLEADER_CLOSE_MS);
+        return; /* the close may still use nl's aios: keep them */
     }
+    for (size_t i = 0; i < nl->nctxs; i++) {
+        nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
+        nng_aio_free(nl->ctxs[i].aio);
+    }
+    pthread_mutex_destroy(&nl->mtx);
+    free(nl);
 }

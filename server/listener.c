@@ -33,6 +33,7 @@
 
 #include "store/fault.h"
 #include "server/listen_watch.h"
+#include "proto/close_bounded.h"
 #include "proto/log.h"
 #include "server/tls_watch.h"
 
@@ -61,12 +62,10 @@ struct listener {
     size_t nctx;
     listener_submit_fn submit;
     void *arg;
-    pthread_mutex_t mtx;      /* protects closed, sock_closed, leaked and every
-                                 lctx's held */
-    pthread_cond_t closed_cv; /* signalled when sock_closed is set */
+    pthread_mutex_t mtx; /* protects closed and every lctx's held */
     bool closed;
-    bool sock_closed;        /* nng_close returned */
-    bool leaked;             /* it did not in time: listener_free keeps l */
+    bool leaked; /* nng_close did not return in time: listener_free keeps l
+                    (written by listener_shutdown only) */
     listen_watch *watch;     /* ipc:// listeners kept accepting; NULL: off */
     tls_watch *tls_log;      /* failed handshakes logged; NULL: no tls+tcp:// */
     size_t conn_inflight;    /* --conn-inflight */
@@ -353,7 +352,6 @@ listener_open(listener **lp, const listener_config *cfg,
         return NNG_ENOMEM;
     }
     pthread_mutex_init(&l->mtx, NULL);
-    pthread_cond_init(&l->closed_cv, NULL);
     l->submit = submit;
     l->arg = arg;
     l->stats = stats;
@@ -416,29 +414,9 @@ fail:
     return rv;
 }
 
-/* nng_close on its own thread: nng 1.5.2 can wait forever in it for a
- * pipe that never finishes closing (seen after a peer that did not read
- * its replies), and SIGTERM must end onced whatever its peers did. */
-static void *
-listener_closer(void *arg)
-{
-    listener *l = arg;
-
-    nng_close(l->sock);
-    pthread_mutex_lock(&l->mtx);
-    l->sock_closed = true;
-    pthread_cond_signal(&l->closed_cv);
-    pthread_mutex_unlock(&l->mtx);
-    return NULL;
-}
-
 void
 listener_shutdown(listener *l)
 {
-    pthread_t t;
-    struct timespec until;
-    bool done;
-
     pthread_mutex_lock(&l->mtx);
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
@@ -449,28 +427,16 @@ listener_shutdown(listener *l)
     for (size_t i = 0; i < l->nctx; i++) {
         nng_aio_stop(l->ctxs[i].aio);
     }
-    if (pthread_create(&t, NULL, listener_closer, l) != 0) {
-        listener_closer(l);
-        return;
+    /* nng 1.5.2 can wait forever in nng_close for a pipe that never
+     * finishes closing (seen after a peer that did not read its replies),
+     * and SIGTERM must end onced whatever its peers did. */
+    if (!close_bounded(l->sock, LISTENER_CLOSE_WAIT_MS)) {
+        l->leaked = true; /* the close still runs: never free l */
+        log_warn("the nng socket did not close within %d ms (a connection "
+                 "that does not finish closing); stopping without waiting "
+                 "for it — every call received is still executed and synced",
+                 LISTENER_CLOSE_WAIT_MS);
     }
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += LISTENER_CLOSE_WAIT_MS / 1000;
-    pthread_mutex_lock(&l->mtx);
-    while (!l->sock_closed &&
-           pthread_cond_timedwait(&l->closed_cv, &l->mtx, &until) == 0) {
-    }
-    done = l->sock_closed;
-    l->leaked = !done; /* the closer still uses l: never free it */
-    pthread_mutex_unlock(&l->mtx);
-    if (done) {
-        pthread_join(t, NULL);
-        return;
-    }
-    pthread_detach(t);
-    log_warn("the nng socket did not close within %d ms (a connection that "
-             "does not finish closing); stopping without waiting for it — "
-             "every call received is still executed and synced",
-             LISTENER_CLOSE_WAIT_MS);
 }
 
 void
@@ -489,6 +455,5 @@ listener_free(listener *l)
         nng_tls_config_free(l->tls);
     }
     pthread_mutex_destroy(&l->mtx);
-    pthread_cond_destroy(&l->closed_cv);
     free(l);
 }
