@@ -76,13 +76,12 @@ fuzz:
 
 # The suite under ThreadSanitizer (build-tsan/); onced children inherit
 # TSAN_OPTIONS. tests/tsan.supp explains its suppressions (LevelDB and what it
-# calls are not instrumented). test_replication is left out: it runs in
-# make test and under ASan (one sanitizer, as its issue allows); under TSan
-# it passed alone (150 s) and in one full run (158 s), but one run beside
-# test_crash_matrix stopped in test_large_entry_split until its 600 s
-# timeout, not yet understood (docs/replication.md, known issues).
-# TSAN_EXCLUDE='regex' leaves suites out; TSAN_EXCLUDE= runs every suite.
-TSAN_EXCLUDE ?= test_replication
+# calls are not instrumented). test_replication runs here again: the one
+# TSan run that stopped (in test_large_entry_split) matches the winner's
+# nng_close hang fixed by repl/handover.c (docs/replication.md, known
+# issues); since then it passed beside test_crash_matrix and test_soak.
+# TSAN_EXCLUDE='regex' leaves suites out (none by default).
+TSAN_EXCLUDE ?=
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_TSAN=ON
