@@ -10,8 +10,8 @@
  * process was killed). At exec the kernel closes every descriptor, as it
  * does for a step-down; nothing of nng's is left to wait for.
  *
- * Owns: the variable REPL_HANDOVER_ENV (set just before the exec; read and
- * removed by the new process before anything else runs).
+ * Owns: the variable REPL_HANDOVER_ENV (given to the new process only;
+ * read and removed by it before it starts any thread).
  * Invariant: the new process leads only if etcd renews the lease and the
  * leader key is still ours (the same lease, created at the same revision,
  * naming our advertised URL); its local deadline starts from that renewal,
@@ -34,15 +34,15 @@
 void
 repl_handover_exec(repl *r)
 {
-    char v[64];
+    char v[96];
 
-    snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64, r->lease, r->leader_rev);
-    if (setenv(REPL_HANDOVER_ENV, v, 1) != 0) {
-        repl_step_down(r, "cannot hand the lease over (setenv)");
-    }
+    /* Not setenv: other threads (libcurl's) may read the environment
+     * meanwhile; the variable goes into the new process's only. */
+    snprintf(v, sizeof(v), REPL_HANDOVER_ENV "=%" PRId64 ":%" PRId64, r->lease,
+             r->leader_rev);
     log_info("repl: won the election: re-executing to lead from a fresh "
              "process (the follower's sockets close with this one)");
-    repl_reexec(r);
+    repl_reexec(r, v);
 }
 
 int

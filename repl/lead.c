@@ -24,6 +24,8 @@
 #include "proto/wire.h"
 #include "proto/log.h"
 
+extern char **environ;
+
 uint64_t
 repl_now_ms(void)
 {
@@ -46,19 +48,39 @@ repl_step_down(repl *r, const char *why)
     log_warn("repl: stepping down (%s): re-executing as a follower; "
              "calls not committed are not answered",
              why);
-    repl_reexec(r);
+    repl_reexec(r, NULL);
 }
 
 void
-repl_reexec(repl *r)
+repl_reexec(repl *r, const char *extra)
 {
+    size_t n = 0;
+    char **envp;
+
+    while (environ[n] != NULL) {
+        n++;
+    }
+    if ((envp = calloc(n + 2, sizeof(*envp))) == NULL) {
+        log_error("repl: cannot re-execute %s: out of memory; exiting",
+                  r->self);
+        _exit(3);
+    }
+    n = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        if (strncmp(*e, "ONCE_REPL_", 10) != 0) {
+            envp[n++] = *e; /* the handover variable never twice */
+        }
+    }
+    if (extra != NULL) {
+        envp[n] = (char *)extra;
+    }
     fflush(stderr);
     /* Every descriptor but stdio closes at exec: listeners, LevelDB's
      * files and lock, etcd connections. */
 #ifdef SYS_close_range
     (void)syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
 #endif
-    execv(r->self, r->cfg.argv);
+    execve(r->self, r->cfg.argv, envp);
     log_error("repl: cannot re-execute %s: %s; exiting", r->self,
               strerror(errno));
     _exit(3);

@@ -86,9 +86,10 @@ uint64_t repl_now_ms(void);
 int repl_keepalive_start(repl *r, uint64_t sent_ms);
 /* Re-executes onced (never returns). */
 void repl_step_down(repl *r, const char *why);
-/* Re-executes onced with the same arguments, every descriptor but stdio
- * closed (never returns; exits 3 when exec fails). */
-void repl_reexec(repl *r);
+/* Re-executes onced with the same arguments and environment (without any
+ * ONCE_REPL_* variable; plus extra, "NAME=VALUE", unless NULL), every
+ * descriptor but stdio closed (never returns; exits 3 when exec fails). */
+void repl_reexec(repl *r, const char *extra);
 
 /* handover.c: a follower that won re-executes to lead (never returns);
  * the new process calls repl_handover_take before it follows: *ours says
