@@ -615,16 +615,18 @@ trim_past(fixture *f, int i, once_client **keep, once_rpc_id *last_id,
     log_keys(f, &count, &first, &applied, &rev);
     until = harness_now_ms() + 60000;
     n = counter_now(f);
-    while ((first = cluster_u64(f, "first")) <= applied &&
+    /* Past applied + 1: a log starting right after its index is one it
+     * can still follow (no snapshot needed), as seen once in CI. */
+    while ((first = cluster_u64(f, "first")) <= applied + 1 &&
            harness_now_ms() < until) {
         load *l = load_start(f->rs->urls, 10);
         l->base = n;
         n = load_finish(l, f);
     }
-    if (first <= applied) {
+    if (first <= applied + 1) {
         replicas_dump(f->rs);
         fail_msg("the log was not trimmed past index %llu (first kept %llu)",
-                 (unsigned long long)applied, (unsigned long long)first);
+                 (unsigned long long)applied + 1, (unsigned long long)first);
     }
     fprintf(stderr, "replica %d applied at most %llu; the log starts at %llu\n",
             i, (unsigned long long)applied, (unsigned long long)first);
