@@ -28,6 +28,7 @@
 #include "client/retry.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
+#include "proto/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
@@ -36,6 +37,8 @@
 #define CONN_REDIAL_MIN_MS 1000u
 /* At most one TLS probe per this many ms (conn_tls_verdict). */
 #define CONN_DIAG_MIN_MS 1000u
+/* How long conn_shut waits for nng_close (close_bounded). */
+#define CONN_CLOSE_MS 3000
 
 int
 conn_init(conn *cn, const char *url, once_status *st)
@@ -312,8 +315,20 @@ conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
 void
 conn_shut(conn *cn)
 {
-    if (nng_socket_id(cn->sock) > 0) {
-        nng_close(cn->sock); /* a second close only says NNG_ECLOSED */
+    if (nng_socket_id(cn->sock) <= 0 || atomic_exchange(&cn->shut, true)) {
+        return;
+    }
+    /* nng 1.5.2's nng_close can wait for ever for a pipe it never
+     * releases (seen once in CI: once_client_close stuck in it): wait for
+     * it at most CONN_CLOSE_MS. The pipe callback goes first, so a close
+     * left running never calls into this handle's memory. */
+    (void)nng_pipe_notify(cn->sock, NNG_PIPE_EV_REM_POST, NULL, NULL);
+    if (!close_bounded(cn->sock, CONN_CLOSE_MS)) {
+        fprintf(stderr,
+                "libonce: closing the connection to %s did not finish "
+                "within %d ms (an nng pipe that does not close); left "
+                "to finish on its own\n",
+                cn->url, CONN_CLOSE_MS);
     }
 }
 

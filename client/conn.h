@@ -63,6 +63,9 @@ typedef struct conn {
     pthread_mutex_t diag_lock; /* protects diag_ms and diag */
     uint64_t diag_ms;          /* retry_now_ms() of the last TLS probe */
     once_status diag;          /* its verdict (code ONCE_OK: none) */
+
+    _Atomic bool shut; /* conn_shut ran (the socket is closed, or its close
+                          was left running) */
 } conn;
 
 /* Initializes *cn (locks, no socket) with a copy of url. Returns ONCE_OK
