@@ -597,6 +597,29 @@ counter_now(fixture *f)
     return v;
 }
 
+/* Runs calls (counter at n) until the log starts past applied + 1 — a
+ * log starting right after a replica's index is one it can still follow
+ * (no snapshot needed), as seen once in CI — failing after 60 s. Returns
+ * the counter; *first is where the log starts. */
+static int64_t
+trim_until(fixture *f, uint64_t applied, int64_t n, uint64_t *first)
+{
+    int64_t until = harness_now_ms() + 60000;
+
+    while ((*first = cluster_u64(f, "first")) <= applied + 1 &&
+           harness_now_ms() < until) {
+        load *l = load_start(f->rs->urls, 10);
+        l->base = n;
+        n = load_finish(l, f);
+    }
+    if (*first <= applied + 1) {
+        replicas_dump(f->rs);
+        fail_msg("the log was not trimmed past index %llu (first kept %llu)",
+                 (unsigned long long)applied + 1, (unsigned long long)*first);
+    }
+    return n;
+}
+
 /* Stops replica i, runs calls until the log is trimmed past what it
  * applied; returns the counter's value. *last_id / *last_v: one call of a
  * handle left open (its record is not acknowledged, so it is kept). */
@@ -606,28 +629,14 @@ trim_past(fixture *f, int i, once_client **keep, once_rpc_id *last_id,
 {
     uint64_t applied = 0, first = 0;
     size_t count = 0;
-    int64_t n, until, rev = 0;
+    int64_t n, rev = 0;
     once_status st;
 
     replicas_kill(f->rs, i, SIGKILL);
     /* It applied at most the log's last entry now (its published index
      * may be older). */
     log_keys(f, &count, &first, &applied, &rev);
-    until = harness_now_ms() + 60000;
-    n = counter_now(f);
-    /* Past applied + 1: a log starting right after its index is one it
-     * can still follow (no snapshot needed), as seen once in CI. */
-    while ((first = cluster_u64(f, "first")) <= applied + 1 &&
-           harness_now_ms() < until) {
-        load *l = load_start(f->rs->urls, 10);
-        l->base = n;
-        n = load_finish(l, f);
-    }
-    if (first <= applied + 1) {
-        replicas_dump(f->rs);
-        fail_msg("the log was not trimmed past index %llu (first kept %llu)",
-                 (unsigned long long)applied + 1, (unsigned long long)first);
-    }
+    n = trim_until(f, applied, counter_now(f), &first);
     fprintf(stderr, "replica %d applied at most %llu; the log starts at %llu\n",
             i, (unsigned long long)applied, (unsigned long long)first);
     assert_int_equal(open_client(f->rs->urls, false, keep), ONCE_OK);
@@ -803,7 +812,7 @@ test_rolled_back_replica_reseeds(void **state)
     once_status st;
     uint64_t applied = 0, first = 0;
     size_t count = 0;
-    int64_t v = -1, n, until, rev = 0;
+    int64_t v = -1, n, rev = 0;
     const char *data;
     int leader, back;
 
@@ -817,18 +826,7 @@ test_rolled_back_replica_reseeds(void **state)
     assert_int_equal(replicas_restart(f->rs, back), 0);
     /* Running, it applies and publishes, and the leader trims past what
      * the copy holds (and past the entry right after it). */
-    until = harness_now_ms() + 60000;
-    while ((first = cluster_u64(f, "first")) <= applied + 1 &&
-           harness_now_ms() < until) {
-        load *l = load_start(f->rs->urls, 10);
-        l->base = n;
-        n = load_finish(l, f);
-    }
-    if (first <= applied + 1) {
-        replicas_dump(f->rs);
-        fail_msg("the log was not trimmed past index %llu (first kept %llu)",
-                 (unsigned long long)applied, (unsigned long long)first);
-    }
+    n = trim_until(f, applied, n, &first);
     replicas_kill(f->rs, back, SIGKILL);
     assert_int_equal(harness_sh("rm -rf %s && mv %s.old %s", data, data, data),
                      0);
