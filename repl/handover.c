@@ -63,10 +63,12 @@ repl_handover_take(repl *r, bool *ours)
         rev <= 0) {
         log_warn("repl: ignoring %s=\"%s\" (not LEASE:REVISION)",
                  REPL_HANDOVER_ENV, v);
-        unsetenv(REPL_HANDOVER_ENV);
+        lease = 0;
+    }
+    unsetenv(REPL_HANDOVER_ENV); /* v is gone now; a step-down starts afresh */
+    if (lease == 0) {
         return 0;
     }
-    unsetenv(REPL_HANDOVER_ENV); /* a later step-down starts afresh */
     sent = repl_now_ms();
     if ((rv = etcd_lease_keepalive(r->ka, lease, &ttl)) != 0) {
         log_warn("repl: the lease won before the re-exec is %s; following",
