@@ -832,7 +832,7 @@ call_run(once_client *c, const call_spec *cs, uint64_t deadline, call_pre *pre,
                               &cst, &r);
         }
         if (rv == 0) {
-            conn_heard(&c->conn);
+            conn_heard(&c->conn, target, !call_is_not_leader(r));
             cst.not_leader = call_is_not_leader(r) ? cst.not_leader + 1 : 0;
             if (cst.not_leader > 0) {
                 /* To the leader it names, when it is one of ours. */
@@ -1225,7 +1225,8 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
     rv = call_exchange(c, &any, slot->ctx, slot->aio, msg, deadline,
                        attempt_end, &cst, &reply);
     if (rv == 0) {
-        conn_heard(&c->conn); /* steer.h: the target answers */
+        /* steer.h: the target answers; its entries say whether it leads */
+        conn_heard(&c->conn, conn_target(&c->conn), false);
     }
     if (rv == 0) {
         rv = call_batch_split(reply, n, &cst, &r, &br, resps, rlens);

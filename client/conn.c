@@ -256,10 +256,10 @@ conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms)
 }
 
 void
-conn_heard(conn *cn)
+conn_heard(conn *cn, uint64_t gen, bool served)
 {
     if (cn->route.n > 1) {
-        steer_heard(&cn->route, retry_now_ms());
+        steer_heard(&cn->route, gen, served, retry_now_ms());
     }
 }
 

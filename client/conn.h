@@ -127,8 +127,9 @@ bool conn_hint(conn *cn, uint64_t gen, const char *leader);
  * since (steer_rotate). A no-op with one URL. */
 void conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms);
 
-/* A reply came in (any reply: the target is alive). */
-void conn_heard(conn *cn);
+/* A reply came in from the target of generation gen (any reply: the
+ * target is alive); served: not a follower's refusal (steer_heard). */
+void conn_heard(conn *cn, uint64_t gen, bool served);
 
 /* The handle's route for once_client_route. */
 void conn_route(conn *cn, once_route *out);

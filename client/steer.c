@@ -81,6 +81,7 @@ steer_hint(steer *s, uint64_t gen, const char *leader, uint64_t now_ms)
     if (gen != atomic_load(&s->gen)) {
         return STEER_STALE;
     }
+    atomic_store(&s->refused[cur], true);
     for (size_t i = 0; leader != NULL && leader[0] != '\0' && i < s->n; i++) {
         if (strcmp(s->urls[i], leader) != 0) {
             continue;
@@ -121,16 +122,22 @@ steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms)
         atomic_load(&s->heard_ms) > sent_ms) {
         return false; /* moved already, or the target answers others */
     }
-    s->down_ms[cur] = now_ms != 0 ? now_ms : 1;
+    /* A follower gone silent is not a leader others may still name. */
+    s->down_ms[cur] = atomic_load(&s->refused[cur]) ? 0
+                      : now_ms != 0                 ? now_ms
+                                                    : 1;
     steer_move_to(s, (cur + 1) % s->n);
     atomic_fetch_add_explicit(&s->rotated, 1, memory_order_relaxed);
     return true;
 }
 
 void
-steer_heard(steer *s, uint64_t now_ms)
+steer_heard(steer *s, uint64_t gen, bool served, uint64_t now_ms)
 {
     if (s->n > 1) {
         atomic_store_explicit(&s->heard_ms, now_ms, memory_order_relaxed);
+        if (served && gen == atomic_load(&s->gen)) {
+            atomic_store(&s->refused[atomic_load(&s->cur)], false);
+        }
     }
 }

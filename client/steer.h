@@ -13,6 +13,10 @@
  *   - A hint to a URL the handle found down less than STEER_DOWN_MS ago
  *     (a follower still names a leader that was just killed, until its
  *     etcd lease lapses) is not followed: the call backs off where it is.
+ *     A URL whose last word to this handle was a follower's refusal is
+ *     not marked down when it goes silent: a follower that won the
+ *     election re-executes before it leads (docs/replication.md), and
+ *     the other followers naming it then are right, not stale.
  *   - No connection, or no reply to an attempt while nothing else was
  *     heard from the target since it was sent: the target moves on to the
  *     next URL, round robin (steer_rotate), and the URL left is marked
@@ -52,6 +56,9 @@ typedef struct steer {
                                          the caller's lock */
     uint64_t down_ms[STEER_URLS_MAX]; /* when each URL was left for being
                                          down (0: never); caller's lock */
+    _Atomic bool refused[STEER_URLS_MAX]; /* its last reply was NOT_LEADER
+                                             (a follower, not a dead
+                                             leader, when it goes silent) */
     _Atomic uint64_t heard_ms;        /* the last reply from the target */
 
     /* Counters (once_route): relaxed, for people and tests. */
@@ -90,7 +97,9 @@ steer_move steer_hint(steer *s, uint64_t gen, const char *leader,
  * whether it moved. Caller's lock. */
 bool steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms);
 
-/* A reply came from the target. Lock-free. */
-void steer_heard(steer *s, uint64_t now_ms);
+/* A reply came from the target of generation gen; served: it was an
+ * answer, not a NOT_LEADER refusal (pass false when the reply says nothing
+ * either way, as a batch envelope's does). Lock-free. */
+void steer_heard(steer *s, uint64_t gen, bool served, uint64_t now_ms);
 
 #endif /* CLIENT_STEER_H */

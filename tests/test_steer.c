@@ -102,6 +102,43 @@ test_down_hint_ignored(void **state)
     steer_fini(&s);
 }
 
+/* A follower that refused us, then went silent (it won and re-executes to
+ * lead), is not down: the next follower naming it is followed at once. A
+ * URL that served is marked down again when it goes silent. */
+static void
+test_silent_follower_not_down(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    /* A refuses, naming C (the old leader, found down already). */
+    s.down_ms[2] = 4000;
+    assert_int_equal(steer_hint(&s, steer_gen(&s), C, 4500), STEER_STAY);
+    steer_heard(&s, steer_gen(&s), false, 4500);
+    /* A goes silent: the next URL; A not marked down. */
+    assert_true(steer_rotate(&s, steer_gen(&s), 5000, 5000));
+    assert_string_equal(steer_target(&s), B);
+    assert_int_equal(s.down_ms[0], 0);
+    /* B names A, the winner: followed within STEER_DOWN_MS. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 5001), STEER_MOVED);
+    assert_string_equal(steer_target(&s), A);
+    /* Still silent (re-executing): still not down, B again. */
+    assert_true(steer_rotate(&s, steer_gen(&s), 5500, 6000));
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 6001), STEER_MOVED);
+    /* A serves, then dies: now it is a leader others may name stale. */
+    steer_heard(&s, steer_gen(&s), true, 6500);
+    assert_true(steer_rotate(&s, steer_gen(&s), 7000, 7000));
+    assert_int_equal(s.down_ms[0], 7000);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 7001), STEER_STAY);
+    /* A served reply on an older generation clears nothing. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), C, 7002), STEER_MOVED);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), NULL, 7003), STEER_STAY);
+    steer_heard(&s, steer_gen(&s) - 1, true, 7004);
+    assert_true(atomic_load(&s.refused[2]));
+    steer_fini(&s);
+}
+
 static void
 test_rotate_only_when_silent(void **state)
 {
@@ -112,7 +149,7 @@ test_rotate_only_when_silent(void **state)
     assert_int_equal(steer_init(&s, A "," B), 0);
     g = steer_gen(&s);
     /* Heard from the target after the attempt was sent: it is up. */
-    steer_heard(&s, 2000);
+    steer_heard(&s, g, true, 2000);
     assert_false(steer_rotate(&s, g, 1500, 3000));
     assert_true(steer_rotate(&s, g, 2500, 3000));
     assert_string_equal(steer_target(&s), B);
@@ -146,6 +183,7 @@ main(void)
         cmocka_unit_test(test_follow_hint),
         cmocka_unit_test(test_unknown_hint_rotates),
         cmocka_unit_test(test_down_hint_ignored),
+        cmocka_unit_test(test_silent_follower_not_down),
         cmocka_unit_test(test_rotate_only_when_silent),
         cmocka_unit_test(test_one_url_never_moves),
     };
