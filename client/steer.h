@@ -59,7 +59,7 @@ typedef struct steer {
     _Atomic bool refused[STEER_URLS_MAX]; /* its last reply was NOT_LEADER
                                              (a follower, not a dead
                                              leader, when it goes silent) */
-    _Atomic uint64_t heard_ms;        /* the last reply from the target */
+    _Atomic uint64_t heard_ms;            /* the last reply from the target */
 
     /* Counters (once_route): relaxed, for people and tests. */
     _Atomic uint64_t not_leader; /* NOT_LEADER replies received */
