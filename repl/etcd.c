@@ -33,7 +33,9 @@ struct etcd {
     char *buf; /* the response body */
     size_t len;
     size_t cap;
-    char err[256];
+    etcd_tls tls;                   /* its strings owned (copies) */
+    char curl_err[CURL_ERROR_SIZE]; /* libcurl's detail of a failure */
+    char err[512];
 };
 
 struct etcd_txn {
@@ -77,8 +79,64 @@ etcd_write_cb(char *p, size_t size, size_t n, void *arg)
     return add;
 }
 
+/* Whether p (n bytes) names an http:// or https:// endpoint; *tls set when
+ * https://. */
+static bool
+etcd_endpoint_scheme(const char *p, size_t n, bool *tls)
+{
+    if (n > 7 && strncmp(p, "http://", 7) == 0) {
+        return true;
+    }
+    if (n > 8 && strncmp(p, "https://", 8) == 0) {
+        *tls = true;
+        return true;
+    }
+    return false;
+}
+
+bool
+etcd_endpoints_valid(const char *endpoints, bool *tls)
+{
+    bool any = false;
+    size_t count = 0;
+
+    if (endpoints == NULL || endpoints[0] == '\0') {
+        return false;
+    }
+    for (const char *p = endpoints; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || ++count > ETCD_ENDPOINTS_MAX ||
+            !etcd_endpoint_scheme(p, n, &any)) {
+            return false;
+        }
+        p += n + (p[n] == ',');
+    }
+    if (tls != NULL) {
+        *tls = any;
+    }
+    return true;
+}
+
+/* A malloc'd copy of s into *out (NULL stays NULL). 0 or ENOMEM. */
+static int
+etcd_strdup(const char *s, const char **out)
+{
+    *out = NULL;
+    if (s != NULL && (*out = strdup(s)) == NULL) {
+        return ENOMEM;
+    }
+    return 0;
+}
+
 int
 etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms)
+{
+    return etcd_open_tls(ep, endpoints, NULL, timeout_ms);
+}
+
+int
+etcd_open_tls(etcd **ep, const char *endpoints, const etcd_tls *tls,
+              uint32_t timeout_ms)
 {
     etcd *e;
     const char *p = endpoints;
@@ -87,7 +145,7 @@ etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms)
     if (etcd_init_rv != 0) {
         return etcd_init_rv;
     }
-    if (endpoints == NULL || endpoints[0] == '\0' || timeout_ms == 0) {
+    if (!etcd_endpoints_valid(endpoints, NULL) || timeout_ms == 0) {
         return EINVAL;
     }
     if ((e = calloc(1, sizeof(*e))) == NULL) {
@@ -96,22 +154,17 @@ etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms)
     e->timeout_ms = timeout_ms;
     while (*p != '\0') {
         size_t n = strcspn(p, ",");
-        if (n == 0 || e->nurls == ETCD_ENDPOINTS_MAX ||
-            strncmp(p, "http://", 7) != 0) {
-            etcd_close(e);
-            return EINVAL;
-        }
         if ((e->urls[e->nurls] = strndup(p, n)) == NULL) {
             etcd_close(e);
             return ENOMEM;
         }
         e->nurls++;
-        p += n;
-        if (*p == ',') {
-            p++;
-        }
+        p += n + (p[n] == ',');
     }
-    if ((e->curl = curl_easy_init()) == NULL ||
+    if ((tls != NULL && (etcd_strdup(tls->cacert, &e->tls.cacert) != 0 ||
+                         etcd_strdup(tls->cert, &e->tls.cert) != 0 ||
+                         etcd_strdup(tls->key, &e->tls.key) != 0)) ||
+        (e->curl = curl_easy_init()) == NULL ||
         (e->headers = curl_slist_append(
              NULL, "Content-Type: application/json")) == NULL) {
         etcd_close(e);
@@ -119,6 +172,29 @@ etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms)
     }
     *ep = e;
     return 0;
+}
+
+void
+etcd_tls_apply(void *curl, const etcd_tls *tls)
+{
+    /* HTTP/1.1 on https:// too (libcurl would offer HTTP/2 there): the
+     * gateway's one protocol, with the same failures and the same
+     * streaming watch as on http://. */
+    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (tls == NULL) {
+        return;
+    }
+    if (tls->cacert != NULL) {
+        curl_easy_setopt(curl, CURLOPT_CAINFO, tls->cacert);
+    }
+    if (tls->cert != NULL) {
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, tls->cert);
+        curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (tls->key != NULL) {
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, tls->key);
+        curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+    }
 }
 
 void
@@ -134,6 +210,9 @@ etcd_close(etcd *e)
     for (size_t i = 0; i < e->nurls; i++) {
         free(e->urls[i]);
     }
+    free((char *)e->tls.cacert);
+    free((char *)e->tls.cert);
+    free((char *)e->tls.key);
     free(e->buf);
     free(e);
 }
@@ -208,6 +287,56 @@ etcd_add_i64(cJSON *o, const char *name, int64_t v)
     cJSON_AddStringToObject(o, name, s);
 }
 
+void
+etcd_transfer_error(char *buf, size_t size, const char *url, int cc,
+                    const char *detail, const etcd_tls *tls)
+{
+    bool https = strncmp(url, "https://", 8) == 0;
+    bool cert = tls != NULL && tls->cert != NULL;
+    const char *hint = "";
+
+    switch ((CURLcode)cc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+        hint = " (is --etcd-cacert the CA that signed etcd's certificate, "
+               "and does that certificate name this host?)";
+        break;
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+        hint = " (check the --etcd-* files: PEM, readable by onced)";
+        break;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        if (https && !cert) {
+            hint = " (etcd closed the TLS connection: with "
+                   "--client-cert-auth it wants --etcd-cert and --etcd-key)";
+        } else if (https) {
+            hint = " (etcd refused the handshake: with --client-cert-auth "
+                   "it wants --etcd-cert signed by its --trusted-ca-file)";
+        }
+        break;
+    case CURLE_GOT_NOTHING:
+        if (!https) {
+            hint = " (does etcd serve TLS there? then write https://)";
+        }
+        break;
+    default:
+        break;
+    }
+    snprintf(buf, size, "%s: %s%s%s%s", url, curl_easy_strerror((CURLcode)cc),
+             detail[0] != '\0' ? ": " : "", detail, hint);
+}
+
+/* Whether a transfer that failed with cc surely never reached etcd's
+ * request handling: no connection, or no TLS session. */
+static bool
+etcd_never_sent(CURLcode cc)
+{
+    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_SSL_CONNECT_ERROR ||
+           cc == CURLE_PEER_FAILED_VERIFICATION ||
+           cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CACERT_BADFILE;
+}
+
 /*
  * POSTs body to path on the endpoints in turn. On 0, *resp is the parsed
  * reply (cJSON_Delete) of an endpoint that answered HTTP 200. An answer
@@ -243,11 +372,14 @@ etcd_post(etcd *e, const char *path, const char *body, bool once, cJSON **resp,
                          (long)e->timeout_ms);
         curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
+        curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curl_err);
+        etcd_tls_apply(e->curl, &e->tls);
+        e->curl_err[0] = '\0';
         cc = curl_easy_perform(e->curl);
         if (cc != CURLE_OK) {
-            snprintf(e->err, sizeof(e->err), "%s: %s", e->urls[k],
-                     curl_easy_strerror(cc));
-            if (once && cc != CURLE_COULDNT_CONNECT) {
+            etcd_transfer_error(e->err, sizeof(e->err), e->urls[k], cc,
+                                e->curl_err, &e->tls);
+            if (once && !etcd_never_sent(cc)) {
                 return EAGAIN; /* it may have been applied */
             }
             continue;

@@ -37,12 +37,42 @@ typedef struct etcd_kv {
 } etcd_kv;
 
 /*
- * Opens a handle on endpoints, "http://127.0.0.1:2379,http://..." (at most
- * ETCD_ENDPOINTS_MAX), each request given timeout_ms per endpoint. 0,
- * EINVAL (bad list) or ENOMEM. Free with etcd_close.
+ * TLS to etcd's client port (https:// endpoints), as etcdctl's --cacert,
+ * --cert and --key: PEM files, read by libcurl at each connection. NULL
+ * fields: the system's CAs, no client certificate. cert and key go
+ * together; with etcd's --client-cert-auth the certificate is what
+ * authenticates this client to etcd.
+ */
+typedef struct etcd_tls {
+    const char *cacert;
+    const char *cert;
+    const char *key;
+} etcd_tls;
+
+/*
+ * Opens a handle on endpoints, "http://127.0.0.1:2379,https://..." (at
+ * most ETCD_ENDPOINTS_MAX), each request given timeout_ms per endpoint;
+ * tls (may be NULL; copied) for the https:// ones. 0, EINVAL (bad list) or
+ * ENOMEM. Free with etcd_close.
  */
 #define ETCD_ENDPOINTS_MAX 8
 int etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms);
+int etcd_open_tls(etcd **ep, const char *endpoints, const etcd_tls *tls,
+                  uint32_t timeout_ms);
+
+/* Sets tls's options (may be NULL: none) and HTTP/1.1 on a curl easy
+ * handle (CURL *), for the watch's own transfers. */
+void etcd_tls_apply(void *curl, const etcd_tls *tls);
+
+/* Writes "url: what failed[: libcurl's detail][ (what to check)]" for a
+ * transfer to url that ended with CURLcode cc (detail: libcurl's error
+ * buffer, may be ""; tls: the files it used, may be NULL). */
+void etcd_transfer_error(char *buf, size_t size, const char *url, int cc,
+                         const char *detail, const etcd_tls *tls);
+
+/* Whether every item of endpoints is http:// or https:// (etcd_open's
+ * check), and whether any is https:// (*tls, may be NULL). */
+bool etcd_endpoints_valid(const char *endpoints, bool *tls);
 void etcd_close(etcd *e);
 
 /* The endpoint that answered last (for messages). */

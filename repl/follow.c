@@ -396,7 +396,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     follower f = {0};
     notleader *nl = NULL;
     repl_watch *w = NULL;
-    char url[1024], last_url[1024] = "";
+    char url[1024] = "", last_url[1024] = "";
     const char *last_state = "";
     bool woken = false, behind = false; /* the watch; a read behind it */
     struct timespec zero = {0, 0};
@@ -437,11 +437,12 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
      * keepalive: their handle waits up to 2/3 of the TTL — an append
      * that lands later still fails its compare if the lease is gone. */
-    if ((rv = etcd_open(&r->kv, cfg->endpoints,
-                        cfg->timeout_ms > cfg->ttl_s * 2000 / 3
-                            ? cfg->timeout_ms
-                            : cfg->ttl_s * 2000 / 3)) != 0 ||
-        (rv = etcd_open(&r->ka, cfg->endpoints, cfg->timeout_ms)) != 0) {
+    if ((rv = etcd_open_tls(&r->kv, cfg->endpoints, &cfg->etcd_tls,
+                            cfg->timeout_ms > cfg->ttl_s * 2000 / 3
+                                ? cfg->timeout_ms
+                                : cfg->ttl_s * 2000 / 3)) != 0 ||
+        (rv = etcd_open_tls(&r->ka, cfg->endpoints, &cfg->etcd_tls,
+                            cfg->timeout_ms)) != 0) {
         log_error("repl: bad --replicate \"%s\"", cfg->endpoints);
         goto out;
     }
@@ -474,8 +475,10 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
             goto out;
         }
-        snprintf(url, sizeof(url), "/once/%s/", cfg->cluster); /* every key */
-        if (repl_watch_open(&w, cfg->endpoints, url) != 0) {
+        char prefix[REPL_KEY_MAX]; /* every key of the cluster */
+
+        snprintf(prefix, sizeof(prefix), "/once/%s/", cfg->cluster);
+        if (repl_watch_open(&w, cfg->endpoints, &cfg->etcd_tls, prefix) != 0) {
             w = NULL; /* polls every FOLLOW_POLL_MS instead */
         }
         log_info("repl: following cluster \"%s\" on %s from log index "

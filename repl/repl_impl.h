@@ -105,7 +105,8 @@ int repl_share_key(repl *r);
  * watch on a thread of its own, re-established after errors with
  * backoff). */
 typedef struct repl_watch repl_watch;
-int repl_watch_open(repl_watch **wp, const char *endpoints, const char *prefix);
+int repl_watch_open(repl_watch **wp, const char *endpoints, const etcd_tls *tls,
+                    const char *prefix);
 /* Waits until something changed or the timeout passed: poll_ms while no
  * watch is established, idle_ms while one is. Whether it was woken. */
 bool repl_watch_wait(repl_watch *w, uint64_t poll_ms, uint64_t idle_ms);

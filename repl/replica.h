@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "repl/etcd.h"
+
 typedef struct repl repl;
 
 #define REPL_LISTEN_MAX 8
@@ -51,6 +53,9 @@ typedef struct repl_config {
     /* --replicate-key: the key file ("NAME KEYHEX") whose principal signs
      * this replica's Admin.Snapshot requests (seed.c); NULL: unsigned. */
     const char *key_file;
+    /* --etcd-cacert/--etcd-cert/--etcd-key: TLS to https:// endpoints
+     * (etcd.h); fields NULL when not given. */
+    etcd_tls etcd_tls;
 } repl_config;
 
 /*

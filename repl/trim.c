@@ -145,7 +145,8 @@ repl_trim_start(repl *r)
 
     atomic_store(&r->last, r->next - 1);
     r->tr_first = 0; /* not known: read it */
-    if ((rv = etcd_open(&r->tr, r->cfg.endpoints, r->cfg.timeout_ms)) != 0) {
+    if ((rv = etcd_open_tls(&r->tr, r->cfg.endpoints, &r->cfg.etcd_tls,
+                            r->cfg.timeout_ms)) != 0) {
         return rv;
     }
     if ((rv = periodic_start(&r->tr_thread, trim_tick, r, TRIM_PERIOD_MS, 0)) !=

@@ -41,6 +41,7 @@ struct repl_watch {
     char eps[WATCH_EP_MAX][256]; /* etcd endpoints, tried in turn */
     size_t neps;
     char prefix[REPL_KEY_MAX]; /* watched: every key under it */
+    etcd_tls tls;              /* https:// endpoints; strings owned */
     pthread_t thread;
     pthread_mutex_t mtx; /* protects pending, up */
     pthread_cond_t cv;
@@ -174,6 +175,27 @@ watch_sleep_ms(repl_watch *w, uint64_t ms)
     }
 }
 
+/* Frees w and what it owns (its thread has ended, or never started). */
+static void
+watch_free(repl_watch *w)
+{
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mtx);
+    free((char *)w->tls.cacert);
+    free((char *)w->tls.cert);
+    free((char *)w->tls.key);
+    free(w->buf);
+    free(w);
+}
+
+/* A malloc'd copy of s (NULL stays NULL); false when out of memory. */
+static bool
+watch_dup(const char *s, const char **out)
+{
+    *out = s != NULL ? strdup(s) : NULL;
+    return s == NULL || *out != NULL;
+}
+
 static void *
 watch_main(void *arg)
 {
@@ -215,6 +237,7 @@ watch_main(void *arg)
         curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 1L);
         curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+        etcd_tls_apply(curl, &w->tls);
         (void)curl_easy_perform(curl);
         watch_wake(w, 0); /* down: the follower polls until it is back */
         if (atomic_load(&w->stopping)) {
@@ -235,20 +258,26 @@ out:
         curl_easy_cleanup(curl);
     }
     /* repl_watch_close handed w to this thread (it is detached). */
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mtx);
-    free(w->buf);
-    free(w);
+    watch_free(w);
     return NULL;
 }
 
 int
-repl_watch_open(repl_watch **wp, const char *endpoints, const char *prefix)
+repl_watch_open(repl_watch **wp, const char *endpoints, const etcd_tls *tls,
+                const char *prefix)
 {
     repl_watch *w = calloc(1, sizeof(*w));
     int rv;
 
     if (w == NULL) {
+        return ENOMEM;
+    }
+    pthread_mutex_init(&w->mtx, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (tls != NULL && (!watch_dup(tls->cacert, &w->tls.cacert) ||
+                        !watch_dup(tls->cert, &w->tls.cert) ||
+                        !watch_dup(tls->key, &w->tls.key))) {
+        watch_free(w);
         return ENOMEM;
     }
     for (const char *p = endpoints; *p != '\0' && w->neps < WATCH_EP_MAX;) {
@@ -260,16 +289,12 @@ repl_watch_open(repl_watch **wp, const char *endpoints, const char *prefix)
         p += n + (p[n] == ',');
     }
     if (w->neps == 0) {
-        free(w);
+        watch_free(w);
         return EINVAL;
     }
     snprintf(w->prefix, sizeof(w->prefix), "%s", prefix);
-    pthread_mutex_init(&w->mtx, NULL);
-    pthread_cond_init(&w->cv, NULL);
     if ((rv = pthread_create(&w->thread, NULL, watch_main, w)) != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mtx);
-        free(w);
+        watch_free(w);
         return rv;
     }
     *wp = w;

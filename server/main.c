@@ -52,110 +52,116 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: onced [options]\n"
-            "\n"
-            "The once server: exactly-once RPCs over nng, with completion\n"
-            "records committed to LevelDB in the same synced batch as the\n"
-            "effect.\n"
-            "\n"
-            "options:\n"
-            "  --data DIR        LevelDB folder (default %s); a store is "
-            "created\n"
-            "                    only in a missing or empty folder, and a\n"
-            "                    folder with onced data but no complete\n"
-            "                    LevelDB is refused (docs/operations.md)\n"
-            "  --listen URL      ipc://PATH, tcp://HOST:PORT; repeatable\n"
-            "                    (default %s and %s)\n"
-            "  --contexts N      requests in flight (default 256)\n"
-            "  --conn-inflight N requests one connection may have in flight\n"
-            "                    (default 64); beyond them its requests are\n"
-            "                    dropped unread until it reads its replies\n"
-            "  --send-timeout DUR  a reply its connection has not taken in\n"
-            "                    this long closes that connection (default\n"
-            "                    10s); the call stays executed and recorded\n"
-            "  --recv-max BYTES  largest request accepted (default 1048576);\n"
-            "                    larger ones are dropped unread\n"
-            "  --lease-ttl DUR   TTL of a lease that asks for none (default "
-            "30s;\n"
-            "                    100ms to --lease-ttl-max)\n"
-            "  --lease-ttl-max DUR  largest TTL a client may ask for "
-            "(default 1h)\n"
-            "  --window N        unacknowledged calls allowed per client "
-            "(default 512)\n"
-            "  --gc-interval DUR time between collector passes (default "
-            "200ms)\n"
-            "  --gc-budget N     record deletions per pass (default 20000)\n"
-            "  --lease-max N     live leases in all; OpenLease beyond it is\n"
-            "                    refused RESOURCE_EXHAUSTED/LEASE_CAPACITY\n"
-            "                    (default %d; 0: no cap)\n"
-            "  --lease-max-per-principal N  live leases of one principal\n"
-            "                    (OPEN mode: of one OpenLease principal\n"
-            "                    name); beyond it RESOURCE_EXHAUSTED/\n"
-            "                    LEASE_QUOTA (default %d; 0: no cap)\n"
-            "  --disk-free-min BYTES  below this many free bytes on the data\n"
-            "                    folder's file system, new mutating calls and\n"
-            "                    OpenLease are refused RESOURCE_EXHAUSTED/\n"
-            "                    DISK_LOW; reads, renewals, acknowledgements\n"
-            "                    and collection go on (default %llu; 0: off;\n"
-            "                    suffixes K, M, G)\n"
-            "  --dev             development mode: on first start create\n"
-            "                    DIR/principals with the operator \"dev\" and\n"
-            "                    write its key to DIR/dev.key (make run)\n"
-            "  --tls-cert FILE   PEM certificate (chain) for tls+tcp:// URLs\n"
-            "  --tls-key FILE    its PEM private key\n"
-            "  --listen-check DUR  how often each ipc:// listener is probed\n"
-            "                    and, if it stopped accepting, started again\n"
-            "                    (default 1s; nng 1.5 ends an ipc listener\n"
-            "                    when a peer hangs up during its handshake)\n"
-            "  --no-listen-check do not probe\n"
-            "  --config FILE     read options from FILE: one \"key = value\"\n"
-            "                    a line, the keys being these long options\n"
-            "                    without the dashes; flags given here win\n"
-            "  --log-format F    text (default) or json (one object a line)\n"
-            "  --metrics-listen URL  serve Prometheus metrics at URL/metrics\n"
-            "                    (http://HOST:PORT, e.g. "
-            "http://127.0.0.1:9464;\n"
-            "                    default: none)\n"
-            "\n"
-            "replication (docs/replication.md; off unless --replicate):\n"
-            "  --replicate URLS  etcd endpoints, http://HOST:PORT,...: this\n"
-            "                    onced is one replica; the leader appends\n"
-            "                    every commit to a log in etcd, followers\n"
-            "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
-            "  --cluster NAME    the replicas' common name (default once)\n"
-            "  --advertise URL   the URL clients reach this replica on\n"
-            "                    (default the first --listen)\n"
-            "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
-            "                    failover takes about this long)\n"
-            "  --replicate-retain N  log entries the leader keeps in etcd\n"
-            "                    for replicas that lag or are gone (default\n"
-            "                    10000); entries every replica applied are\n"
-            "                    deleted, a replica behind them reseeds from\n"
-            "                    a snapshot\n"
-            "  --replicate-key FILE  a key file (\"NAME KEYHEX\", oncectl\n"
-            "                    principal add --key-out) whose principal\n"
-            "                    signs this replica's Admin.Snapshot\n"
-            "                    requests when it seeds: needed when the\n"
-            "                    cluster has principals; the policy must\n"
-            "                    allow it /once.v1.Admin/Snapshot. Read at\n"
-            "                    the start (mode 0600, owned by this user)\n"
-            "\n"
-            "Authentication is on when DIR/principals exists (oncectl\n"
-            "principal add --data DIR); without it onced runs OPEN and says\n"
-            "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
-            "file (window, lease-ttl, lease-ttl-max and log-format change at\n"
-            "once; other keys at the next start).\n"
-            "\n"
-            "Durations are written 200ms, 2s, 5m, 1h.\n"
-            "  --version         the versions of onced, nng and LevelDB\n"
-            "  -h, --help        this text\n"
-            "\n"
-            "Stop with SIGINT or SIGTERM: received calls finish and are "
-            "synced.\n",
-            DEFAULT_DATA, DEFAULT_IPC, DEFAULT_TCP, DEFAULT_LEASE_MAX,
-            DEFAULT_LEASE_MAX_PRINCIPAL,
-            (unsigned long long)DEFAULT_DISK_FREE_MIN);
+    fprintf(
+        f,
+        "usage: onced [options]\n"
+        "\n"
+        "The once server: exactly-once RPCs over nng, with completion\n"
+        "records committed to LevelDB in the same synced batch as the\n"
+        "effect.\n"
+        "\n"
+        "options:\n"
+        "  --data DIR        LevelDB folder (default %s); a store is "
+        "created\n"
+        "                    only in a missing or empty folder, and a\n"
+        "                    folder with onced data but no complete\n"
+        "                    LevelDB is refused (docs/operations.md)\n"
+        "  --listen URL      ipc://PATH, tcp://HOST:PORT; repeatable\n"
+        "                    (default %s and %s)\n"
+        "  --contexts N      requests in flight (default 256)\n"
+        "  --conn-inflight N requests one connection may have in flight\n"
+        "                    (default 64); beyond them its requests are\n"
+        "                    dropped unread until it reads its replies\n"
+        "  --send-timeout DUR  a reply its connection has not taken in\n"
+        "                    this long closes that connection (default\n"
+        "                    10s); the call stays executed and recorded\n"
+        "  --recv-max BYTES  largest request accepted (default 1048576);\n"
+        "                    larger ones are dropped unread\n"
+        "  --lease-ttl DUR   TTL of a lease that asks for none (default "
+        "30s;\n"
+        "                    100ms to --lease-ttl-max)\n"
+        "  --lease-ttl-max DUR  largest TTL a client may ask for "
+        "(default 1h)\n"
+        "  --window N        unacknowledged calls allowed per client "
+        "(default 512)\n"
+        "  --gc-interval DUR time between collector passes (default "
+        "200ms)\n"
+        "  --gc-budget N     record deletions per pass (default 20000)\n"
+        "  --lease-max N     live leases in all; OpenLease beyond it is\n"
+        "                    refused RESOURCE_EXHAUSTED/LEASE_CAPACITY\n"
+        "                    (default %d; 0: no cap)\n"
+        "  --lease-max-per-principal N  live leases of one principal\n"
+        "                    (OPEN mode: of one OpenLease principal\n"
+        "                    name); beyond it RESOURCE_EXHAUSTED/\n"
+        "                    LEASE_QUOTA (default %d; 0: no cap)\n"
+        "  --disk-free-min BYTES  below this many free bytes on the data\n"
+        "                    folder's file system, new mutating calls and\n"
+        "                    OpenLease are refused RESOURCE_EXHAUSTED/\n"
+        "                    DISK_LOW; reads, renewals, acknowledgements\n"
+        "                    and collection go on (default %llu; 0: off;\n"
+        "                    suffixes K, M, G)\n"
+        "  --dev             development mode: on first start create\n"
+        "                    DIR/principals with the operator \"dev\" and\n"
+        "                    write its key to DIR/dev.key (make run)\n"
+        "  --tls-cert FILE   PEM certificate (chain) for tls+tcp:// URLs\n"
+        "  --tls-key FILE    its PEM private key\n"
+        "  --listen-check DUR  how often each ipc:// listener is probed\n"
+        "                    and, if it stopped accepting, started again\n"
+        "                    (default 1s; nng 1.5 ends an ipc listener\n"
+        "                    when a peer hangs up during its handshake)\n"
+        "  --no-listen-check do not probe\n"
+        "  --config FILE     read options from FILE: one \"key = value\"\n"
+        "                    a line, the keys being these long options\n"
+        "                    without the dashes; flags given here win\n"
+        "  --log-format F    text (default) or json (one object a line)\n"
+        "  --metrics-listen URL  serve Prometheus metrics at URL/metrics\n"
+        "                    (http://HOST:PORT, e.g. "
+        "http://127.0.0.1:9464;\n"
+        "                    default: none)\n"
+        "\n"
+        "replication (docs/replication.md; off unless --replicate):\n"
+        "  --replicate URLS  etcd endpoints, http[s]://HOST:PORT,...: this\n"
+        "                    onced is one replica; the leader appends\n"
+        "                    every commit to a log in etcd, followers\n"
+        "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
+        "  --cluster NAME    the replicas' common name (default once)\n"
+        "  --advertise URL   the URL clients reach this replica on\n"
+        "                    (default the first --listen)\n"
+        "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
+        "                    failover takes about this long)\n"
+        "  --replicate-retain N  log entries the leader keeps in etcd\n"
+        "                    for replicas that lag or are gone (default\n"
+        "                    10000); entries every replica applied are\n"
+        "                    deleted, a replica behind them reseeds from\n"
+        "                    a snapshot\n"
+        "  --replicate-key FILE  a key file (\"NAME KEYHEX\", oncectl\n"
+        "                    principal add --key-out) whose principal\n"
+        "                    signs this replica's Admin.Snapshot\n"
+        "                    requests when it seeds: needed when the\n"
+        "                    cluster has principals; the policy must\n"
+        "                    allow it /once.v1.Admin/Snapshot. Read at\n"
+        "                    the start (mode 0600, owned by this user)\n"
+        "  --etcd-cacert FILE  the CA (PEM) that signed the etcd\n"
+        "                    members' certificates (https:// endpoints;\n"
+        "                    default: the system's CAs)\n"
+        "  --etcd-cert FILE  this replica's client certificate (PEM) for\n"
+        "                    etcd's --client-cert-auth; with --etcd-key\n"
+        "  --etcd-key FILE   its private key (PEM)\n"
+        "\n"
+        "Authentication is on when DIR/principals exists (oncectl\n"
+        "principal add --data DIR); without it onced runs OPEN and says\n"
+        "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
+        "file (window, lease-ttl, lease-ttl-max and log-format change at\n"
+        "once; other keys at the next start).\n"
+        "\n"
+        "Durations are written 200ms, 2s, 5m, 1h.\n"
+        "  --version         the versions of onced, nng and LevelDB\n"
+        "  -h, --help        this text\n"
+        "\n"
+        "Stop with SIGINT or SIGTERM: received calls finish and are "
+        "synced.\n",
+        DEFAULT_DATA, DEFAULT_IPC, DEFAULT_TCP, DEFAULT_LEASE_MAX,
+        DEFAULT_LEASE_MAX_PRINCIPAL, (unsigned long long)DEFAULT_DISK_FREE_MIN);
 }
 
 /* An option's whole number in [lo, hi] (strict decimal, number.h). */
@@ -216,6 +222,51 @@ parse_dur(const char *opt, const char *s, uint64_t lo, uint64_t hi,
     return 0;
 }
 
+/* --replicate's endpoints and the --etcd-* files: checked before onced
+ * starts, so a typo is an exit status 2 and a message, not a replica that
+ * retries etcd for ever. 0 or -1 (said on stderr). */
+static int
+check_etcd_options(const repl_config *rc)
+{
+    const char *files[] = {rc->etcd_tls.cacert, rc->etcd_tls.cert,
+                           rc->etcd_tls.key};
+    const char *names[] = {"--etcd-cacert", "--etcd-cert", "--etcd-key"};
+    bool tls = false, any = false;
+
+    if (!etcd_endpoints_valid(rc->endpoints, &tls)) {
+        fprintf(stderr,
+                "onced: --replicate wants etcd's client URLs, http://HOST:PORT "
+                "or https://HOST:PORT, comma-separated (at most %d), got "
+                "\"%s\"\n",
+                ETCD_ENDPOINTS_MAX, rc->endpoints);
+        return -1;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        FILE *f;
+
+        if (files[i] == NULL) {
+            continue;
+        }
+        any = true;
+        if ((f = fopen(files[i], "r")) == NULL) {
+            fprintf(stderr, "onced: %s %s: %s\n", names[i], files[i],
+                    strerror(errno));
+            return -1;
+        }
+        fclose(f);
+    }
+    if ((rc->etcd_tls.cert == NULL) != (rc->etcd_tls.key == NULL)) {
+        fprintf(stderr, "onced: --etcd-cert and --etcd-key go together\n");
+        return -1;
+    }
+    if (any && !tls) {
+        fprintf(stderr, "onced: --etcd-cacert, --etcd-cert and --etcd-key are "
+                        "for https:// etcd endpoints; --replicate has none\n");
+        return -1;
+    }
+    return 0;
+}
+
 static const struct option onced_opts[] = {
     {"data", required_argument, NULL, 'd'},
     {"listen", required_argument, NULL, 'l'},
@@ -245,6 +296,9 @@ static const struct option onced_opts[] = {
     {"replicate-ttl", required_argument, NULL, 'Z'},
     {"replicate-retain", required_argument, NULL, 'Y'},
     {"replicate-key", required_argument, NULL, 'k'},
+    {"etcd-cacert", required_argument, NULL, 'E'},
+    {"etcd-cert", required_argument, NULL, 'G'},
+    {"etcd-key", required_argument, NULL, 'H'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -447,6 +501,15 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         case 'k':
             rc.key_file = optarg;
             break;
+        case 'E':
+            rc.etcd_tls.cacert = optarg;
+            break;
+        case 'G':
+            rc.etcd_tls.cert = optarg;
+            break;
+        case 'H':
+            rc.etcd_tls.key = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -477,10 +540,15 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
         cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
     }
-    if (rc.endpoints == NULL && (strcmp(rc.cluster, "once") != 0 ||
-                                 rc.advertise != NULL || rc.key_file != NULL)) {
-        fprintf(stderr, "onced: --cluster, --advertise and --replicate-key "
-                        "need --replicate\n");
+    if (rc.endpoints == NULL &&
+        (strcmp(rc.cluster, "once") != 0 || rc.advertise != NULL ||
+         rc.key_file != NULL || rc.etcd_tls.cacert != NULL ||
+         rc.etcd_tls.cert != NULL || rc.etcd_tls.key != NULL)) {
+        fprintf(stderr, "onced: --cluster, --advertise, --replicate-key and "
+                        "--etcd-* need --replicate\n");
+        return 2;
+    }
+    if (rc.endpoints != NULL && check_etcd_options(&rc) != 0) {
         return 2;
     }
     *out = cfg;

@@ -32,7 +32,7 @@ replica_spawn(replica_set *r, int i)
 {
     r->exit_status[i] = -1;
     char ttl[16], retain[24];
-    char *argv[24];
+    char *argv[32];
     int a = 0;
 
     snprintf(ttl, sizeof(ttl), "%d", r->ttl_s);
@@ -55,6 +55,14 @@ replica_spawn(replica_set *r, int i)
     if (r->auth && r->replicate_key) {
         argv[a++] = "--replicate-key";
         argv[a++] = r->repl_key;
+    }
+    if (r->etcd->certs[0] != '\0') {
+        argv[a++] = "--etcd-cacert";
+        argv[a++] = r->etcd->cacert;
+        argv[a++] = "--etcd-cert";
+        argv[a++] = r->etcd->cert;
+        argv[a++] = "--etcd-key";
+        argv[a++] = r->etcd->key;
     }
     argv[a++] = NULL;
     if ((r->pid[i] = procs_spawn_logged(argv, r->log[i])) < 0) {

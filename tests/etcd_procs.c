@@ -96,13 +96,15 @@ static int
 etcd_spawn(etcd_cluster *e, int i, bool fresh)
 {
     char name[16], data[300], log[300], curl[64], purl[64], token[300];
+    char cert[320], key[320], ca[320];
     char *argv[40];
     int a = 0;
 
     snprintf(name, sizeof(name), "m%d", i);
     snprintf(data, sizeof(data), "%s/%s", e->dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", e->dir, name);
-    snprintf(curl, sizeof(curl), "http://127.0.0.1:%d", e->client_port[i]);
+    snprintf(curl, sizeof(curl), "%s://127.0.0.1:%d",
+             e->certs[0] != '\0' ? "https" : "http", e->client_port[i]);
     snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", e->peer_port[i]);
     snprintf(token, sizeof(token), "once-test-%s", e->dir);
     argv[a++] = ETCD_PATH;
@@ -129,6 +131,18 @@ etcd_spawn(etcd_cluster *e, int i, bool fresh)
      * flap. */
     argv[a++] = "--max-request-bytes";
     argv[a++] = "2097152";
+    if (e->certs[0] != '\0') {
+        snprintf(cert, sizeof(cert), "%s/server.pem", e->certs);
+        snprintf(key, sizeof(key), "%s/server.key", e->certs);
+        snprintf(ca, sizeof(ca), "%s/ca.pem", e->certs);
+        argv[a++] = "--cert-file";
+        argv[a++] = cert;
+        argv[a++] = "--key-file";
+        argv[a++] = key;
+        argv[a++] = "--trusted-ca-file";
+        argv[a++] = ca;
+        argv[a++] = "--client-cert-auth";
+    }
     argv[a++] = NULL;
     if ((e->pid[i] = procs_spawn_logged(argv, log)) < 0) {
         e->pid[i] = 0;
@@ -144,7 +158,7 @@ etcd_wait_ready(etcd_cluster *e, int ms)
     int64_t until = procs_now_ms() + ms;
     etcd *c = NULL;
 
-    if (etcd_open(&c, e->endpoints, 1000) != 0) {
+    if (etcd_cluster_client(e, 1000, &c) != 0) {
         return -1;
     }
     while (procs_now_ms() < until) {
@@ -161,7 +175,19 @@ etcd_wait_ready(etcd_cluster *e, int ms)
 }
 
 int
+etcd_cluster_client(const etcd_cluster *e, uint32_t timeout_ms, etcd **out)
+{
+    return etcd_open_tls(out, e->endpoints, &e->tls, timeout_ms);
+}
+
+int
 etcd_cluster_start(etcd_cluster **ep, int n)
+{
+    return etcd_cluster_start_tls(ep, n, NULL);
+}
+
+int
+etcd_cluster_start_tls(etcd_cluster **ep, int n, const char *certs)
 {
     etcd_cluster *e = calloc(1, sizeof(*e));
     size_t off = 0, ioff = 0;
@@ -169,6 +195,15 @@ etcd_cluster_start(etcd_cluster **ep, int n)
     if (e == NULL || n < 1 || n > CLUSTER_MAX) {
         free(e);
         return -1;
+    }
+    if (certs != NULL) {
+        snprintf(e->certs, sizeof(e->certs), "%s", certs);
+        snprintf(e->cacert, sizeof(e->cacert), "%s/ca.pem", certs);
+        snprintf(e->cert, sizeof(e->cert), "%s/client.pem", certs);
+        snprintf(e->key, sizeof(e->key), "%s/client.key", certs);
+        e->tls.cacert = e->cacert;
+        e->tls.cert = e->cert;
+        e->tls.key = e->key;
     }
     snprintf(e->dir, sizeof(e->dir), "/tmp/once-etcd-XXXXXX");
     if (mkdtemp(e->dir) == NULL) {
@@ -180,7 +215,8 @@ etcd_cluster_start(etcd_cluster **ep, int n)
         e->client_port[i] = sys_free_port();
         e->peer_port[i] = sys_free_port();
         off += (size_t)snprintf(e->endpoints + off, sizeof(e->endpoints) - off,
-                                "%shttp://127.0.0.1:%d", i > 0 ? "," : "",
+                                "%s%s://127.0.0.1:%d", i > 0 ? "," : "",
+                                certs != NULL ? "https" : "http",
                                 e->client_port[i]);
         ioff += (size_t)snprintf(e->initial + ioff, sizeof(e->initial) - ioff,
                                  "%sm%d=http://127.0.0.1:%d", i > 0 ? "," : "",

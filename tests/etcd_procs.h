@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "repl/etcd.h"
+
 #define CLUSTER_MAX 3
 
 typedef struct etcd_cluster {
@@ -23,14 +25,29 @@ typedef struct etcd_cluster {
     pid_t pid[CLUSTER_MAX];
     int client_port[CLUSTER_MAX];
     int peer_port[CLUSTER_MAX];
-    char endpoints[256]; /* http://127.0.0.1:P,... (every member) */
+    char endpoints[256]; /* http[s]://127.0.0.1:P,... (every member) */
     char initial[512];   /* --initial-cluster */
+    /* etcd_cluster_start_tls: the certificate folder (certs.h); the client
+     * files in tls ("" otherwise: plain http://). */
+    char certs[256];
+    char cacert[320], cert[320], key[320];
+    etcd_tls tls; /* points into the three above; all NULL when plain */
 } etcd_cluster;
 
 /* Starts n (1..3) members and waits (at most 60 s) until the cluster
  * grants a lease. 0, or -1 after printing the members' logs. Free with
  * etcd_cluster_free. */
 int etcd_cluster_start(etcd_cluster **ep, int n);
+
+/* etcd_cluster_start with TLS on the members' client port: https://
+ * endpoints serving certs/server.pem, client certificates required
+ * (--client-cert-auth) and checked against certs/ca.pem; e->tls names
+ * certs/client.pem. certs: a folder of certs_make's (tests/certs.h). */
+int etcd_cluster_start_tls(etcd_cluster **ep, int n, const char *certs);
+
+/* A client of the cluster (its TLS files when it has them). 0 or an
+ * errno of etcd_open_tls. */
+int etcd_cluster_client(const etcd_cluster *e, uint32_t timeout_ms, etcd **out);
 
 /* Sends sig to member i and, unless sig is SIGSTOP/SIGCONT, reaps it. */
 void etcd_member_kill(etcd_cluster *e, int i, int sig);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -41,10 +42,12 @@
 
 #include <once/grants.h>
 
+#include "tests/certs.h"
 #include "tests/cluster.h"
 #include "repl/etcd.h"
 #include "proto/grants.pb-c.h"
 #include "tests/harness.h"
+#include "tests/sys_helpers.h"
 
 #define TTL_S     2 /* the replicas' etcd lease */
 #define WORKERS   4
@@ -66,6 +69,7 @@ typedef struct load {
 typedef struct fixture {
     etcd_cluster *etcd;
     replica_set *rs;
+    char certs[64]; /* setup_tls: the certificates' folder ("" otherwise) */
 } fixture;
 
 static void
@@ -256,20 +260,43 @@ load_finish(load *l, fixture *f)
     return counter;
 }
 
+static int fixture_start_tls(void **state, int ttl_s, unsigned retain,
+                             bool auth, bool tls);
+
 /* 3 etcd members and 3 replicas with an etcd lease of ttl_s, retain
  * (0: onced's default) and, with auth, principals on every replica, each
  * given --replicate-key (cluster.h). */
 static int
 fixture_start(void **state, int ttl_s, unsigned retain, bool auth)
 {
+    return fixture_start_tls(state, ttl_s, retain, auth, false);
+}
+
+/* fixture_start, with tls: etcd's client port on TLS with client
+ * certificates required (etcd_cluster_start_tls), the replicas given
+ * --etcd-cacert/--etcd-cert/--etcd-key. */
+static int
+fixture_start_tls(void **state, int ttl_s, unsigned retain, bool auth, bool tls)
+{
     fixture *f = calloc(1, sizeof(*f));
 
-    if (f == NULL || etcd_cluster_start(&f->etcd, 3) != 0 ||
+    if (f != NULL && tls) {
+        snprintf(f->certs, sizeof(f->certs), "/tmp/once-etcd-tls-XXXXXX");
+        if (mkdtemp(f->certs) == NULL || certs_make(f->certs) != 0) {
+            free(f);
+            return -1;
+        }
+    }
+    if (f == NULL ||
+        etcd_cluster_start_tls(&f->etcd, 3, tls ? f->certs : NULL) != 0 ||
         (auth
              ? replicas_start_auth(&f->rs, f->etcd, 3, ttl_s, retain, true)
              : replicas_start_retain(&f->rs, f->etcd, 3, ttl_s, retain)) != 0) {
         if (f != NULL) {
             etcd_cluster_free(f->etcd);
+            if (f->certs[0] != '\0') {
+                sys_rm_tree(f->certs);
+            }
         }
         free(f);
         return -1;
@@ -303,8 +330,18 @@ teardown(void **state)
     }
     replicas_free(f->rs);
     etcd_cluster_free(f->etcd);
+    if (f->certs[0] != '\0' && getenv("ONCE_TEST_KEEP") == NULL) {
+        sys_rm_tree(f->certs);
+    }
     free(f);
     return rv;
+}
+
+/* setup over TLS to etcd (fixture_start_tls). */
+static int
+setup_tls(void **state)
+{
+    return fixture_start_tls(state, TTL_S, 0, false, true);
 }
 
 /* Test 1: the leader SIGKILLed again and again under load. */
@@ -493,7 +530,7 @@ log_keys(fixture *f, size_t *count, uint64_t *first, uint64_t *last,
 
     snprintf(from, sizeof(from), "/once/%s/log/", f->rs->name);
     snprintf(to, sizeof(to), "/once/%s/log0", f->rs->name);
-    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 2000), 0);
+    assert_int_equal(etcd_cluster_client(f->etcd, 2000, &e), 0);
     assert_int_equal(etcd_range(e, from, strlen(from), to, strlen(to), 0, &kvs,
                                 &n, NULL, rev),
                      0);
@@ -515,7 +552,7 @@ cluster_u64(fixture *f, const char *suffix)
     uint64_t v = 0;
 
     snprintf(key, sizeof(key), "/once/%s/%s", f->rs->name, suffix);
-    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 2000), 0);
+    assert_int_equal(etcd_cluster_client(f->etcd, 2000, &e), 0);
     if (etcd_range(e, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL, NULL) ==
             0 &&
         n == 1) {
@@ -1230,7 +1267,7 @@ test_large_entry_split(void **state)
     /* The log holds parts ('P' ... 'L'). */
     snprintf(prefix, sizeof(prefix), "/once/%s/log/", f->rs->name);
     snprintf(end, sizeof(end), "/once/%s/log0", f->rs->name);
-    assert_int_equal(etcd_open(&e, f->etcd->endpoints, 5000), 0);
+    assert_int_equal(etcd_cluster_client(f->etcd, 5000, &e), 0);
     assert_int_equal(etcd_range(e, prefix, strlen(prefix), end, strlen(end), 0,
                                 &kvs, &n, NULL, NULL),
                      0);
@@ -1541,6 +1578,103 @@ test_follower_hangups(void **state)
     free(req);
 }
 
+/* ---- TLS to etcd (onced --etcd-cacert/--etcd-cert/--etcd-key) ----------- */
+
+/* Test 1 with etcd's client port on TLS and client certificates required:
+ * appends, the follower's watch and reads, the election and the
+ * handover's lease renewal all go over https://. */
+static void
+test_leader_killed_over_tls(void **state)
+{
+    test_leader_killed_repeatedly(state);
+}
+
+/* etcd's refusal of a client, through repl/etcd.c: EAGAIN (no guess), and
+ * a message that says what to check. */
+static void
+etcd_refuses(fixture *f, const char *cacert, const char *cert, const char *key,
+             const char *says)
+{
+    etcd_tls tls = {cacert, cert, key};
+    etcd *e = NULL;
+    int64_t id = 0;
+
+    assert_int_equal(etcd_open_tls(&e, f->etcd->endpoints, &tls, 2000), 0);
+    assert_int_equal(etcd_lease_grant(e, 5, &id), EAGAIN);
+    fprintf(stderr, "refused: %s\n", etcd_last_error(e));
+    if (strstr(etcd_last_error(e), says) == NULL) {
+        fail_msg("\"%s\" does not say \"%s\"", etcd_last_error(e), says);
+    }
+    etcd_close(e);
+}
+
+/* A client without a certificate, with one from another CA, or trusting
+ * another CA is refused with a reason that names the option to fix; a
+ * replica given another CA's certificate says so in its log, answers
+ * UNAVAILABLE/ETCD_UNAVAILABLE, and the cluster keeps serving; given the
+ * right one again it follows. */
+static void
+test_etcd_tls_refusals(void **state)
+{
+    fixture *f = *state;
+    char other_ca[128], other_cert[128], other_key[128], cert[320], key[320];
+    int leader, i;
+    once_client *c = NULL;
+    once_status st;
+    int64_t v = 0;
+    once_rpc_id id = {0, 0};
+    uint8_t *req = NULL;
+    size_t len = 0;
+    Once__V1__Response *r = NULL;
+
+    snprintf(other_ca, sizeof(other_ca), "%s/other-ca.pem", f->certs);
+    snprintf(other_cert, sizeof(other_cert), "%s/other-client.pem", f->certs);
+    snprintf(other_key, sizeof(other_key), "%s/other-client.key", f->certs);
+    etcd_refuses(f, f->etcd->cacert, NULL, NULL, "--etcd-cert and --etcd-key");
+    etcd_refuses(f, f->etcd->cacert, other_cert, other_key,
+                 "--etcd-cert signed by its --trusted-ca-file");
+    etcd_refuses(f, other_ca, f->etcd->cert, f->etcd->key, "--etcd-cacert");
+
+    /* A follower restarted with another CA's client certificate. */
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    i = (leader + 1) % f->rs->n;
+    replicas_kill(f->rs, i, SIGTERM);
+    snprintf(cert, sizeof(cert), "%s", f->etcd->cert);
+    snprintf(key, sizeof(key), "%s", f->etcd->key);
+    snprintf(f->etcd->cert, sizeof(f->etcd->cert), "%s", other_cert);
+    snprintf(f->etcd->key, sizeof(f->etcd->key), "%s", other_key);
+    assert_int_equal(replicas_restart(f->rs, i), 0);
+    snprintf(f->etcd->cert, sizeof(f->etcd->cert), "%s", cert);
+    snprintf(f->etcd->key, sizeof(f->etcd->key), "%s", key);
+    if (!log_wait(f, i, "etcd refused the handshake", 30000)) {
+        replicas_dump(f->rs);
+        fail_msg("replica %d does not say etcd refused it", i);
+    }
+    assert_int_equal(
+        harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &req, &len), 0);
+    assert_int_equal(harness_raw_rpc(f->rs->url[i], req, len, &r, 2000), 0);
+    assert_non_null(r->status);
+    assert_int_equal(r->status->code, ONCE__V1__CODE__UNAVAILABLE);
+    assert_string_equal(r->status->reason, "ETCD_UNAVAILABLE");
+    once__v1__response__free_unpacked(r, NULL);
+    free(req);
+    /* The others serve meanwhile. */
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    assert_int_equal(once_counter_incr(c, "c", 1, &id, &v, &st), ONCE_OK);
+    assert_int_equal(v, 1);
+    once_client_close(c);
+    /* The right certificate again: it follows (and stops cleanly). */
+    replicas_kill(f->rs, i, SIGTERM);
+    assert_int_equal(replicas_restart(f->rs, i), 0);
+    assert_true((leader = replicas_leader(f->rs, i, 30000)) >= 0);
+    for (int64_t until = harness_now_ms() + 30000;
+         !names_leader(f->rs->url[i], f->rs->url[leader]) &&
+         harness_now_ms() < until;) {
+        harness_sleep_ms(50);
+    }
+    assert_true(names_leader(f->rs->url[i], f->rs->url[leader]));
+}
+
 int
 main(void)
 {
@@ -1574,6 +1708,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_steer_leader_last, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_follower_hangups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_killed_over_tls, setup_tls,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_etcd_tls_refusals, setup_tls,
+                                        teardown),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));

@@ -35,6 +35,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "tests/certs.h"
 #include "tests/harness.h"
 
 #define PEER_MAX_SENDS 3000000 /* bound of the flood, in requests */
@@ -52,8 +53,6 @@ static char cert_dir[64], ca_pem[128], cert_pem[128], key_pem[128];
 static int
 make_certs(void **state)
 {
-    char cmd[2048];
-
     (void)state;
     snprintf(cert_dir, sizeof(cert_dir), "/tmp/once-slow-XXXXXX");
     if (mkdtemp(cert_dir) == NULL) {
@@ -62,21 +61,7 @@ make_certs(void **state)
     snprintf(ca_pem, sizeof(ca_pem), "%s/ca.pem", cert_dir);
     snprintf(cert_pem, sizeof(cert_pem), "%s/server.pem", cert_dir);
     snprintf(key_pem, sizeof(key_pem), "%s/server.key", cert_dir);
-    snprintf(cmd, sizeof(cmd),
-             "cd %s && "
-             "openssl req -x509 -newkey ec -pkeyopt "
-             "ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem "
-             "-days 2 -subj '/CN=once slow-peer CA' 2>/dev/null && "
-             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-             "-nodes -keyout server.key -out server.csr -subj "
-             "'/CN=localhost' 2>/dev/null && "
-             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
-             "basicConstraints=CA:FALSE\\n' > ext.cnf && "
-             "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-             "-CAcreateserial -out server.pem -days 2 -extfile ext.cnf "
-             "2>/dev/null",
-             cert_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return certs_make(cert_dir);
 }
 
 static int

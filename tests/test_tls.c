@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/certs.h"
 #include "tests/harness.h"
 #include "tests/load.h"
 
@@ -48,26 +49,7 @@ make_certs(void **state)
     snprintf(fx.ca_other, sizeof(fx.ca_other), "%s/other-ca.pem", fx.dir);
     snprintf(fx.cert, sizeof(fx.cert), "%s/server.pem", fx.dir);
     snprintf(fx.key, sizeof(fx.key), "%s/server.key", fx.dir);
-    return harness_sh(
-               "cd %s && "
-               "openssl req -x509 -newkey ec -pkeyopt "
-               "ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem "
-               "-days 2 -subj '/CN=once test CA' 2>/dev/null && "
-               "openssl req -x509 -newkey ec -pkeyopt "
-               "ec_paramgen_curve:prime256v1 -nodes -keyout other-ca.key "
-               "-out other-ca.pem -days 2 -subj '/CN=once test CA' "
-               "2>/dev/null && "
-               "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-               "-nodes -keyout server.key -out server.csr -subj "
-               "'/CN=localhost' 2>/dev/null && "
-               "printf 'subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1"
-               "\\nbasicConstraints=CA:FALSE\\n' > ext.cnf && "
-               "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-               "-CAcreateserial -out server.pem -days 2 -extfile ext.cnf "
-               "2>/dev/null",
-               fx.dir) == 0
-               ? 0
-               : -1;
+    return certs_make(fx.dir);
 }
 
 static int
