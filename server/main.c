@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,7 @@ check_etcd_options(const repl_config *rc)
                            rc->etcd_tls.key};
     const char *names[] = {"--etcd-cacert", "--etcd-cert", "--etcd-key"};
     bool tls = false, any = false;
+    struct stat st;
 
     if (!etcd_endpoints_valid(rc->endpoints, &tls)) {
         fprintf(stderr,
@@ -258,6 +260,15 @@ check_etcd_options(const repl_config *rc)
     if ((rc->etcd_tls.cert == NULL) != (rc->etcd_tls.key == NULL)) {
         fprintf(stderr, "onced: --etcd-cert and --etcd-key go together\n");
         return -1;
+    }
+    if (rc->etcd_tls.key != NULL && stat(rc->etcd_tls.key, &st) == 0 &&
+        (st.st_mode & 077) != 0) {
+        fprintf(stderr,
+                "onced: warning: --etcd-key %s is readable by others (mode "
+                "%03o): whoever reads it can write this cluster's log in "
+                "etcd. Fix: chmod 600 %s\n",
+                rc->etcd_tls.key, (unsigned)(st.st_mode & 0777),
+                rc->etcd_tls.key);
     }
     if (any && !tls) {
         fprintf(stderr, "onced: --etcd-cacert, --etcd-cert and --etcd-key are "
