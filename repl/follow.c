@@ -390,6 +390,15 @@ follow_repl_alloc(const repl_config *cfg)
     return r;
 }
 
+/* repl_config.on_follow, when there is one. */
+static void
+follow_tell(const repl_config *cfg, const char *status)
+{
+    if (cfg->on_follow != NULL) {
+        cfg->on_follow(cfg->on_follow_arg, status);
+    }
+}
+
 int
 repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
 {
@@ -519,6 +528,8 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
                 : url[0] != '\0' ? "NOT_LEADER"
                                  : "NO_LEADER";
         if (strcmp(state, last_state) != 0 || strcmp(url, last_url) != 0) {
+            char status[1200];
+
             notleader_set(nl, url[0] != '\0' ? url : NULL, state);
             log_info("repl: %s%s%s", state,
                      url[0] != '\0' ? ": the leader is " : "", url);
@@ -527,6 +538,13 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             }
             last_state = state;
             snprintf(last_url, sizeof(last_url), "%s", url);
+            snprintf(status, sizeof(status),
+                     "following cluster %s from log index %" PRIu64 ": %s%s%s",
+                     cfg->cluster, f.applied, state,
+                     url[0] != '\0' ? ", the leader is " : "", url);
+            follow_tell(cfg, status);
+        } else {
+            follow_tell(cfg, NULL);
         }
         if (w != NULL) {
             woken = repl_watch_wait(w, FOLLOW_POLL_MS,

@@ -56,6 +56,13 @@ typedef struct repl_config {
     /* --etcd-cacert/--etcd-cert/--etcd-key: TLS to https:// endpoints
      * (etcd.h); fields NULL when not given. */
     etcd_tls etcd_tls;
+    /* Told how the follower is doing (may be NULL), on repl_follow's
+     * thread: status when it changes ("following cluster ...: NOT_LEADER,
+     * the leader is URL"), NULL on every other turn of its loop (at least
+     * every few seconds: it is alive). For a service manager (onced:
+     * READY=1 and the watchdog while following). */
+    void (*on_follow)(void *arg, const char *status);
+    void *on_follow_arg;
 } repl_config;
 
 /*

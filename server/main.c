@@ -676,7 +676,9 @@ main(int argc, char **argv)
         }
         rc.timeout_ms = rc.ttl_s * 1000 / 4 < 1000 ? rc.ttl_s * 1000 / 4 : 1000;
         rc.argv = argv;
+        rc.on_follow = notify_following;
         if ((rv = repl_follow(&rp, &rc, &set, &sig)) == ECANCELED) {
+            notify_stopping();
             log_info("%s while following: stopped",
                      sig == SIGINT ? "SIGINT" : "SIGTERM");
             config_args_free(&boot);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "server/executor.h"
+#include "proto/duration.h"
 #include "proto/log.h"
 #include "proto/periodic.h"
 
@@ -30,6 +31,28 @@ notify_ready(const server *srv)
     NOTIFY("READY=1\nSTATUS=serving %zu listener(s), data %s", srv->cfg.nlisten,
            srv->cfg.data_dir);
     (void)srv;
+}
+
+void
+notify_following(void *arg, const char *status)
+{
+    static uint64_t interval_ms, last_ms; /* the main thread's */
+    uint64_t usec = 0, now = duration_now_ms();
+
+    (void)arg;
+    if (status != NULL) {
+        NOTIFY("READY=1\nSTATUS=%s", status);
+    }
+#ifdef ONCE_HAVE_SYSTEMD
+    if (interval_ms == 0 && sd_watchdog_enabled(0, &usec) > 0) {
+        interval_ms = usec / 2000 > 0 ? usec / 2000 : 1;
+    }
+#endif
+    (void)usec;
+    if (interval_ms != 0 && now - last_ms >= interval_ms) {
+        last_ms = now;
+        NOTIFY("WATCHDOG=1");
+    }
 }
 
 void

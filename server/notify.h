@@ -20,6 +20,13 @@
  * listener is up. */
 void notify_ready(const server *srv);
 
+/* A replica that follows (repl_config.on_follow): READY=1 with status
+ * as its STATUS line when status is not NULL (its state changed); and,
+ * when the service manager asks for a watchdog, WATCHDOG=1 at most every
+ * half interval — the follower's loop calls this every turn, so a wedged
+ * loop stops the pings. Main thread only (repl_follow's). */
+void notify_following(void *arg, const char *status);
+
 /* RELOADING=1 before a SIGHUP reload, then notify_ready again after. */
 void notify_reloading(void);
 

@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -31,8 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +38,7 @@
 #include <cmocka.h>
 
 #include "tests/harness.h"
+#include "tests/notify_sock.h"
 
 extern char **environ;
 
@@ -332,75 +330,27 @@ test_sighup_reload(void **state)
     rmdir(dir);
 }
 
-/* Receives one datagram into buf (terminated) within ms; its length, or -1
- * on timeout. */
-static int
-recv_notify(int fd, char *buf, size_t len, int ms)
-{
-    struct pollfd p = {fd, POLLIN, 0};
-    ssize_t n;
-
-    if (poll(&p, 1, ms) != 1) {
-        return -1;
-    }
-    n = recv(fd, buf, len - 1, 0);
-    if (n < 0) {
-        return -1;
-    }
-    buf[n] = '\0';
-    return (int)n;
-}
-
-/* Waits (bounded) for a datagram that contains what; counts the watchdog
- * pings seen meanwhile into *pings. */
-static void
-expect_notify(int fd, const char *what, int *pings)
-{
-    char buf[1024];
-    int64_t end = harness_now_ms() + 15000;
-
-    while (harness_now_ms() < end) {
-        if (recv_notify(fd, buf, sizeof(buf), 500) < 0) {
-            continue;
-        }
-        if (strstr(buf, "WATCHDOG=1") != NULL) {
-            (*pings)++;
-        }
-        if (strstr(buf, what) != NULL) {
-            return;
-        }
-    }
-    fail_msg("no \"%s\" from onced within 15 s", what);
-}
-
 /* NOTIFY_SOCKET: READY=1 when it serves, WATCHDOG=1 while it runs,
  * STOPPING=1 on SIGTERM. */
 static void
 test_notify(void **state)
 {
-    char dir[] = "/tmp/once-notify-XXXXXX";
-    struct sockaddr_un sa;
+    notify_sock ns;
     harness *h = NULL;
     once_client *c;
     once_stats s;
-    int fd, pings = 0;
+    int pings = 0;
 
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    assert_int_equal(notify_sock_open(&ns), 0);
+    setenv("NOTIFY_SOCKET", ns.path, 1);
     setenv("WATCHDOG_USEC", "400000", 1);
     unsetenv("WATCHDOG_PID");
     assert_int_equal(harness_start(&h), 0);
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
 
-    expect_notify(fd, "READY=1", &pings);
+    assert_true(notify_sock_expect(&ns, "READY=1", 15000, &pings, NULL, 0));
     /* READY came after the listeners were up: a call goes through. */
     assert_int_equal(harness_client(h, true, &c), ONCE_OK);
     harness_stats(c, &s);
@@ -408,19 +358,17 @@ test_notify(void **state)
     pings = 0;
     for (int i = 0; i < 40 && pings < 3; i++) {
         char buf[1024];
-        if (recv_notify(fd, buf, sizeof(buf), 500) > 0 &&
+        if (notify_sock_recv(&ns, buf, sizeof(buf), 500) > 0 &&
             strstr(buf, "WATCHDOG=1") != NULL) {
             pings++;
         }
     }
     assert_true(pings >= 3);
     assert_int_equal(kill(h->pid, SIGTERM), 0);
-    expect_notify(fd, "STOPPING=1", &pings);
+    assert_true(notify_sock_expect(&ns, "STOPPING=1", 15000, &pings, NULL, 0));
     assert_int_equal(harness_stop(h), 0);
     harness_free(h);
-    close(fd);
-    unlink(sa.sun_path);
-    rmdir(dir);
+    notify_sock_close(&ns);
 }
 
 int

@@ -47,6 +47,7 @@
 #include "repl/etcd.h"
 #include "proto/grants.pb-c.h"
 #include "tests/harness.h"
+#include "tests/notify_sock.h"
 #include "tests/sys_helpers.h"
 
 #define TTL_S     2 /* the replicas' etcd lease */
@@ -1578,6 +1579,49 @@ test_follower_hangups(void **state)
     free(req);
 }
 
+/* A follower under a service manager (NOTIFY_SOCKET, as systemd's
+ * Type=notify sets it): READY=1 with a STATUS naming the leader once it
+ * follows, WATCHDOG=1 while it follows, STOPPING=1 on SIGTERM. */
+static void
+test_follower_notifies(void **state)
+{
+    fixture *f = *state;
+    notify_sock ns;
+    char buf[1024], want[512];
+    int leader, i, pings = 0;
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    i = (leader + 1) % f->rs->n;
+    replicas_kill(f->rs, i, SIGTERM);
+    assert_int_equal(notify_sock_open(&ns), 0);
+    setenv("NOTIFY_SOCKET", ns.path, 1);
+    setenv("WATCHDOG_USEC", "400000", 1);
+    unsetenv("WATCHDOG_PID");
+    assert_int_equal(replicas_restart(f->rs, i), 0);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+
+    assert_true(
+        notify_sock_expect(&ns, "READY=1", 30000, &pings, buf, sizeof(buf)));
+    fprintf(stderr, "follower %d told: %s\n", i, buf);
+    snprintf(want, sizeof(want), "NOT_LEADER, the leader is %s",
+             f->rs->url[leader]);
+    assert_non_null(strstr(buf, "STATUS=following cluster"));
+    assert_non_null(strstr(buf, want));
+    pings = 0;
+    for (int k = 0; k < 40 && pings < 3; k++) {
+        if (notify_sock_recv(&ns, buf, sizeof(buf), 500) > 0 &&
+            strstr(buf, "WATCHDOG=1") != NULL) {
+            pings++;
+        }
+    }
+    assert_true(pings >= 3);
+    replicas_kill(f->rs, i, SIGTERM);
+    assert_true(notify_sock_expect(&ns, "STOPPING=1", 10000, NULL, NULL, 0));
+    notify_sock_close(&ns);
+    assert_int_equal(replicas_restart(f->rs, i), 0);
+}
+
 /* ---- TLS to etcd (onced --etcd-cacert/--etcd-cert/--etcd-key) ----------- */
 
 /* Test 1 with etcd's client port on TLS and client certificates required:
@@ -1708,6 +1752,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_steer_leader_last, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_follower_hangups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follower_notifies, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_leader_killed_over_tls, setup_tls,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_etcd_tls_refusals, setup_tls,
