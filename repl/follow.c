@@ -481,7 +481,8 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         goto out;
     }
     if (!won) {
-        if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten)) != 0) {
+        if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
+                                 cfg->tls_key)) != 0) {
             goto out;
         }
         char prefix[REPL_KEY_MAX]; /* every key of the cluster */

@@ -38,6 +38,7 @@
 #include "proto/once.pb-c.h"
 #include "proto/close_bounded.h"
 #include "proto/log.h"
+#include "proto/tls_server.h"
 
 /* Contexts answering at once. Each answer is a memcpy and a send, so a
  * few keep up with any number of clients; more than one so a send waiting
@@ -63,6 +64,8 @@ struct notleader {
     nng_socket sock;
     notleader_ctx ctxs[NOTLEADER_CTXS];
     size_t nctxs;        /* contexts opened; written before any recv starts */
+    nng_tls_config *tls; /* tls+tcp:// URLs (--tls-cert/--tls-key); NULL
+                            without one */
     pthread_mutex_t mtx; /* protects reply and reply_len */
     uint8_t reply[NOTLEADER_REPLY_MAX];
     size_t reply_len;
@@ -144,7 +147,8 @@ notleader_cb(void *arg)
 }
 
 int
-notleader_open(notleader **np, const char *const *urls, size_t n)
+notleader_open(notleader **np, const char *const *urls, size_t n,
+               const char *tls_cert, const char *tls_key)
 {
     notleader *nl = calloc(1, sizeof(*nl));
     int rv;
@@ -176,15 +180,22 @@ notleader_open(notleader **np, const char *const *urls, size_t n)
         nl->nctxs++;
     }
     for (size_t i = 0; i < n; i++) {
+        char err[512];
+
         if (strncmp(urls[i], "tls+", 4) == 0) {
-            /* Not built: the follower's answer over TLS. Clients of that
-             * URL time out and try another replica. */
-            log_warn("repl: %s: followers do not answer on TLS "
-                     "URLs",
-                     urls[i]);
-            continue;
+            /* The same certificate as the leader's listener: a client
+             * checks a follower's as it would the leader's. */
+            if (nl->tls == NULL &&
+                (rv = tls_server_config(&nl->tls, tls_cert, tls_key, err,
+                                        sizeof(err))) != 0) {
+                log_error("repl: %s", err);
+                goto fail;
+            }
+            rv = tls_server_listen(nl->sock, urls[i], nl->tls, NULL);
+        } else {
+            rv = nng_listen(nl->sock, urls[i], NULL, 0);
         }
-        if ((rv = nng_listen(nl->sock, urls[i], NULL, 0)) != 0) {
+        if (rv != 0) {
             log_error("repl: cannot listen on %s: %s", urls[i],
                       nng_strerror(rv));
             goto fail;
@@ -243,6 +254,9 @@ notleader_close(notleader *nl)
     for (size_t i = 0; i < nl->nctxs; i++) {
         nng_msg_free(nng_aio_get_msg(nl->ctxs[i].aio));
         nng_aio_free(nl->ctxs[i].aio);
+    }
+    if (nl->tls != NULL) {
+        nng_tls_config_free(nl->tls); /* its listeners closed with sock */
     }
     pthread_mutex_destroy(&nl->mtx);
     free(nl);

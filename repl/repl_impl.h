@@ -116,7 +116,8 @@ void repl_watch_close(repl_watch *w);
 
 /* notleader.c: answers every request UNAVAILABLE while following. */
 typedef struct notleader notleader;
-int notleader_open(notleader **np, const char *const *urls, size_t n);
+int notleader_open(notleader **np, const char *const *urls, size_t n,
+                   const char *tls_cert, const char *tls_key);
 /* The hint in replies: the leader's URL, or NULL with why (reason code). */
 void notleader_set(notleader *nl, const char *leader_url, const char *reason);
 /* Stops answering and closes the socket, waiting for nng at most a few

@@ -45,6 +45,8 @@ typedef struct repl_config {
     const char *data_dir;  /* the local LevelDB */
     const char *listen[REPL_LISTEN_MAX]; /* answered NOT_LEADER meanwhile */
     size_t nlisten;
+    const char *tls_cert; /* --tls-cert/--tls-key: tls+tcp:// listen URLs */
+    const char *tls_key;
     uint32_t ttl_s;      /* the etcd lease of the leader key, >= 1 */
     uint32_t timeout_ms; /* per etcd request and endpoint */
     uint64_t retain;     /* log entries the leader keeps for replicas that

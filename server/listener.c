@@ -36,6 +36,7 @@
 #include "proto/close_bounded.h"
 #include "proto/log.h"
 #include "server/tls_watch.h"
+#include "proto/tls_server.h"
 
 /* How long SIGTERM waits for nng_close (listener_shutdown). */
 #define LISTENER_CLOSE_WAIT_MS 3000
@@ -255,59 +256,17 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     pthread_mutex_unlock(&l->mtx);
 }
 
-/* A whole PEM file as a string (malloc'd, the caller frees), or NULL. */
-static char *
-listener_read_pem(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *buf = NULL;
-    long n;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (1L << 20) &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = '\0';
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 /* The server TLS configuration from cfg's certificate and key. */
 static int
 listener_tls(listener *l, const listener_config *cfg)
 {
-    char *cert, *key;
+    char err[512];
     int rv;
 
-    if (cfg->tls_cert == NULL) {
-        log_error("a tls+tcp:// address needs --tls-cert FILE and --tls-key "
-                  "FILE");
-        return NNG_EINVAL;
+    if ((rv = tls_server_config(&l->tls, cfg->tls_cert, cfg->tls_key, err,
+                                sizeof(err))) != 0) {
+        log_error("%s", err);
     }
-    cert = listener_read_pem(cfg->tls_cert);
-    key = listener_read_pem(cfg->tls_key);
-    if (cert == NULL || key == NULL) {
-        log_error("cannot read the TLS %s %s",
-                  cert == NULL ? "certificate" : "key",
-                  cert == NULL ? cfg->tls_cert : cfg->tls_key);
-        rv = NNG_EINVAL;
-    } else if ((rv = nng_tls_config_alloc(&l->tls, NNG_TLS_MODE_SERVER)) != 0 ||
-               (rv = nng_tls_config_own_cert(l->tls, cert, key, NULL)) != 0) {
-        log_error("TLS certificate %s / key %s: %s", cfg->tls_cert,
-                  cfg->tls_key, nng_strerror(rv));
-    }
-    if (key != NULL) {
-        memset(key, 0, strlen(key));
-    }
-    free(cert);
-    free(key);
     return rv;
 }
 
@@ -327,12 +286,7 @@ listener_listen(listener *l, const listener_config *cfg, const char *url)
     if (l->tls == NULL && (rv = listener_tls(l, cfg)) != 0) {
         return rv;
     }
-    if ((rv = nng_listener_create(&nl, l->sock, url)) != 0) {
-        return rv;
-    }
-    if ((rv = nng_listener_set_ptr(nl, NNG_OPT_TLS_CONFIG, l->tls)) != 0 ||
-        (rv = nng_listener_start(nl, 0)) != 0) {
-        nng_listener_close(nl);
+    if ((rv = tls_server_listen(l->sock, url, l->tls, &nl)) != 0) {
         return rv;
     }
     if (l->tls_log == NULL && (rv = tls_watch_open(&l->tls_log)) != 0) {

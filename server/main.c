@@ -671,6 +671,8 @@ main(int argc, char **argv)
             rc.advertise = cfg.listen[0];
         }
         rc.data_dir = cfg.data_dir;
+        rc.tls_cert = cfg.tls_cert;
+        rc.tls_key = cfg.tls_key;
         for (size_t i = 0; i < cfg.nlisten && i < REPL_LISTEN_MAX; i++) {
             rc.listen[rc.nlisten++] = cfg.listen[i];
         }

@@ -31,8 +31,8 @@ static int
 replica_spawn(replica_set *r, int i)
 {
     r->exit_status[i] = -1;
-    char ttl[16], retain[24];
-    char *argv[32];
+    char ttl[16], retain[24], cert[300], key[300];
+    char *argv[40];
     int a = 0;
 
     snprintf(ttl, sizeof(ttl), "%d", r->ttl_s);
@@ -57,6 +57,14 @@ replica_spawn(replica_set *r, int i)
         argv[a++] = r->repl_key;
     }
     if (r->etcd->certs[0] != '\0') {
+        snprintf(cert, sizeof(cert), "%s/server.pem", r->etcd->certs);
+        snprintf(key, sizeof(key), "%s/server.key", r->etcd->certs);
+        argv[a++] = "--listen";
+        argv[a++] = r->tls_url[i];
+        argv[a++] = "--tls-cert";
+        argv[a++] = cert;
+        argv[a++] = "--tls-key";
+        argv[a++] = key;
         argv[a++] = "--etcd-cacert";
         argv[a++] = r->etcd->cacert;
         argv[a++] = "--etcd-cert";
@@ -213,6 +221,8 @@ replicas_start_with(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
         snprintf(r->url[i], sizeof(r->url[i]), "ipc://%s", r->path[i]);
         snprintf(r->data[i], sizeof(r->data[i]), "%s/data%d", r->dir, i);
         snprintf(r->log[i], sizeof(r->log[i]), "%s/onced%d.log", r->dir, i);
+        snprintf(r->tls_url[i], sizeof(r->tls_url[i]), "tls+tcp://127.0.0.1:%d",
+                 sys_free_port());
         off += (size_t)snprintf(r->urls + off, sizeof(r->urls) - off, "%s%s",
                                 i > 0 ? "," : "", r->url[i]);
     }

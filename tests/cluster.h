@@ -34,6 +34,10 @@ typedef struct replica_set {
     char data[CLUSTER_MAX][300];
     char log[CLUSTER_MAX][300];
     char urls[1000]; /* every url, comma-separated (libonce's url) */
+    /* With a TLS etcd (etcd->certs set): each replica also listens on
+     * tls_url (tls+tcp://127.0.0.1:P, certs/server.pem); url stays the
+     * first --listen, the one advertised. */
+    char tls_url[CLUSTER_MAX][64];
     /* replicas_start_auth: each data folder holds a principals file
      * (REPLICAS_OP, role operator; REPLICAS_REPL, role replica) and a
      * policy (operator *; replica /once.v1.Admin/Snapshot); their key

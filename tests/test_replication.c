@@ -1719,6 +1719,68 @@ test_etcd_tls_refusals(void **state)
     assert_true(names_leader(f->rs->url[i], f->rs->url[leader]));
 }
 
+/* A client that speaks TLS to the replicas (tls+tcp:// URLs, the
+ * followers first): the followers answer NOT_LEADER over TLS too, so it
+ * reaches the leader by their answers, not by waiting out attempts. */
+static void
+test_tls_clients_find_leader(void **state)
+{
+    fixture *f = *state;
+    char urls[400] = "", ca[128];
+    once_options o;
+    once_security sec;
+    once_status st;
+    once_route route;
+    once_client *c = NULL;
+    int64_t v = 0;
+    int leader;
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    for (int i = 0; i < f->rs->n; i++) {
+        if (i != leader) {
+            strcat(urls, f->rs->tls_url[i]);
+            strcat(urls, ",");
+        }
+    }
+    strcat(urls, f->rs->tls_url[leader]);
+    snprintf(ca, sizeof(ca), "%s/ca.pem", f->certs);
+    once_options_init(&o);
+    once_security_init(&sec);
+    o.url = urls;
+    o.deadline_ms = 60000;
+    /* Longer than a follower's refusal ever takes, so a follower that
+     * did not answer over TLS would show as a timeout, not a refusal. */
+    o.attempt_timeout_ms = 20000;
+    sec.tls_ca_file = ca;
+    if (once_client_open_secure(&c, &o, &sec, &st) != ONCE_OK) {
+        replicas_dump(f->rs);
+        fail_msg("open %s: %s %s", urls, st.reason, st.message);
+    }
+    for (int k = 1; k <= 5; k++) {
+        once_rpc_id id = {0, 0}; /* a new call each time */
+        int rv = once_counter_incr(c, "c", 1, &id, &v, &st);
+
+        if (rv != ONCE_OK) {
+            replicas_dump(f->rs);
+            fail_msg("call %d: %s %s %s", k, once_strerror(rv), st.reason,
+                     st.message);
+        }
+        assert_int_equal(v, k);
+    }
+    assert_int_equal(once_client_route(c, &route), ONCE_OK);
+    fprintf(stderr,
+            "TLS client: NOT_LEADER %llu, followed %llu, rotations %llu, "
+            "target %s\n",
+            (unsigned long long)route.not_leader,
+            (unsigned long long)route.hints_followed,
+            (unsigned long long)route.rotations, route.url);
+    /* The first follower refused over TLS (its hint names the advertised
+     * ipc:// URL, not one of ours: the next URL then). */
+    assert_true(route.not_leader >= 1);
+    assert_string_equal(route.url, f->rs->tls_url[leader]);
+    once_client_close(c);
+}
+
 int
 main(void)
 {
@@ -1757,6 +1819,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_leader_killed_over_tls, setup_tls,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_etcd_tls_refusals, setup_tls,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tls_clients_find_leader, setup_tls,
                                         teardown),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
