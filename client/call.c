@@ -832,11 +832,18 @@ call_run(once_client *c, const call_spec *cs, uint64_t deadline, call_pre *pre,
                               &cst, &r);
         }
         if (rv == 0) {
-            conn_heard(&c->conn, target, !call_is_not_leader(r));
+            conn_heard(&c->conn, target,
+                       call_code(r) != ONCE_UNAVAILABLE ||
+                           !call_is_follower_refusal(r));
             cst.not_leader = call_is_not_leader(r) ? cst.not_leader + 1 : 0;
             if (cst.not_leader > 0) {
                 /* To the leader it names, when it is one of ours. */
                 moved = conn_hint(&c->conn, target, call_leader_hint(r));
+            } else if (call_code(r) == ONCE_UNAVAILABLE &&
+                       call_is_follower_refusal(r)) {
+                /* A follower that knows no leader: maybe another replica
+                 * does. The next URL, after the backoff below. */
+                conn_leaderless(&c->conn, target);
             }
             if (call_code(r) == ONCE_UNAVAILABLE) {
                 /* IN_PROGRESS and friends: the server asks us to come

@@ -242,6 +242,20 @@ conn_hint(conn *cn, uint64_t gen, const char *leader)
 }
 
 void
+conn_leaderless(conn *cn, uint64_t gen)
+{
+    if (cn->route.n < 2) {
+        return;
+    }
+    pthread_mutex_lock(&cn->dial_lock);
+    if (steer_leaderless(&cn->route, gen)) {
+        cn->redial_ms = retry_now_ms();
+        conn_dialer_restart(cn);
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+}
+
+void
 conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms)
 {
     if (cn->route.n < 2) {

@@ -122,6 +122,11 @@ uint64_t conn_target(conn *cn);
  * this one did (retry at once), false when it stays (back off). */
 bool conn_hint(conn *cn, uint64_t gen, const char *leader);
 
+/* A follower that knows no leader refused an attempt sent on generation
+ * gen: moves to the next URL (steer_leaderless) and redials. A no-op with
+ * one URL. */
+void conn_leaderless(conn *cn, uint64_t gen);
+
 /* An attempt sent at sent_ms (retry_now_ms) on generation gen got no reply
  * in time: moves to the next URL unless the target answered anything
  * since (steer_rotate). A no-op with one URL. */

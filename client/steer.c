@@ -114,6 +114,20 @@ steer_hint(steer *s, uint64_t gen, const char *leader, uint64_t now_ms)
 }
 
 bool
+steer_leaderless(steer *s, uint64_t gen)
+{
+    size_t cur = atomic_load(&s->cur);
+
+    if (s->n < 2 || gen != atomic_load(&s->gen)) {
+        return false;
+    }
+    atomic_store(&s->refused[cur], true);
+    steer_move_to(s, (cur + 1) % s->n);
+    atomic_fetch_add_explicit(&s->rotated, 1, memory_order_relaxed);
+    return true;
+}
+
+bool
 steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms)
 {
     size_t cur = atomic_load(&s->cur);

@@ -17,6 +17,8 @@
  *     not marked down when it goes silent: a follower that won the
  *     election re-executes before it leads (docs/replication.md), and
  *     the other followers naming it then are right, not stale.
+ *   - A follower that names no leader (an election, or it lost etcd):
+ *     the next URL, after the usual backoff (steer_leaderless).
  *   - No connection, or no reply to an attempt while nothing else was
  *     heard from the target since it was sent: the target moves on to the
  *     next URL, round robin (steer_rotate), and the URL left is marked
@@ -90,6 +92,13 @@ const char *steer_target(const steer *s);
  * (may be NULL or empty: no hint). Counts it and decides. Caller's lock. */
 steer_move steer_hint(steer *s, uint64_t gen, const char *leader,
                       uint64_t now_ms);
+
+/* A follower that knows no leader (NO_LEADER: an election; or
+ * ETCD_UNAVAILABLE: it cannot reach etcd) refused an attempt sent at
+ * generation gen: another replica may know better, so the target moves
+ * to the next URL (not marked down). Returns whether it moved. Caller's
+ * lock. */
+bool steer_leaderless(steer *s, uint64_t gen);
 
 /* The target looks down (no connection; or no reply to an attempt sent at
  * sent_ms on generation gen — pass gen = steer_gen() and sent_ms = now to

@@ -139,6 +139,32 @@ test_silent_follower_not_down(void **state)
     steer_fini(&s);
 }
 
+/* A follower that knows no leader: the next URL, not marked down, round
+ * robin; a stale generation moves nothing; one URL never moves. */
+static void
+test_leaderless_moves_on(void **state)
+{
+    steer s;
+    uint64_t g;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    g = steer_gen(&s);
+    assert_true(steer_leaderless(&s, g));
+    assert_string_equal(steer_target(&s), B);
+    assert_false(steer_leaderless(&s, g)); /* another call moved it */
+    assert_int_equal(s.down_ms[0], 0);
+    /* B names A (it was only leaderless): followed at once. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 1000), STEER_MOVED);
+    assert_true(steer_leaderless(&s, steer_gen(&s)));
+    assert_string_equal(steer_target(&s), B);
+    assert_int_equal(atomic_load(&s.rotated), 2);
+    steer_fini(&s);
+    assert_int_equal(steer_init(&s, A), 0);
+    assert_false(steer_leaderless(&s, steer_gen(&s)));
+    steer_fini(&s);
+}
+
 static void
 test_rotate_only_when_silent(void **state)
 {
@@ -184,6 +210,7 @@ main(void)
         cmocka_unit_test(test_unknown_hint_rotates),
         cmocka_unit_test(test_down_hint_ignored),
         cmocka_unit_test(test_silent_follower_not_down),
+        cmocka_unit_test(test_leaderless_moves_on),
         cmocka_unit_test(test_rotate_only_when_silent),
         cmocka_unit_test(test_one_url_never_moves),
     };
