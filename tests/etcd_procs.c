@@ -163,6 +163,17 @@ etcd_wait_ready(etcd_cluster *e, int ms)
     }
     while (procs_now_ms() < until) {
         int64_t id;
+
+        for (int i = 0; i < e->n; i++) {
+            int st;
+
+            if (e->pid[i] > 0 &&
+                waitpid(e->pid[i], &st, WNOHANG) == e->pid[i]) {
+                e->pid[i] = 0; /* it exited (a port taken?): no quorum */
+                etcd_close(c);
+                return -1;
+            }
+        }
         if (etcd_lease_grant(c, 5, &id) == 0) {
             (void)etcd_lease_revoke(c, id);
             etcd_close(c);
@@ -186,8 +197,32 @@ etcd_cluster_start(etcd_cluster **ep, int n)
     return etcd_cluster_start_tls(ep, n, NULL);
 }
 
+/* etcd_cluster_start_tls, once: logs printed on failure when last. */
+static int etcd_cluster_try(etcd_cluster **ep, int n, const char *certs,
+                            bool last);
+
 int
 etcd_cluster_start_tls(etcd_cluster **ep, int n, const char *certs)
+{
+    /* A port probed free can be taken by another process before a member
+     * binds it: the member exits at once, and the cluster starts again on
+     * other ports. */
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        if (etcd_cluster_try(ep, n, certs, attempt == 3) == 0) {
+            return 0;
+        }
+        if (attempt < 3) {
+            fprintf(stderr,
+                    "etcd_procs: the members did not start "
+                    "(attempt %d); again on other ports\n",
+                    attempt);
+        }
+    }
+    return -1;
+}
+
+static int
+etcd_cluster_try(etcd_cluster **ep, int n, const char *certs, bool last)
 {
     etcd_cluster *e = calloc(1, sizeof(*e));
     size_t off = 0, ioff = 0;
@@ -229,7 +264,7 @@ etcd_cluster_start_tls(etcd_cluster **ep, int n, const char *certs)
         }
     }
     if (etcd_wait_ready(e, 60000) != 0) {
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && last; i++) {
             char log[300];
             snprintf(log, sizeof(log), "%s/m%d.log", e->dir, i);
             procs_dump_file(log);

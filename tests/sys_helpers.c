@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,8 +49,44 @@ sys_rm_tree(const char *path)
     sys_rm_at(path, 0);
 }
 
+/* The ports sys_free_port handed out last, so that it never hands out
+ * the same one twice in a row of calls (the kernel may offer a port again
+ * as soon as the probe closed it). */
+#define SYS_PORTS_RECENT 64
+static int sys_ports[SYS_PORTS_RECENT];
+static unsigned sys_ports_next;
+static pthread_mutex_t sys_ports_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static int sys_probe_port(void);
+
 int
 sys_free_port(void)
+{
+    int port = -1;
+
+    pthread_mutex_lock(&sys_ports_mtx);
+    for (int tries = 0; tries < 32; tries++) {
+        bool seen = false;
+
+        if ((port = sys_probe_port()) < 0) {
+            break;
+        }
+        for (unsigned i = 0; i < SYS_PORTS_RECENT && !seen; i++) {
+            seen = sys_ports[i] == port;
+        }
+        if (!seen) {
+            sys_ports[sys_ports_next++ % SYS_PORTS_RECENT] = port;
+            break;
+        }
+        port = -1;
+    }
+    pthread_mutex_unlock(&sys_ports_mtx);
+    return port;
+}
+
+/* A port the kernel gives a loopback bind now, or -1. */
+static int
+sys_probe_port(void)
 {
     struct sockaddr_in a;
     socklen_t len = sizeof(a);

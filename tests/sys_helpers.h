@@ -14,7 +14,10 @@
 #define SYS_RM_DEPTH 8
 void sys_rm_tree(const char *path);
 
-/* A loopback TCP port nobody listens on now (bound, read, closed), or -1. */
+/* A loopback TCP port nobody listens on now (bound, read, closed), never
+ * one of the last 64 this process was given (the kernel may offer a port
+ * again at once), or -1. Thread-safe. Another process may still take it
+ * before the caller binds it: a caller that can, starts again. */
 int sys_free_port(void);
 
 #endif /* TESTS_SYS_HELPERS_H */
