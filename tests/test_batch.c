@@ -301,7 +301,11 @@ test_coalesces(void **state)
                   "messages\n",
                   N, requests);
     assert_true(requests > 0);
-    assert_true(requests < N / 2);
+    /* Without coalescing every call is a message (N + 2 with the lease
+     * calls). How many share one depends on the machine's load (CI's
+     * TSan run beside the replication suite: 400 calls in 258 messages;
+     * idle: a few dozen), so the check is that some did. */
+    assert_true(requests < N);
     qsort(values, N, sizeof(values[0]), cmp64);
     for (int i = 0; i < N; i++) {
         assert_int_equal(values[i], i + 1);

@@ -1838,5 +1838,5 @@ main(void)
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
     }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return harness_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
