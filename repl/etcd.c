@@ -129,6 +129,28 @@ etcd_strdup(const char *s, const char **out)
 }
 
 int
+etcd_tls_copy(etcd_tls *dst, const etcd_tls *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    if (src != NULL && (etcd_strdup(src->cacert, &dst->cacert) != 0 ||
+                        etcd_strdup(src->cert, &dst->cert) != 0 ||
+                        etcd_strdup(src->key, &dst->key) != 0)) {
+        etcd_tls_clear(dst);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+void
+etcd_tls_clear(etcd_tls *t)
+{
+    free((char *)t->cacert);
+    free((char *)t->cert);
+    free((char *)t->key);
+    memset(t, 0, sizeof(*t));
+}
+
+int
 etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms)
 {
     return etcd_open_tls(ep, endpoints, NULL, timeout_ms);
@@ -161,9 +183,7 @@ etcd_open_tls(etcd **ep, const char *endpoints, const etcd_tls *tls,
         e->nurls++;
         p += n + (p[n] == ',');
     }
-    if ((tls != NULL && (etcd_strdup(tls->cacert, &e->tls.cacert) != 0 ||
-                         etcd_strdup(tls->cert, &e->tls.cert) != 0 ||
-                         etcd_strdup(tls->key, &e->tls.key) != 0)) ||
+    if (etcd_tls_copy(&e->tls, tls) != 0 ||
         (e->curl = curl_easy_init()) == NULL ||
         (e->headers = curl_slist_append(
              NULL, "Content-Type: application/json")) == NULL) {
@@ -210,9 +230,7 @@ etcd_close(etcd *e)
     for (size_t i = 0; i < e->nurls; i++) {
         free(e->urls[i]);
     }
-    free((char *)e->tls.cacert);
-    free((char *)e->tls.cert);
-    free((char *)e->tls.key);
+    etcd_tls_clear(&e->tls);
     free(e->buf);
     free(e);
 }

@@ -60,6 +60,11 @@ int etcd_open(etcd **ep, const char *endpoints, uint32_t timeout_ms);
 int etcd_open_tls(etcd **ep, const char *endpoints, const etcd_tls *tls,
                   uint32_t timeout_ms);
 
+/* Copies src (may be NULL: all NULL) into dst, each string malloc'd. 0 or
+ * ENOMEM (then dst holds nothing). Free with etcd_tls_clear. */
+int etcd_tls_copy(etcd_tls *dst, const etcd_tls *src);
+void etcd_tls_clear(etcd_tls *t);
+
 /* Sets tls's options (may be NULL: none) and HTTP/1.1 on a curl easy
  * handle (CURL *), for the watch's own transfers. */
 void etcd_tls_apply(void *curl, const etcd_tls *tls);

@@ -181,19 +181,9 @@ watch_free(repl_watch *w)
 {
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mtx);
-    free((char *)w->tls.cacert);
-    free((char *)w->tls.cert);
-    free((char *)w->tls.key);
+    etcd_tls_clear(&w->tls);
     free(w->buf);
     free(w);
-}
-
-/* A malloc'd copy of s (NULL stays NULL); false when out of memory. */
-static bool
-watch_dup(const char *s, const char **out)
-{
-    *out = s != NULL ? strdup(s) : NULL;
-    return s == NULL || *out != NULL;
 }
 
 static void *
@@ -274,9 +264,7 @@ repl_watch_open(repl_watch **wp, const char *endpoints, const etcd_tls *tls,
     }
     pthread_mutex_init(&w->mtx, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (tls != NULL && (!watch_dup(tls->cacert, &w->tls.cacert) ||
-                        !watch_dup(tls->cert, &w->tls.cert) ||
-                        !watch_dup(tls->key, &w->tls.key))) {
+    if (etcd_tls_copy(&w->tls, tls) != 0) {
         watch_free(w);
         return ENOMEM;
     }
