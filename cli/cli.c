@@ -67,9 +67,11 @@ error_hint(const cli *g, const once_status *st, const once_rpc_id *id,
         return buf;
     }
     if (once_status_is(st, ONCE_REASON_NOT_SENT)) {
+        bool conf = g->server_from != NULL;
         snprintf(buf, len,
-                 "is onced listening on %s? set --server or ONCE_SERVER",
-                 g->server);
+                 "is onced listening on %s%s%s%s? set --server or ONCE_SERVER",
+                 g->server, conf ? " (a listener of " : "",
+                 conf ? g->server_from : "", conf ? ")" : "");
         return buf;
     }
     if (once_status_is(st, ONCE_REASON_RPC_ID_CONFLICT)) {

@@ -26,6 +26,8 @@ enum {
 /* The global options. */
 typedef struct cli {
     const char *server;
+    const char *server_from; /* the configuration file --server's default
+                                came from, or NULL */
     bool json;
     uint64_t timeout_ms; /* 0: the library's default deadline */
     const char *principal;

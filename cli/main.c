@@ -26,9 +26,10 @@
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
+#include "cli/server_default.h"
+#include "proto/conf_lines.h"
 #include "proto/duration.h"
 
-#define ONCECTL_DEFAULT_SERVER "ipc:///tmp/once.ipc"
 /* onced --dev (make run) writes its operator key here; used when no key
  * is given otherwise. */
 #define ONCECTL_DEV_KEY "./data/dev.key"
@@ -65,8 +66,10 @@ static const char usage_top[] =
     "                                     folder (oncectl principal --help)\n"
     "\n"
     "Global options (before the command):\n"
-    "  --server URL        default: $ONCE_SERVER, else " ONCECTL_DEFAULT_SERVER
-    "\n"
+    "  --server URL        default: $ONCE_SERVER, else the first listener\n"
+    "                      of $ONCE_CONFIG or " ONCECTL_SYSTEM_CONFIG " this\n"
+    "                      user can reach (ipc://, then tcp://), else\n"
+    "                      " ONCECTL_DEFAULT_SERVER "\n"
     "  --json              print exactly one JSON object on stdout\n"
     "  --timeout DURATION  deadline over all attempts (default 10s); one\n"
     "                      attempt waits at most a third of it (min 100ms,\n"
@@ -144,6 +147,7 @@ int
 main(int argc, char **argv)
 {
     cli g;
+    char default_server[CONF_LINE_MAX];
     const char *v_env;
     int i;
 
@@ -151,7 +155,8 @@ main(int argc, char **argv)
     g.json = wants_json(argc, argv);
     g.server = getenv("ONCE_SERVER");
     if (g.server == NULL || g.server[0] == '\0') {
-        g.server = ONCECTL_DEFAULT_SERVER;
+        g.server = server_default(default_server, sizeof(default_server),
+                                  &g.server_from);
     }
 
     for (i = 1; i < argc; i++) {
@@ -183,6 +188,7 @@ main(int argc, char **argv)
                                    "--server needs a URL");
             }
             g.server = v;
+            g.server_from = NULL;
             continue;
         }
         if ((m = opt_value(argc, argv, &i, "--timeout", &v)) != 0) {

@@ -10,7 +10,9 @@
 # started with the packaged /etc/once/onced.conf (data and listen given as
 # flags, which win over the file), and that Debian's /usr/bin/python3
 # imports the installed `once` package (python3-once) and gets an
-# increment and its replay from the same onced.
+# increment and its replay from the same onced; that pkg-config prints a
+# plain -lonce; and that a plain oncectl (no --server, no ONCE_SERVER)
+# reaches onced started with the packaged configuration alone.
 # Invariant: nothing outside build-deb/ and a temp dir is written, except
 # what apt installs. Never: removes packages (--purge at the end does).
 set -euo pipefail
@@ -55,6 +57,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "deb-check: examples/hello.c against the installed libonce"
+libs=$(pkg-config --libs once)
+[ "$libs" = "-lonce" ] || {
+    echo "deb-check: pkg-config --libs once printed '$libs', not -lonce" >&2
+    exit 1
+}
 cc examples/hello.c $(pkg-config --cflags --libs once) -o "$tmp/hello"
 cmake -S examples -B "$tmp/hello-cmake" >/dev/null
 cmake --build "$tmp/hello-cmake" >/dev/null
@@ -92,6 +99,29 @@ assert again.value == 2 and again.replayed, (again.value, again.replayed)
 print("python3-once: counter_incr gave", first.value, "rpc id", first.rpc_id,
       "and its retry replayed", again.value, "from", once.__file__)
 PY
+kill -TERM "$pid"
+wait "$pid"
+pid=
+
+echo "deb-check: a plain oncectl reaches onced started with the packaged configuration"
+# As the unit runs it (its RuntimeDirectory made by hand), with only the
+# data folder moved; no --server and no ONCE_SERVER for oncectl.
+unset ONCE_SERVER
+"${SUDO[@]}" install -d -m 0750 /run/once
+/usr/bin/onced --config /etc/once/onced.conf --data "$tmp/data-conf" \
+    >"$tmp/onced-conf.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do
+    oncectl counter get deb-check-plain >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/onced-conf.log"; exit 1; }
+    sleep 0.05
+done
+oncectl counter incr deb-check-plain
+oncectl --json counter get deb-check-plain | grep -q '"value": *1' || {
+    echo "deb-check: a plain oncectl did not reach the packaged listeners" >&2
+    cat "$tmp/onced-conf.log" >&2
+    exit 1
+}
 kill -TERM "$pid"
 wait "$pid"
 pid=

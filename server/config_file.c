@@ -10,7 +10,6 @@
  */
 #include "server/config_file.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longest line of a configuration file. */
-#define CONFIG_LINE_MAX 4096
+#include "proto/conf_lines.h"
 
 static void
 set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -173,19 +171,59 @@ flag_given(const struct option *opts, int argc, char *const *argv,
     return s.seen;
 }
 
-static char *
-trim(char *s)
-{
-    char *e;
+/* What read_file's line callback needs. */
+typedef struct file_walk {
+    const struct option *opts;
+    int argc;
+    char *const *argv;
+    strvec *vec;
+    char *err;
+    size_t errlen;
+} file_walk;
 
-    while (isspace((unsigned char)*s)) {
-        s++;
+/* One line of the file as --key[=value] in w->vec, unless the flags give
+ * the key. Returns 0, or -1 with w->err set. */
+static int
+file_line(const char *file, int lineno, const char *key, const char *value,
+          void *arg)
+{
+    file_walk *w = arg;
+    const struct option *o = find_opt(w->opts, key, strlen(key));
+
+    if (o == NULL || strcmp(key, "config") == 0 || strcmp(key, "help") == 0 ||
+        strcmp(key, "version") == 0) {
+        set_err(w->err, w->errlen,
+                "%s:%d: unknown key \"%s\" (the keys are onced's long "
+                "options without the dashes; see onced --help)",
+                file, lineno, key);
+        return -1;
     }
-    e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) {
-        *--e = '\0';
+    if (o->has_arg == no_argument) {
+        if (*value == '\0' || strcmp(value, "true") == 0 ||
+            strcmp(value, "yes") == 0 || strcmp(value, "1") == 0) {
+            value = NULL;
+        } else if (strcmp(value, "false") == 0 || strcmp(value, "no") == 0 ||
+                   strcmp(value, "0") == 0) {
+            return 0;
+        } else {
+            set_err(w->err, w->errlen,
+                    "%s:%d: %s takes no value (or true/false), got \"%s\"",
+                    file, lineno, key, value);
+            return -1;
+        }
+    } else if (*value == '\0' && o->has_arg == required_argument) {
+        set_err(w->err, w->errlen, "%s:%d: %s wants a value", file, lineno,
+                key);
+        return -1;
     }
-    return s;
+    if (flag_given(w->opts, w->argc, w->argv, o->name)) {
+        return 0; /* the flag wins */
+    }
+    if (vec_push(w->vec, join_opt(o->name, value)) != 0) {
+        set_err(w->err, w->errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 /* Reads the file's lines into vec as --key[=value], skipping keys the
@@ -194,98 +232,9 @@ static int
 read_file(const struct option *opts, const char *file, int argc,
           char *const *argv, strvec *vec, char *err, size_t errlen)
 {
-    char line[CONFIG_LINE_MAX];
-    FILE *f;
-    int lineno = 0, rv = 0;
+    file_walk w = {opts, argc, argv, vec, err, errlen};
 
-    if ((f = fopen(file, "r")) == NULL) {
-        set_err(err, errlen, "cannot read the configuration file %s: %s", file,
-                strerror(errno));
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *key, *value, *p;
-        const struct option *o;
-        size_t klen;
-
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
-            set_err(err, errlen, "%s:%d: line longer than %d bytes", file,
-                    lineno, CONFIG_LINE_MAX - 2);
-            rv = -1;
-            break;
-        }
-        key = trim(line);
-        if (*key == '\0' || *key == '#') {
-            continue;
-        }
-        for (p = key; *p != '\0' && *p != '=' && !isspace((unsigned char)*p);
-             p++) {
-        }
-        klen = (size_t)(p - key);
-        value = trim(p);
-        if (*value == '=') {
-            value = trim(value + 1);
-        }
-        key[klen] = '\0';
-        if (klen >= 2 && key[0] == '-' && key[1] == '-') {
-            key += 2; /* "--window 4" reads as "window 4" */
-        }
-        o = find_opt(opts, key, strlen(key));
-        if (o == NULL || strcmp(key, "config") == 0 ||
-            strcmp(key, "help") == 0 || strcmp(key, "version") == 0) {
-            set_err(err, errlen,
-                    "%s:%d: unknown key \"%s\" (the keys are onced's long "
-                    "options without the dashes; see onced --help)",
-                    file, lineno, key);
-            rv = -1;
-            break;
-        }
-        if (*value == '"') {
-            size_t n = strlen(value);
-            if (n < 2 || value[n - 1] != '"') {
-                set_err(err, errlen, "%s:%d: unterminated quote", file, lineno);
-                rv = -1;
-                break;
-            }
-            value[n - 1] = '\0';
-            value++;
-        }
-        if (o->has_arg == no_argument) {
-            if (*value == '\0' || strcmp(value, "true") == 0 ||
-                strcmp(value, "yes") == 0 || strcmp(value, "1") == 0) {
-                value = NULL;
-            } else if (strcmp(value, "false") == 0 ||
-                       strcmp(value, "no") == 0 || strcmp(value, "0") == 0) {
-                continue;
-            } else {
-                set_err(err, errlen,
-                        "%s:%d: %s takes no value (or true/false), got "
-                        "\"%s\"",
-                        file, lineno, key, value);
-                rv = -1;
-                break;
-            }
-        } else if (*value == '\0' && o->has_arg == required_argument) {
-            set_err(err, errlen, "%s:%d: %s wants a value", file, lineno, key);
-            rv = -1;
-            break;
-        }
-        if (flag_given(opts, argc, argv, o->name)) {
-            continue; /* the flag wins */
-        }
-        if (vec_push(vec, join_opt(o->name, value)) != 0) {
-            set_err(err, errlen, "out of memory");
-            rv = -1;
-            break;
-        }
-    }
-    if (rv == 0 && ferror(f)) {
-        set_err(err, errlen, "cannot read the configuration file %s", file);
-        rv = -1;
-    }
-    fclose(f);
-    return rv;
+    return conf_lines_read(file, file_line, &w, err, errlen) == 0 ? 0 : -1;
 }
 
 int
