@@ -57,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "deb-check: examples/hello.c against the installed libonce"
-libs=$(pkg-config --libs once)
+libs=$(pkg-config --libs once | tr -d " ")
 [ "$libs" = "-lonce" ] || {
     echo "deb-check: pkg-config --libs once printed '$libs', not -lonce" >&2
     exit 1
