@@ -659,8 +659,7 @@ call_refused_unexecuted(const once_status *st)
     return st->code == ONCE_DEADLINE_EXCEEDED ||
            (st->code == ONCE_RESOURCE_EXHAUSTED &&
             once_status_is(st, ONCE_REASON_WINDOW_FULL)) ||
-           (st->code == ONCE_FAILED_PRECONDITION &&
-            once_status_is(st, ONCE_REASON_LEASE_EXPIRED));
+           status_lease_gone(st);
 }
 
 static bool
@@ -923,10 +922,9 @@ final:
     call_status_from(st, r);
     st->attempts = cst.sent;
     rv = st->code;
-    if (cs->tracked && rv == ONCE_FAILED_PRECONDITION &&
-        once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
-        gate_declare(&c->gate, "a call under it was answered LEASE_EXPIRED: %s",
-                     st->message);
+    if (cs->tracked && status_lease_gone(st)) {
+        gate_declare(&c->gate, "a call under it was answered %s: %s",
+                     st->reason, st->message);
     }
     if (cs->mutating && cst.maybe_executed && call_refused_unexecuted(st)) {
         /* This attempt was refused, but an earlier one may have run. */

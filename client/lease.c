@@ -13,7 +13,9 @@
  *    LIVE; a failure makes it FAILING, retries sooner, and from the second
  *    failure in a row prints a line on stderr.
  * 3. Loss. The lease is lost — for good — when a renewal or any call under
- *    the own id is answered FAILED_PRECONDITION/LEASE_EXPIRED, when no
+ *    the own id is answered FAILED_PRECONDITION/LEASE_EXPIRED (or, with
+ *    authentication on, PERMISSION_DENIED/NOT_YOUR_LEASE: a collected own
+ *    lease answers so, like any id that is not the caller's), when no
  *    renewal succeeded before the expiry estimate, or when it is closed
  *    with once_lease_close. The gate then cancels every tracked call in
  *    flight (they end OUTCOME_UNKNOWN if sent, LEASE_EXPIRED if not), later
@@ -133,13 +135,14 @@ lease_id(once_client *c, uint64_t client_id, uint64_t *id, once_status *st)
     return ONCE_OK;
 }
 
-/* A lease call on the handle's own id was answered LEASE_EXPIRED. */
+/* A lease call on the handle's own id was answered LEASE_EXPIRED (or
+ * NOT_YOUR_LEASE: with authentication on, a collected lease of one's own
+ * answers so). */
 static void
 lease_gone(once_client *c, uint64_t id, const once_status *st, const char *what)
 {
-    if (gate_tracks(&c->gate, id) && st->code == ONCE_FAILED_PRECONDITION &&
-        once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
-        gate_declare(&c->gate, "%s was answered LEASE_EXPIRED: %s", what,
+    if (gate_tracks(&c->gate, id) && status_lease_gone(st)) {
+        gate_declare(&c->gate, "%s was answered %s: %s", what, st->reason,
                      st->message);
     }
 }

@@ -115,6 +115,14 @@ once_status_lease_expired(const once_status *st)
            once_status_is(st, ONCE_REASON_LEASE_EXPIRED);
 }
 
+bool
+status_lease_gone(const once_status *st)
+{
+    return once_status_lease_expired(st) ||
+           (st != NULL && st->code == ONCE_PERMISSION_DENIED &&
+            once_status_is(st, ONCE_REASON_NOT_YOUR_LEASE));
+}
+
 const char *
 once_version(void)
 {

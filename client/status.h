@@ -35,4 +35,10 @@ int status_set(once_status *st, int code, const char *reason, const char *fmt,
 #endif
     ;
 
+/* A reply to a call under the handle's own lease that says the lease is
+ * gone: FAILED_PRECONDITION/LEASE_EXPIRED, or PERMISSION_DENIED/
+ * NOT_YOUR_LEASE (what an authenticated onced answers for a collected
+ * lease, as for any id that is not the caller's). */
+bool status_lease_gone(const once_status *st);
+
 #endif /* CLIENT_STATUS_H */

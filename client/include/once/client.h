@@ -126,6 +126,13 @@ typedef struct once_status {
 #define ONCE_REASON_NO_REPLY "NO_REPLY"
 /* The lease of the call's client id has ended (FAILED_PRECONDITION). */
 #define ONCE_REASON_LEASE_EXPIRED "LEASE_EXPIRED"
+/* With authentication on: the client id is not a live lease of the
+ * caller's principal — another principal's, collected or never issued, one
+ * answer for all three (PERMISSION_DENIED). Refused before execution. For
+ * the handle's own lease it means the lease is gone: libonce treats it as
+ * LEASE_EXPIRED (the lease is lost; a call that may have run earlier ends
+ * OUTCOME_UNKNOWN). */
+#define ONCE_REASON_NOT_YOUR_LEASE "NOT_YOUR_LEASE"
 /* Too many unacknowledged seqs; nothing was executed. */
 #define ONCE_REASON_WINDOW_FULL "WINDOW_FULL"
 /* The rpc id was used before with a different request. */
