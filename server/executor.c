@@ -204,9 +204,11 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     const exec_env *env = c->env;
     lease_entry *e = lease_table_find(env->leases, c->client_id);
 
-    /* Another principal's lease: refused before anything of it is
-     * touched (its watermark included) or any record of it is read. */
-    if (e != NULL && !auth_owns(c, c->client_id, e->principal)) {
+    /* Another principal's lease, a collected one or one never issued:
+     * one answer (no lease oracle), before anything of a lease is touched
+     * (its watermark included) or any record of it is read. */
+    if (!auth_lease_scope(c, c->client_id, e != NULL,
+                          e != NULL ? e->principal : NULL, false)) {
         return NULL;
     }
     if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {

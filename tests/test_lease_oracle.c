@@ -3,7 +3,7 @@
  * authentication on, RenewLease, RenewLeases, CloseLease and LeaseInfo
  * answer another principal's client id, a never-issued one and a
  * collected one the same way, PERMISSION_DENIED/NOT_YOUR_LEASE, against a
- * real onced.
+ * real onced; so does a mutating call (Counter.Increment) under each.
  *
  * Owns: principals op (operator), alice and bob (schedulers) written with
  * the real oncectl; alice's live lease, a lease of alice's that is closed
@@ -105,6 +105,16 @@ ask(once_client *b, uint64_t id, answer out[3], int *many)
     *many = renew_many(b, id);
 }
 
+/* bob's mutating call under id: Counter.Increment at seq 1. */
+static void
+ask_incr(once_client *b, uint64_t id, answer *out)
+{
+    once_status st;
+    int64_t v;
+
+    answer_set(out, id, harness_incr_id(b, "oracle", 1, id, 1, &v, &st), &st);
+}
+
 static void
 same(const answer *a, const answer *b)
 {
@@ -146,7 +156,7 @@ t_no_oracle(void **state)
     once_status st;
     uint64_t live, gone, never, ttl, x, y;
     struct once_lease_info li;
-    answer ans[3][3];
+    answer ans[3][3], incr[3];
     int many[3];
 
     (void)state;
@@ -190,6 +200,15 @@ t_no_oracle(void **state)
     assert_int_equal(many[0], ONCE_PERMISSION_DENIED);
     assert_int_equal(many[1], ONCE_PERMISSION_DENIED);
     assert_int_equal(many[2], ONCE_PERMISSION_DENIED);
+    /* mutating calls under the three ids: one answer too */
+    ask_incr(b, live, &incr[0]);
+    ask_incr(b, never, &incr[1]);
+    ask_incr(b, gone, &incr[2]);
+    assert_int_equal(incr[0].code, ONCE_PERMISSION_DENIED);
+    assert_string_equal(incr[0].reason, "NOT_YOUR_LEASE");
+    same(&incr[0], &incr[1]);
+    same(&incr[0], &incr[2]);
+    assert_int_equal(harness_get(a, "oracle"), 0);
 
     /* alice's lease is untouched and still hers */
     assert_int_equal(once_lease_renew(a, live, &x, &y, &st), ONCE_OK);
