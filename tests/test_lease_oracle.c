@@ -13,7 +13,10 @@
  * message with the id written as "N" — so no field tells the cases apart;
  * alice's lease is untouched by bob's attempts; OPEN mode keeps its
  * NOT_FOUND for a never-issued id; the operator still sees every lease;
- * `oncectl lease --help` says what renew answers for an unknown id.
+ * `oncectl lease --help` says what renew answers for an unknown id;
+ * mutating calls (Counter.Increment) answer the three ids alike too; a
+ * handle whose own lease was collected takes NOT_YOUR_LEASE as the loss
+ * of its lease (t_own_collected_is_lost).
  * Never: sleeps a fixed time to decide anything (the collection is polled,
  * bounded).
  */
@@ -227,6 +230,61 @@ t_no_oracle(void **state)
     harness_free(h);
 }
 
+/* With authentication on, a handle's own lease that another handle of
+ * the same principal closed, once collected, answers NOT_YOUR_LEASE like
+ * any id that is not the caller's: libonce must take that as the loss of
+ * its lease (state LOST at once, the next call refused without sending),
+ * not as a plain refusal that leaves the handle thinking it is live. */
+static void
+t_own_collected_is_lost(void **state)
+{
+    static const char *const args[] = {"--gc-interval", "50ms", NULL};
+    harness *h;
+    once_client *a = NULL, *a2 = NULL, *op = NULL;
+    once_status st;
+    struct once_lease_info li;
+    uint64_t id, x;
+    int64_t v = 0;
+
+    (void)state;
+    assert_int_equal(harness_start_args(&h, args), 0);
+    harness_add_principal(h, "op", "operator");
+    harness_add_principal(h, "alice", "scheduler");
+    wait_auth_on(h);
+    assert_int_equal(harness_client_as(h, "alice", false, &a, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "alice", true, &a2, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "op", true, &op, &st), ONCE_OK);
+    id = once_client_id(a);
+    assert_int_equal(once_counter_incr(a, "own", 1, NULL, &v, &st), ONCE_OK);
+    assert_int_equal(once_lease_close(a2, id, &x, &st), ONCE_OK);
+    {
+        int64_t end = harness_now_ms() + POLL_MAX_MS;
+        while (harness_now_ms() < end) {
+            harness_lease_info(op, id, &li);
+            if (li.state == ONCE_LEASE_STATE_COLLECTED) {
+                break;
+            }
+            harness_sleep_ms(20);
+        }
+        assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
+    }
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LIVE);
+    assert_int_equal(once_counter_incr(a, "own", 1, NULL, &v, &st),
+                     ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, ONCE_REASON_NOT_YOUR_LEASE);
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(once_counter_incr(a, "own", 1, NULL, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, ONCE_REASON_LEASE_EXPIRED);
+    assert_int_equal(st.attempts, 0);
+
+    once_client_close(a);
+    once_client_close(a2);
+    once_client_close(op);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 /* OPEN mode: nothing is secret, a never-issued id is NOT_FOUND. */
 static void
 t_open_mode_unchanged(void **state)
@@ -269,6 +327,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_no_oracle),
+        cmocka_unit_test(t_own_collected_is_lost),
         cmocka_unit_test(t_open_mode_unchanged),
         cmocka_unit_test(t_help_says),
     };
