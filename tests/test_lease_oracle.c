@@ -150,6 +150,24 @@ wait_auth_on(const harness *h)
     assert_int_equal(rv, ONCE_UNAUTHENTICATED);
 }
 
+/* Waits, bounded, until the operator op sees lease id COLLECTED. */
+static void
+wait_collected(once_client *op, uint64_t id)
+{
+    struct once_lease_info li;
+    int64_t end = harness_now_ms() + POLL_MAX_MS;
+
+    memset(&li, 0, sizeof(li));
+    while (harness_now_ms() < end) {
+        harness_lease_info(op, id, &li);
+        if (li.state == ONCE_LEASE_STATE_COLLECTED) {
+            break;
+        }
+        harness_sleep_ms(20);
+    }
+    assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
+}
+
 static void
 t_no_oracle(void **state)
 {
@@ -179,17 +197,7 @@ t_no_oracle(void **state)
     assert_int_equal(once_lease_open(a, NULL, 60000, &live, &ttl, &st),
                      ONCE_OK);
     never = live + 1000;
-    {
-        int64_t end = harness_now_ms() + POLL_MAX_MS;
-        while (harness_now_ms() < end) {
-            harness_lease_info(op, gone, &li);
-            if (li.state == ONCE_LEASE_STATE_COLLECTED) {
-                break;
-            }
-            harness_sleep_ms(20);
-        }
-        assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
-    }
+    wait_collected(op, gone);
 
     ask(b, live, ans[0], &many[0]);
     ask(b, never, ans[1], &many[1]);
@@ -242,7 +250,6 @@ t_own_collected_is_lost(void **state)
     harness *h;
     once_client *a = NULL, *a2 = NULL, *op = NULL;
     once_status st;
-    struct once_lease_info li;
     uint64_t id, x;
     int64_t v = 0;
 
@@ -257,17 +264,7 @@ t_own_collected_is_lost(void **state)
     id = once_client_id(a);
     assert_int_equal(once_counter_incr(a, "own", 1, NULL, &v, &st), ONCE_OK);
     assert_int_equal(once_lease_close(a2, id, &x, &st), ONCE_OK);
-    {
-        int64_t end = harness_now_ms() + POLL_MAX_MS;
-        while (harness_now_ms() < end) {
-            harness_lease_info(op, id, &li);
-            if (li.state == ONCE_LEASE_STATE_COLLECTED) {
-                break;
-            }
-            harness_sleep_ms(20);
-        }
-        assert_int_equal(li.state, ONCE_LEASE_STATE_COLLECTED);
-    }
+    wait_collected(op, id);
     assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LIVE);
     assert_int_equal(once_counter_incr(a, "own", 1, NULL, &v, &st),
                      ONCE_PERMISSION_DENIED);
