@@ -189,6 +189,51 @@ store_loading(store *s, const char *dir, char **errmsg)
     return EINPROGRESS;
 }
 
+/* Reads the commit counter back and compares it with the sidecar
+ * DATADIR_COMMITTED_FILE: a store below it lost acknowledged commits (a
+ * deleted or cut .log) and is refused (EBADMSG), unless it is a replica's
+ * (never synced locally: it re-applies from etcd's log). */
+static int
+store_commit_check(store *s, const char *dir, char **errmsg)
+{
+    char *err = NULL, *v;
+    size_t vlen = 0;
+    uint64_t floor = 0;
+    int rv;
+
+    v = leveldb_get(s->db, s->ropts, STORE_COMMIT_SEQ_KEY,
+                    sizeof(STORE_COMMIT_SEQ_KEY) - 1, &vlen, &err);
+    if (err != NULL) {
+        return store_leveldb_error("reading the commit counter", err);
+    }
+    for (size_t i = 0; v != NULL && vlen == 8 && i < 8; i++) {
+        s->commit_seq = s->commit_seq << 8 | (unsigned char)v[i];
+    }
+    leveldb_free(v);
+    rv = datadir_read_committed(dir, &floor, errmsg);
+    if (rv == ENOENT) {
+        return datadir_write_committed(dir, s->commit_seq, errmsg);
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    if (s->commit_seq < floor) {
+        if (errmsg != NULL && (*errmsg = malloc(1024)) != NULL) {
+            snprintf(*errmsg, 1024,
+                     "the LevelDB in %s lost %llu acknowledged commits "
+                     "(its counter is %llu, %s says at least %llu were "
+                     "made): its .log was deleted or cut. onced will not "
+                     "start on it (calls would run twice); restore the "
+                     "whole folder from a backup",
+                     dir, (unsigned long long)(floor - s->commit_seq),
+                     (unsigned long long)s->commit_seq, DATADIR_COMMITTED_FILE,
+                     (unsigned long long)floor);
+        }
+        return EBADMSG;
+    }
+    return datadir_write_committed(dir, s->commit_seq, errmsg);
+}
+
 int
 store_open(store **sp, const char *dir, char **errmsg)
 {
@@ -263,7 +308,8 @@ store_open(store **sp, const char *dir, char **errmsg)
         return corrupt ? EBADMSG : EIO;
     }
     if ((rv = store_loading(s, dir, errmsg)) != 0 ||
-        (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0) {
+        (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0 ||
+        (rv = store_commit_check(s, dir, errmsg)) != 0) {
         store_free(s);
         return rv;
     }
@@ -279,6 +325,15 @@ store_close(store *s)
     }
     store_sync(s);   /* nothing handed over is dropped */
     compact_join(s); /* a running compaction ends before LevelDB does */
+    if (s->wlocal == s->wsync) {
+        /* Every commit is synced: the counter is a lower bound from now
+         * on (a replica's local writes are not synced, see there). */
+        char *msg = NULL;
+        if (datadir_write_committed(s->dir, s->commit_seq, &msg) != 0) {
+            log_error("%s", msg != NULL ? msg : "cannot write the counter");
+            free(msg);
+        }
+    }
     snap_release_all(s);
     store_free(s);
 }
