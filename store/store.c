@@ -189,16 +189,13 @@ store_loading(store *s, const char *dir, char **errmsg)
     return EINPROGRESS;
 }
 
-/* Reads the commit counter back and compares it with the sidecar
- * DATADIR_COMMITTED_FILE: a store below it lost acknowledged commits (a
- * deleted or cut .log) and is refused (EBADMSG), unless it is a replica's
- * (never synced locally: it re-applies from etcd's log). */
+/* Reads the commit counter back, and the sidecar DATADIR_COMMITTED_FILE
+ * into s->commit_floor (store_commits_verify decides). */
 static int
-store_commit_check(store *s, const char *dir, char **errmsg)
+store_commit_read(store *s, const char *dir, char **errmsg)
 {
     char *err = NULL, *v;
     size_t vlen = 0;
-    uint64_t floor = 0;
     int rv;
 
     v = leveldb_get(s->db, s->ropts, STORE_COMMIT_SEQ_KEY,
@@ -210,14 +207,14 @@ store_commit_check(store *s, const char *dir, char **errmsg)
         s->commit_seq = s->commit_seq << 8 | (unsigned char)v[i];
     }
     leveldb_free(v);
-    rv = datadir_read_committed(dir, &floor, errmsg);
-    if (rv == ENOENT) {
-        return datadir_write_committed(dir, s->commit_seq, errmsg);
-    }
-    if (rv != 0) {
-        return rv;
-    }
-    if (s->commit_seq < floor) {
+    rv = datadir_read_committed(dir, &s->commit_floor, errmsg);
+    return rv == ENOENT ? 0 : rv; /* none: floor 0, rewritten */
+}
+
+int
+store_commits_verify(store *s, char **errmsg)
+{
+    if (s->commit_seq < s->commit_floor) {
         if (errmsg != NULL && (*errmsg = malloc(1024)) != NULL) {
             snprintf(*errmsg, 1024,
                      "the LevelDB in %s lost %llu acknowledged commits "
@@ -225,13 +222,14 @@ store_commit_check(store *s, const char *dir, char **errmsg)
                      "made): its .log was deleted or cut. onced will not "
                      "start on it (calls would run twice); restore the "
                      "whole folder from a backup",
-                     dir, (unsigned long long)(floor - s->commit_seq),
+                     s->dir,
+                     (unsigned long long)(s->commit_floor - s->commit_seq),
                      (unsigned long long)s->commit_seq, DATADIR_COMMITTED_FILE,
-                     (unsigned long long)floor);
+                     (unsigned long long)s->commit_floor);
         }
         return EBADMSG;
     }
-    return datadir_write_committed(dir, s->commit_seq, errmsg);
+    return datadir_write_committed(s->dir, s->commit_seq, errmsg);
 }
 
 int
@@ -309,7 +307,7 @@ store_open(store **sp, const char *dir, char **errmsg)
     }
     if ((rv = store_loading(s, dir, errmsg)) != 0 ||
         (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0 ||
-        (rv = store_commit_check(s, dir, errmsg)) != 0) {
+        (rv = store_commit_read(s, dir, errmsg)) != 0) {
         store_free(s);
         return rv;
     }
@@ -325,9 +323,10 @@ store_close(store *s)
     }
     store_sync(s);   /* nothing handed over is dropped */
     compact_join(s); /* a running compaction ends before LevelDB does */
-    if (s->wlocal == s->wsync) {
-        /* Every commit is synced: the counter is a lower bound from now
-         * on (a replica's local writes are not synced, see there). */
+    if (s->wlocal == s->wsync && s->commit_seq >= s->commit_floor) {
+        /* Every commit is synced (and a refused store's bound stays): the
+         * counter is a lower bound from now on (a replica's local writes are
+         * not synced, see there). */
         char *msg = NULL;
         if (datadir_write_committed(s->dir, s->commit_seq, &msg) != 0) {
             log_error("%s", msg != NULL ? msg : "cannot write the counter");

@@ -69,6 +69,7 @@ struct store {
      * STORE_COMMIT_SEQ_KEY in each group's own batch; the committer's
      * thread only (store_open, store_close before and after it). */
     uint64_t commit_seq;
+    uint64_t commit_floor; /* the sidecar's value at open (0: none) */
 
     /* replicate.c: set before any transaction, then read-only. */
     store_append_fn append_fn;
