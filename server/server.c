@@ -138,6 +138,10 @@ server_open(server **sp, const server_config *cfg)
     if (cfg->append_fn != NULL) {
         store_set_appender(env->st, cfg->append_fn, cfg->append_arg);
         store_set_log_durable(env->st);
+    } else if ((rv = store_commits_verify(env->st, &err)) != 0) {
+        log_error("%s", err != NULL ? err : strerror(rv));
+        free(err);
+        goto fail;
     }
     if ((rv = auth_open(&env->auth, cfg->data_dir, cfg->dev)) != 0) {
         goto fail;

@@ -134,6 +134,19 @@ commit_write(store *s, store_txn *group, size_t n)
         replicate_group(s, merged);
     }
     fault_point(FAULT_BATCH_STAGED);
+#ifndef ONCE_SPLIT_WRITES
+    {
+        /* The commit counter rides in the same write: no extra fsync. */
+        char seq[8];
+        s->commit_seq++;
+        for (int i = 0; i < 8; i++) {
+            seq[i] = (char)(s->commit_seq >> (56 - 8 * i));
+        }
+        leveldb_writebatch_put(merged != NULL ? merged : one,
+                               STORE_COMMIT_SEQ_KEY,
+                               sizeof(STORE_COMMIT_SEQ_KEY) - 1, seq, 8);
+    }
+#endif
 #ifdef ONCE_SPLIT_WRITES
     /* Test-only builds (tests/CMakeLists.txt): effect and record in two
      * writes, to show the crash matrix catches it. Never in onced. */

@@ -106,6 +106,9 @@ datadir_survey(const char *dir, datadir_state *st, char **errmsg)
         }
         if (strcmp(n, DATADIR_ID_FILE) == 0) {
             st->has_id = true;
+        } else if (strncmp(n, DATADIR_COMMITTED_FILE,
+                           strlen(DATADIR_COMMITTED_FILE)) == 0) {
+            /* with the identity file: not LevelDB data on its own */
         } else if (strcmp(n, "CURRENT") == 0) {
             st->has_current = true;
         } else if (datadir_is_leveldb(n)) {
@@ -223,22 +226,16 @@ datadir_read_id(const char *dir, char id[DATADIR_ID_LEN + 1], char **errmsg)
     return 0;
 }
 
-int
-datadir_write_id(const char *dir, const char *id, char **errmsg)
+/* Writes text as dir/name: a temp file, fsync, rename, fsync of the
+ * folder. 0 or EIO with *errmsg. */
+static int
+datadir_write_file(const char *dir, const char *name, const char *text, int n,
+                   char **errmsg)
 {
-    char path[4096], tmp[4200], text[256], when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    int fd, dfd, n;
+    char path[4096], tmp[4200];
+    int fd, dfd;
 
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    n = snprintf(text, sizeof(text),
-                 "once-store %d\nid %s\ncreated %s\n"
-                 "# onced's data folder: never edit; restore the whole "
-                 "folder from a backup\n",
-                 DATADIR_FORMAT, id, when);
-    snprintf(path, sizeof(path), "%s/%s", dir, DATADIR_ID_FILE);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     (void)unlink(tmp);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -259,6 +256,65 @@ datadir_write_id(const char *dir, const char *id, char **errmsg)
         (void)fsync(dfd);
         close(dfd);
     }
+    return 0;
+}
+
+int
+datadir_write_id(const char *dir, const char *id, char **errmsg)
+{
+    char text[256], when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    int n;
+
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    n = snprintf(text, sizeof(text),
+                 "once-store %d\nid %s\ncreated %s\n"
+                 "# onced's data folder: never edit; restore the whole "
+                 "folder from a backup\n",
+                 DATADIR_FORMAT, id, when);
+    return datadir_write_file(dir, DATADIR_ID_FILE, text, n, errmsg);
+}
+
+int
+datadir_write_committed(const char *dir, uint64_t seq, char **errmsg)
+{
+    char text[256];
+    int n = snprintf(text, sizeof(text),
+                     "committed %llu\n"
+                     "# a lower bound of the store's commit counter: a store "
+                     "below it lost commits; never edit\n",
+                     (unsigned long long)seq);
+    return datadir_write_file(dir, DATADIR_COMMITTED_FILE, text, n, errmsg);
+}
+
+int
+datadir_read_committed(const char *dir, uint64_t *seq, char **errmsg)
+{
+    char path[4096];
+    unsigned long long v;
+    FILE *f;
+    int got;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, DATADIR_COMMITTED_FILE);
+    if ((f = fopen(path, "r")) == NULL) {
+        if (errno == ENOENT) {
+            return ENOENT;
+        }
+        datadir_msg(errmsg, "cannot read %s: %s", path, strerror(errno));
+        return EIO;
+    }
+    got = fscanf(f, "committed %llu", &v);
+    fclose(f);
+    if (got != 1) {
+        datadir_msg(errmsg,
+                    "%s is damaged (no \"committed N\" line). Restore the "
+                    "whole folder from a backup; see docs/operations.md",
+                    path);
+        return EBADMSG;
+    }
+    *seq = (uint64_t)v;
     return 0;
 }
 
@@ -285,7 +341,8 @@ datadir_remove_store(const char *dir, char **errmsg)
     }
     while ((e = readdir(d)) != NULL) {
         const char *n = e->d_name;
-        if (strcmp(n, DATADIR_ID_FILE) != 0 && !datadir_is_leveldb(n)) {
+        if (strcmp(n, DATADIR_ID_FILE) != 0 &&
+            strcmp(n, DATADIR_COMMITTED_FILE) != 0 && !datadir_is_leveldb(n)) {
             continue; /* principals, policy, key files stay */
         }
         snprintf(path, sizeof(path), "%s/%s", dir, n);

@@ -4,7 +4,8 @@
  * onced's. Used by store_open and store/load.c, and by a replica replacing
  * its store by a snapshot (datadir_remove_store).
  *
- * Owns the file DATADIR_ID_FILE in the data folder.
+ * Owns the files DATADIR_ID_FILE and DATADIR_COMMITTED_FILE in the data
+ * folder.
  * Invariant: datadir_check allows creating a store only where no onced
  * data exists (no identity file, no LevelDB file, nothing unknown).
  * Never: removes or rewrites a file it did not just create.
@@ -14,10 +15,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DATADIR_ID_FILE "once-store"
 #define DATADIR_ID_LEN  32 /* hex digits of a 128-bit random id */
 #define DATADIR_ID_KEY  "m/store_id"
+/* A lower bound of the store's commit counter, kept outside LevelDB. */
+#define DATADIR_COMMITTED_FILE "once-committed"
 
 typedef struct datadir_state {
     bool missing;         /* the folder does not exist */
@@ -54,6 +58,14 @@ int datadir_read_id(const char *dir, char id[DATADIR_ID_LEN + 1],
 /* Creates dir's identity file holding id (temp file, fsync, rename, fsync
  * of the folder). 0 or EIO with *errmsg. */
 int datadir_write_id(const char *dir, const char *id, char **errmsg);
+
+/* Reads dir's DATADIR_COMMITTED_FILE into *seq. 0, ENOENT when there is
+ * none, or EBADMSG with *errmsg when it is damaged. */
+int datadir_read_committed(const char *dir, uint64_t *seq, char **errmsg);
+
+/* Writes seq into dir's DATADIR_COMMITTED_FILE as datadir_write_id does
+ * (temp file, fsync, rename, fsync of the folder). 0 or EIO. */
+int datadir_write_committed(const char *dir, uint64_t seq, char **errmsg);
 
 /* Removes the store from dir: its LevelDB files (CURRENT first) and the
  * identity file; configuration files stay. Only for a replica replacing

@@ -100,6 +100,13 @@ void
 store_set_log_durable(store *s)
 {
     s->wlocal = s->wnosync;
+    if (s->commit_seq < s->commit_floor) {
+        /* Local writes are not synced here: a trailing store is expected
+         * after a machine crash, and etcd's log holds what it lacks. */
+        log_info("%s: local store trails by %llu commits; re-applying from "
+                 "etcd's log",
+                 s->dir, (unsigned long long)(s->commit_floor - s->commit_seq));
+    }
 }
 
 void

@@ -189,6 +189,49 @@ store_loading(store *s, const char *dir, char **errmsg)
     return EINPROGRESS;
 }
 
+/* Reads the commit counter back, and the sidecar DATADIR_COMMITTED_FILE
+ * into s->commit_floor (store_commits_verify decides). */
+static int
+store_commit_read(store *s, const char *dir, char **errmsg)
+{
+    char *err = NULL, *v;
+    size_t vlen = 0;
+    int rv;
+
+    v = leveldb_get(s->db, s->ropts, STORE_COMMIT_SEQ_KEY,
+                    sizeof(STORE_COMMIT_SEQ_KEY) - 1, &vlen, &err);
+    if (err != NULL) {
+        return store_leveldb_error("reading the commit counter", err);
+    }
+    for (size_t i = 0; v != NULL && vlen == 8 && i < 8; i++) {
+        s->commit_seq = s->commit_seq << 8 | (unsigned char)v[i];
+    }
+    leveldb_free(v);
+    rv = datadir_read_committed(dir, &s->commit_floor, errmsg);
+    return rv == ENOENT ? 0 : rv; /* none: floor 0, rewritten */
+}
+
+int
+store_commits_verify(store *s, char **errmsg)
+{
+    if (s->commit_seq < s->commit_floor) {
+        if (errmsg != NULL && (*errmsg = malloc(1024)) != NULL) {
+            snprintf(*errmsg, 1024,
+                     "the LevelDB in %s lost %llu acknowledged commits "
+                     "(its counter is %llu, %s says at least %llu were "
+                     "made): its .log was deleted or cut. onced will not "
+                     "start on it (calls would run twice); restore the "
+                     "whole folder from a backup",
+                     s->dir,
+                     (unsigned long long)(s->commit_floor - s->commit_seq),
+                     (unsigned long long)s->commit_seq, DATADIR_COMMITTED_FILE,
+                     (unsigned long long)s->commit_floor);
+        }
+        return EBADMSG;
+    }
+    return datadir_write_committed(s->dir, s->commit_seq, errmsg);
+}
+
 int
 store_open(store **sp, const char *dir, char **errmsg)
 {
@@ -263,7 +306,8 @@ store_open(store **sp, const char *dir, char **errmsg)
         return corrupt ? EBADMSG : EIO;
     }
     if ((rv = store_loading(s, dir, errmsg)) != 0 ||
-        (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0) {
+        (rv = store_identity(s, dir, create, ds.has_id, errmsg)) != 0 ||
+        (rv = store_commit_read(s, dir, errmsg)) != 0) {
         store_free(s);
         return rv;
     }
@@ -279,6 +323,16 @@ store_close(store *s)
     }
     store_sync(s);   /* nothing handed over is dropped */
     compact_join(s); /* a running compaction ends before LevelDB does */
+    if (s->wlocal == s->wsync && s->commit_seq >= s->commit_floor) {
+        /* Every commit is synced (and a refused store's bound stays): the
+         * counter is a lower bound from now on (a replica's local writes are
+         * not synced, see there). */
+        char *msg = NULL;
+        if (datadir_write_committed(s->dir, s->commit_seq, &msg) != 0) {
+            log_error("%s", msg != NULL ? msg : "cannot write the counter");
+            free(msg);
+        }
+    }
     snap_release_all(s);
     store_free(s);
 }

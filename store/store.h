@@ -176,6 +176,14 @@ void store_set_appender(store *s, store_append_fn fn, void *arg);
  * transaction is handed over. */
 void store_set_log_durable(store *s);
 
+/* For a store whose every commit is synced (not a replica): refuses
+ * (EBADMSG, *errmsg saying how many) a store whose commit counter is
+ * below the synced lower bound in DATADIR_COMMITTED_FILE — acknowledged
+ * commits were lost (a deleted or cut .log) — else writes that bound
+ * (which store_close raises). A replica calls store_set_log_durable
+ * instead, which only logs how far it trails. */
+int store_commits_verify(store *s, char **errmsg);
+
 /* The log index of the last entry written to this store (0: none). */
 int store_applied_index(store *s, uint64_t *index);
 

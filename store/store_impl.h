@@ -65,6 +65,12 @@ struct store {
 
     char *dir; /* the LevelDB folder (store_disk_bytes) */
 
+    /* commit.c: groups with writes so far, stored under
+     * STORE_COMMIT_SEQ_KEY in each group's own batch; the committer's
+     * thread only (store_open, store_close before and after it). */
+    uint64_t commit_seq;
+    uint64_t commit_floor; /* the sidecar's value at open (0: none) */
+
     /* replicate.c: set before any transaction, then read-only. */
     store_append_fn append_fn;
     void *append_arg;
@@ -88,6 +94,8 @@ struct store {
     /* snapshot.c: the owner's thread only. */
     snap_slot snaps[STORE_SNAP_SLOTS];
 };
+
+#define STORE_COMMIT_SEQ_KEY "m/commit_seq"
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
 void commit_split_write(store *s, store_txn *group);
