@@ -3,29 +3,12 @@
  */
 #include "proto/envelope.h"
 
+#include "proto/field_scan.h"
+
 #include <string.h>
 
 #define FIELD_PRINCIPAL 7 /* once.v1.Request.principal */
 #define FIELD_METADATA  9 /* once.v1.Request.metadata */
-
-/* Reads a base-128 varint at *p (below end) into *v. False when it runs
- * past end or past 10 bytes. */
-static bool
-envelope_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-
-    for (unsigned shift = 0; shift < 70 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
-}
 
 envelope_result
 envelope_scan(const uint8_t *buf, size_t len, envelope_shape *out)
@@ -39,12 +22,12 @@ envelope_scan(const uint8_t *buf, size_t len, envelope_shape *out)
     while (p < end) {
         uint64_t key, n;
 
-        if (!envelope_varint(&p, end, &key) || (key >> 3) == 0) {
+        if (!field_scan_varint(&p, end, &key) || (key >> 3) == 0) {
             return ENVELOPE_MALFORMED;
         }
         switch (key & 7) {
         case 0: /* varint */
-            if (!envelope_varint(&p, end, &n)) {
+            if (!field_scan_varint(&p, end, &n)) {
                 return ENVELOPE_MALFORMED;
             }
             break;
@@ -61,7 +44,7 @@ envelope_scan(const uint8_t *buf, size_t len, envelope_shape *out)
             p += 4;
             break;
         case 2: /* length-delimited */
-            if (!envelope_varint(&p, end, &n) || n > (uint64_t)(end - p)) {
+            if (!field_scan_varint(&p, end, &n) || n > (uint64_t)(end - p)) {
                 return ENVELOPE_MALFORMED;
             }
             if ((key >> 3) == FIELD_PRINCIPAL) {

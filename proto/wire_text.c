@@ -3,6 +3,8 @@
  */
 #include "proto/wire_text.h"
 
+#include "proto/field_scan.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -54,23 +56,6 @@ wire_text_ok(const uint8_t *s, size_t len)
     return true;
 }
 
-/* Reads a varint at *p (below end). False when it does not fit. */
-static bool
-varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Appends ".name" (or "name" at the start) to the path. */
 static void
 path_push(char *field, size_t fieldlen, const char *name)
@@ -92,12 +77,12 @@ walk(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
         const ProtobufCFieldDescriptor *f;
         uint64_t key, n;
 
-        if (!varint(&p, end, &key)) {
+        if (!field_scan_varint(&p, end, &key)) {
             return true; /* malformed: the decoder's to refuse */
         }
         switch (key & 7) {
         case WT_VARINT:
-            if (!varint(&p, end, &n)) {
+            if (!field_scan_varint(&p, end, &n)) {
                 return true;
             }
             continue;
@@ -118,7 +103,7 @@ walk(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
         default:
             return true; /* groups: protobuf-c refuses them */
         }
-        if (!varint(&p, end, &n) || n > (uint64_t)(end - p)) {
+        if (!field_scan_varint(&p, end, &n) || n > (uint64_t)(end - p)) {
             return true;
         }
         f = key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(

@@ -30,6 +30,7 @@
 #include "server/dispatch.h"
 #include "proto/duration.h"
 #include "proto/envelope.h"
+#include "proto/field_scan.h"
 #include "store/fault.h"
 #include "lease/lease.h"
 #include "proto/log.h"
@@ -282,6 +283,25 @@ exec_text_ok(server_call *c, const ProtobufCMessageDescriptor *desc,
     return false;
 }
 
+/* Whether the len bytes at buf, a message of type d, are within the
+ * field caps (field_scan.h), checked before protobuf-c decodes them (it
+ * keeps each unknown field as an allocation); else fails c
+ * INVALID_ARGUMENT/TOO_MANY_FIELDS (or MALFORMED_PAYLOAD). */
+static bool
+exec_fields_ok(server_call *c, const ProtobufCMessageDescriptor *d,
+               const void *buf, size_t len, const char *what)
+{
+    field_scan_counts fc;
+    field_scan_result r = field_scan(d, buf, len, 0, 0, &fc);
+
+    if (r == FIELD_SCAN_OK) {
+        return true;
+    }
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, field_scan_reason(r),
+              "%s carries %s; nothing was decoded", what, field_scan_why(r));
+    return false;
+}
+
 /* Runs every check and the handler on the envelope body[0, len) received
  * at recv_ms; leaves the outcome in c. A batch envelope (WIRE_BATCH_METHOD)
  * is not a call: once authenticated and decoded, with batch not NULL it is
@@ -319,6 +339,10 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     }
     if (!auth_check(c->env->auth, c, body, len, shape.principal,
                     shape.principal_len)) {
+        return;
+    }
+    if (!exec_fields_ok(c, &once__v1__request__descriptor, body, len,
+                        "the envelope")) {
         return;
     }
     if ((req = once__v1__request__unpack(NULL, len, body)) == NULL ||
@@ -387,6 +411,10 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     }
     if (!exec_text_ok(c, c->wm->method->input, req->payload.data,
                       req->payload.len, c->wm->method->input->name)) {
+        goto out;
+    }
+    if (!exec_fields_ok(c, c->wm->method->input, req->payload.data,
+                        req->payload.len, c->wm->method->input->name)) {
         goto out;
     }
     if ((payload = protobuf_c_message_unpack(c->wm->method->input, NULL,
@@ -508,10 +536,29 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
     char msg[160] = "";
     bool wrote = false;
     store_txn *t;
+    field_scan_counts fc;
+    field_scan_result fs;
 
-    b = once__v1__batch_request__unpack(NULL, req->payload.len,
-                                        req->payload.data);
-    if (b == NULL) {
+    /* The entries are counted in the bytes before anything of them is
+     * decoded: half a million empty entries cost one bounded scan. */
+    fs = field_scan(&once__v1__batch_request__descriptor, req->payload.data,
+                    req->payload.len, 1, WIRE_BATCH_MAX_ENTRIES, &fc);
+    b = fs != FIELD_SCAN_OK ? NULL
+                            : once__v1__batch_request__unpack(
+                                  NULL, req->payload.len, req->payload.data);
+    if (fs == FIELD_SCAN_COUNT_EXCEEDED) {
+        reason = "BATCH_TOO_LARGE";
+        snprintf(msg, sizeof(msg),
+                 "a batch carries at most %u entries, this one more; nothing "
+                 "of it ran",
+                 WIRE_BATCH_MAX_ENTRIES);
+    } else if (fs != FIELD_SCAN_OK) {
+        reason = field_scan_reason(fs);
+        snprintf(msg, sizeof(msg),
+                 "the batch payload carries %s; nothing of "
+                 "it ran",
+                 field_scan_why(fs));
+    } else if (b == NULL) {
         reason = "MALFORMED_PAYLOAD";
         snprintf(msg, sizeof(msg), "the payload is not a once.v1.BatchRequest");
     } else if (b->n_entries == 0) {

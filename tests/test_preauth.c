@@ -9,6 +9,10 @@
  * onced with such envelopes a signed call's latency stays within a
  * generous multiple of its quiet value (printed; bounded loosely, never
  * tightly). The flood is proven: the senders count the refusals they got.
+ * Also an authenticated principal's requests of half a million unknown
+ * fields or batch entries (t_authenticated_flood): refused by the field
+ * caps before any decode, and their flood costs a signed caller no more
+ * than a flood of plain requests of the same size.
  * Invariant: every loop is bounded in count and time; sender threads only
  * touch atomics and their own sockets.
  * Never: asserts from a sender thread; decides on a fixed sleep.
@@ -29,6 +33,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "proto/auth_tag.h"
+#include "proto/principals.h"
+#include "proto/wire.h"
 #include "tests/harness.h"
 
 #define ENV_BYTES   (1048576 - 64) /* under onced's default --recv-max */
@@ -173,6 +180,7 @@ typedef struct sender {
     size_t len;
     nng_socket sock;
     pthread_t tx, rx;
+    bool lockstep; /* one request in flight: the next after its reply */
     _Atomic bool stop;
     _Atomic uint64_t sent, replies;
 } sender;
@@ -187,6 +195,11 @@ sender_tx(void *arg)
          n++) {
         nng_msg *m;
 
+        for (int w = 0; s->lockstep && w < 5000 && !atomic_load(&s->stop) &&
+                        atomic_load(&s->replies) < atomic_load(&s->sent);
+             w++) {
+            harness_sleep_ms(1);
+        }
         if (nng_msg_alloc(&m, 0) != 0) {
             break;
         }
@@ -219,18 +232,34 @@ sender_rx(void *arg)
     return NULL;
 }
 
+/* Starts a sender of env (len bytes, malloc'd: the sender owns it). */
 static void
-sender_start(sender *s, const char *url, size_t entries)
+sender_start_env(sender *s, const char *url, uint8_t *env, size_t len)
 {
+    bool lockstep = s->lockstep;
+
     memset(s, 0, sizeof(*s));
+    s->lockstep = lockstep;
     s->url = url;
-    s->env = envelope(entries, ENV_BYTES, &s->len);
+    s->env = env;
+    s->len = len;
     assert_int_equal(nng_req0_open_raw(&s->sock), 0);
     assert_int_equal(nng_socket_set_ms(s->sock, NNG_OPT_SENDTIMEO, 100), 0);
     assert_int_equal(nng_socket_set_ms(s->sock, NNG_OPT_RECVTIMEO, 100), 0);
     assert_int_equal(nng_dial(s->sock, url, NULL, 0), 0);
     assert_int_equal(pthread_create(&s->tx, NULL, sender_tx, s), 0);
     assert_int_equal(pthread_create(&s->rx, NULL, sender_rx, s), 0);
+}
+
+static void
+sender_start(sender *s, const char *url, size_t entries)
+{
+    size_t len;
+
+    s->lockstep = false;
+    uint8_t *env = envelope(entries, ENV_BYTES, &len);
+
+    sender_start_env(s, url, env, len);
 }
 
 /* Stops both threads and closes the socket. nng 1.5.2's close can wait
@@ -256,11 +285,20 @@ sender_stop(sender *s)
     }
 }
 
-/* CALLS signed increments; returns the slowest in ms. */
-static int64_t
-signed_calls(once_client *c)
+static int
+cmp_i64(const void *a, const void *b)
 {
-    int64_t worst = 0;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* CALLS signed increments; returns the slowest in ms, the median in
+ * *median when not NULL. */
+static int64_t
+signed_calls_median(once_client *c, int64_t *median)
+{
+    int64_t worst = 0, all[CALLS];
 
     for (int k = 0; k < CALLS; k++) {
         once_rpc_id id = {0, 0};
@@ -275,8 +313,19 @@ signed_calls(once_client *c)
         }
         assert_int_equal(rc, ONCE_OK);
         worst = dt > worst ? dt : worst;
+        all[k] = dt;
+    }
+    if (median != NULL) {
+        qsort(all, CALLS, sizeof(all[0]), cmp_i64);
+        *median = all[CALLS / 2];
     }
     return worst;
+}
+
+static int64_t
+signed_calls(once_client *c)
+{
+    return signed_calls_median(c, NULL);
 }
 
 /*
@@ -336,12 +385,184 @@ t_flood_latency(void **state)
     harness_free(h);
 }
 
+/* ---- an authenticated attacker (issue 13, item 4) ---------------------- */
+
+#define ATTACKS      3
+#define BASELINE     3 /* attack_envelope: a plain 1 MiB request */
+#define JUNK_FIELDS  ((ENV_BYTES - 256) / 2) /* two bytes each */
+#define FIELD15_ZERO 0x78                    /* field 15, varint: unknown */
+
+/* A Request for method as mallory, signed with mallory's key, carrying
+ * payload (plen bytes) and then junk empty unknown fields of its own;
+ * malloc'd into *out_len bytes. */
+static uint8_t *
+signed_envelope(const harness *h, const char *method, const uint8_t *payload,
+                size_t plen, size_t junk, size_t *out_len)
+{
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    char kp[512], kname[PRINCIPAL_NAME_MAX + 1], err[256];
+    uint8_t key[AUTH_KEY_BYTES], *b;
+    size_t n;
+
+    r.method = (char *)method;
+    r.principal = "mallory";
+    r.payload.data = (uint8_t *)payload;
+    r.payload.len = plen;
+    n = once__v1__request__get_packed_size(&r);
+    assert_non_null(b = malloc(n + 2 * junk + AUTH_TAG_TRAILER));
+    once__v1__request__pack(&r, b);
+    for (size_t i = 0; i < junk; i++) {
+        b[n++] = FIELD15_ZERO;
+        b[n++] = 0x00;
+    }
+    snprintf(kp, sizeof(kp), "%s/mallory.key", h->dir);
+    assert_int_equal(keyfile_read(kp, kname, key, err, sizeof(err)), 0);
+    auth_tag_append(b, n, key);
+    *out_len = n + AUTH_TAG_TRAILER;
+    return b;
+}
+
+/* Attack i: 0 half a million unknown fields in the envelope, 1 in the
+ * payload, 2 a batch of half a million empty entries; 3 (BASELINE) the
+ * same size of honest bytes, one payload field (a plain large request,
+ * what receiving 1 MiB costs). */
+static uint8_t *
+attack_envelope(const harness *h, int i, size_t *len)
+{
+    uint8_t *pl, *env;
+    size_t pn = 2 * JUNK_FIELDS;
+
+    if (i == 0) {
+        return signed_envelope(h, "/once.v1.Admin/Stats", NULL, 0, JUNK_FIELDS,
+                               len);
+    }
+    assert_non_null(pl = malloc(pn));
+    for (size_t k = 0; k < JUNK_FIELDS; k++) {
+        pl[2 * k] = i == 1 ? FIELD15_ZERO : 0x0a; /* 0x0a: entries, empty */
+        pl[2 * k + 1] = 0x00;
+    }
+    if (i == BASELINE) { /* field 15, bytes: one field of pn - 4 bytes */
+        pl[0] = 0x7a;
+        pl[1] = (uint8_t)((pn - 4) | 0x80);
+        pl[2] = (uint8_t)(((pn - 4) >> 7) | 0x80);
+        pl[3] = (uint8_t)((pn - 4) >> 14);
+    }
+    env = signed_envelope(
+        h, i == 2 ? WIRE_BATCH_METHOD : "/once.v1.Admin/Stats", pl, pn, 0, len);
+    free(pl);
+    return env;
+}
+
+static const char *const attack_reason[ATTACKS] = {
+    "TOO_MANY_FIELDS", "TOO_MANY_FIELDS", "BATCH_TOO_LARGE"};
+
+/* alice's median over CALLS signed increments while 2 * ATTACKS senders
+ * flood onced (each reading its replies) with attack kind(k) for sender
+ * k; asserts the flood went on meanwhile. */
+static int64_t
+flood_median(const harness *h, once_client *c, bool baseline)
+{
+    sender s[2 * ATTACKS];
+    int64_t busy, end;
+    uint64_t before = 0, replies = 0;
+
+    for (int i = 0; i < 2 * ATTACKS; i++) {
+        size_t n;
+        uint8_t *env =
+            attack_envelope(h, baseline ? BASELINE : i % ATTACKS, &n);
+
+        s[i].lockstep = false;
+        sender_start_env(&s[i], h->url, env, n);
+    }
+    end = harness_now_ms() + 30000;
+    for (int i = 0; i < 3000 && harness_now_ms() < end; i++) {
+        bool all = true;
+        for (int k = 0; k < 2 * ATTACKS; k++) {
+            all = all && atomic_load(&s[k].replies) >= 3;
+        }
+        if (all) {
+            break;
+        }
+        harness_sleep_ms(10);
+    }
+    for (int i = 0; i < 2 * ATTACKS; i++) {
+        before += atomic_load(&s[i].replies);
+    }
+    (void)signed_calls_median(c, &busy);
+    for (int i = 0; i < 2 * ATTACKS; i++) {
+        replies += atomic_load(&s[i].replies);
+    }
+    for (int i = 0; i < 2 * ATTACKS; i++) {
+        sender_stop(&s[i]);
+    }
+    print_message("  %s flood: alice's median %lld ms; %llu flood replies "
+                  "meanwhile\n",
+                  baseline ? "plain 1 MiB" : "attack", (long long)busy,
+                  (unsigned long long)(replies - before));
+    assert_true(replies - before >= ATTACKS); /* the flood went on */
+    return busy;
+}
+
+/*
+ * mallory, authenticated, sends each attack once (refused
+ * INVALID_ARGUMENT with its reason). Then alice's median latency over
+ * CALLS signed increments is measured quiet, under a flood of plain
+ * 1 MiB signed requests (what receiving and authenticating them costs:
+ * the baseline) and under a flood of the attacks from as many
+ * connections: her calls stay exact and the attack flood's median is
+ * within 3 times the plain flood's, plus 50 ms. (Before the field caps
+ * each attack cost a decode of half a million fields: seconds.)
+ */
+static void
+t_authenticated_flood(void **state)
+{
+    harness *h = start_auth();
+    once_client *c = NULL;
+    once_status st;
+    int64_t quiet, plain, busy, bound;
+
+    (void)state;
+    harness_add_principal(h, "mallory", "operator");
+    for (int i = 0; i < ATTACKS; i++) {
+        size_t n;
+        uint8_t *env = attack_envelope(h, i, &n);
+        int64_t t0 = harness_now_ms();
+        Once__V1__Response *r = rpc(h, env, n);
+
+        print_message("  attack %d (%zu bytes, %lld ms): %d %s: %s\n", i, n,
+                      (long long)(harness_now_ms() - t0),
+                      r->status != NULL ? (int)r->status->code : 0,
+                      r->status != NULL ? r->status->reason : "",
+                      r->status != NULL ? r->status->message : "");
+        assert_non_null(r->status);
+        assert_int_equal(r->status->code, ONCE__V1__CODE__INVALID_ARGUMENT);
+        assert_string_equal(r->status->reason, attack_reason[i]);
+        once__v1__response__free_unpacked(r, NULL);
+        free(env);
+    }
+    assert_int_equal(harness_client_as(h, "alice", false, &c, &st), ONCE_OK);
+    (void)signed_calls_median(c, &quiet);
+    plain = flood_median(h, c, true);
+    busy = flood_median(h, c, false);
+    bound = 3 * plain + 50;
+    print_message("  alice's median: quiet %lld ms, plain flood %lld ms, "
+                  "attack flood %lld ms (bound %lld ms)\n",
+                  (long long)quiet, (long long)plain, (long long)busy,
+                  (long long)bound);
+    assert_true(busy <= bound);
+    assert_int_equal(harness_get(c, "signed"), 3 * CALLS);
+    once_client_close(c);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(t_metadata_cap),
         cmocka_unit_test(t_flood_latency),
+        cmocka_unit_test(t_authenticated_flood),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) {
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
