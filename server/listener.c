@@ -41,6 +41,10 @@
 /* How long SIGTERM waits for nng_close (listener_shutdown). */
 #define LISTENER_CLOSE_WAIT_MS 3000
 
+/* Connections closed for not reading that are remembered, so each is
+ * counted once (listener_first_drop). */
+#define LISTENER_DROPPED_MAX 256
+
 typedef enum { LCTX_RECV, LCTX_WAIT, LCTX_SEND } lctx_state;
 
 typedef struct lctx {
@@ -72,9 +76,34 @@ struct listener {
     size_t conn_inflight;    /* --conn-inflight */
     nng_duration send_to_ms; /* --send-timeout */
     server_stats *stats;     /* conn_limit_drops, conns_dropped */
-    _Atomic uint64_t drop_log_ms;  /* nng_clock() of the last drop logged */
-    _Atomic uint32_t last_dropped; /* id of the pipe closed last */
+    _Atomic uint64_t drop_log_ms; /* nng_clock() of the last drop logged */
+    uint32_t dropped[LISTENER_DROPPED_MAX]; /* ids of the pipes closed last
+                                               for not reading; l->mtx */
+    size_t ndropped;                        /* next slot of dropped; l->mtx */
 };
+
+/*
+ * True the first time pipe id is closed for not reading: every reply
+ * queued on it times out, often interleaved with other pipes' timeouts,
+ * and the connection must be counted and logged once. nng hands out pipe
+ * ids in sequence, so the last LISTENER_DROPPED_MAX ids are enough.
+ */
+static bool
+listener_first_drop(listener *l, uint32_t id)
+{
+    bool first = true;
+
+    pthread_mutex_lock(&l->mtx);
+    for (size_t i = 0; i < LISTENER_DROPPED_MAX && first; i++) {
+        first = l->dropped[i] != id;
+    }
+    if (first) {
+        l->dropped[l->ndropped] = id;
+        l->ndropped = (l->ndropped + 1) % LISTENER_DROPPED_MAX;
+    }
+    pthread_mutex_unlock(&l->mtx);
+    return first;
+}
 
 /* Logs at most one line a second about connections held to their bounds. */
 static void
@@ -197,9 +226,7 @@ lctx_cb(void *arg)
                  * this one, which frees their contexts. Never blocks.
                  * Those replies may time out too: count the connection
                  * once. */
-                if (atomic_exchange(&c->l->last_dropped,
-                                    (uint32_t)nng_pipe_id(c->pipe)) !=
-                    (uint32_t)nng_pipe_id(c->pipe)) {
+                if (listener_first_drop(c->l, (uint32_t)nng_pipe_id(c->pipe))) {
                     STATS_INC(c->l->stats, conns_dropped);
                     log_info("connection %u closed: a reply waited "
                              "--send-timeout for it to read (Stats "

@@ -101,6 +101,7 @@ typedef struct peer {
     _Atomic uint64_t sent;
     _Atomic int64_t last_sent_ms; /* harness_now_ms() of the last send */
     _Atomic uint64_t pipes_lost;  /* connections onced closed */
+    bool halted;                  /* peer_halt joined the thread */
 } peer;
 
 static void
@@ -178,14 +179,24 @@ peer_start(const char *url)
  * on a pipe onced has dropped (an ASan CI-like run hit the ctest timeout in
  * t_sigterm_peer_gone): the close runs on a thread of its own, waited for
  * at most 10 s; past that the socket is left to the process exit. */
+/* Ends the flood; the socket stays open (its connections too). */
+static void
+peer_halt(peer *pr)
+{
+    if (!pr->halted) {
+        atomic_store(&pr->stop, true);
+        pthread_join(pr->thread, NULL);
+        pr->halted = true;
+    }
+}
+
 static void
 peer_stop(peer *pr)
 {
     if (pr == NULL) {
         return;
     }
-    atomic_store(&pr->stop, true);
-    pthread_join(pr->thread, NULL);
+    peer_halt(pr);
     if (!harness_close_bounded(pr->sock, "the peer", 10000)) {
         return; /* pr and the TLS config stay: the closer uses them */
     }
@@ -528,6 +539,123 @@ t_sigterm_peer_gone(void **state)
     sigterm_with_peer(2, true);
 }
 
+/* ---- item 8: each dropped connection counted and logged once ------------ */
+
+#define DROP_PEERS 4
+#define DROP_LINE  "closed: a reply waited"
+
+/*
+ * Counts onced's log lines saying a connection was closed for not reading
+ * (DROP_LINE); *distinct is how many different connection ids they name.
+ */
+static int
+drop_lines(const harness *h, int *distinct)
+{
+    unsigned ids[512];
+    int n = 0, nd = 0;
+    char line[1024];
+    FILE *fp = fopen(h->log, "r");
+
+    *distinct = 0;
+    if (fp == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), fp) != NULL && n < 100000) {
+        const char *p = strstr(line, "connection ");
+        unsigned id;
+        bool seen = false;
+
+        if (strstr(line, DROP_LINE) == NULL || p == NULL ||
+            sscanf(p, "connection %u", &id) != 1) {
+            continue;
+        }
+        n++;
+        for (int i = 0; i < nd && !seen; i++) {
+            seen = ids[i] == id;
+        }
+        if (!seen && nd < 512) {
+            ids[nd++] = id;
+        }
+    }
+    fclose(fp);
+    *distinct = nd;
+    return n;
+}
+
+static uint64_t
+peers_lost(peer *const *pr)
+{
+    uint64_t lost = 0;
+
+    for (int i = 0; i < DROP_PEERS; i++) {
+        lost += atomic_load(&pr[i]->pipes_lost);
+    }
+    return lost;
+}
+
+/*
+ * DROP_PEERS non-readers at once over tcp://, --send-timeout 1s: their
+ * replies time out interleaved. Once the peers lost DROP_PEERS connections
+ * (one peer may lose none: it is served or goes unnoticed) and the
+ * floods stopped, Stats conns_dropped equals the connections the peers
+ * lost, and onced logged one line per connection (as many lines as
+ * distinct connection ids, as many as conns_dropped). Bounded wait for the
+ * counts to settle (replies still queued may time out later).
+ */
+static void
+t_drop_counted_once(void **state)
+{
+    const char *extra[] = {
+        "--send-timeout", "1s", "--conn-inflight", "256", "--contexts",
+        "1024",           NULL};
+    fixture *f = fixture_start(extra);
+    peer *pr[DROP_PEERS];
+    int64_t end = harness_now_ms() + 60000;
+    uint64_t dropped = 0, lost = 0;
+    int lines = 0, distinct = 0, ok = 0;
+
+    (void)state;
+    for (int i = 0; i < DROP_PEERS; i++) {
+        pr[i] = peer_start(f->tcp);
+    }
+    while (peers_lost(pr) < DROP_PEERS && harness_now_ms() < end) {
+        harness_sleep_ms(50);
+    }
+    assert_true(peers_lost(pr) >= DROP_PEERS);
+    for (int i = 0; i < DROP_PEERS; i++) {
+        peer_halt(pr[i]);
+    }
+    for (int k = 0; k < 1200 && harness_now_ms() < end; k++) {
+        Once__V1__StatsResponse *r = stats(f);
+
+        if (r != NULL) {
+            dropped = r->conns_dropped;
+            once__v1__stats_response__free_unpacked(r, NULL);
+        }
+        lost = peers_lost(pr);
+        lines = drop_lines(f->h, &distinct);
+        if (dropped == lost && (uint64_t)lines == dropped &&
+            lines == distinct) {
+            break;
+        }
+        harness_sleep_ms(50);
+    }
+    print_message("  conns_dropped %llu, peers lost %llu connections, %d log "
+                  "lines naming %d connections\n",
+                  (unsigned long long)dropped, (unsigned long long)lost, lines,
+                  distinct);
+    assert_true(dropped >= DROP_PEERS);
+    assert_int_equal(dropped, lost);
+    assert_int_equal(lines, distinct);
+    assert_int_equal((uint64_t)lines, dropped);
+    calls(f, 1, "after", &ok);
+    for (int i = 0; i < DROP_PEERS; i++) {
+        peer_stop(pr[i]);
+    }
+    assert_int_equal(harness_stop(f->h), 0);
+    fixture_free(f);
+}
+
 int
 main(void)
 {
@@ -537,6 +665,7 @@ main(void)
         cmocka_unit_test(t_slow_peer_tls),
         cmocka_unit_test(t_sigterm_peer_attached),
         cmocka_unit_test(t_sigterm_peer_gone),
+        cmocka_unit_test(t_drop_counted_once),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "t_sigterm*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));
