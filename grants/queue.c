@@ -59,6 +59,46 @@ work_close(const grants_env *e, Once__V1__WorkRow *w,
 
 /* ---- Enqueue ------------------------------------------------------------ */
 
+/* The (request_id, attempt) lock, first, as RequestGrant takes it: 1 when
+ * the pair is unused; 0 when decided — a resend of an accepted request
+ * answered with its grant as a CLAIMED row (no new row), or o refused
+ * (GRANT_CONFLICT); else a store error. */
+static int
+enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
+               const Once__Grants__V1__Placement *p, grants_outcome *o)
+{
+    Once__V1__RequestGrantRequest gr = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__EnqueueResponse resp = ONCE__V1__ENQUEUE_RESPONSE__INIT;
+    Once__V1__WorkRow row = ONCE__V1__WORK_ROW__INIT;
+    uint64_t grant_id = 0;
+    int rv;
+
+    gr.request_id = r->request_id;
+    gr.attempt = r->attempt;
+    gr.surface = r->surface;
+    gr.machine = p->machine;
+    gr.location = p->location;
+    gr.generation = p->generation;
+    gr.payload = r->payload;
+    rv = grants_start_lock(e, &gr, "queue", &grant_id, o);
+    if (rv != 0 || o->reason[0] != '\0') {
+        return rv;
+    }
+    row.request_id = r->request_id;
+    row.attempt = r->attempt;
+    row.surface = r->surface;
+    row.machine = p->machine;
+    row.location = p->location;
+    row.generation = p->generation;
+    row.payload = r->payload;
+    row.state = ONCE__V1__WORK_ROW__STATE__CLAIMED;
+    row.grant_id = grant_id;
+    row.reason = "ALREADY_GRANTED";
+    resp.row = &row;
+    grants_ok(o, &resp.base);
+    return 0;
+}
+
 void
 grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
                grants_outcome *o)
@@ -76,6 +116,12 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
     gkey_placement(&k, r->surface);
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
         goto err;
+    }
+    if ((rv = enqueue_locked(e, r, p, o)) != 1) {
+        if (rv != 0) {
+            goto err;
+        }
+        goto out;
     }
     gkey_pending(&k, r->surface);
     rv = rows_get_u64(e->txn, &k, &old_id);
@@ -277,6 +323,21 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
                  sizeof(withheld), &ro);
     if (ro.err != 0) {
         return ro.err;
+    }
+    if (ro.code == CODE(OK) && existing) {
+        /* The grant was already handed out (by an earlier claim or a local
+         * start): never a second time from another row. */
+        ROW_FREE(g);
+        if (cred != NULL) {
+            grants_credential_free(cred);
+        }
+        if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__REJECTED,
+                             "ALREADY_GRANTED")) != 0 ||
+            (rv = work_reload(e, &w)) != 0) {
+            ROW_FREE(w);
+            return rv;
+        }
+        return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
     }
     if (ro.code == CODE(OK)) {
         w->grant_id = g->grant_id;

@@ -1188,12 +1188,25 @@ r1_not_per_entry_point(void **state)
         er.surface = "s";
         er.payload.data = (uint8_t *)"job";
         er.payload.len = 3;
-        assert_int_equal(gcall(c, "Enqueue", &er, NULL, NULL), ONCE_OK);
+        Once__V1__EnqueueResponse *e;
+        assert_int_equal(gcall(c, "Enqueue", &er, &e, NULL), ONCE_OK);
+        /* The lock comes first: the resend is answered with the grant, and
+         * no claimable row is made (the agent already holds the grant). */
+        assert_int_equal(e->row->grant_id, id);
+        assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__CLAIMED);
+        FREE(e);
         cl = claim(c, "m1");
-        assert_int_equal(cl->n_claimed, 1);
-        assert_int_equal(cl->claimed[0]->grant->grant_id, id);
+        assert_int_equal(cl->n_claimed, 0);
         FREE(cl);
         assert_int_equal(owner(c, "s"), id);
+        /* Other content under the same pair is refused at once. */
+        er.payload.data = (uint8_t *)"other";
+        er.payload.len = 5;
+        {
+            once_status st;
+            assert_int_not_equal(gcall(c, "Enqueue", &er, NULL, &st), ONCE_OK);
+            assert_string_equal(st.reason, "GRANT_CONFLICT");
+        }
     }
 }
 
