@@ -1448,6 +1448,36 @@ a3_newer_pending_replaces_in_place(void **state)
     FREE(e2);
 }
 
+/* Finding 9: a resent Enqueue of an accepted (request_id, attempt) while its
+ * grant is open, then Claims from the agent: the grant is handed out once
+ * (the resend is answered with the grant; no second claimable row). */
+static void
+a3_resent_enqueue_grant_handed_out_once(void **state)
+{
+    FX;
+    Once__V1__EnqueueResponse *e;
+    Once__V1__ClaimResponse *cl;
+    uint64_t id;
+
+    place(c, "s", "m1", "/w");
+    enqueue(c, "q1", "s", "job", NULL);
+    cl = claim(c, "m1");
+    assert_int_equal(cl->n_claimed, 1);
+    id = cl->claimed[0]->grant->grant_id;
+    FREE(cl);
+    assert_int_equal(owner(c, "s"), id);
+    enqueue(c, "q1", "s", "job", &e); /* the resend: safe by the rules */
+    assert_int_equal(e->row->grant_id, id);
+    assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__CLAIMED);
+    FREE(e);
+    for (int i = 0; i < 2; i++) {
+        cl = claim(c, "m1");
+        assert_int_equal(cl->n_claimed, 0);
+        FREE(cl);
+    }
+    assert_int_equal(owner(c, "s"), id);
+}
+
 static void
 a4_rejections_recorded_per_surface(void **state)
 {
@@ -2402,6 +2432,7 @@ main(int argc, char **argv)
         T(a1_cancelled_not_reaccepted),
         T(a2_next_attempt_only_after_retryable_close),
         T(a3_newer_pending_replaces_in_place),
+        T(a3_resent_enqueue_grant_handed_out_once),
         T(a4_rejections_recorded_per_surface),
         T(a4_renewal_rejections_recorded),
         T(a4_placement_changed_recorded),
