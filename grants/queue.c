@@ -99,6 +99,29 @@ enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
     return 0;
 }
 
+/* A pending row replaced by a newer request is a recorded fact: the
+ * replaced request goes on the surface's rejection log as REPLACED, naming
+ * the newer one (a resend of the same request replaces nothing). Returns a
+ * store error or 0. */
+static int
+enqueue_log_replaced(const grants_env *e, const Once__V1__WorkRow *old,
+                     const Once__V1__EnqueueRequest *r)
+{
+    grants_outcome ro;
+
+    if (old->attempt == r->attempt &&
+        strcmp(old->request_id, r->request_id) == 0) {
+        return 0;
+    }
+    memset(&ro, 0, sizeof(ro));
+    grants_reject(e, &ro, old->surface, old->request_id, old->attempt,
+                  old->machine, "queue", CODE(FAILED_PRECONDITION), "REPLACED",
+                  "work row %llu replaced by request %s attempt %u before "
+                  "any claim",
+                  (unsigned long long)old->work_id, r->request_id, r->attempt);
+    return ro.err;
+}
+
 void
 grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
                grants_outcome *o)
@@ -144,7 +167,8 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         nw.payload = r->payload;
         nw.enqueued_unix_ms = e->now_ms;
         nw.replaced = old->replaced + 1;
-        if ((rv = grants_work_store(e, &nw)) != 0) {
+        if ((rv = grants_work_store(e, &nw)) != 0 ||
+            (rv = enqueue_log_replaced(e, old, r)) != 0) {
             goto err;
         }
         resp.replaced = true;
@@ -344,7 +368,7 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__CLAIMED,
                              "")) != 0 ||
             (rv = work_reload(e, &w)) != 0 ||
-            (cl = malloc(sizeof(*cl))) == NULL) {
+            (cl = malloc(sizeof(*cl) + sizeof(withheld))) == NULL) {
             ROW_FREE(w);
             ROW_FREE(g);
             if (cred != NULL) {
@@ -356,6 +380,12 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         cl->row = w;
         cl->grant = g;
         cl->credential = cred;
+        if (cred == NULL) {
+            /* Without a credential the reply always says why. */
+            cl->credential_withheld = (char *)(cl + 1);
+            snprintf(cl->credential_withheld, sizeof(withheld), "%s",
+                     withheld[0] != '\0' ? withheld : "GRANT_CLOSED");
+        }
         (*granted)++;
         return push_ptr((void ***)&co->claimed, &co->n_claimed, cl);
     }

@@ -1432,6 +1432,7 @@ a3_newer_pending_replaces_in_place(void **state)
     FX;
     Once__V1__EnqueueResponse *e1, *e2;
     Once__V1__ListQueueResponse *q;
+    Once__V1__GetSurfaceResponse *v;
 
     place(c, "s", "m1", "/w");
     enqueue(c, "q1", "s", "old", &e1);
@@ -1444,6 +1445,13 @@ a3_newer_pending_replaces_in_place(void **state)
     assert_int_equal(q->n_pending, 1);
     assert_memory_equal(q->pending[0]->payload.data, "new", 3);
     FREE(q);
+    /* The replacement is a recorded fact on the surface, naming both. */
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 1);
+    assert_string_equal(v->rejections[0]->request_id, "q1");
+    assert_string_equal(v->rejections[0]->reason, "REPLACED");
+    assert_non_null(strstr(v->rejections[0]->message, "q2"));
+    FREE(v);
     FREE(e1);
     FREE(e2);
 }
