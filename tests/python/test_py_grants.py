@@ -111,6 +111,15 @@ def test_queue_keeps_the_grant_rules(onced):
         assert any(r.reason == "GRANT_CONFLICT" and r.request_id == "q-job"
                    for r in c.get_surface("q-s").rejections)
 
+        # A pending row replaced by a newer request is on the surface's log.
+        c.set_placement("r-s", "m2", "/r")
+        c.enqueue("r-old", "r-s", payload=b"a")
+        assert c.enqueue("r-new", "r-s", payload=b"b").replaced
+        (rej,) = c.get_surface("r-s").rejections
+        assert (rej.request_id, rej.reason, rej.via) == ("r-old", "REPLACED",
+                                                         "queue")
+        assert "r-new" in rej.message
+
 def test_signed_requests_with_key_files(onced_factory):
     o = onced_factory(dev=True)
     sched_key = o.principal("sched1", "scheduler")
