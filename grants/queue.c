@@ -57,6 +57,21 @@ work_close(const grants_env *e, Once__V1__WorkRow *w,
     return pending_clear(e, w->surface, w->work_id);
 }
 
+/* The start a row asks for: its request and destination (gr's other
+ * fields untouched). */
+static void
+work_start_request(const Once__V1__WorkRow *w,
+                   Once__V1__RequestGrantRequest *gr)
+{
+    gr->request_id = w->request_id;
+    gr->attempt = w->attempt;
+    gr->surface = w->surface;
+    gr->machine = w->machine;
+    gr->location = w->location;
+    gr->generation = w->generation;
+    gr->payload = w->payload;
+}
+
 /* ---- Enqueue ------------------------------------------------------------ */
 
 /* The (request_id, attempt) lock, first, as RequestGrant takes it: 1 when
@@ -73,17 +88,6 @@ enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
     uint64_t grant_id = 0;
     int rv;
 
-    gr.request_id = r->request_id;
-    gr.attempt = r->attempt;
-    gr.surface = r->surface;
-    gr.machine = p->machine;
-    gr.location = p->location;
-    gr.generation = p->generation;
-    gr.payload = r->payload;
-    rv = grants_start_lock(e, &gr, "queue", &grant_id, o);
-    if (rv != 0 || o->reason[0] != '\0') {
-        return rv;
-    }
     row.request_id = r->request_id;
     row.attempt = r->attempt;
     row.surface = r->surface;
@@ -91,6 +95,11 @@ enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
     row.location = p->location;
     row.generation = p->generation;
     row.payload = r->payload;
+    work_start_request(&row, &gr);
+    rv = grants_start_lock(e, &gr, "queue", &grant_id, o);
+    if (rv != 0 || o->reason[0] != '\0') {
+        return rv;
+    }
     row.state = ONCE__V1__WORK_ROW__STATE__CLAIMED;
     row.grant_id = grant_id;
     row.reason = "ALREADY_GRANTED";
@@ -334,13 +343,7 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
     if (*granted >= (r->max != 0 ? r->max : 16)) {
         return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
     }
-    gr.request_id = w->request_id;
-    gr.attempt = w->attempt;
-    gr.surface = w->surface;
-    gr.machine = w->machine;
-    gr.location = w->location;
-    gr.generation = w->generation;
-    gr.payload = w->payload;
+    work_start_request(w, &gr);
     gr.credential_ttl_ms = r->credential_ttl_ms;
     memset(&ro, 0, sizeof(ro));
     grants_start(e, &gr, "queue", &g, &cred, &existing, withheld,
