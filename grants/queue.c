@@ -57,7 +57,79 @@ work_close(const grants_env *e, Once__V1__WorkRow *w,
     return pending_clear(e, w->surface, w->work_id);
 }
 
+/* The start a row asks for: its request and destination (gr's other
+ * fields untouched). */
+static void
+work_start_request(const Once__V1__WorkRow *w,
+                   Once__V1__RequestGrantRequest *gr)
+{
+    gr->request_id = w->request_id;
+    gr->attempt = w->attempt;
+    gr->surface = w->surface;
+    gr->machine = w->machine;
+    gr->location = w->location;
+    gr->generation = w->generation;
+    gr->payload = w->payload;
+}
+
 /* ---- Enqueue ------------------------------------------------------------ */
+
+/* The (request_id, attempt) lock, first, as RequestGrant takes it: 1 when
+ * the pair is unused; 0 when decided — a resend of an accepted request
+ * answered with its grant as a CLAIMED row (no new row), or o refused
+ * (GRANT_CONFLICT); else a store error. */
+static int
+enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
+               const Once__Grants__V1__Placement *p, grants_outcome *o)
+{
+    Once__V1__RequestGrantRequest gr = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__EnqueueResponse resp = ONCE__V1__ENQUEUE_RESPONSE__INIT;
+    Once__V1__WorkRow row = ONCE__V1__WORK_ROW__INIT;
+    uint64_t grant_id = 0;
+    int rv;
+
+    row.request_id = r->request_id;
+    row.attempt = r->attempt;
+    row.surface = r->surface;
+    row.machine = p->machine;
+    row.location = p->location;
+    row.generation = p->generation;
+    row.payload = r->payload;
+    work_start_request(&row, &gr);
+    rv = grants_start_lock(e, &gr, "queue", &grant_id, o);
+    if (rv != 0 || o->reason[0] != '\0') {
+        return rv;
+    }
+    row.state = ONCE__V1__WORK_ROW__STATE__CLAIMED;
+    row.grant_id = grant_id;
+    row.reason = "ALREADY_GRANTED";
+    resp.row = &row;
+    grants_ok(o, &resp.base);
+    return 0;
+}
+
+/* A pending row replaced by a newer request is a recorded fact: the
+ * replaced request goes on the surface's rejection log as REPLACED, naming
+ * the newer one (a resend of the same request replaces nothing). Returns a
+ * store error or 0. */
+static int
+enqueue_log_replaced(const grants_env *e, const Once__V1__WorkRow *old,
+                     const Once__V1__EnqueueRequest *r)
+{
+    grants_outcome ro;
+
+    if (old->attempt == r->attempt &&
+        strcmp(old->request_id, r->request_id) == 0) {
+        return 0;
+    }
+    memset(&ro, 0, sizeof(ro));
+    grants_reject(e, &ro, old->surface, old->request_id, old->attempt,
+                  old->machine, "queue", CODE(FAILED_PRECONDITION), "REPLACED",
+                  "work row %llu replaced by request %s attempt %u before "
+                  "any claim",
+                  (unsigned long long)old->work_id, r->request_id, r->attempt);
+    return ro.err;
+}
 
 void
 grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
@@ -76,6 +148,12 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
     gkey_placement(&k, r->surface);
     if ((rv = ROW_GET0(e->txn, &k, once__grants__v1__placement, &p)) != 0) {
         goto err;
+    }
+    if ((rv = enqueue_locked(e, r, p, o)) != 1) {
+        if (rv != 0) {
+            goto err;
+        }
+        goto out;
     }
     gkey_pending(&k, r->surface);
     rv = rows_get_u64(e->txn, &k, &old_id);
@@ -98,7 +176,8 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
         nw.payload = r->payload;
         nw.enqueued_unix_ms = e->now_ms;
         nw.replaced = old->replaced + 1;
-        if ((rv = grants_work_store(e, &nw)) != 0) {
+        if ((rv = grants_work_store(e, &nw)) != 0 ||
+            (rv = enqueue_log_replaced(e, old, r)) != 0) {
             goto err;
         }
         resp.replaced = true;
@@ -264,13 +343,7 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
     if (*granted >= (r->max != 0 ? r->max : 16)) {
         return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
     }
-    gr.request_id = w->request_id;
-    gr.attempt = w->attempt;
-    gr.surface = w->surface;
-    gr.machine = w->machine;
-    gr.location = w->location;
-    gr.generation = w->generation;
-    gr.payload = w->payload;
+    work_start_request(w, &gr);
     gr.credential_ttl_ms = r->credential_ttl_ms;
     memset(&ro, 0, sizeof(ro));
     grants_start(e, &gr, "queue", &g, &cred, &existing, withheld,
@@ -278,12 +351,27 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
     if (ro.err != 0) {
         return ro.err;
     }
+    if (ro.code == CODE(OK) && existing) {
+        /* The grant was already handed out (by an earlier claim or a local
+         * start): never a second time from another row. */
+        ROW_FREE(g);
+        if (cred != NULL) {
+            grants_credential_free(cred);
+        }
+        if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__REJECTED,
+                             "ALREADY_GRANTED")) != 0 ||
+            (rv = work_reload(e, &w)) != 0) {
+            ROW_FREE(w);
+            return rv;
+        }
+        return push_ptr((void ***)&co->skipped, &co->n_skipped, w);
+    }
     if (ro.code == CODE(OK)) {
         w->grant_id = g->grant_id;
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__CLAIMED,
                              "")) != 0 ||
             (rv = work_reload(e, &w)) != 0 ||
-            (cl = malloc(sizeof(*cl))) == NULL) {
+            (cl = malloc(sizeof(*cl) + sizeof(withheld))) == NULL) {
             ROW_FREE(w);
             ROW_FREE(g);
             if (cred != NULL) {
@@ -295,6 +383,12 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         cl->row = w;
         cl->grant = g;
         cl->credential = cred;
+        if (cred == NULL) {
+            /* Without a credential the reply always says why. */
+            cl->credential_withheld = (char *)(cl + 1);
+            snprintf(cl->credential_withheld, sizeof(withheld), "%s",
+                     withheld[0] != '\0' ? withheld : "GRANT_CLOSED");
+        }
         (*granted)++;
         return push_ptr((void ***)&co->claimed, &co->n_claimed, cl);
     }

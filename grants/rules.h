@@ -158,6 +158,14 @@ void grants_start(const grants_env *e, const Once__V1__RequestGrantRequest *r,
                   Once__V1__Credential **credp, bool *existing, char *withheld,
                   size_t withheld_len, grants_outcome *o);
 
+/* Step 1 of grants_start alone, for Enqueue: 1 when (request_id, attempt)
+ * is unused; 0 with *grant_id when it was accepted for the same content; 0
+ * with o refused (GRANT_CONFLICT, logged on the surface) when for other
+ * content; else a store error. Mints nothing. */
+int grants_start_lock(const grants_env *e,
+                      const Once__V1__RequestGrantRequest *r, const char *via,
+                      uint64_t *grant_id, grants_outcome *o);
+
 void grants_credential_free(Once__V1__Credential *c);
 
 void grants_fail(grants_outcome *o, int code, const char *reason,

@@ -123,6 +123,50 @@ out:
     ROW_FREE(g);
 }
 
+/* The lock row of (request_id, attempt) against digest: 1 when there is
+ * none (a new start), 0 with *grant_id when the same content was accepted,
+ * 0 with o->code set when other content was (refused and logged), or a
+ * store error. */
+static int
+lock_check(const grants_env *e, const Once__V1__RequestGrantRequest *r,
+           const char *via, const uint8_t digest[32], uint64_t *grant_id,
+           grants_outcome *o)
+{
+    Once__Grants__V1__RequestLock *lock = NULL;
+    gkey k;
+    int rv;
+
+    gkey_lock(&k, r->request_id, r->attempt);
+    rv = ROW_GET(e->txn, &k, once__grants__v1__request_lock, &lock);
+    if (rv == ENOENT) {
+        return 1;
+    }
+    if (rv != 0) {
+        return rv;
+    }
+    *grant_id = lock->grant_id;
+    if (lock->digest.len != 32 || memcmp(lock->digest.data, digest, 32) != 0) {
+        grants_reject(e, o, r->surface, r->request_id, r->attempt, r->machine,
+                      via, CODE(ALREADY_EXISTS), "GRANT_CONFLICT",
+                      "request %s attempt %u was already granted (grant %llu) "
+                      "for other content; a new intent needs a new request id",
+                      r->request_id, r->attempt,
+                      (unsigned long long)lock->grant_id);
+    }
+    ROW_FREE(lock);
+    return 0;
+}
+
+int
+grants_start_lock(const grants_env *e, const Once__V1__RequestGrantRequest *r,
+                  const char *via, uint64_t *grant_id, grants_outcome *o)
+{
+    uint8_t digest[32];
+
+    start_digest(r, digest);
+    return lock_check(e, r, via, digest, grant_id, o);
+}
+
 /* 1. The (request_id, attempt) lock row, looked at before anything else
  *    (the executor runs this call alone from here to commit): other
  *    content under it is a conflict, the same content a retry, answered by
@@ -130,30 +174,18 @@ out:
 static bool
 start_lock(const start_call *c)
 {
-    const Once__V1__RequestGrantRequest *r = c->r;
-    Once__Grants__V1__RequestLock *lock = NULL;
-    gkey k;
-    int rv;
+    uint64_t grant_id = 0;
+    int rv = lock_check(c->e, c->r, c->via, c->digest, &grant_id, c->o);
 
-    gkey_lock(&k, r->request_id, r->attempt);
-    rv = ROW_GET(c->e->txn, &k, once__grants__v1__request_lock, &lock);
-    if (rv == ENOENT) {
+    if (rv == 1) {
         return true;
     }
     if (rv != 0) {
         c->o->err = rv;
-    } else if (lock->digest.len != sizeof(c->digest) ||
-               memcmp(lock->digest.data, c->digest, sizeof(c->digest)) != 0) {
-        START_REJECT(c, ALREADY_EXISTS, "GRANT_CONFLICT",
-                     "request %s attempt %u was already granted (grant %llu) "
-                     "for other content; a new intent needs a new request id",
-                     r->request_id, r->attempt,
-                     (unsigned long long)lock->grant_id);
-    } else {
+    } else if (c->o->reason[0] == '\0') {
         *c->existing = true;
-        start_existing(c, lock->grant_id);
+        start_existing(c, grant_id);
     }
-    ROW_FREE(lock);
     return false;
 }
 

@@ -1188,12 +1188,25 @@ r1_not_per_entry_point(void **state)
         er.surface = "s";
         er.payload.data = (uint8_t *)"job";
         er.payload.len = 3;
-        assert_int_equal(gcall(c, "Enqueue", &er, NULL, NULL), ONCE_OK);
+        Once__V1__EnqueueResponse *e;
+        assert_int_equal(gcall(c, "Enqueue", &er, &e, NULL), ONCE_OK);
+        /* The lock comes first: the resend is answered with the grant, and
+         * no claimable row is made (the agent already holds the grant). */
+        assert_int_equal(e->row->grant_id, id);
+        assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__CLAIMED);
+        FREE(e);
         cl = claim(c, "m1");
-        assert_int_equal(cl->n_claimed, 1);
-        assert_int_equal(cl->claimed[0]->grant->grant_id, id);
+        assert_int_equal(cl->n_claimed, 0);
         FREE(cl);
         assert_int_equal(owner(c, "s"), id);
+        /* Other content under the same pair is refused at once. */
+        er.payload.data = (uint8_t *)"other";
+        er.payload.len = 5;
+        {
+            once_status st;
+            assert_int_not_equal(gcall(c, "Enqueue", &er, NULL, &st), ONCE_OK);
+            assert_string_equal(st.reason, "GRANT_CONFLICT");
+        }
     }
 }
 
@@ -1419,6 +1432,7 @@ a3_newer_pending_replaces_in_place(void **state)
     FX;
     Once__V1__EnqueueResponse *e1, *e2;
     Once__V1__ListQueueResponse *q;
+    Once__V1__GetSurfaceResponse *v;
 
     place(c, "s", "m1", "/w");
     enqueue(c, "q1", "s", "old", &e1);
@@ -1431,8 +1445,45 @@ a3_newer_pending_replaces_in_place(void **state)
     assert_int_equal(q->n_pending, 1);
     assert_memory_equal(q->pending[0]->payload.data, "new", 3);
     FREE(q);
+    /* The replacement is a recorded fact on the surface, naming both. */
+    v = surface(c, "s");
+    assert_int_equal(v->n_rejections, 1);
+    assert_string_equal(v->rejections[0]->request_id, "q1");
+    assert_string_equal(v->rejections[0]->reason, "REPLACED");
+    assert_non_null(strstr(v->rejections[0]->message, "q2"));
+    FREE(v);
     FREE(e1);
     FREE(e2);
+}
+
+/* Finding 9: a resent Enqueue of an accepted (request_id, attempt) while its
+ * grant is open, then Claims from the agent: the grant is handed out once
+ * (the resend is answered with the grant; no second claimable row). */
+static void
+a3_resent_enqueue_grant_handed_out_once(void **state)
+{
+    FX;
+    Once__V1__EnqueueResponse *e;
+    Once__V1__ClaimResponse *cl;
+    uint64_t id;
+
+    place(c, "s", "m1", "/w");
+    enqueue(c, "q1", "s", "job", NULL);
+    cl = claim(c, "m1");
+    assert_int_equal(cl->n_claimed, 1);
+    id = cl->claimed[0]->grant->grant_id;
+    FREE(cl);
+    assert_int_equal(owner(c, "s"), id);
+    enqueue(c, "q1", "s", "job", &e); /* the resend: safe by the rules */
+    assert_int_equal(e->row->grant_id, id);
+    assert_int_equal(e->row->state, ONCE__V1__WORK_ROW__STATE__CLAIMED);
+    FREE(e);
+    for (int i = 0; i < 2; i++) {
+        cl = claim(c, "m1");
+        assert_int_equal(cl->n_claimed, 0);
+        FREE(cl);
+    }
+    assert_int_equal(owner(c, "s"), id);
 }
 
 static void
@@ -2389,6 +2440,7 @@ main(int argc, char **argv)
         T(a1_cancelled_not_reaccepted),
         T(a2_next_attempt_only_after_retryable_close),
         T(a3_newer_pending_replaces_in_place),
+        T(a3_resent_enqueue_grant_handed_out_once),
         T(a4_rejections_recorded_per_surface),
         T(a4_renewal_rejections_recorded),
         T(a4_placement_changed_recorded),

@@ -87,6 +87,39 @@ def test_claim_never_takes_another_machines_row(onced):
         assert [x.row.work_id for x in got_b.claimed] == [row_b.work_id]
 
 
+
+def test_queue_keeps_the_grant_rules(onced):
+    """A resent enqueue of an accepted request while its grant is open is
+    answered with that grant, and no later claim hands it out again; other
+    input under the same (request_id, attempt) raises GrantConflict at
+    once, as request_grant does."""
+    with once.Client(onced.url) as c:
+        c.set_placement("q-s", "m1", "/q")
+        c.enqueue("q-job", "q-s", payload=b"in")
+        (got,) = c.claim("m1").claimed
+        gid = got.grant.grant_id
+        again = c.enqueue("q-job", "q-s", payload=b"in").row
+        assert again.grant_id == gid
+        assert again.state == once.messages.WorkRow.CLAIMED
+        for _ in range(2):
+            assert len(c.claim("m1").claimed) == 0
+        assert c.get_surface("q-s").open_grant.grant_id == gid
+        with pytest.raises(once.GrantConflict) as ei:
+            c.enqueue("q-job", "q-s", payload=b"other")
+        assert (ei.value.code, ei.value.reason) == (once.Code.ALREADY_EXISTS,
+                                                    "GRANT_CONFLICT")
+        assert any(r.reason == "GRANT_CONFLICT" and r.request_id == "q-job"
+                   for r in c.get_surface("q-s").rejections)
+
+        # A pending row replaced by a newer request is on the surface's log.
+        c.set_placement("r-s", "m2", "/r")
+        c.enqueue("r-old", "r-s", payload=b"a")
+        assert c.enqueue("r-new", "r-s", payload=b"b").replaced
+        (rej,) = c.get_surface("r-s").rejections
+        assert (rej.request_id, rej.reason, rej.via) == ("r-old", "REPLACED",
+                                                         "queue")
+        assert "r-new" in rej.message
+
 def test_signed_requests_with_key_files(onced_factory):
     o = onced_factory(dev=True)
     sched_key = o.principal("sched1", "scheduler")
