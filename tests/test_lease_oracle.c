@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "proto/grants.pb-c.h"
 #include "proto/once.pb-c.h"
 
 #define POLL_MAX_MS 10000
@@ -118,6 +119,26 @@ ask_incr(once_client *b, uint64_t id, answer *out)
     answer_set(out, id, harness_incr_id(b, "oracle", 1, id, 1, &v, &st), &st);
 }
 
+/* Grants.Claim(m1) as b under rpc id (id, 1): its answer. */
+static void
+ask_claim(once_client *b, uint64_t id, answer *out)
+{
+    Once__V1__ClaimRequest r = ONCE__V1__CLAIM_REQUEST__INIT;
+    once_rpc_id rid = {id, 1};
+    once_status st;
+    uint8_t buf[64];
+    void *resp = NULL;
+    size_t resp_len = 0;
+    int rc;
+
+    r.machine = "m1";
+    rc = once_call(b, "/once.v1.Grants/Claim", true, &rid, buf,
+                   once__v1__claim_request__pack(&r, buf), &resp, &resp_len,
+                   &st);
+    once_free(resp);
+    answer_set(out, id, rc, &st);
+}
+
 static void
 same(const answer *a, const answer *b)
 {
@@ -173,11 +194,11 @@ t_no_oracle(void **state)
 {
     static const char *const args[] = {"--gc-interval", "50ms", NULL};
     harness *h;
-    once_client *a = NULL, *b = NULL, *op = NULL;
+    once_client *a = NULL, *b = NULL, *m = NULL, *op = NULL;
     once_status st;
     uint64_t live, gone, never, ttl, x, y;
     struct once_lease_info li;
-    answer ans[3][3], incr[3];
+    answer ans[3][3], incr[3], claim[3];
     int many[3];
 
     (void)state;
@@ -185,9 +206,11 @@ t_no_oracle(void **state)
     harness_add_principal(h, "op", "operator");
     harness_add_principal(h, "alice", "scheduler");
     harness_add_principal(h, "bob", "scheduler");
+    harness_add_principal(h, "carol", "agent:m1");
     wait_auth_on(h);
     assert_int_equal(harness_client_as(h, "alice", true, &a, &st), ONCE_OK);
     assert_int_equal(harness_client_as(h, "bob", true, &b, &st), ONCE_OK);
+    assert_int_equal(harness_client_as(h, "carol", true, &m, &st), ONCE_OK);
     assert_int_equal(harness_client_as(h, "op", true, &op, &st), ONCE_OK);
 
     /* alice: one lease closed (then collected), one live */
@@ -219,6 +242,14 @@ t_no_oracle(void **state)
     assert_string_equal(incr[0].reason, "NOT_YOUR_LEASE");
     same(&incr[0], &incr[1]);
     same(&incr[0], &incr[2]);
+    /* Grants.Claim by an agent (its role permits Claim on m1) too */
+    ask_claim(m, live, &claim[0]);
+    ask_claim(m, never, &claim[1]);
+    ask_claim(m, gone, &claim[2]);
+    assert_int_equal(claim[0].code, ONCE_PERMISSION_DENIED);
+    assert_string_equal(claim[0].reason, "NOT_YOUR_LEASE");
+    same(&claim[0], &claim[1]);
+    same(&claim[0], &claim[2]);
     assert_int_equal(harness_get(a, "oracle"), 0);
 
     /* alice's lease is untouched and still hers */
@@ -232,6 +263,7 @@ t_no_oracle(void **state)
     assert_int_equal(li.state, ONCE_LEASE_STATE_LIVE);
 
     once_client_close(a);
+    once_client_close(m);
     once_client_close(b);
     once_client_close(op);
     assert_int_equal(harness_stop(h), 0);
