@@ -597,8 +597,8 @@ peers_lost(peer *const *pr)
  * DROP_PEERS non-readers at once over tcp://, --send-timeout 1s: their
  * replies time out interleaved. Once the peers lost DROP_PEERS connections
  * (one peer may lose none: it is served or goes unnoticed) and the
- * floods stopped, Stats conns_dropped equals the connections the peers
- * lost, and onced logged one line per connection (as many lines as
+ * floods stopped, Stats conns_dropped is at least the connections the
+ * peers saw closed, and onced logged one line per connection (as many lines as
  * distinct connection ids, as many as conns_dropped). Bounded wait for the
  * counts to settle (replies still queued may time out later).
  */
@@ -634,7 +634,7 @@ t_drop_counted_once(void **state)
         }
         lost = peers_lost(pr);
         lines = drop_lines(f->h, &distinct);
-        if (dropped == lost && (uint64_t)lines == dropped &&
+        if (dropped >= lost && (uint64_t)lines == dropped &&
             lines == distinct) {
             break;
         }
@@ -645,7 +645,10 @@ t_drop_counted_once(void **state)
                   (unsigned long long)dropped, (unsigned long long)lost, lines,
                   distinct);
     assert_true(dropped >= DROP_PEERS);
-    assert_int_equal(dropped, lost);
+    /* A peer notices a close only while it still reads its socket's
+     * events: onced may close more of its connections than it counted
+     * (seen under TSan: 6 closed, 4 noticed), never fewer. */
+    assert_true(dropped >= lost);
     assert_int_equal(lines, distinct);
     assert_int_equal((uint64_t)lines, dropped);
     calls(f, 1, "after", &ok);
