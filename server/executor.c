@@ -302,6 +302,86 @@ exec_fields_ok(server_call *c, const ProtobufCMessageDescriptor *d,
     return false;
 }
 
+/* The envelope body[0, len) scanned, authenticated, checked against the
+ * field caps and decoded, in that order; its text fields checked in the
+ * bytes as received. Returns it (the caller frees it with
+ * once__v1__request__free_unpacked), or NULL with c failed. */
+static Once__V1__Request *
+exec_decode(server_call *c, const void *body, size_t len)
+{
+    Once__V1__Request *req;
+    envelope_shape shape;
+
+    /* Shape, then tag, then decode: what an unauthenticated request
+     * costs is one bounded scan of its bytes (envelope.h), never a
+     * protobuf-c allocation per field. */
+    switch (envelope_scan(body, len, &shape)) {
+    case ENVELOPE_OK:
+        break;
+    case ENVELOPE_TOO_MANY_METADATA:
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "TOO_MANY_METADATA",
+                  "the envelope carries more than %d metadata entries",
+                  ENVELOPE_METADATA_MAX);
+        return NULL;
+    case ENVELOPE_MALFORMED:
+    default:
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+                  "the %zu bytes received are not a once.v1.Request", len);
+        return NULL;
+    }
+    if (!auth_check(c->env->auth, c, body, len, shape.principal,
+                    shape.principal_len)) {
+        return NULL;
+    }
+    if (!exec_fields_ok(c, &once__v1__request__descriptor, body, len,
+                        "the envelope")) {
+        return NULL;
+    }
+    if ((req = once__v1__request__unpack(NULL, len, body)) == NULL ||
+        strlen(req->principal) != shape.principal_len ||
+        (shape.principal_len > 0 &&
+         memcmp(req->principal, shape.principal, shape.principal_len) != 0)) {
+        /* (the second test: protobuf-c did not read the principal the
+         * scan authenticated; never expected, refused all the same) */
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+                  "the %zu bytes received are not a once.v1.Request", len);
+        if (req != NULL) {
+            once__v1__request__free_unpacked(req, NULL);
+        }
+        return NULL;
+    }
+    /* The method and principal as decoded end at a NUL byte; the bytes
+     * as received say whether there was more. */
+    if (!exec_text_ok(c, &once__v1__request__descriptor, body, len,
+                      "the envelope's")) {
+        once__v1__request__free_unpacked(req, NULL);
+        return NULL;
+    }
+    return req;
+}
+
+/* The call's payload checked (text fields, field caps) and decoded as
+ * its method's input. Returns it (the caller frees it with
+ * protobuf_c_message_free_unpacked), or NULL with c failed. */
+static ProtobufCMessage *
+exec_payload(server_call *c, const Once__V1__Request *req)
+{
+    const ProtobufCMessageDescriptor *in = c->wm->method->input;
+    ProtobufCMessage *payload;
+
+    if (!exec_text_ok(c, in, req->payload.data, req->payload.len, in->name) ||
+        !exec_fields_ok(c, in, req->payload.data, req->payload.len, in->name)) {
+        return NULL;
+    }
+    payload = protobuf_c_message_unpack(in, NULL, req->payload.len,
+                                        req->payload.data);
+    if (payload == NULL) {
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_PAYLOAD",
+                  "the payload is not a valid %s", in->name);
+    }
+    return payload;
+}
+
 /* Runs every check and the handler on the envelope body[0, len) received
  * at recv_ms; leaves the outcome in c. A batch envelope (WIRE_BATCH_METHOD)
  * is not a call: once authenticated and decoded, with batch not NULL it is
@@ -315,54 +395,12 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     ProtobufCMessage *payload = NULL;
     const service_method *de;
     uint8_t digest[RECORD_DIGEST_LEN];
-    envelope_shape shape;
     char name[96];
     lease_entry *le;
     bool mutating;
 
-    /* Shape, then tag, then decode: what an unauthenticated request
-     * costs is one bounded scan of its bytes (envelope.h), never a
-     * protobuf-c allocation per field. */
-    switch (envelope_scan(body, len, &shape)) {
-    case ENVELOPE_OK:
-        break;
-    case ENVELOPE_TOO_MANY_METADATA:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "TOO_MANY_METADATA",
-                  "the envelope carries more than %d metadata entries",
-                  ENVELOPE_METADATA_MAX);
+    if ((req = exec_decode(c, body, len)) == NULL) {
         return;
-    case ENVELOPE_MALFORMED:
-    default:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
-                  "the %zu bytes received are not a once.v1.Request", len);
-        return;
-    }
-    if (!auth_check(c->env->auth, c, body, len, shape.principal,
-                    shape.principal_len)) {
-        return;
-    }
-    if (!exec_fields_ok(c, &once__v1__request__descriptor, body, len,
-                        "the envelope")) {
-        return;
-    }
-    if ((req = once__v1__request__unpack(NULL, len, body)) == NULL ||
-        strlen(req->principal) != shape.principal_len ||
-        (shape.principal_len > 0 &&
-         memcmp(req->principal, shape.principal, shape.principal_len) != 0)) {
-        /* (the second test: protobuf-c did not read the principal the
-         * scan authenticated; never expected, refused all the same) */
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
-                  "the %zu bytes received are not a once.v1.Request", len);
-        if (req != NULL) {
-            once__v1__request__free_unpacked(req, NULL);
-        }
-        return;
-    }
-    /* The method and principal as decoded end at a NUL byte; the bytes
-     * as received say whether there was more. */
-    if (!exec_text_ok(c, &once__v1__request__descriptor, body, len,
-                      "the envelope's")) {
-        goto out;
     }
     /* The batch envelope carries no authority of its own: each entry is
      * checked on its own, from the scan and authentication on
@@ -409,19 +447,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
                   c->wm->full_name);
         goto out;
     }
-    if (!exec_text_ok(c, c->wm->method->input, req->payload.data,
-                      req->payload.len, c->wm->method->input->name)) {
-        goto out;
-    }
-    if (!exec_fields_ok(c, c->wm->method->input, req->payload.data,
-                        req->payload.len, c->wm->method->input->name)) {
-        goto out;
-    }
-    if ((payload = protobuf_c_message_unpack(c->wm->method->input, NULL,
-                                             req->payload.len,
-                                             req->payload.data)) == NULL) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_PAYLOAD",
-                  "the payload is not a valid %s", c->wm->method->input->name);
+    if ((payload = exec_payload(c, req)) == NULL) {
         goto out;
     }
     c->req = payload;
