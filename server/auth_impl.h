@@ -5,6 +5,11 @@
  *
  * Owns the layout of struct auth and which thread may touch which field.
  * Never: included outside server/auth*.c.
+ *
+ * The two files are one module and call each other both ways (auth.c
+ * starts the watch; the watch builds tables with auth.c's readers);
+ * scripts/check_layers.py reads this line:
+ * Module: auth.c auth_watch.c
  */
 #ifndef SERVER_AUTH_IMPL_H
 #define SERVER_AUTH_IMPL_H
