@@ -218,6 +218,8 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
     char message[512];
 
     if (leader_url != NULL) {
+        /* The URL travels in Status.leader (notleader_pack); the message
+         * names it too, for a libonce older than that field. */
         snprintf(message, sizeof(message),
                  "this replica is a follower; the leader is %s", leader_url);
     } else {
