@@ -15,6 +15,10 @@ check (docs/architecture.md, "Shape"); run by ctest as check_shape.
    reasons.h), ONCE_REASON_<NAME> (once/reasons.h) or once.reasons.<NAME>.
    tests/ is left out on purpose: a test pins the spelling on the wire,
    independently of the table it checks. Comments are not looked at.
+3. A code set together with a reason (call_fail, grants_fail, the
+   grants' REJECT macros, status_set and oncectl's *_fail: a code name
+   right before a REASON_ name) is one of that reason's codes in the
+   table, so its codes column says what the code does.
 
 Prints every offence and exits 1 if there is any, else prints a summary
 and exits 0.
@@ -177,11 +181,19 @@ def py_strings(path, text):
     return found
 
 
-def reason_names(src):
+# A code right before a reason: call_fail(c, ONCE__V1__CODE__X, REASON_Y,
+# grants_fail(o, CODE(X), REASON_Y, status_set(st, ONCE_X, ONCE_REASON_Y
+# (also behind "cond ?"), START_REJECT(c, X, REASON_Y.
+CODE_REASON = re.compile(
+    r"(?:ONCE__V1__CODE__|\bCODE\(\s*|\bONCE_|_REJECT\(\s*(?:\w+\s*,\s*)?)"
+    r"([A-Z_]+)\)?\s*,\s*(?:\w+\s*\?\s*)?(?:ONCE_)?REASON_([A-Z0-9_]+)")
+
+
+def reason_rows(src):
     sys.path.insert(0, os.path.join(src, "scripts"))
     import reasons  # scripts/reasons.py: the table's one reader
-    return {r.name for r in reasons.load(os.path.join(src, "proto",
-                                                      "reasons.tsv"))}
+    return {r.name: r for r in reasons.load(os.path.join(src, "proto",
+                                                         "reasons.tsv"))}
 
 
 def sources(src, dirs, exts):
@@ -234,8 +246,9 @@ def check_functions(src, bad):
 
 
 def check_reasons(src, bad):
-    names = reason_names(src)
-    files = 0
+    rows = reason_rows(src)
+    names = set(rows)
+    files = pairs = 0
     for path in sources(src, SCAN, (".c", ".h", ".h.in", ".py")):
         files += 1
         with open(os.path.join(src, path), encoding="utf-8") as f:
@@ -243,13 +256,25 @@ def check_reasons(src, bad):
         if path.endswith(".py"):
             found = py_strings(path, text)
         else:
-            found = c_lex(text)[1]
+            code, found = c_lex(text)
+            for m in CODE_REASON.finditer(code):
+                pairs += 1
+                c, r = m.groups()
+                line = code.count("\n", 0, m.start()) + 1
+                if r not in rows:
+                    bad.append("%s:%d: REASON_%s is not in the table" %
+                               (path, line, r))
+                elif c not in rows[r].codes:
+                    bad.append("%s:%d: %s given with %s, whose codes in "
+                               "proto/reasons.tsv are %s" %
+                               (path, line, c, r,
+                                ", ".join(rows[r].codes) or "none"))
         for line, s in found:
             if s in names:
                 bad.append('%s:%d: "%s" spelled out: use the table\'s name '
                            "(REASON_%s, ONCE_REASON_%s or reasons.%s)" %
                            (path, line, s, s, s, s))
-    return len(names), files
+    return len(names), files, pairs
 
 
 def main(argv):
@@ -257,16 +282,17 @@ def main(argv):
         os.path.dirname(os.path.abspath(__file__)), "..")
     bad = []
     long_ones = check_functions(src, bad)
-    nreasons, nfiles = check_reasons(src, bad)
+    nreasons, nfiles, npairs = check_reasons(src, bad)
     for b in bad:
         print(b)
     if bad:
         print("check_shape: %d offence(s)" % len(bad))
         return 1
     print("check_shape: no new function over %d lines in %s (%d allowed "
-          "for now, %s); none of the %d reasons spelled out in %d files" %
+          "for now, %s); none of the %d reasons spelled out in %d files; "
+          "%d codes given with a reason, each one of its codes" %
           (FUNC_MAX, ", ".join(FUNC_DIRS), long_ones, ALLOW, nreasons,
-           nfiles))
+           nfiles, npairs))
     return 0
 
 
