@@ -10,7 +10,8 @@ status reasons (docs/architecture.md, "Reasons").
                                   (ctest check_reasons); --write rewrites it
 
 Owns: reading the table (and refusing a malformed one: an unknown code, a
-repeated name, a "from" it does not know) and writing its derived forms.
+repeated name, a "from" it does not know, text that would break a C
+comment or a markdown table) and writing its derived forms.
 Invariant: the output depends on the table only, byte for byte, so the
 build rewrites a generated file only when the table changed.
 Never: reads or writes anything besides its arguments; needs nothing
@@ -79,8 +80,8 @@ def load(tsv):
                 fail("%s: from must be some of %s" % (where, ",".join(FROM)))
             if not r.codes and r.whence != ["rows"]:
                 fail("%s: only a rows-only reason has no code" % where)
-            if "|" in line or not r.meaning or not r.next:
-                fail("%s: empty text, or a '|'" % where)
+            if "|" in line or "*/" in line or not r.meaning or not r.next:
+                fail("%s: empty text, or a '|' or '*/'" % where)
             rows.append(r)
     return rows
 
@@ -88,9 +89,8 @@ def load(tsv):
 def comment(r):
     """The row as a C comment: meaning, codes, who gives it, what next."""
     codes = ", ".join(r.codes) if r.codes else "no code: a grants row's"
-    text = "%s (%s; from %s). Next: %s." % (
-        r.meaning, codes, ", ".join(r.whence),
-        r.next)
+    text = "%s (%s; from %s). Next: %s." % (r.meaning, codes,
+                                            ", ".join(r.whence), r.next)
     lines = textwrap.wrap(text, 73)
     return "/* " + "\n * ".join(lines) + " */\n"
 
