@@ -12,8 +12,7 @@ status reasons (docs/architecture.md, "Reasons").
 Owns: reading the table (and refusing a malformed one: an unknown code, a
 repeated name, a "from" it does not know, text that would break a C
 comment or a markdown table) and writing its derived forms.
-Invariant: the output depends on the table only, byte for byte, so the
-build rewrites a generated file only when the table changed.
+Invariant: the output depends on the table only, byte for byte.
 Never: reads or writes anything besides its arguments; needs nothing
 beyond the Python standard library (it runs at build time).
 """
@@ -96,13 +95,7 @@ def comment(r):
 
 
 def write(path, text):
-    """Writes text unless path holds it already (no needless rebuilds)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
+    """Writes text to path (through a temporary file: never half a file)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
