@@ -692,8 +692,10 @@ call_is_not_leader(const Once__V1__Response *r)
            strcmp(r->status->reason, ONCE_REASON_NOT_LEADER) == 0;
 }
 
-/* The leader a NOT_LEADER reply names: Status.leader, or (an onced older
- * than that field) the URL at the end of its message. NULL: none. */
+/* The leader a NOT_LEADER reply names: Status.leader, the field every
+ * follower sets. Reading the URL off the end of the message is only a
+ * fallback for an onced older than that field, kept so this libonce still
+ * steers on one; never classify by message text otherwise. NULL: none. */
 static const char *
 call_leader_hint(const Once__V1__Response *r)
 {
