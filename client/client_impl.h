@@ -49,7 +49,7 @@ typedef struct async_pool {
     pthread_cond_t drained;               /* pending reached 0 */
     struct once_future *head;             /* queued, not started */
     struct once_future *tail;             /* last queued */
-    struct once_future *rhead;            /* to resume (call_resume) */
+    struct once_future *rhead;            /* to resume (call_group_resume) */
     struct once_future *rtail;            /* last to resume */
     size_t queued;                        /* in the queue */
     unsigned nsenders;                    /* workers sending a group */
