@@ -9,7 +9,7 @@
  *   renew  — the lease's renewal thread (lease.c);
  *   async  — the queue and workers of async calls (async.h), over the
  *            call engine;
- * plus the call settings below, which the call engine (call.c) reads.
+ * plus the call settings below, which the call engine reads.
  *
  * Owns: the handle's layout and which part belongs to which layer.
  * Invariant: the call settings are written once in once_client_open and
