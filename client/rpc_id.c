@@ -2,8 +2,9 @@
  * rpc_id.c — which rpc id a mutating call carries (rpc_id.h).
  *
  * Owns: new, retry and once_call's rule; the refusals before sending.
- * Invariant: every refusal here leaves the window as it was, but for a
- * fresh seq already assigned (call_conclude releases that one).
+ * Invariant: every refusal here comes before a seq is assigned, so it
+ * leaves the window as it was; a call refused after its seq was assigned
+ * (too large, envelope_fits) has that seq released by call_conclude.
  * Never: touches the network or the handle's lock.
  */
 #include "client/rpc_id.h"
