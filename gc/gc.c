@@ -298,7 +298,7 @@ gc_barrier_done(void *arg)
     ended = g->ended_any;
     pthread_mutex_unlock(&g->mtx);
     if (ended) {
-        fault_point(FAULT_LEASE_ENDED);
+        FAULT_POINT(FAULT_LEASE_ENDED);
     }
     g->post(g->post_arg, gc_step_reclaim, g);
 }
@@ -340,13 +340,13 @@ gc_pass_done(void *arg)
          * budget left over are still stored. */
         g->raised_any = false;
         pthread_mutex_unlock(&g->mtx);
-        fault_point(FAULT_WATERMARK_PERSISTED);
+        FAULT_POINT(FAULT_WATERMARK_PERSISTED);
         pthread_mutex_lock(&g->mtx);
     }
     if (g->deleted_any) {
         g->deleted_any = false;
         pthread_mutex_unlock(&g->mtx);
-        fault_point(FAULT_RECORDS_DELETED);
+        FAULT_POINT(FAULT_RECORDS_DELETED);
         pthread_mutex_lock(&g->mtx);
     }
     g->stats.passes++;

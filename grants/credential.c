@@ -101,7 +101,7 @@ grants_mint(const grants_signer *s, const Once__V1__CredentialBody *body,
     size_t len = protobuf_c_message_get_packed_size(&body->base);
 
     once__v1__credential__init(out);
-    if (fault_fail(FAULT_MINT)) {
+    if (FAULT_FAIL(FAULT_MINT)) {
         return EIO; /* test-only: ONCED_FAULT=mint[@N]:fail */
     }
     out->body.data = malloc(len > 0 ? len : 1);

@@ -35,8 +35,6 @@ typedef struct exec_config {
     uint64_t lease_max;           /* live leases in all (0: no cap) */
     uint64_t lease_max_principal; /* live leases of one principal */
     size_t recv_max;              /* largest request (OpenLease says it) */
-    uint64_t hold_ms; /* test build only: a call with a deadline waits this
-                         long before it runs (server/test_seams.c) */
 } exec_config;
 
 typedef struct exec_env {

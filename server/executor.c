@@ -28,7 +28,6 @@
 
 #include "server/auth.h"
 #include "server/dispatch.h"
-#include "proto/duration.h"
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
@@ -61,7 +60,6 @@ struct executor {
     exec_task *task_head;
     exec_task *task_tail;
     bool stopping;
-    uint64_t hold_ms; /* test build only: see exec_call */
 };
 
 /* A reply waiting for its transaction to become durable. */
@@ -249,7 +247,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
         return NULL;
     }
     lease_entry_ack(e, req->first_incomplete);
-    fault_point(FAULT_ACK_APPLIED);
+    FAULT_POINT(FAULT_ACK_APPLIED);
     if (c->seq - lease_entry_first_unacked(e) >= env->cfg.window) {
         STATS_INC(env->stats, window_full);
         call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_WINDOW_FULL,
@@ -429,10 +427,10 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     if (!auth_permit(c->env->auth, c, c->wm->full_name)) {
         goto out;
     }
-    /* Test build only (server/test_seams.c): a call that carries a deadline
-     * waits this long after it was received, as behind a long queue. */
-    if (ex->hold_ms > 0 && req->timeout_ms != 0) {
-        duration_sleep_ms(ex->hold_ms);
+    /* Test build only (ONCED_EXEC_HOLD_MS): a call that carries a deadline
+     * waits after it was received, as behind a long queue. */
+    if (req->timeout_ms != 0) {
+        FAULT_HOLD(FAULT_HOLD_EXEC);
     }
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge
      * timeout and turn "no hurry" into "already late". */
@@ -473,7 +471,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     if ((le = exec_admit(c, req)) == NULL) {
         goto out;
     }
-    fault_point(FAULT_REQUEST_ACCEPTED);
+    FAULT_POINT(FAULT_REQUEST_ACCEPTED);
     records_digest(req->method, strlen(req->method), req->payload.data,
                    req->payload.len, digest);
     if (exec_dedup(c, de, req, digest, le, replayed)) {
@@ -626,7 +624,7 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
         if (dirty) {
             /* This entry and those before it ran, in memory only; the
              * rest of the batch has not (a test seam, off in onced). */
-            fault_point(FAULT_BATCH_ENTRY);
+            FAULT_POINT(FAULT_BATCH_ENTRY);
         }
     }
     out.n_responses = b->n_entries;
@@ -799,7 +797,6 @@ executor_open(executor **ep, exec_env *env)
         return ENOMEM;
     }
     ex->env = env;
-    ex->hold_ms = env->cfg.hold_ms; /* 0 but in the test build */
     if ((rv = dispatch_open(&ex->dp, env)) != 0) {
         free(ex);
         return rv;

@@ -238,7 +238,7 @@ lctx_cb(void *arg)
                 nng_pipe_close(c->pipe);
             }
         } else if (c->req.wrote) {
-            fault_point(FAULT_REPLY_SENT);
+            FAULT_POINT(FAULT_REPLY_SENT);
         }
         lctx_recv(c);
         return;
@@ -246,6 +246,32 @@ lctx_cb(void *arg)
         return;
     }
 }
+
+#ifdef ONCE_TEST_SEAMS
+/* Test build only: when a reply point is armed ":drop" (store/fault.h) and
+ * this is its hit, the reply is lost on its way — the context takes the
+ * next request, the client times out and retries the same id — and true
+ * is returned. */
+static bool
+listener_fault_drop(lctx *c)
+{
+    listener *l = c->l;
+
+    if (!FAULT_DROP(FAULT_BATCH_WRITTEN) && !FAULT_DROP(FAULT_REPLY_SENT)) {
+        return false;
+    }
+    pthread_mutex_lock(&l->mtx);
+    c->held = 0;
+    if (!l->closed) {
+        lctx_recv(c);
+    }
+    pthread_mutex_unlock(&l->mtx);
+    return true;
+}
+#define LISTENER_FAULT_DROP(c) listener_fault_drop(c)
+#else
+#define LISTENER_FAULT_DROP(c) false
+#endif
 
 void
 listener_reply(listener_req *r, const void *buf, size_t len)
@@ -255,16 +281,8 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     nng_msg *m;
 
     if (r->wrote) {
-        fault_point(FAULT_BATCH_WRITTEN);
-        if (fault_drop(FAULT_BATCH_WRITTEN) || fault_drop(FAULT_REPLY_SENT)) {
-            /* Lost on its way: the context takes the next request and
-             * the client times out and retries the same id. */
-            pthread_mutex_lock(&l->mtx);
-            c->held = 0;
-            if (!l->closed) {
-                lctx_recv(c);
-            }
-            pthread_mutex_unlock(&l->mtx);
+        FAULT_POINT(FAULT_BATCH_WRITTEN);
+        if (LISTENER_FAULT_DROP(c)) {
             return;
         }
     }

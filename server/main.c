@@ -38,9 +38,7 @@
 #include "proto/number.h"
 #include "repl/replica.h"
 #include "server/server.h"
-#ifdef ONCE_TEST_SEAMS
-#include "server/test_seams.h" /* the test-only servers of tests/ alone */
-#endif
+#include "server/test_seams.h" /* no-op macros but in onced_test */
 
 #define DEFAULT_DATA "./data"
 #define DEFAULT_IPC  "ipc:///tmp/once.ipc"
@@ -662,9 +660,7 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-#ifdef ONCE_TEST_SEAMS
-    test_seams_apply(&cfg);
-#endif
+    TEST_SEAMS_APPLY();
     if (rc.endpoints != NULL) {
         /* A replica: follow the log until this one leads (replica.h). */
         if (rc.advertise == NULL) {

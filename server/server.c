@@ -16,6 +16,7 @@
 #include "gc/gc.h"
 #include "lease/lease.h"
 #include "server/listener.h"
+#include "server/test_seams.h"
 #include "proto/log.h"
 #include "proto/trust.h"
 
@@ -65,7 +66,6 @@ server_exec_config(const server_config *cfg, exec_config *x)
     x->lease_max = cfg->lease_max;
     x->lease_max_principal = cfg->lease_max_principal;
     x->recv_max = cfg->recv_max;
-    x->hold_ms = cfg->exec_hold_ms;
 }
 
 /* The listener's settings out of the server's configuration. */
@@ -103,7 +103,8 @@ server_open(server **sp, const server_config *cfg)
     }
     s->cfg = *cfg;
     env = &s->env;
-    env->now_ms = cfg->clock_ms != NULL ? cfg->clock_ms : server_wall_ms;
+    /* The wall clock; onced_test's may be shifted (test_seams.h). */
+    env->now_ms = TEST_SEAMS_CLOCK(server_wall_ms);
     env->stats = &s->stats;
     env->disk = &s->disk;
     server_exec_config(cfg, &env->cfg);
@@ -132,9 +133,6 @@ server_open(server **sp, const server_config *cfg)
         return rv;
     }
     disk_floor_init(&s->disk, cfg->data_dir, cfg->disk_free_min);
-    if (cfg->compact_hold_ms > 0) {
-        store_compact_hold(env->st, cfg->compact_hold_ms);
-    }
     if (cfg->append_fn != NULL) {
         store_set_appender(env->st, cfg->append_fn, cfg->append_arg);
         store_set_log_durable(env->st);

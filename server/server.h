@@ -46,14 +46,6 @@ typedef struct server_config {
     uint64_t lease_max_principal;
     uint64_t disk_free_min;
 
-    /* Test seams, set only by the test build of onced
-     * (server/test_seams.c); the shipped onced leaves them NULL and 0:
-     * a clock instead of the wall clock (unix ms), how long a call with a
-     * deadline waits before it runs, how long a compaction waits before
-     * it starts. */
-    uint64_t (*clock_ms)(void);
-    uint64_t exec_hold_ms;
-    uint64_t compact_hold_ms;
     size_t conn_inflight;     /* requests one connection may have in
                                  flight (listener.h) */
     uint64_t send_timeout_ms; /* a reply not taken by its connection in

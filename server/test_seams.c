@@ -5,8 +5,8 @@
  * thread and read-only afterwards.
  * Invariant: with none of the variables set, the test build behaves as the
  * shipped onced.
- * Never: compiled into the shipped onced (tests/CMakeLists.txt adds it to
- * the test-only servers only).
+ * Never: compiled into the shipped onced (server/CMakeLists.txt adds it to
+ * once_server_test only).
  */
 #include "server/test_seams.h"
 
@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
-#include "store/fault.h"
 #include "proto/log.h"
+#include "store/fault.h"
 
 static const char *test_seams_clock_file;
 
 /* The wall clock plus the offset in test_seams_clock_file (0 when it is
  * missing or does not hold a number). */
 static uint64_t
-test_seams_clock(void)
+test_seams_offset_clock(void)
 {
     FILE *f = fopen(test_seams_clock_file, "r");
     struct timeval tv;
@@ -63,19 +63,26 @@ test_seams_ms(const char *name, uint64_t max, const char *what)
 }
 
 void
-test_seams_apply(server_config *cfg)
+test_seams_apply(void)
 {
     const char *v;
 
     log_info("test build: test seams are read from the environment");
     if ((v = getenv("ONCED_CLOCK_OFFSET_FILE")) != NULL && v[0] != '\0') {
         test_seams_clock_file = v;
-        cfg->clock_ms = test_seams_clock;
         log_info("test clock: offset read from %s", v);
     }
-    cfg->exec_hold_ms = test_seams_ms("ONCED_EXEC_HOLD_MS", 10000,
-                                      "calls with a deadline, before running,");
-    cfg->compact_hold_ms = test_seams_ms("ONCED_COMPACT_HOLD_MS", 60000,
-                                         "compactions, before starting,");
+    fault_hold_set(FAULT_HOLD_EXEC,
+                   test_seams_ms("ONCED_EXEC_HOLD_MS", 10000,
+                                 "calls with a deadline, before running,"));
+    fault_hold_set(FAULT_HOLD_COMPACT,
+                   test_seams_ms("ONCED_COMPACT_HOLD_MS", 60000,
+                                 "compactions, before starting,"));
     fault_arm(getenv("ONCED_FAULT"));
+}
+
+test_seams_clock_fn
+test_seams_clock(test_seams_clock_fn wall)
+{
+    return test_seams_clock_file != NULL ? test_seams_offset_clock : wall;
 }

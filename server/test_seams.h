@@ -1,8 +1,9 @@
 /*
  * test_seams.h — the test build's hooks into onced, read from its
- * environment. Compiled only into the test-only servers tests/ builds
- * (onced_test, onced_split_*, with ONCE_TEST_SEAMS defined); the shipped
- * onced has neither this file nor any of the variables below.
+ * environment. test_seams.c is compiled into once_server_test only, and
+ * these declarations exist only with ONCE_TEST_SEAMS (the *_test
+ * libraries and onced_test, server/CMakeLists.txt); the shipped onced has
+ * neither the file nor a call into it (scripts/check_no_seams.sh).
  *
  * Owns the variables ONCED_CLOCK_OFFSET_FILE (the wall clock shifted by the
  * signed milliseconds in that file, read at every reading),
@@ -14,10 +15,29 @@
 #ifndef SERVER_TEST_SEAMS_H
 #define SERVER_TEST_SEAMS_H
 
-#include "server/server.h"
+#include <stdint.h>
 
-/* Reads the variables, arms the fault point, and fills cfg's test seams.
- * Call once in main, before server_open and before any thread. */
-void test_seams_apply(server_config *cfg);
+typedef uint64_t (*test_seams_clock_fn)(void); /* unix ms */
+
+#ifdef ONCE_TEST_SEAMS
+
+/* Reads the variables, arms the fault point and sets the holds
+ * (store/fault.h). Call once in main, before server_open and before any
+ * thread. */
+void test_seams_apply(void);
+
+/* The clock onced reads: the offset clock when ONCED_CLOCK_OFFSET_FILE is
+ * set, else wall. */
+test_seams_clock_fn test_seams_clock(test_seams_clock_fn wall);
+
+#define TEST_SEAMS_APPLY()     test_seams_apply()
+#define TEST_SEAMS_CLOCK(wall) test_seams_clock(wall)
+
+#else /* the shipped build: no seam */
+
+#define TEST_SEAMS_APPLY()     ((void)0)
+#define TEST_SEAMS_CLOCK(wall) (wall)
+
+#endif /* ONCE_TEST_SEAMS */
 
 #endif /* SERVER_TEST_SEAMS_H */

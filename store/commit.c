@@ -133,7 +133,7 @@ commit_write(store *s, store_txn *group, size_t n)
         }
         replicate_group(s, merged);
     }
-    fault_point(FAULT_BATCH_STAGED);
+    FAULT_POINT(FAULT_BATCH_STAGED);
 #ifndef ONCE_SPLIT_WRITES
     {
         /* The commit counter rides in the same write: no extra fsync. */
@@ -168,7 +168,7 @@ commit_write(store *s, store_txn *group, size_t n)
         abort();
     }
     /* One write holds effect and record: nothing lies between them. */
-    fault_point(FAULT_WRITE_BETWEEN);
+    FAULT_POINT(FAULT_WRITE_BETWEEN);
     if (s->wlocal == s->wsync) {
         atomic_fetch_add(&s->fsyncs, 1);
     }

@@ -35,14 +35,15 @@
  * one write, unsynced, beside the owner's (LevelDB's handle is
  * thread-safe); a compaction rewrites LevelDB's files, not its contents.
  *
- * Test build only: store_compact_hold(s, N) makes the thread wait N ms
- * (at most 60000) before compacting, so a test can act while a compaction
- * is certainly running; the shipped onced never calls it, and nothing
- * waits.
+ * Test build only: the hold FAULT_HOLD_COMPACT (store/fault.h,
+ * ONCED_COMPACT_HOLD_MS) makes the thread wait before compacting, so a
+ * test can act while a compaction is certainly running; the shipped onced
+ * has no hold.
  */
 #include "store/store_impl.h"
 
 #include "proto/duration.h"
+#include "store/fault.h"
 #include "proto/log.h"
 
 #include <dirent.h>
@@ -52,8 +53,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
-
-#define COMPACT_HOLD_MAX_MS 60000
 
 /* Table files in all levels, from LevelDB's properties. */
 static uint64_t
@@ -105,9 +104,7 @@ compact_main(void *arg)
     uint64_t t0 = duration_now_ms();
     int passes = 1;
 
-    if (s->compact_hold_ms > 0) {
-        duration_sleep_ms(s->compact_hold_ms);
-    }
+    FAULT_HOLD(FAULT_HOLD_COMPACT); /* test build only */
     if (compact_table_files(s) == 0) {
         passes = 2; /* the first flush only makes the first table */
     }
@@ -132,14 +129,6 @@ compact_init(store *s)
     s->compact_joinable = false;
     atomic_init(&s->compacting, false);
     atomic_init(&s->compactions, 0);
-    s->compact_hold_ms = 0;
-}
-
-void
-store_compact_hold(store *s, uint64_t ms)
-{
-    s->compact_hold_ms =
-        (unsigned)(ms > COMPACT_HOLD_MAX_MS ? COMPACT_HOLD_MAX_MS : ms);
 }
 
 void

@@ -1,12 +1,16 @@
 /*
- * fault.c — the armed fault point.
+ * fault.c — the armed fault point and the holds (fault.h); compiled into
+ * the test build only (once_store_test, store/CMakeLists.txt).
  *
- * Owns fault_name/fault_at/fault_drop_armed, written once by fault_arm
- * before any thread starts, and the hit counter of the armed point.
+ * Owns fault_name/fault_at/fault_drop_armed/fault_fail_armed and
+ * fault_holds, written once by fault_arm and fault_hold_set before any
+ * thread starts, and the hit counter of the armed point.
  * Never: reads the environment (the test build's server/test_seams.c
- * does, and arms), or counts hits of points that are not armed.
+ * does, and arms), counts hits of points that are not armed, or is
+ * linked into the shipped onced.
  */
 #include "store/fault.h"
+#include "proto/duration.h"
 #include "proto/log.h"
 
 #include <signal.h>
@@ -21,6 +25,7 @@ static long fault_at = 1;     /* act at this hit */
 static bool fault_drop_armed; /* ":drop": lose the reply, do not crash */
 static bool fault_fail_armed; /* ":fail": the operation fails, no crash */
 static _Atomic long fault_hits;
+static uint64_t fault_holds[FAULT_HOLD_COUNT]; /* ms, 0 = none */
 
 void
 fault_arm(const char *v)
@@ -92,4 +97,20 @@ fault_fail(const char *name)
     }
     log_warn("fault point \"%s\": failing", name);
     return true;
+}
+
+void
+fault_hold_set(fault_hold_at at, uint64_t ms)
+{
+    if (at < FAULT_HOLD_COUNT) {
+        fault_holds[at] = ms;
+    }
+}
+
+void
+fault_hold(fault_hold_at at)
+{
+    if (at < FAULT_HOLD_COUNT && fault_holds[at] > 0) {
+        duration_sleep_ms(fault_holds[at]);
+    }
 }

@@ -1,23 +1,31 @@
 /*
- * fault.h — named fault points for the crash-matrix tests (tests/README.md).
+ * fault.h — named fault points and holds for the crash-matrix and timing
+ * tests (tests/README.md); they exist in the test build only.
  *
- * Owns the one armed point, armed once at start-up by the test build of
- * onced (server/test_seams.c, from the environment variable ONCED_FAULT;
- * the shipped onced never arms one, so every point is a no-op there):
- * "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
+ * Owns the one armed fault point and the holds, set once at start-up by
+ * the test build of onced (server/test_seams.c, from the environment
+ * variables ONCED_FAULT, ONCED_EXEC_HOLD_MS and ONCED_COMPACT_HOLD_MS).
+ * Call sites use the macros below: with ONCE_TEST_SEAMS defined (the
+ * *_test libraries and onced_test: once_library in CMakeLists.txt) they call
+ * fault.c; in the shipped build they expand to nothing (a drop or a fail
+ * to false), so onced has neither fault.c nor a call to it
+ * (scripts/check_no_seams.sh, ctest test_no_seams).
+ *
+ * ONCED_FAULT: "NAME" acts at the first hit of NAME, "NAME@N" at the N-th,
  * and a ":drop" suffix ("batch_written@3:drop") turns a reply point's crash
  * into a lost reply — onced goes on, the client never hears back — and a
  * ":fail" suffix ("mint:fail") makes the operation at a fail point return
- * an error instead of crashing. A crash
- * is raise(SIGKILL): no destructor, no flush, exactly what a power cut
- * leaves behind (LevelDB's synced log stays). Off unless the variable is
- * set; a hit costs one compare when it is off.
- * Never: changes behaviour when no point is armed; acts more than once.
+ * an error instead of crashing. A crash is raise(SIGKILL): no destructor,
+ * no flush, exactly what a power cut leaves behind (LevelDB's synced log
+ * stays). A hit costs one compare when nothing is armed.
+ * Never: changes behaviour when no point is armed and no hold set; acts
+ * more than once; is compiled into the shipped onced.
  */
 #ifndef STORE_FAULT_H
 #define STORE_FAULT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Points, in the order a call passes them. The call points count only
  * calls (or commit groups) that wrote something, so "NAME@N" is the N-th
@@ -37,21 +45,48 @@
 /* Fail points (armed with ":fail"; every hit counts, written or not). */
 #define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
 
+/* Holds: the thread passing one waits the hold's milliseconds (0: not at
+ * all), so a test can act while it certainly waits. */
+typedef enum fault_hold_at {
+    FAULT_HOLD_EXEC,    /* a call with a deadline, before it runs */
+    FAULT_HOLD_COMPACT, /* a compaction, before it starts */
+    FAULT_HOLD_COUNT
+} fault_hold_at;
+
+#ifdef ONCE_TEST_SEAMS
+
+/* The point is passed: crash if it is the armed one (a ":drop" arming of
+ * this point is not counted here). */
+#define FAULT_POINT(name) fault_point(name)
+/* A reply point is passed with its reply: true when the armed ":drop" hit
+ * is this one and the reply must be thrown away (a crash arming of this
+ * point is not counted here). */
+#define FAULT_DROP(name) fault_drop(name)
+/* A fail point is passed: true when the armed ":fail" hit is this one and
+ * the operation must fail (other armings of this point do nothing here). */
+#define FAULT_FAIL(name) fault_fail(name)
+/* A hold is passed: wait its milliseconds. */
+#define FAULT_HOLD(at) fault_hold(at)
+
 /* Arms the point spec names (the syntax above; NULL or "" arms nothing).
  * Call at most once, at start-up, before any thread. */
 void fault_arm(const char *spec);
 
-/* The point is passed: crash if it is the armed one (a ":drop" arming of
- * this point is not counted here). */
+/* Sets the hold at to ms (0: none). Call at start-up, before any thread. */
+void fault_hold_set(fault_hold_at at, uint64_t ms);
+
 void fault_point(const char *name);
-
-/* A reply point is passed with its reply: true when the armed ":drop" hit
- * is this one and the reply must be thrown away (a crash arming of this
- * point is not counted here). */
 bool fault_drop(const char *name);
-
-/* A fail point is passed: true when the armed ":fail" hit is this one and
- * the operation must fail (other armings of this point do nothing here). */
 bool fault_fail(const char *name);
+void fault_hold(fault_hold_at at);
+
+#else /* the shipped build: no seam */
+
+#define FAULT_POINT(name) ((void)0)
+#define FAULT_DROP(name)  false
+#define FAULT_FAIL(name)  false
+#define FAULT_HOLD(at)    ((void)0)
+
+#endif /* ONCE_TEST_SEAMS */
 
 #endif /* STORE_FAULT_H */

@@ -67,7 +67,7 @@ commit_split_write(store *s, store_txn *group)
     for (store_txn *t = group; t != NULL; t = t->next) {
         size_t first = split_write_part(s, t, !effect_first);
         if (first > 0 && first < t->nwrites) {
-            fault_point(FAULT_WRITE_BETWEEN);
+            FAULT_POINT(FAULT_WRITE_BETWEEN);
         }
         split_write_part(s, t, effect_first);
         atomic_fetch_add(&s->fsyncs, 2);

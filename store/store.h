@@ -131,10 +131,6 @@ int store_scan_from(store *s, const void *start, size_t slen,
  */
 int store_compact_start(store *s, bool *already_running);
 
-/* Test build only (server/test_seams.c): every compaction waits ms (at
- * most 60000) before it starts. Call before the first compaction. */
-void store_compact_hold(store *s, uint64_t ms);
-
 /* Whether a compaction runs now, and how many finished since store_open.
  * Thread-safe. */
 void store_compact_state(store *s, bool *running, uint64_t *finished);

@@ -1,3 +1,4 @@
+/* clang-format off */
 /*
  * store_impl.h — the structures store.c, txn.c and commit.c share. Not for
  * use outside store/.
@@ -5,7 +6,9 @@
  * The files that include it are the inside of one module, the store, and
  * may call each other both ways (scripts/check_layers.py reads this line):
  * Module: store.c commit.c compact.c load.c replicate.c snapshot.c split.c txn.c
+ * (one line, kept whole by the clang-format off around this comment)
  */
+/* clang-format on */
 #ifndef STORE_STORE_IMPL_H
 #define STORE_STORE_IMPL_H
 
@@ -93,7 +96,6 @@ struct store {
                                      thread as its last act */
     _Atomic uint64_t compactions; /* finished; raised before compacting is
                                      cleared */
-    unsigned compact_hold_ms;     /* test build only, see compact.c */
 
     /* snapshot.c: the owner's thread only. */
     snap_slot snaps[STORE_SNAP_SLOTS];
