@@ -179,6 +179,58 @@ follow_publish(follower *f)
 }
 
 /*
+ * The last entry this replica applied is still in etcd's log, or was
+ * trimmed (the first index kept is past it) — unless etcd is another one,
+ * or was wiped: then following it would make this replica diverge. Reads
+ * linearizably. 0 (the log goes on from it), EAGAIN (etcd did not
+ * answer), ERANGE (trimmed past it: a snapshot is needed) or ESTALE
+ * (another log).
+ */
+static int
+follow_check_applied(follower *f)
+{
+    repl *r = f->r;
+    char key[REPL_KEY_MAX];
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+    uint64_t first = 1;
+    int rv;
+
+    repl_log_key(r, f->applied, key, sizeof(key));
+    if ((rv = etcd_range(r->kv, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL,
+                         NULL)) != 0) {
+        return rv;
+    }
+    etcd_kvs_free(kvs, n);
+    if (n != 0) {
+        return 0;
+    }
+    if ((rv = repl_first_read(r, r->kv, &first)) != 0) {
+        return rv;
+    }
+    if (first == f->applied + 1) {
+        /* Trimmed just past us (or a cluster restored from a
+         * backup at this index): we hold everything below. */
+        log_info("repl: the log starts at %" PRIu64
+                 ", right after this replica's index",
+                 first);
+        return 0;
+    }
+    if (first > f->applied) {
+        log_info("repl: log entry %" PRIu64 " (applied here) was "
+                 "trimmed; the log starts at %" PRIu64
+                 ": this replica needs a snapshot",
+                 f->applied, first);
+        return ERANGE;
+    }
+    log_error("repl: this replica applied log entry %" PRIu64
+              " but etcd does not hold it (another or a wiped "
+              "etcd?): refusing to follow a different log",
+              f->applied);
+    return ESTALE;
+}
+
+/*
  * Reads and applies the log from read_upto + 1 to its end; serializable:
  * the log keys as the etcd member asked holds them (a follower: a member
  * behind the cluster only delays entries, and spares the Raft leader a
@@ -200,44 +252,10 @@ follow_catch_up(follower *f, bool serializable)
     snprintf(end, sizeof(end), "%s", r->log_prefix);
     end[strlen(end) - 1]++; /* "/log/" -> "/log0": the prefix's end */
     if (!f->checked && f->applied > 0) {
-        /* The last entry this replica applied is still there, or was
-         * trimmed (the first index kept is past it) — unless etcd is
-         * another one, or was wiped: then following it would make this
-         * replica diverge. */
-        etcd_kv *kvs = NULL;
-        size_t n = 0;
-        int rv;
+        int rv = follow_check_applied(f);
 
-        repl_log_key(r, f->applied, from, sizeof(from));
-        if ((rv = etcd_range(r->kv, from, strlen(from), NULL, 0, 1, &kvs, &n,
-                             NULL, NULL)) != 0) {
+        if (rv != 0) {
             return rv;
-        }
-        etcd_kvs_free(kvs, n);
-        if (n == 0) {
-            uint64_t first = 1;
-            if ((rv = repl_first_read(f->r, f->r->kv, &first)) != 0) {
-                return rv;
-            }
-            if (first == f->applied + 1) {
-                /* Trimmed just past us (or a cluster restored from a
-                 * backup at this index): we hold everything below. */
-                log_info("repl: the log starts at %" PRIu64
-                         ", right after this replica's index",
-                         first);
-            } else if (first > f->applied) {
-                log_info("repl: log entry %" PRIu64 " (applied here) was "
-                         "trimmed; the log starts at %" PRIu64
-                         ": this replica needs a snapshot",
-                         f->applied, first);
-                return ERANGE;
-            } else {
-                log_error("repl: this replica applied log entry %" PRIu64
-                          " but etcd does not hold it (another or a wiped "
-                          "etcd?): refusing to follow a different log",
-                          f->applied);
-                return ESTALE;
-            }
         }
     }
     f->checked = true;
@@ -400,50 +418,48 @@ follow_tell(const repl_config *cfg, const char *status)
     }
 }
 
-int
-repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
+/* ---- opening ------------------------------------------------------------ */
+
+/* --replicate-key: the principal this replica signs its seeding requests
+ * as (seed.c), from a key file trusted as onced trusts its principals
+ * file; a file others can read is a warning. 0, or the error (logged). */
+static int
+follow_key_read(repl *r, const char *key_file)
 {
-    follower f = {0};
-    notleader *nl = NULL;
-    repl_watch *w = NULL;
-    char url[1024] = "", last_url[1024] = "";
-    const char *last_state = "";
-    bool woken = false, behind = false; /* the watch; a read behind it */
-    struct timespec zero = {0, 0};
-    bool won = false; /* the leader key is ours */
-    char *err = NULL;
-    repl *r;
+    struct stat kst;
+    char kerr[512];
     int rv;
 
-    if ((r = follow_repl_alloc(cfg)) == NULL) {
-        return ENOMEM;
+    if ((rv = keyfile_read_trusted(key_file, r->key_name, r->key, kerr,
+                                   sizeof(kerr))) != 0) {
+        log_error("repl: --replicate-key: %s (the file must hold one "
+                  "line \"NAME KEYHEX\", as oncectl principal add "
+                  "--key-out writes it, mode 0600, owned by this user)",
+                  kerr);
+        return rv;
     }
-    f.r = r;
-    if (cfg->key_file != NULL) {
-        struct stat kst;
-        char kerr[512];
+    r->signs = true;
+    log_info("repl: seeding requests are signed as principal %s (%s)",
+             r->key_name, key_file);
+    if (stat(key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
+        /* As onced says of its principals file: a warning. */
+        log_warn("%s is readable by others (mode %03o): whoever can "
+                 "read it can sign requests as principal %s. Fix: chmod "
+                 "600 %s, then give the replicas a new key (oncectl "
+                 "principal add) and revoke this one",
+                 key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
+                 key_file);
+    }
+    return 0;
+}
 
-        if ((rv = keyfile_read_trusted(cfg->key_file, r->key_name, r->key, kerr,
-                                       sizeof(kerr))) != 0) {
-            log_error("repl: --replicate-key: %s (the file must hold one "
-                      "line \"NAME KEYHEX\", as oncectl principal add "
-                      "--key-out writes it, mode 0600, owned by this user)",
-                      kerr);
-            goto out;
-        }
-        r->signs = true;
-        log_info("repl: seeding requests are signed as principal %s (%s)",
-                 r->key_name, cfg->key_file);
-        if (stat(cfg->key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
-            /* As onced says of its principals file: a warning. */
-            log_warn("%s is readable by others (mode %03o): whoever can "
-                     "read it can sign requests as principal %s. Fix: chmod "
-                     "600 %s, then give the replicas a new key (oncectl "
-                     "principal add) and revoke this one",
-                     cfg->key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
-                     cfg->key_file);
-        }
-    }
+/* The two etcd handles: r->kv for reads, campaigns and appends, r->ka for
+ * the lease's keepalives. 0, or the error (logged). */
+static int
+follow_etcd_open(repl *r, const repl_config *cfg)
+{
+    int rv;
+
     /* Appends (up to REPL_PART_MAX bytes each) may take longer than a
      * keepalive: their handle waits up to 2/3 of the TTL — an append
      * that lands later still fails its compare if the lease is gone. */
@@ -454,110 +470,168 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         (rv = etcd_open_tls(&r->ka, cfg->endpoints, &cfg->etcd_tls,
                             cfg->timeout_ms)) != 0) {
         log_error("repl: bad --replicate \"%s\"", cfg->endpoints);
-        goto out;
     }
-    if ((rv = store_open(&f.st, cfg->data_dir, &err)) == EINPROGRESS) {
+    return rv;
+}
+
+/* The local LevelDB into f->st, unsynced (etcd's log is what is durable),
+ * and the index it applied; a seeding that stopped half-way is removed
+ * and the store starts empty. 0, or the error (logged). */
+static int
+follow_store_open(follower *f, const char *data_dir)
+{
+    char *err = NULL;
+    int rv;
+
+    if ((rv = store_open(&f->st, data_dir, &err)) == EINPROGRESS) {
         /* A seeding that stopped half-way: not a store. Start empty; the
          * log or a snapshot fills it. */
         log_warn("repl: %s: removing it", err);
         free(err);
         err = NULL;
-        if ((rv = datadir_remove_store(cfg->data_dir, &err)) == 0) {
-            rv = store_open(&f.st, cfg->data_dir, &err);
+        if ((rv = datadir_remove_store(data_dir, &err)) == 0) {
+            rv = store_open(&f->st, data_dir, &err);
         }
     }
     if (rv != 0) {
-        log_error("repl: cannot open the LevelDB in %s: %s", cfg->data_dir,
+        log_error("repl: cannot open the LevelDB in %s: %s", data_dir,
                   err != NULL ? err : "error");
         free(err);
-        goto out;
+        return rv;
     }
-    store_set_log_durable(f.st); /* etcd's log is what is durable */
-    if ((rv = store_applied_index(f.st, &f.applied)) != 0) {
-        goto out;
+    store_set_log_durable(f->st); /* etcd's log is what is durable */
+    if ((rv = store_applied_index(f->st, &f->applied)) != 0) {
+        return rv;
     }
-    f.read_upto = f.applied;
-    /* Re-executed after winning (handover.c)? Then lead, if still ours. */
-    if ((rv = repl_handover_take(r, &won)) != 0) {
-        goto out;
-    }
-    if (!won) {
-        if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
-                                 cfg->tls_key)) != 0) {
-            goto out;
-        }
-        char prefix[REPL_KEY_MAX]; /* every key of the cluster */
+    f->read_upto = f->applied;
+    return 0;
+}
 
-        snprintf(prefix, sizeof(prefix), "/once/%s/", cfg->cluster);
-        if (repl_watch_open(&w, cfg->endpoints, &cfg->etcd_tls, prefix) != 0) {
-            w = NULL; /* polls every FOLLOW_POLL_MS instead */
-        }
-        log_info("repl: following cluster \"%s\" on %s from log index "
-                 "%" PRIu64 "",
-                 cfg->cluster, cfg->endpoints, f.applied);
+/* A follower's face: the NOT_LEADER responder on the listen URLs, and a
+ * watch on every key of the cluster (*w NULL when it cannot be had: the
+ * loop polls instead). 0, or the responder's error. */
+static int
+follow_listen(const repl_config *cfg, uint64_t applied, notleader **nl,
+              repl_watch **w)
+{
+    char prefix[REPL_KEY_MAX]; /* every key of the cluster */
+    int rv;
+
+    if ((rv = notleader_open(nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
+                             cfg->tls_key)) != 0) {
+        return rv;
     }
-    while (!won) {
-        const char *state;
-        uint64_t before = f.read_upto;
+    snprintf(prefix, sizeof(prefix), "/once/%s/", cfg->cluster);
+    if (repl_watch_open(w, cfg->endpoints, &cfg->etcd_tls, prefix) != 0) {
+        *w = NULL; /* polls every FOLLOW_POLL_MS instead */
+    }
+    log_info("repl: following cluster \"%s\" on %s from log index "
+             "%" PRIu64 "",
+             cfg->cluster, cfg->endpoints, applied);
+    return 0;
+}
 
-        if ((*sig = sigtimedwait(stop, NULL, &zero)) > 0 && *sig != SIGHUP) {
-            rv = ECANCELED;
-            goto out;
-        }
-        rv = f.st != NULL ? follow_catch_up(&f, true) : ERANGE;
-        /* Woken but nothing new: the member read may be behind the one
-         * that woke us; read again soon rather than at the next wake. */
-        behind = woken && rv == 0 && f.read_upto == before;
-        if (rv == ERANGE) {
-            rv = follow_seed(&f, url, sizeof(url));
-        }
-        if (rv == 0) {
-            follow_publish(&f);
-            if ((rv = follow_leader(&f, url, sizeof(url))) == 0 &&
-                url[0] == '\0') {
-                rv = follow_campaign(&f, &won);
-            }
-        }
-        if (rv == 0 && won) {
-            /* Ours now: lead from a fresh process (handover.c). */
-            repl_handover_exec(r);
-        }
-        if (rv != 0 && rv != EAGAIN && rv != EINPROGRESS) {
-            log_error("repl: cannot follow the log: %s", strerror(rv));
-            goto out;
-        }
-        state = rv == EAGAIN     ? REASON_ETCD_UNAVAILABLE
-                : url[0] != '\0' ? REASON_NOT_LEADER
-                                 : REASON_NO_LEADER;
-        if (strcmp(state, last_state) != 0 || strcmp(url, last_url) != 0) {
-            char status[1200];
+/* ---- the follow loop --------------------------------------------------- */
 
-            notleader_set(nl, url[0] != '\0' ? url : NULL, state);
-            log_info("repl: %s%s%s", state,
-                     url[0] != '\0' ? ": the leader is " : "", url);
-            if (rv == EAGAIN) {
-                log_info("repl: etcd: %s", etcd_last_error(r->kv));
-            }
-            last_state = state;
-            snprintf(last_url, sizeof(last_url), "%s", url);
-            snprintf(status, sizeof(status),
-                     "following cluster %s from log index %" PRIu64 ": %s%s%s",
-                     cfg->cluster, f.applied, state,
-                     url[0] != '\0' ? ", the leader is " : "", url);
-            follow_tell(cfg, status);
-        } else {
-            follow_tell(cfg, NULL);
-        }
-        if (w != NULL) {
-            woken = repl_watch_wait(w, FOLLOW_POLL_MS,
-                                    behind ? FOLLOW_POLL_MS : FOLLOW_IDLE_MS);
-        } else {
-            follow_sleep_ms(FOLLOW_POLL_MS);
+/* What the loop last said (log, NOT_LEADER hint, on_follow): said again
+ * only when it changes. */
+typedef struct follow_said {
+    const char *state; /* a reason; "" before the first turn */
+    char url[1024];    /* the leader's URL; "" for none */
+} follow_said;
+
+/*
+ * One turn: read and apply the log on (or seed from the leader's snapshot
+ * when the entries this replica needs were trimmed), publish the applied
+ * index, read the leader key and campaign when nobody holds it. url keeps
+ * the leader's URL last read ("" none). *behind: woken by the watch but
+ * nothing new read (the member read may trail the one that woke us).
+ * 0 (*won: the leader key is ours), EAGAIN (etcd did not answer),
+ * EINPROGRESS (seeding must wait), or an error.
+ */
+static int
+follow_turn(follower *f, char *url, size_t urllen, bool woken, bool *behind,
+            bool *won)
+{
+    uint64_t before = f->read_upto;
+    int rv = f->st != NULL ? follow_catch_up(f, true) : ERANGE;
+
+    /* Woken but nothing new: the member read may be behind the one
+     * that woke us; read again soon rather than at the next wake. */
+    *behind = woken && rv == 0 && f->read_upto == before;
+    if (rv == ERANGE) {
+        rv = follow_seed(f, url, urllen);
+    }
+    if (rv == 0) {
+        follow_publish(f);
+        if ((rv = follow_leader(f, url, urllen)) == 0 && url[0] == '\0') {
+            rv = follow_campaign(f, won);
         }
     }
-    /* Ours now: nobody else appends. Apply to the end, take the
-     * cluster's grants key. */
-    while ((rv = follow_catch_up(&f, false)) == EAGAIN) {
+    return rv;
+}
+
+/* Says how a turn that returned rv (0, EAGAIN, EINPROGRESS) left this
+ * follower: the NOT_LEADER responder's hint, a log line and on_follow's
+ * status when the state or the leader changed, else on_follow's ping. */
+static void
+follow_report(follower *f, notleader *nl, int rv, const char *url,
+              follow_said *said)
+{
+    const repl_config *cfg = &f->r->cfg;
+    const char *state = rv == EAGAIN     ? REASON_ETCD_UNAVAILABLE
+                        : url[0] != '\0' ? REASON_NOT_LEADER
+                                         : REASON_NO_LEADER;
+    char status[1200];
+
+    if (strcmp(state, said->state) == 0 && strcmp(url, said->url) == 0) {
+        follow_tell(cfg, NULL);
+        return;
+    }
+    notleader_set(nl, url[0] != '\0' ? url : NULL, state);
+    log_info("repl: %s%s%s", state, url[0] != '\0' ? ": the leader is " : "",
+             url);
+    if (rv == EAGAIN) {
+        log_info("repl: etcd: %s", etcd_last_error(f->r->kv));
+    }
+    said->state = state;
+    snprintf(said->url, sizeof(said->url), "%s", url);
+    snprintf(status, sizeof(status),
+             "following cluster %s from log index %" PRIu64 ": %s%s%s",
+             cfg->cluster, f->applied, state,
+             url[0] != '\0' ? ", the leader is " : "", url);
+    follow_tell(cfg, status);
+}
+
+/* Waits for the next turn: until the watch wakes (soon when behind), or
+ * FOLLOW_POLL_MS without a watch. Whether the watch woke it. */
+static bool
+follow_wait(repl_watch *w, bool behind)
+{
+    if (w == NULL) {
+        follow_sleep_ms(FOLLOW_POLL_MS);
+        return false;
+    }
+    return repl_watch_wait(w, FOLLOW_POLL_MS,
+                           behind ? FOLLOW_POLL_MS : FOLLOW_IDLE_MS);
+}
+
+/* ---- the win ------------------------------------------------------------ */
+
+/*
+ * The leader key is ours (this process was re-executed to lead): nobody
+ * else appends. Applies the log to its end, takes the cluster's grants
+ * key, starts trimming, and hands f->r out in *rp with its seeding key
+ * wiped (a leader does not seed). A step-down re-executes and never
+ * returns. 0, or EEXIST (the grants key is another's: f->r closed).
+ */
+static int
+follow_win(follower *f, repl **rp)
+{
+    repl *r = f->r;
+    int rv;
+
+    while ((rv = follow_catch_up(f, false)) == EAGAIN) {
         follow_sleep_ms(FOLLOW_POLL_MS);
     }
     if (rv != 0) {
@@ -566,8 +640,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     if ((rv = repl_share_key(r)) == EEXIST) {
         sodium_memzero(r->key, sizeof(r->key));
         repl_close(r);
-        r = NULL;
-        goto out_closed;
+        return EEXIST;
     }
     if (rv != 0) {
         repl_step_down(r, "cannot share the grants key");
@@ -579,12 +652,60 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     }
     log_info("repl: leading cluster \"%s\" as %s from log "
              "index %" PRIu64 " (lease %" PRIx64 ")",
-             cfg->cluster, cfg->advertise, r->next - 1, (uint64_t)r->lease);
-    store_close(f.st);
-    free(f.run.buf);
+             r->cfg.cluster, r->cfg.advertise, r->next - 1, (uint64_t)r->lease);
     sodium_memzero(r->key, sizeof(r->key)); /* a leader does not seed */
     *rp = r;
     return 0;
+}
+
+int
+repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
+{
+    follower f = {0};
+    notleader *nl = NULL;
+    repl_watch *w = NULL;
+    char url[1024] = "";
+    follow_said said = {"", ""};
+    bool woken = false, behind = false; /* the watch; a read behind it */
+    struct timespec zero = {0, 0};
+    bool won = false; /* the leader key is ours */
+    repl *r;
+    int rv;
+
+    if ((r = follow_repl_alloc(cfg)) == NULL) {
+        return ENOMEM;
+    }
+    f.r = r;
+    if ((cfg->key_file != NULL &&
+         (rv = follow_key_read(r, cfg->key_file)) != 0) ||
+        (rv = follow_etcd_open(r, cfg)) != 0 ||
+        (rv = follow_store_open(&f, cfg->data_dir)) != 0) {
+        goto out;
+    }
+    /* Re-executed after winning (handover.c)? Then lead, if still ours. */
+    if ((rv = repl_handover_take(r, &won)) != 0 ||
+        (!won && (rv = follow_listen(cfg, f.applied, &nl, &w)) != 0)) {
+        goto out;
+    }
+    while (!won) {
+        if ((*sig = sigtimedwait(stop, NULL, &zero)) > 0 && *sig != SIGHUP) {
+            rv = ECANCELED;
+            goto out;
+        }
+        rv = follow_turn(&f, url, sizeof(url), woken, &behind, &won);
+        if (rv == 0 && won) {
+            /* Ours now: lead from a fresh process (handover.c). */
+            repl_handover_exec(r);
+        }
+        if (rv != 0 && rv != EAGAIN && rv != EINPROGRESS) {
+            log_error("repl: cannot follow the log: %s", strerror(rv));
+            goto out;
+        }
+        follow_report(&f, nl, rv, url, &said);
+        woken = follow_wait(w, behind);
+    }
+    rv = follow_win(&f, rp); /* 0, or EEXIST with r closed */
+    goto out_closed;
 out:
     etcd_close(r->kv);
     etcd_close(r->ka);
