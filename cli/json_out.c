@@ -145,13 +145,6 @@ json_bool(json_obj *j, const char *key, bool v)
 }
 
 void
-json_f64(json_obj *j, const char *key, double v)
-{
-    json_key(j, key);
-    json_write_f64(j->f, v);
-}
-
-void
 json_write_f64(FILE *f, double v)
 {
     if (isfinite(v)) {

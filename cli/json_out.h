@@ -35,9 +35,6 @@ void json_str(json_obj *j, const char *key, const char *val);
 void json_u64(json_obj *j, const char *key, uint64_t v);
 void json_i64(json_obj *j, const char *key, int64_t v);
 void json_bool(json_obj *j, const char *key, bool v);
-/* A finite double as a JSON number (round-trip precision); NaN and the
- * infinities, which JSON cannot express, as null. */
-void json_f64(json_obj *j, const char *key, double v);
 
 /* Starts an array member: "key":[ . Its elements are objects, each
  * written with json_elem_begin, member calls on the element, and
@@ -53,7 +50,8 @@ void json_end(json_obj *j);
 /* Writes s as a quoted, escaped JSON string. */
 void json_write_string(FILE *f, const char *s);
 
-/* Writes v as json_f64 does (a number, or null). */
+/* Writes a finite v as a JSON number (round-trip precision); NaN and the
+ * infinities, which JSON cannot express, as null. */
 void json_write_f64(FILE *f, double v);
 
 /* Starts a member: the comma before it, then "key": ; the caller writes

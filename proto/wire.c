@@ -103,14 +103,6 @@ wire_lease_state_name(int state)
 }
 
 int
-wire_code_from_name(const char *name)
-{
-    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(
-        &once__v1__code__descriptor, name);
-    return v != NULL ? v->value : -1;
-}
-
-int
 wire_response_pack(int code, const char *reason, const char *message,
                    const void *payload, size_t payload_len, bool replayed,
                    uint8_t **out, size_t *out_len)

@@ -51,9 +51,6 @@ const char *wire_code_name(int code);
  * once_lease_state_name and onced's messages say the same. */
 const char *wire_lease_state_name(int state);
 
-/* The code named name ("NOT_FOUND"), or -1. */
-int wire_code_from_name(const char *name);
-
 /*
  * Packs a Response envelope into a fresh buffer. reason and message may be
  * NULL. On success *out is malloc'd (the caller frees it with free()) and

@@ -42,7 +42,6 @@ struct etcd_txn {
     cJSON *root;
     cJSON *compare;
     cJSON *success;
-    size_t size;
     bool nomem;
 };
 
@@ -233,12 +232,6 @@ etcd_close(etcd *e)
     etcd_tls_clear(&e->tls);
     free(e->buf);
     free(e);
-}
-
-const char *
-etcd_endpoint(const etcd *e)
-{
-    return e->urls[e->cur];
 }
 
 const char *
@@ -681,7 +674,6 @@ etcd_txn_alloc(void)
         etcd_txn_free(t);
         return NULL;
     }
-    t->size = 64;
     return t;
 }
 
@@ -709,7 +701,6 @@ etcd_txn_if(etcd_txn *t, const void *key, size_t klen, const char *target,
     cJSON_AddStringToObject(c, "result", "EQUAL");
     etcd_add_i64(c, field, rev);
     cJSON_AddItemToArray(t->compare, c);
-    t->size += 96 + klen * 4 / 3;
 }
 
 void
@@ -745,7 +736,6 @@ etcd_txn_put(etcd_txn *t, const void *key, size_t klen, const void *val,
         etcd_add_i64(put, "lease", lease);
     }
     cJSON_AddItemToArray(t->success, op);
-    t->size += 96 + (klen + vlen) * 4 / 3;
 }
 
 void
@@ -762,13 +752,6 @@ etcd_txn_delete(etcd_txn *t, const void *key, size_t klen, const void *end,
         return;
     }
     cJSON_AddItemToArray(t->success, op);
-    t->size += 96 + (klen + elen) * 4 / 3;
-}
-
-size_t
-etcd_txn_size(const etcd_txn *t)
-{
-    return t->size;
 }
 
 int

@@ -80,9 +80,6 @@ void etcd_transfer_error(char *buf, size_t size, const char *url, int cc,
 bool etcd_endpoints_valid(const char *endpoints, bool *tls);
 void etcd_close(etcd *e);
 
-/* The endpoint that answered last (for messages). */
-const char *etcd_endpoint(const etcd *e);
-
 /* The last error etcd or the transport gave, for messages. */
 const char *etcd_last_error(const etcd *e);
 
@@ -143,8 +140,6 @@ void etcd_txn_put(etcd_txn *t, const void *key, size_t klen, const void *val,
 /* Operation: delete keys [key, end) (end NULL: key alone). */
 void etcd_txn_delete(etcd_txn *t, const void *key, size_t klen, const void *end,
                      size_t elen);
-/* The request body's size so far (JSON), to keep under etcd's limit. */
-size_t etcd_txn_size(const etcd_txn *t);
 
 /*
  * Runs t: 0 and *ok (every compare held, the operations applied) and *rev

@@ -567,15 +567,6 @@ auth_lease_scope(server_call *c, uint64_t client_id, bool exists,
 }
 
 bool
-auth_sees(server_call *c, uint64_t client_id, const char *principal)
-{
-    if (c->who != NULL && c->who->operator_) {
-        return true;
-    }
-    return auth_owns(c, client_id, principal);
-}
-
-bool
 auth_machine(server_call *c, const char *machine)
 {
     const auth_who *w = c->who;

@@ -108,9 +108,6 @@ bool auth_lease_mine(const server_call *c, bool exists, const char *principal,
 bool auth_lease_scope(server_call *c, uint64_t client_id, bool exists,
                       const char *principal, bool operator_sees);
 
-/* auth_owns, or c->who is an operator (who may see every lease). */
-bool auth_sees(server_call *c, uint64_t client_id, const char *principal);
-
 /* Whether c->who may act for machine (an agent only for its own); sets
  * PERMISSION_DENIED/WRONG_MACHINE on c otherwise. */
 bool auth_machine(server_call *c, const char *machine);

@@ -212,13 +212,3 @@ overlay_settle(overlay *o, const void *key, size_t klen, uint64_t ticket)
     }
     pthread_mutex_unlock(&o->mtx);
 }
-
-size_t
-overlay_count(overlay *o)
-{
-    size_t n;
-    pthread_mutex_lock(&o->mtx);
-    n = o->count;
-    pthread_mutex_unlock(&o->mtx);
-    return n;
-}

@@ -40,7 +40,4 @@ int overlay_get(overlay *o, const void *key, size_t klen, char **val,
  * the key unless a later transaction has written it again. */
 void overlay_settle(overlay *o, const void *key, size_t klen, uint64_t ticket);
 
-/* Number of keys held (for stats and tests). */
-size_t overlay_count(overlay *o);
-
 #endif /* STORE_OVERLAY_H */
