@@ -19,7 +19,7 @@
  * The back dialer is watched: nng 1.5.2 gives up a dialer for good when
  * its handshake meets a dying onced (a SIGKILL while it connects), so when
  * the back socket has had no connection for BACK_REDIAL_MS the dialer is
- * closed and dialed again, as libonce's client_redial does.
+ * closed and dialed again, as libonce's conn_redial does.
  * Never: looks inside a message, reorders what it does not delay, or blocks
  * one direction on the other.
  */

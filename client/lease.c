@@ -279,7 +279,7 @@ once_lease_info(once_client *c, uint64_t client_id,
 
 /* ---- renewal ------------------------------------------------------------ */
 
-/* Waits until ms have passed or renew_stop is set; renew_lock is held.
+/* Waits until ms have passed or renew.stop is set; renew.lock is held.
  * Returns true when stopping. */
 static bool
 renew_wait(once_client *c, uint64_t ms)

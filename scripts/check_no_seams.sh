@@ -18,8 +18,8 @@ onced_test=$2
 # Seams by the names they are given in the code: the fault points and
 # holds (store/fault.h: fault_point, fault_drop, fault_fail, fault_hold,
 # fault_arm and their state), the environment hooks (server/test_seams.c:
-# test_seams_*), and any other *_hold* symbol (an earlier hold was
-# store_compact_hold). nng's own *_hold functions are not ours.
+# test_seams_*), and any other *_hold* symbol (a hold of its own, outside
+# fault.c). nng's own *_hold functions are not ours.
 seams='^(fault_|test_seams_)|(^|_)hold($|_)'
 
 symbols() {

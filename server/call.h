@@ -32,7 +32,7 @@ typedef struct server_call {
     uint64_t now_ms;     /* wall clock, unix ms */
     const auth_who *who; /* the authenticated caller (auth.h); set before
                             the method is looked up */
-    bool replaying;      /* dispatch_entry.replay runs: read only */
+    bool replaying;      /* service_method.replay runs: read only */
 
     /* Outcome, filled by the handler. */
     int code;

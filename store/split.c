@@ -3,12 +3,14 @@
  *
  * Compiled only into onced_split_effect_first (ONCE_SPLIT_WRITES=1) and
  * onced_split_record_first (ONCE_SPLIT_WRITES=2), never into onced or
- * libonce_store. Writes each transaction of a group as two synced LevelDB
- * writes — its effect keys and its completion record ("r/...") — in the
- * build's order, with the fault point write_between after the first. A
- * crash there leaves an effect without its record (a retry runs it again:
- * two effects) or a record without its effect (a retry replays a result
- * whose effect is gone: none). docs/spec.md forbids exactly this.
+ * once_store (their commit.c object takes the place of once_store_test's).
+ * Writes each transaction of a group as two synced LevelDB writes — its
+ * effect keys and its completion record ("r/...") — in the build's order,
+ * with the fault point write_between after the first. A crash there leaves
+ * an effect without its record (a retry runs it again: two effects) or a
+ * record without its effect (a retry replays a result whose effect is
+ * gone: none). docs/spec.md forbids exactly this.
+ *
  * Never: used by anything but the crash-matrix tests.
  */
 #ifdef ONCE_SPLIT_WRITES
