@@ -442,6 +442,17 @@ t_revision_version(void **state)
     count_prefix(c, "", &rev);
     assert_int_equal(rev, rev0 + 5);
 
+    /* Stats: Txns executed, compares failed, and the totals. */
+    {
+        Once__V1__StatsResponse *sr;
+        assert_int_equal(harness_stats_all(c, &sr), ONCE_OK);
+        assert_int_equal(sr->kv_txns, 6);
+        assert_int_equal(sr->kv_compares_failed, 1);
+        assert_int_equal(sr->kv_revision, rev0 + 5);
+        assert_int_equal(sr->kv_keys, 2);
+        assert_int_equal(sr->kv_bytes, (3 + 1) * 2); /* v/a=3, v/b=2 */
+        once__v1__stats_response__free_unpacked(sr, NULL);
+    }
     /* The revision survives a restart (it is stored with the keys). */
     assert_int_not_equal(harness_kill(h, SIGKILL), -1);
     assert_int_equal(harness_restart(h), 0);
@@ -452,6 +463,16 @@ t_revision_version(void **state)
     put_ok(c, "v/c", "1");
     assert_true(get_key(c, "v/c", NULL, 0, &va));
     assert_int_equal(va, rev0 + 6);
+    {
+        /* The totals are read from the store at start; the counters
+         * start again at 0. */
+        Once__V1__StatsResponse *sr;
+        assert_int_equal(harness_stats_all(c, &sr), ONCE_OK);
+        assert_int_equal(sr->kv_keys, 3);
+        assert_int_equal(sr->kv_revision, rev0 + 6);
+        assert_int_equal(sr->kv_txns, 1);
+        once__v1__stats_response__free_unpacked(sr, NULL);
+    }
     once_client_close(c);
 }
 
