@@ -275,34 +275,29 @@ once_kv_txn_get(once_kv_txn *t, int branch, const void *key, size_t key_len)
                     &once__v1__kv_get__descriptor, key, key_len);
 }
 
-int
-once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
-                 once_status *st)
+/* Packs t's request unless the bytes of the last exec are still its. */
+static int
+txn_pack(once_kv_txn *t, once_status *st)
 {
-    void *out = NULL;
-    size_t out_len = 0;
-    Once__V1__KvTxnResponse *resp;
-    int rv;
+    if (t->packed != NULL) {
+        return ONCE_OK;
+    }
+    t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
+    if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                          "packing the transaction");
+    }
+    once__v1__kv_txn_request__pack(&t->req, t->packed);
+    return ONCE_OK;
+}
 
-    if (t == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "no transaction");
-    }
-    if (t->packed == NULL) {
-        t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
-        if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) ==
-            NULL) {
-            return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
-                              "packing the transaction");
-        }
-        once__v1__kv_txn_request__pack(&t->req, t->packed);
-    }
-    rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len, &out,
-                   &out_len, st);
-    if (rv != ONCE_OK) {
-        return rv;
-    }
-    resp = once__v1__kv_txn_response__unpack(NULL, out_len, out);
+/* Makes the reply payload out (freed here) t's result. */
+static int
+txn_take(once_kv_txn *t, void *out, size_t out_len, once_status *st)
+{
+    Once__V1__KvTxnResponse *resp =
+        once__v1__kv_txn_response__unpack(NULL, out_len, out);
+
     once_free(out);
     if (resp == NULL) {
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
@@ -313,6 +308,62 @@ once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
     }
     t->resp = resp;
     return ONCE_OK;
+}
+
+int
+once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
+                 once_status *st)
+{
+    void *out = NULL;
+    size_t out_len = 0;
+    int rv;
+
+    if (t == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "no transaction");
+    }
+    if ((rv = txn_pack(t, st)) != ONCE_OK ||
+        (rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len,
+                        &out, &out_len, st)) != ONCE_OK) {
+        return rv;
+    }
+    return txn_take(t, out, out_len, st);
+}
+
+int
+once_kv_txn_exec_async(once_client *c, once_kv_txn *t, const once_rpc_id *id,
+                       once_done_fn done, void *arg, once_future **fp,
+                       once_status *st)
+{
+    int rv;
+
+    if (t == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "no transaction");
+    }
+    if ((rv = txn_pack(t, st)) != ONCE_OK) {
+        return rv;
+    }
+    return once_call_async(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len,
+                           done, arg, fp, st);
+}
+
+int
+once_kv_txn_finish(once_kv_txn *t, once_future *f, once_status *st)
+{
+    void *out = NULL;
+    size_t out_len = 0;
+    int rv;
+
+    if (t == NULL || f == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a transaction and its future are required");
+    }
+    if ((rv = once_wait(f, st)) != ONCE_OK) {
+        return rv;
+    }
+    (void)once_future_response(f, &out, &out_len); /* OK: it has ended */
+    return txn_take(t, out, out_len, st);
 }
 
 bool

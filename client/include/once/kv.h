@@ -109,6 +109,25 @@ ONCE_API int once_kv_txn_get(once_kv_txn *t, int branch, const void *key,
 ONCE_API int once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
                               once_status *st);
 
+/*
+ * once_kv_txn_exec as an async call (once_call_async, <once/client.h>):
+ * the request bytes are copied, so t may be changed or freed once this
+ * returns; id as in once_call_async (NULL or seq 0: a new call, read its id
+ * with once_future_id). The answer is read into a builder with
+ * once_kv_txn_finish.
+ */
+ONCE_API int once_kv_txn_exec_async(once_client *c, once_kv_txn *t,
+                                    const once_rpc_id *id, once_done_fn done,
+                                    void *arg, once_future **fp,
+                                    once_status *st);
+
+/* Waits for f (from once_kv_txn_exec_async) and on ONCE_OK makes its reply
+ * t's result, read with the accessors below. Returns f's code, st as
+ * once_wait fills it. Once per future (the reply is handed over once);
+ * the future is still the caller's to free. */
+ONCE_API int once_kv_txn_finish(once_kv_txn *t, once_future *f,
+                                once_status *st);
+
 /* The last ONCE_OK exec's reply: which branch ran, the store revision,
  * the 1-based index of the first compare that failed (0: none). */
 ONCE_API bool once_kv_txn_succeeded(const once_kv_txn *t);
