@@ -27,6 +27,9 @@ What is here:
                 some per reason (OutcomeUnknown, Conflict, LeaseExpired,
                 PermissionDenied, AlreadyOwned, GrantConflict, ...), each
                 carrying code, reason, message and rpc_id
+  reasons       every status reason as a constant (once.reasons.STALE_RPC)
+                and TABLE: codes, meaning, what to do next; generated
+                from the one table of reasons
   messages      the generated protobuf messages (once.v1), also as
                 once.once_pb2 and once.grants_pb2
 
@@ -47,7 +50,7 @@ from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      WindowFull)
 from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
-from . import messages
+from . import messages, reasons
 from .proto import grants_pb2, once_pb2
 
 __version__ = "0.1.0"
@@ -56,7 +59,7 @@ __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
     "ResumeReport", "CredentialInfo", "verify_credential", "messages",
-    "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
+    "reasons", "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
     "ResourceExhausted", "WindowFull", "FailedPrecondition", "LeaseExpired",

@@ -56,9 +56,8 @@ enum once_kv_kind {
     ONCE_KV_GET = 4,
 };
 
-/* KV reasons a caller acts on (the server's full list: docs/protocol.md). */
-#define ONCE_REASON_KV_QUOTA         "KV_QUOTA"
-#define ONCE_REASON_KV_PREFIX_DENIED "KV_PREFIX_DENIED"
+/* The KV reasons (ONCE_REASON_KV_QUOTA, ONCE_REASON_KV_PREFIX_DENIED, ...)
+ * are in <once/reasons.h> with every other reason. */
 
 typedef struct once_kv_txn once_kv_txn;
 
