@@ -2,7 +2,7 @@
  * test_seams.h — the test build's hooks into onced, read from its
  * environment. test_seams.c is compiled into once_server_test only, and
  * these declarations exist only with ONCE_TEST_SEAMS (the *_test
- * libraries and onced_test, server/CMakeLists.txt); the shipped onced has
+ * libraries and onced_test, tests/CMakeLists.txt); the shipped onced has
  * neither the file nor a call into it (scripts/check_no_seams.sh).
  *
  * Owns the variables ONCED_CLOCK_OFFSET_FILE (the wall clock shifted by the
