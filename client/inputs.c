@@ -32,6 +32,7 @@
 
 #include <sodium.h>
 
+#include "client/answer.h"
 #include "client/client_impl.h"
 #include "client/lease_gate.h"
 #include "proto/grants.pb-c.h"
@@ -255,22 +256,14 @@ once_inputs_close(once_inputs *s)
 
 /* ---- answers ------------------------------------------------------------ */
 
-/* What an answer (not OK) makes of a kept input. */
+/* What an answer (not OK) makes of a kept input (answer.h's rule). */
 static int
 classify(int rv, const once_status *st)
 {
-    if (rv == ONCE_FAILED_PRECONDITION &&
-        (once_status_is(st, ONCE_REASON_LEASE_EXPIRED) ||
-         once_status_is(st, ONCE_REASON_STALE_RPC))) {
+    switch (answer_classify(rv, st)) {
+    case ANSWER_LEASE_ENDED:
         return ONCE_INPUT_LEASE_ENDED;
-    }
-    switch (rv) {
-    case ONCE_UNKNOWN:
-    case ONCE_UNAVAILABLE:
-    case ONCE_DEADLINE_EXCEEDED:
-    case ONCE_RESOURCE_EXHAUSTED:
-    case ONCE_ABORTED:
-    case ONCE_CANCELLED:
+    case ANSWER_UNDECIDED:
         return ONCE_INPUT_PENDING;
     default:
         return ONCE_INPUT_REJECTED;
