@@ -4,11 +4,12 @@
  *
  * Owns: the chain handle — its record as last written (ch->r) — and the
  * order of writes and sends that Theorem 17.2 of Weikum & Vossen needs
- * (docs/chains.md): a request and its rpc id are written before the
- * request is sent; the reply is written before its seq is completed (so
- * no later call of the handle acknowledges away a record whose reply is
- * not yet durable: the engine's CALL_HELD); consuming a reply, the new
- * context and the next request are one write.
+ * (docs/chains.md): a request and its rpc id are written (synced) before
+ * the request is sent; the step's seq is completed only once the commit
+ * that consumes its reply is synced (so no later call of the handle
+ * acknowledges away a record whose reply is not yet durable: the engine's
+ * CALL_HELD); consuming a reply, the new context and the next request are
+ * one synced write.
  * Invariant: a PENDING record names the rpc id its request was or will be
  * sent with, and a request is sent only under that id; a step whose
  * lease ended is marked LEASE_ENDED and never re-sent under another id.
@@ -43,10 +44,15 @@ chain_nomem(once_status *st)
                       "chain");
 }
 
-/* Makes w the chain's record: written with one synced write when durable,
- * then adopted as ch->r (a packed and unpacked copy, so w may borrow). */
+/* How a record is written: synced, written unsynced (it survives the
+ * process; the next synced write makes it durable), or kept in memory only
+ * (the test build's broken order). */
+typedef enum chain_how { CHAIN_SYNC, CHAIN_NOSYNC, CHAIN_MEMORY } chain_how;
+
+/* Makes w the chain's record: written as how says, then adopted as ch->r
+ * (a packed and unpacked copy, so w may borrow). */
 static int
-chain_write(once_chain *ch, chain_rec *w, bool durable, once_status *st)
+chain_write(once_chain *ch, chain_rec *w, chain_how how, once_status *st)
 {
     size_t len;
     uint8_t *buf;
@@ -54,7 +60,8 @@ chain_write(once_chain *ch, chain_rec *w, bool durable, once_status *st)
     int rv;
 
     w->updated_unix_ms = journal_wall_ms();
-    if (durable && (rv = journal_put(ch->j, w, st)) != ONCE_OK) {
+    if (how != CHAIN_MEMORY &&
+        (rv = journal_put(ch->j, w, how == CHAIN_SYNC, st)) != ONCE_OK) {
         return rv;
     }
     len = once__client__chain_record__get_packed_size(w);
@@ -102,7 +109,7 @@ chain_create(once_chain *ch, const char *chain_id, once_status *st)
     w.principal = ch->c->principal;
     w.state = ONCE_CHAIN_IDLE;
     w.created_unix_ms = journal_wall_ms();
-    return chain_write(ch, &w, true, st);
+    return chain_write(ch, &w, CHAIN_SYNC, st);
 }
 
 /* The pending step's lease ended (answer rv/why): LEASE_ENDED, written. */
@@ -117,7 +124,7 @@ chain_lease_ended(once_chain *ch, int rv, const once_status *why,
     w.code = rv;
     w.reason = (char *)why->reason;
     w.message = (char *)why->message;
-    if ((e = chain_write(ch, &w, true, st)) != ONCE_OK) {
+    if ((e = chain_write(ch, &w, CHAIN_SYNC, st)) != ONCE_OK) {
         return e;
     }
     return status_set(
@@ -263,7 +270,8 @@ chain_record(once_chain *ch, chain_rec *w, const char *method, const void *req,
     w->seq = seq;
     w->lease_ttl_ms = c->gate.ttl_ms;
     chain_crash_point("before_record");
-    rv = chain_write(ch, w, !chain_write_after_send(), st);
+    rv = chain_write(ch, w,
+                     chain_write_after_send() ? CHAIN_MEMORY : CHAIN_SYNC, st);
     if (rv != ONCE_OK) {
         /* Not recorded, so never sent: the seq must not hold the window. */
         gate_seq_complete(&c->gate, c->gate.client_id, seq);
@@ -290,7 +298,14 @@ chain_replay(once_chain *ch, void **resp, size_t *resp_len, once_status *st)
 }
 
 /* The answer rv/st (resp on OK, taken over) of the pending step, written:
- * REPLIED, LEASE_ENDED, or nothing when it decides nothing. */
+ * REPLIED, LEASE_ENDED, or nothing when it decides nothing.
+ *
+ * The reply's write is not synced, and the step's seq stays incomplete
+ * (CALL_HELD) until the commit that consumes the reply is synced: until
+ * then no call of the handle acknowledges the seq, so the server keeps
+ * the completion record, and a reply lost with the machine is learned
+ * again by re-sending the PENDING step under its id. One local fsync per
+ * step (the commit, which records the next request too) instead of two. */
 static int
 chain_answer(once_chain *ch, int rv, void **resp, size_t *resp_len,
              once_status *st)
@@ -305,29 +320,26 @@ chain_answer(once_chain *ch, int rv, void **resp, size_t *resp_len,
     }
     if (k == ANSWER_LEASE_ENDED) {
         e = chain_lease_ended(ch, rv, &why, st);
-    } else {
-        w.state = ONCE_CHAIN_REPLIED;
-        w.code = rv;
-        w.reason = why.reason;
-        w.message = why.message;
-        w.reply.data = rv == ONCE_OK ? (uint8_t *)*resp : NULL;
-        w.reply.len = rv == ONCE_OK ? *resp_len : 0;
-        e = chain_write(ch, &w, true, st);
+        gate_seq_complete(&ch->c->gate, w.client_id, w.seq);
+        return e;
     }
-    if (e != ONCE_OK && k == ANSWER_DECIDED) {
-        /* Not durable: the seq stays incomplete, the step PENDING in the
-         * journal; a re-send replays the stored reply. */
+    w.state = ONCE_CHAIN_REPLIED;
+    w.code = rv;
+    w.reason = why.reason;
+    w.message = why.message;
+    w.reply.data = rv == ONCE_OK ? (uint8_t *)*resp : NULL;
+    w.reply.len = rv == ONCE_OK ? *resp_len : 0;
+    if ((e = chain_write(ch, &w, CHAIN_NOSYNC, st)) != ONCE_OK) {
+        /* Not written: the step stays PENDING in the journal and its seq
+         * incomplete; a re-send replays the stored reply. */
         once_free(*resp);
         *resp = NULL;
         *resp_len = 0;
         return e;
     }
-    gate_seq_complete(&ch->c->gate, w.client_id, w.seq);
-    if (k == ANSWER_DECIDED) {
-        *st = why;
-        chain_crash_point("after_reply");
-    }
-    return k == ANSWER_DECIDED ? rv : e;
+    *st = why;
+    chain_crash_point("after_reply");
+    return rv;
 }
 
 /* Sends the PENDING step under its recorded id and files the answer. */
@@ -443,6 +455,7 @@ once_chain_commit(once_chain *ch, const void *context, size_t context_len,
                   size_t next_len, once_rpc_id *next_id, once_status *st)
 {
     once_status local_st;
+    uint64_t done_cid, done_seq;
     chain_rec w;
     int rv;
 
@@ -455,6 +468,8 @@ once_chain_commit(once_chain *ch, const void *context, size_t context_len,
     if (ch->r->state == ONCE_CHAIN_PENDING) {
         return chain_busy(ch, "its step has no reply to consume yet", st);
     }
+    done_cid = ch->r->client_id;
+    done_seq = ch->r->seq;
     chain_clear_step(ch, &w);
     w.context.data = (uint8_t *)context;
     w.context.len = context_len;
@@ -462,11 +477,11 @@ once_chain_commit(once_chain *ch, const void *context, size_t context_len,
         w.steps++;
     }
     if (next_method == NULL) {
-        rv = chain_write(ch, &w, true, st);
+        rv = chain_write(ch, &w, CHAIN_SYNC, st);
     } else if (chain_write_after_send()) {
         /* Test build, the broken order: the consumption and context now,
          * the next request only once it is answered. */
-        if ((rv = chain_write(ch, &w, true, st)) == ONCE_OK) {
+        if ((rv = chain_write(ch, &w, CHAIN_SYNC, st)) == ONCE_OK) {
             chain_clear_step(ch, &w);
             rv = chain_record(ch, &w, next_method, next_req, next_len, next_id,
                               st);
@@ -475,6 +490,10 @@ once_chain_commit(once_chain *ch, const void *context, size_t context_len,
         rv = chain_record(ch, &w, next_method, next_req, next_len, next_id, st);
     }
     if (rv == ONCE_OK) {
+        /* The consumed reply is durable now: its record may go. */
+        if (done_seq != 0) {
+            gate_seq_complete(&ch->c->gate, done_cid, done_seq);
+        }
         chain_crash_point("after_commit");
         if (next_method != NULL) {
             chain_crash_point("after_record");

@@ -6,18 +6,18 @@
  *
  * Owns: the LevelDB handle and its options; the set of chains open in this
  * process (under claim_lock).
- * Invariant: every write is one leveldb_write with sync=true of one whole
- * record (or its removal), so a crash leaves the record before or after
- * it, never a mix. Writes from many threads and chains share fsyncs
- * through LevelDB's own write grouping: concurrent synced writers queue
- * in DBImpl::Write, the first builds one group of every batch queued
- * behind it (BuildBatchGroup) and makes one log append and one fsync for
- * all of them. A single committer thread of our own (as onced's store has,
- * store/commit.c) would do the same with a hand-off per write; measured
- * with bench/bench_journal (docs/performance.md, "Journal"), LevelDB's
- * grouping already gives the shared fsync, so there is no thread here.
- * Never: writes without sync; holds claim_lock across a LevelDB call;
- * sends anything.
+ * Invariant: every write is one leveldb_write of one whole record (or its
+ * removal), so a crash leaves the record before or after it, never a mix;
+ * every write that records a request or consumes a reply is synced (only
+ * a reply's own write may be unsynced: chain.c says why). Writes from many
+ * threads and chains share fsyncs through LevelDB's own write grouping:
+ * concurrent synced writers queue in DBImpl::Write, the first builds one group
+ * of every batch queued behind it (BuildBatchGroup) and makes one log append
+ * and one fsync for all of them. A single committer thread of our own (as
+ * onced's store has, store/commit.c) would do the same with a hand-off per
+ * write; measured with bench/bench_journal (docs/performance.md, "Journal"),
+ * LevelDB's grouping already gives the shared fsync, so there is no thread
+ * here. Never: holds claim_lock across a LevelDB call; sends anything.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +40,7 @@ struct once_journal {
     leveldb_options_t *opts;
     leveldb_readoptions_t *ropts;
     leveldb_writeoptions_t *wsync;
+    leveldb_writeoptions_t *wnosync;
     pthread_mutex_t claim_lock; /* protects open_ids, nopen */
     char **open_ids;            /* chains with a handle open */
     size_t nopen;
@@ -118,6 +119,7 @@ once_journal_open(const char *dir, once_journal **jp, once_status *st)
     j->ropts = leveldb_readoptions_create();
     j->wsync = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(j->wsync, 1);
+    j->wnosync = leveldb_writeoptions_create();
     pthread_mutex_init(&j->claim_lock, NULL);
     if ((j->db = leveldb_open(j->opts, dir, &err)) == NULL) {
         once_journal_close(j);
@@ -137,6 +139,7 @@ once_journal_close(once_journal *j)
         leveldb_close(j->db);
     }
     leveldb_writeoptions_destroy(j->wsync);
+    leveldb_writeoptions_destroy(j->wnosync);
     leveldb_readoptions_destroy(j->ropts);
     leveldb_options_destroy(j->opts);
     pthread_mutex_destroy(&j->claim_lock);
@@ -177,7 +180,7 @@ journal_get(once_journal *j, const char *chain_id, chain_rec **out,
 }
 
 int
-journal_put(once_journal *j, const chain_rec *r, once_status *st)
+journal_put(once_journal *j, const chain_rec *r, bool sync, once_status *st)
 {
     size_t len = once__client__chain_record__get_packed_size(r);
     char key[KEY_MAX], *err = NULL;
@@ -193,7 +196,8 @@ journal_put(once_journal *j, const chain_rec *r, once_status *st)
                           "journal record");
     }
     once__client__chain_record__pack(r, buf);
-    leveldb_put(j->db, j->wsync, key, klen, (const char *)buf, len, &err);
+    leveldb_put(j->db, sync ? j->wsync : j->wnosync, key, klen,
+                (const char *)buf, len, &err);
     free(buf);
     return err != NULL ? journal_error(st, ONCE_INTERNAL, "write", err)
                        : ONCE_OK;

@@ -5,8 +5,8 @@
  *
  * Owns: declarations of journal.c's record access and the in-process
  * claim of a chain (one open handle per chain per journal).
- * Invariant: a record is replaced in one synced LevelDB write, so a reader
- * after any crash sees a whole record, the one before or the one after.
+ * Invariant: a record is replaced in one LevelDB write, so a reader after
+ * any crash sees a whole record, the one before or the one after.
  * Never: sends anything; included by the call engine.
  */
 #ifndef CLIENT_JOURNAL_IMPL_H
@@ -28,9 +28,12 @@ uint64_t journal_wall_ms(void);
 int journal_get(once_journal *j, const char *chain_id, chain_rec **out,
                 once_status *st);
 
-/* Replaces r's record (key r->chain_id) in one synced write. ONCE_OK or
- * INTERNAL / JOURNAL. */
-int journal_put(once_journal *j, const chain_rec *r, once_status *st);
+/* Replaces r's record (key r->chain_id) in one write, synced when sync
+ * (an unsynced write survives the process, not the machine; the next
+ * synced write makes it durable too: LevelDB's log is one sequence).
+ * ONCE_OK or INTERNAL / JOURNAL. */
+int journal_put(once_journal *j, const chain_rec *r, bool sync,
+                once_status *st);
 
 /* Removes chain_id's record in one synced write. */
 int journal_del(once_journal *j, const char *chain_id, once_status *st);

@@ -9,7 +9,9 @@
  *   once_chain_step    writes the request, its method and the rpc id it
  *                      assigns to the journal (one synced write) BEFORE it
  *                      is sent; sends it under that id; writes the reply
- *                      when it comes (state REPLIED).
+ *                      when it comes (state REPLIED; not synced: until the
+ *                      commit, the seq is not acknowledged to the server,
+ *                      which keeps the reply too).
  *   once_chain_commit  in one synced write: the reply is consumed, the new
  *                      context bytes are kept and, optionally, the next
  *                      request is recorded with the rpc id assigned to it
@@ -133,12 +135,13 @@ ONCE_API int once_chain_send(once_chain *ch, once_rpc_id *id, void **resp,
                              size_t *resp_len, once_status *st);
 
 /*
- * Consumes the recorded reply (REPLIED, or IDLE for the chain's first
- * input) in one synced write with the new context (context may be NULL
+ * Consumes the recorded reply (REPLIED; IDLE for the chain's first input;
+ * LEASE_ENDED when the caller gives up on that step, having looked at the
+ * server's state) in one synced write with the new context (context may be NULL
  * when context_len is 0) and, when next_method is not NULL, the next
  * request with a fresh rpc id of the chain's client (*next_id, may be NULL):
- * the chain becomes PENDING, else IDLE. PENDING or LEASE_ENDED gives
- * FAILED_PRECONDITION / CHAIN_BUSY and writes nothing.
+ * the chain becomes PENDING, else IDLE. PENDING gives FAILED_PRECONDITION
+ * / CHAIN_BUSY and writes nothing.
  */
 ONCE_API int once_chain_commit(once_chain *ch, const void *context,
                                size_t context_len, const char *next_method,
