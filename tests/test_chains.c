@@ -26,6 +26,9 @@
  *                           is re-sent (a = 1, not 2).
  *   other_principal_refused a chain opened by alice cannot be resumed by
  *                           bob (PERMISSION_DENIED / OTHER_PRINCIPAL).
+ *   many_chains_share_journal  16 threads, a chain each, one handle and
+ *                           one journal: every step once, every chain
+ *                           IDLE after its 20 steps.
  *   api_rules               the state machine: step on a busy chain,
  *                           commit with a step in flight, a REPLIED
  *                           chain hands its reply back, forget.
@@ -33,6 +36,7 @@
  * Never: sleeps to wait for a condition other than a lease's TTL.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -340,6 +344,86 @@ other_principal_refused(void **state)
     once_journal_close(j);
 }
 
+#define THREADS 16
+#define ROUNDS  20
+
+typedef struct worker {
+    once_journal *j;
+    once_client *c;
+    int n;
+    int fails;
+} worker;
+
+/* One chain of ROUNDS increments of "many.<n>", each step's request
+ * recorded by the commit that consumed the reply before it. */
+static void *
+worker_run(void *arg)
+{
+    worker *w = arg;
+    char id[32], name[32], ctx[16];
+    once_chain *ch;
+    once_status st;
+    void *req;
+    size_t len;
+
+    snprintf(id, sizeof(id), "many-%d", w->n);
+    snprintf(name, sizeof(name), "many.%d", w->n);
+    if (once_chain_open(w->j, w->c, id, &ch, &st) != ONCE_OK) {
+        w->fails++;
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        snprintf(ctx, sizeof(ctx), "%d", r);
+        once_chain_counter_request(name, 1, &req, &len, &st);
+        if (once_chain_commit(ch, ctx, strlen(ctx),
+                              "/once.v1.Counter/Increment", req, len, NULL,
+                              &st) != ONCE_OK ||
+            once_chain_send(ch, NULL, NULL, NULL, &st) != ONCE_OK) {
+            w->fails++;
+        }
+        once_free(req);
+    }
+    if (once_chain_commit(ch, "end", 3, NULL, NULL, 0, NULL, &st) != ONCE_OK) {
+        w->fails++;
+    }
+    once_chain_close(ch);
+    return NULL;
+}
+
+static void
+many_chains_share_journal(void **state)
+{
+    fx *f = *state;
+    char dir[400], name[32];
+    pthread_t t[THREADS];
+    worker w[THREADS];
+    once_chain_info *rows;
+    once_journal *j;
+    once_status st;
+    size_t n;
+
+    snprintf(dir, sizeof(dir), "%s/journal-many", f->h->dir);
+    assert_int_equal(once_journal_open(dir, &j, &st), ONCE_OK);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){.j = j, .c = f->c, .n = i};
+        assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].fails, 0);
+        snprintf(name, sizeof(name), "many.%d", i);
+        assert_int_equal(harness_get(f->c, name), ROUNDS);
+    }
+    assert_int_equal(once_journal_list(j, &rows, &n, &st), ONCE_OK);
+    assert_int_equal(n, THREADS);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(rows[i].state, ONCE_CHAIN_IDLE);
+        assert_int_equal(rows[i].steps, ROUNDS);
+    }
+    once_free(rows);
+    once_journal_close(j);
+}
+
 static void
 api_rules(void **state)
 {
@@ -401,6 +485,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(api_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(other_principal_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(many_chains_share_journal, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(crash_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(matrix_fails_write_after_send, setup,
