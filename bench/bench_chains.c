@@ -98,7 +98,9 @@ thr_run(void *arg)
         return NULL;
     }
     /* a chain left PENDING by a previous level: finish its step */
-    (void)once_chain_send(ch, NULL, NULL, NULL, NULL);
+    if (ch != NULL) {
+        (void)once_chain_send(ch, NULL, NULL, NULL, NULL);
+    }
     while (bench_now_ns() < r->end_ns) {
         int64_t t0 = bench_now_ns();
         int rv = 0;
