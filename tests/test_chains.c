@@ -29,6 +29,9 @@
  *   many_chains_share_journal  16 threads, a chain each, one handle and
  *                           one journal: every step once, every chain
  *                           IDLE after its 20 steps.
+ *   oncectl_shows_crashed_chain  oncectl chain list|show --json on the
+ *                           journal of a driver killed after a send: the
+ *                           PENDING step and its request; then resumed.
  *   api_rules               the state machine: step on a busy chain,
  *                           commit with a step in flight, a REPLIED
  *                           chain hands its reply back, forget.
@@ -316,6 +319,42 @@ lease_ended_not_resent(void **state)
     assert_int_equal(counter(f, tag, "a"), 1);
 }
 
+/* oncectl chain list|show on a crashed driver's journal: the pending
+ * step, its rpc id and its request, decoded; nothing resumed. */
+static void
+oncectl_shows_crashed_chain(void **state)
+{
+    fx *f = *state;
+    const char *tag = "ctl";
+    const char *env[] = {"ONCE_CHAIN_CRASH=after_send@2", NULL};
+    char journal[400], out[4096];
+    int ws;
+
+    f->gen = place(f->c, tag);
+    ws = drive(f, tag, env, "120000");
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    snprintf(journal, sizeof(journal), "%s/journal-%s", f->h->dir, tag);
+    const char *list[] = {"chain", "list", "--journal", journal, NULL};
+    assert_int_equal(harness_oncectl(f->h, NULL, out, sizeof(out), NULL, list),
+                     0);
+    assert_non_null(strstr(out, "\"chain_id\":\"chain\""));
+    assert_non_null(strstr(out, "\"state\":\"PENDING\""));
+    assert_non_null(strstr(out, "\"steps\":1"));
+    const char *show[] = {"chain", "show", "--journal", journal, "chain", NULL};
+    assert_int_equal(harness_oncectl(f->h, NULL, out, sizeof(out), NULL, show),
+                     0);
+    assert_non_null(strstr(out, "\"request\":{\"name\":\"ctl.b\""));
+    assert_non_null(strstr(out, "\"context_len\":1"));
+    const char *none[] = {"chain", "show", "--journal", journal, "nope", NULL};
+    assert_int_equal(harness_oncectl(f->h, NULL, out, sizeof(out), NULL, none),
+                     1);
+    assert_non_null(strstr(out, "NO_CHAIN"));
+    /* still PENDING: the resume runs it to the end, once */
+    ws = drive(f, tag, NULL, "120000");
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_null(chain_verdict(f, tag));
+}
+
 static void
 other_principal_refused(void **state)
 {
@@ -487,6 +526,8 @@ main(void)
         cmocka_unit_test_setup_teardown(other_principal_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(many_chains_share_journal, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(oncectl_shows_crashed_chain, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(crash_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(matrix_fails_write_after_send, setup,

@@ -75,7 +75,8 @@ typedef struct once_chain_info {
     char method[128];      /* the step in flight ("" when IDLE) */
     once_rpc_id id;        /* its rpc id */
     uint64_t lease_ttl_ms; /* that id's lease TTL as last known (0: unknown) */
-    uint32_t sends;        /* sends started for it */
+    uint32_t sends;        /* sends made for it, written with its answer
+                              (0 while PENDING) */
     int code;              /* REPLIED: the answer; LEASE_ENDED: why */
     char reason[64];
     char message[256];
