@@ -150,7 +150,11 @@ chain_renew(once_chain *ch, once_status *st)
     if (rv == ONCE_OK) {
         return ONCE_OK;
     }
-    if (rv == ONCE_FAILED_PRECONDITION || rv == ONCE_NOT_FOUND) {
+    /* Ended: expired or collected; with authentication on, an ended lease
+     * of the chain's own principal is answered NOT_YOUR_LEASE. */
+    if (rv == ONCE_FAILED_PRECONDITION || rv == ONCE_NOT_FOUND ||
+        (rv == ONCE_PERMISSION_DENIED &&
+         once_status_is(&one, ONCE_REASON_NOT_YOUR_LEASE))) {
         return chain_lease_ended(ch, rv, &one, st);
     }
     *st = one;
