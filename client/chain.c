@@ -29,12 +29,15 @@
 #include "client/client_impl.h"
 #include "client/journal_impl.h"
 #include "client/lease_gate.h"
+#include "client/retry.h"
 #include "client/status.h"
 
 struct once_chain {
     once_journal *j; /* not owned */
     once_client *c;  /* not owned */
-    chain_rec *r;    /* the record as last written; owned */
+    char *id;        /* the chain id claimed in j; owned */
+    chain_rec *r;    /* the record as last written; owned (NULL until
+                        read or created) */
 };
 
 static int
@@ -59,7 +62,7 @@ chain_write(once_chain *ch, chain_rec *w, chain_how how, once_status *st)
     chain_rec *n;
     int rv;
 
-    w->updated_unix_ms = journal_wall_ms();
+    w->updated_unix_ms = retry_wall_ms();
     if (how != CHAIN_MEMORY &&
         (rv = journal_put(ch->j, w, how == CHAIN_SYNC, st)) != ONCE_OK) {
         return rv;
@@ -108,7 +111,7 @@ chain_create(once_chain *ch, const char *chain_id, once_status *st)
     w.chain_id = (char *)chain_id;
     w.principal = ch->c->principal;
     w.state = ONCE_CHAIN_IDLE;
-    w.created_unix_ms = journal_wall_ms();
+    w.created_unix_ms = retry_wall_ms();
     return chain_write(ch, &w, CHAIN_SYNC, st);
 }
 
@@ -193,7 +196,12 @@ once_chain_open(once_journal *j, once_client *c, const char *chain_id,
     }
     ch->j = j;
     ch->c = c;
+    if ((ch->id = strdup(chain_id)) == NULL) {
+        free(ch);
+        return chain_nomem(st);
+    }
     if (!journal_claim(j, chain_id)) {
+        free(ch->id);
         free(ch);
         return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_CHAIN_BUSY,
                           "chain %s is already open in this process", chain_id);
@@ -224,10 +232,11 @@ once_chain_close(once_chain *ch)
     if (ch == NULL) {
         return;
     }
+    journal_release(ch->j, ch->id);
     if (ch->r != NULL) {
-        journal_release(ch->j, ch->r->chain_id);
         once__client__chain_record__free_unpacked(ch->r, NULL);
     }
+    free(ch->id);
     free(ch);
 }
 
@@ -241,7 +250,7 @@ once_chain_forget(once_chain *ch, once_status *st)
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "once_chain_forget needs a chain");
     }
-    rv = journal_del(ch->j, ch->r->chain_id, st);
+    rv = journal_del(ch->j, ch->id, st);
     once_chain_close(ch);
     return rv;
 }

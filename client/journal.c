@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <leveldb/c.h>
 
@@ -45,15 +44,6 @@ struct once_journal {
     char **open_ids;            /* chains with a handle open */
     size_t nopen;
 };
-
-uint64_t
-journal_wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *
 once_chain_state_name(int state)

@@ -19,9 +19,6 @@
 
 typedef Once__Client__ChainRecord chain_rec;
 
-/* Wall-clock milliseconds, for the records' times. */
-uint64_t journal_wall_ms(void);
-
 /* Reads chain_id's record. ONCE_OK (*out freed with
  * once__client__chain_record__free_unpacked), NOT_FOUND / NO_CHAIN, or
  * INTERNAL / JOURNAL. */
