@@ -251,6 +251,10 @@ once_chain_forget(once_chain *ch, once_status *st)
                           "once_chain_forget needs a chain");
     }
     rv = journal_del(ch->j, ch->id, st);
+    if (rv == ONCE_OK && ch->r != NULL && ch->r->seq != 0) {
+        /* Given up: the step's seq must not hold the window back. */
+        gate_seq_complete(&ch->c->gate, ch->r->client_id, ch->r->seq);
+    }
     once_chain_close(ch);
     return rv;
 }

@@ -3,12 +3,15 @@
  * (test_chains.c): one chain of five steps run through the journal of
  * libonce_seams, to the end, resuming whatever the journal holds.
  *
- *   chain_driver URL JOURNAL_DIR CHAIN_ID TAG GENERATION OUTFILE [TTL_MS]
+ *   chain_driver URL JOURNAL_DIR CHAIN_ID TAG GENERATION OUTFILE [TTL_MS
+ *                [ROUNDS]]
  *
  * The steps (k = 0..4): Increment TAG.a by 1, TAG.b by 10, RequestGrant
  * TAG-g on surface TAG-s (machine m1, /w, GENERATION), TAG.a by 100,
- * TAG.out by 1 (the output that is itself a once call). The context is
- * the number of replies consumed. Consuming reply k appends the line
+ * TAG.out by 1 (the output that is itself a once call). With ROUNDS > 1
+ * (default 1) the five repeat, the grant step of later rounds being an
+ * Increment of TAG.c by 1000. The context is the number of replies
+ * consumed. Consuming reply k appends the line
  * "step k <summary>" to OUTFILE (the output that stays at-least-once),
  * then commits context k+1 with step k+1's request in the same write.
  * Crash points and the write-after-send switch are armed by the
@@ -32,26 +35,28 @@
 #include "proto/grants.pb-c.h"
 #include "proto/once.pb-c.h"
 
-#define STEPS     5
+#define ROUND     5
 #define INCREMENT "/once.v1.Counter/Increment"
 #define REQUEST   "/once.v1.Grants/RequestGrant"
 
 static const char *tag;
 static uint64_t generation;
+static int steps = ROUND; /* ROUND x ROUNDS */
 
 /* The request of step k: *method and a malloc'd *req. */
 static void
 step_request(int k, const char **method, void **req, size_t *len)
 {
-    static const char *const names[] = {"a", "b", NULL, "a", "out"};
-    static const int64_t by[] = {1, 10, 0, 100, 1};
+    static const char *const names[] = {"a", "b", "c", "a", "out"};
+    static const int64_t by[] = {1, 10, 1000, 100, 1};
     char name[128], rid[128], surface[128];
     once_status st;
 
     if (k != 2) {
-        snprintf(name, sizeof(name), "%s.%s", tag, names[k]);
+        snprintf(name, sizeof(name), "%s.%s", tag, names[k % ROUND]);
         *method = INCREMENT;
-        if (once_chain_counter_request(name, by[k], req, len, &st) != 0) {
+        if (once_chain_counter_request(name, by[k % ROUND], req, len, &st) !=
+            0) {
             fprintf(stderr, "driver: %s\n", st.message);
             exit(2);
         }
@@ -120,7 +125,7 @@ consume(once_chain *ch, int fd, int k, const once_chain_info *in,
 
     produce(fd, k, in, reply, len);
     snprintf(ctx, sizeof(ctx), "%d", k + 1);
-    if (k + 1 < STEPS) {
+    if (k + 1 < steps) {
         step_request(k + 1, &method, &req, &rlen);
     }
     if (once_chain_commit(ch, ctx, strlen(ctx), method, req, rlen, NULL, &st) !=
@@ -163,7 +168,7 @@ advance(once_chain *ch, int fd)
             printf("LEASE_ENDED %s\n", st.message);
             exit(3);
         }
-    } else if (k < STEPS) {
+    } else if (k < steps) {
         const char *method;
         void *req;
         size_t len;
@@ -190,7 +195,7 @@ main(int argc, char **argv)
 
     if (argc < 7) {
         fprintf(stderr, "usage: chain_driver URL JOURNAL CHAIN TAG GEN OUT "
-                        "[TTL_MS]\n");
+                        "[TTL_MS [ROUNDS]]\n");
         return 2;
     }
     tag = argv[4];
@@ -199,6 +204,7 @@ main(int argc, char **argv)
     o.url = argv[1];
     o.deadline_ms = 20000;
     o.lease_ttl_ms = argc > 7 ? strtoull(argv[7], NULL, 10) : 120000;
+    steps = ROUND * (argc > 8 && atoi(argv[8]) > 0 ? atoi(argv[8]) : 1);
     if (once_client_open(&c, &o, &st) != ONCE_OK) {
         die("open client", &st);
     }

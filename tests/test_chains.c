@@ -21,6 +21,11 @@
  *                           a request is recorded only with its reply):
  *                           a crash after the send re-executes the step
  *                           under a new id, and the checks above catch it.
+ *   random_kills            a 200-step chain (40 rounds of the five)
+ *                           driven by a process SIGKILLed at random
+ *                           moments (at least 10 kills), onced SIGKILLed
+ *                           and restarted once meanwhile: every counter
+ *                           exact, every output present and agreeing.
  *   lease_ended_not_resent  the crashed step's lease ends before the
  *                           resume: the chain says LEASE_ENDED, nothing
  *                           is re-sent (a = 1, not 2).
@@ -121,14 +126,14 @@ place(once_client *c, const char *tag)
     return g;
 }
 
-/* Runs the driver on tag's chain with env (NULL-terminated "K=V" list);
- * its wait status. */
-static int
-drive(const fx *f, const char *tag, const char *const *env, const char *ttl)
+/* Starts the driver on tag's chain with env (NULL-terminated "K=V"
+ * list), lease TTL ttl and rounds; its pid. */
+static pid_t
+drive_start(const fx *f, const char *tag, const char *const *env,
+            const char *ttl, const char *rounds)
 {
     char journal[400], out[400], gen[24];
     pid_t pid;
-    int ws;
 
     snprintf(journal, sizeof(journal), "%s/journal-%s", f->h->dir, tag);
     snprintf(out, sizeof(out), "%s/out-%s", f->h->dir, tag);
@@ -140,9 +145,19 @@ drive(const fx *f, const char *tag, const char *const *env, const char *ttl)
             putenv((char *)env[i]);
         }
         execl(CHAIN_DRIVER, "chain_driver", f->h->url, journal, "chain", tag,
-              gen, out, ttl, (char *)NULL);
+              gen, out, ttl, rounds, (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+/* Runs the driver (one round) to its end; its wait status. */
+static int
+drive(const fx *f, const char *tag, const char *const *env, const char *ttl)
+{
+    pid_t pid = drive_start(f, tag, env, ttl, "1");
+    int ws;
+
     assert_int_equal(waitpid(pid, &ws, 0), pid);
     return ws;
 }
@@ -152,7 +167,7 @@ drive(const fx *f, const char *tag, const char *const *env, const char *ttl)
 static int
 output_lines(const fx *f, const char *tag, int k, char *first, bool *agree)
 {
-    char path[400], line[256], want[16];
+    char path[400], line[256], want[24];
     FILE *fp;
     int n = 0;
 
@@ -186,30 +201,56 @@ counter(const fx *f, const char *tag, const char *name)
     return harness_get(f->c, full);
 }
 
-/* Theorem 17.2's checks on tag's finished chain; NULL when they hold,
- * else what failed (a static buffer). */
-static const char *
-chain_verdict(const fx *f, const char *tag)
+/* The output line step k of a chain must have produced ("" for the
+ * grant step, checked by its existing=0) into want[64]. */
+static void
+expected_line(int k, char *want)
 {
-    static const char *const want[] = {"step 0 value=1\n", "step 1 value=10\n",
-                                       NULL, "step 3 value=101\n",
-                                       "step 4 value=1\n"};
+    int r = k / 5;
+
+    switch (k % 5) {
+    case 0:
+        snprintf(want, 64, "step %d value=%d\n", k, 101 * r + 1);
+        break;
+    case 1:
+        snprintf(want, 64, "step %d value=%d\n", k, 10 * (r + 1));
+        break;
+    case 2:
+        snprintf(want, 64, k == 2 ? "" : "step %d value=%d\n", k, 1000 * r);
+        break;
+    case 3:
+        snprintf(want, 64, "step %d value=%d\n", k, 101 * (r + 1));
+        break;
+    default:
+        snprintf(want, 64, "step %d value=%d\n", k, r + 1);
+    }
+}
+
+/* Theorem 17.2's checks on tag's finished chain of `rounds` rounds; NULL
+ * when they hold, else what failed (a static buffer). */
+static const char *
+chain_verdict_rounds(const fx *f, const char *tag, int rounds)
+{
     static char why[512];
     int64_t a = counter(f, tag, "a"), b = counter(f, tag, "b");
-    int64_t out = counter(f, tag, "out");
-    char first[256];
+    int64_t c = counter(f, tag, "c"), out = counter(f, tag, "out");
+    char first[256], want[64];
     bool agree;
 
-    if (a != 101 || b != 10 || out != 1) {
+    if (a != 101 * rounds || b != 10 * rounds || c != 1000 * (rounds - 1) ||
+        out != rounds) {
         snprintf(why, sizeof(why),
-                 "counters a=%lld b=%lld out=%lld (want 101, 10, 1)",
-                 (long long)a, (long long)b, (long long)out);
+                 "counters a=%lld b=%lld c=%lld out=%lld (want %d, %d, %d, "
+                 "%d)",
+                 (long long)a, (long long)b, (long long)c, (long long)out,
+                 101 * rounds, 10 * rounds, 1000 * (rounds - 1), rounds);
         return why;
     }
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 5 * rounds; k++) {
         int n = output_lines(f, tag, k, first, &agree);
+        expected_line(k, want);
         bool ok = n >= 1 && agree &&
-                  (want[k] != NULL ? strcmp(first, want[k]) == 0
+                  (want[0] != '\0' ? strcmp(first, want) == 0
                                    : strstr(first, " existing=0\n") != NULL);
         if (!ok) {
             snprintf(why, sizeof(why),
@@ -220,6 +261,12 @@ chain_verdict(const fx *f, const char *tag)
         }
     }
     return NULL;
+}
+
+static const char *
+chain_verdict(const fx *f, const char *tag)
+{
+    return chain_verdict_rounds(f, tag, 1);
 }
 
 static const char *const points[] = {"before_record", "after_record",
@@ -298,6 +345,46 @@ matrix_fails_write_after_send(void **state)
     }
     /* every after_send cell fails: a step re-executed under a new id */
     assert_int_equal(failed, 3);
+}
+
+#define KILL_ROUNDS "40"
+
+/* The driver SIGKILLed at random moments (no crash point: inside LevelDB
+ * writes, sends, anywhere) until it runs a 200-step chain to its end, and
+ * onced itself SIGKILLed and restarted once on the way. */
+static void
+random_kills(void **state)
+{
+    fx *f = *state;
+    const char *tag = "rk";
+    unsigned seed = (unsigned)harness_now_ms();
+    int kills = 0, runs = 0, ws = 0;
+
+    print_message("random_kills seed %u\n", seed);
+    srand(seed);
+    f->gen = place(f->c, tag);
+    for (; runs < 400; runs++) {
+        pid_t pid = drive_start(f, tag, NULL, "120000", KILL_ROUNDS);
+        harness_sleep_ms(2 + rand() % (12 + runs / 8)); /* grows: ends */
+        kill(pid, SIGKILL);
+        assert_int_equal(waitpid(pid, &ws, 0), pid);
+        kills += WIFSIGNALED(ws);
+        if (WIFEXITED(ws)) {
+            assert_int_equal(WEXITSTATUS(ws), 0);
+            break; /* the chain ended before the kill */
+        }
+        if (kills == 6) {
+            assert_int_not_equal(harness_kill(f->h, SIGKILL), -1);
+            assert_int_equal(harness_restart(f->h), 0);
+        }
+    }
+    if (!WIFEXITED(ws)) { /* 400 runs were not enough: finish it */
+        pid_t pid = drive_start(f, tag, NULL, "120000", KILL_ROUNDS);
+        assert_int_equal(waitpid(pid, &ws, 0), pid);
+    }
+    print_message("random_kills: %d runs, %d kills\n", runs + 1, kills);
+    assert_true(kills >= 10);
+    assert_null(chain_verdict_rounds(f, tag, atoi(KILL_ROUNDS)));
 }
 
 static void
@@ -534,6 +621,7 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(lease_ended_not_resent, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(random_kills, setup, teardown),
     };
 
     harness_trap_crashes();

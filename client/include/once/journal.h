@@ -111,7 +111,8 @@ ONCE_API int once_chain_open(once_journal *j, once_client *c,
 ONCE_API void once_chain_close(once_chain *ch);
 
 /* Removes the chain from the journal and closes the handle (ch is freed
- * either way). */
+ * either way). A step in flight is given up: its seq is released (as
+ * once_client_release), so the server may drop its record. */
 ONCE_API int once_chain_forget(once_chain *ch, once_status *st);
 
 /*
