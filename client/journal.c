@@ -11,13 +11,14 @@
  * every write that records a request or consumes a reply is synced (only
  * a reply's own write may be unsynced: chain.c says why). Writes from many
  * threads and chains share fsyncs through LevelDB's own write grouping:
- * concurrent synced writers queue in DBImpl::Write, the first builds one group
- * of every batch queued behind it (BuildBatchGroup) and makes one log append
- * and one fsync for all of them. A single committer thread of our own (as
- * onced's store has, store/commit.c) would do the same with a hand-off per
- * write; measured with bench/bench_journal (docs/performance.md, "Journal"),
- * LevelDB's grouping already gives the shared fsync, so there is no thread
- * here. Never: holds claim_lock across a LevelDB call; sends anything.
+ * concurrent synced writers queue in DBImpl::Write, and the one at the
+ * head writes the batches queued behind it (BuildBatchGroup) with one log
+ * append and one fsync. A single writer thread of our own (store/commit.c's
+ * shape) was measured against it with bench/bench_chains
+ * (docs/performance.md, "Chains"): no difference beyond the run-to-run
+ * spread of the machine, so the simpler one stays and there is no thread
+ * here.
+ * Never: holds claim_lock across a LevelDB call; sends anything.
  */
 #include <errno.h>
 #include <pthread.h>
