@@ -3,7 +3,8 @@ a real onced: a chain's steps and commits, the reply handed back after a
 restart, the pending step re-sent under its recorded id by a new process
 after the first was SIGKILLed right after the send (a child Python on the
 test library libonce_seams, ONCE_CHAIN_CRASH=after_send), another
-principal refused, and the journal's list and show."""
+principal refused, the journal's list and show, and examples/workflow.py
+killed mid-workflow and run again."""
 from __future__ import annotations
 
 import os
@@ -88,6 +89,31 @@ def test_pending_step_resent_after_kill(onced, tmp_path):
         assert s.rpc_id.client_id != c.client_id  # the dead process's id
         assert ch.send().value == 1           # replayed, not run again
         assert c.counter_get("k.n") == 1
+
+
+def test_workflow_example_resumes(onced_factory, tmp_path):
+    """examples/workflow.py killed after its 6th reply (job 1's grant,
+    before it is consumed), started again: every job placed, granted,
+    finished and counted once."""
+    from conftest import ROOT
+    o = onced_factory(dev=True)
+    cmd = [sys.executable, str(ROOT / "examples" / "workflow.py"), "--server",
+           o.url, "--key-file", o.dev_key, "--journal", str(tmp_path / "j"),
+           "--chain", "wf", "--jobs", "3"]
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    p = subprocess.run(cmd + ["--die-after", "6"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "3 jobs done (done counter 3)" in p.stdout
+    with once.Client(o.url, key_file=o.dev_key) as c:
+        assert c.counter_get("wf.done") == 3
+        for job in range(3):
+            v = c.get_surface(f"wf-s{job}")
+            assert v.epoch == 1            # one grant ever
+            assert not v.HasField("open_grant")  # and it was finished
 
 
 def test_other_principal_refused(onced, tmp_path):
