@@ -15,7 +15,8 @@
  * "step k <summary>" to OUTFILE (the output that stays at-least-once),
  * then commits context k+1 with step k+1's request in the same write.
  * Crash points and the write-after-send switch are armed by the
- * environment (client/chain_seams.h).
+ * environment (client/chain_seams.h); CHAIN_KEY_FILE signs every request
+ * with that principal's key.
  *
  * Owns: nothing beyond one run. Exit: 0 the chain ran to its end, 3 its
  * pending step's lease had ended (once_chain_state said LEASE_ENDED), 2
@@ -187,6 +188,7 @@ int
 main(int argc, char **argv)
 {
     once_options o;
+    once_security sec;
     once_client *c;
     once_journal *j;
     once_chain *ch;
@@ -205,7 +207,10 @@ main(int argc, char **argv)
     o.deadline_ms = 20000;
     o.lease_ttl_ms = argc > 7 ? strtoull(argv[7], NULL, 10) : 120000;
     steps = ROUND * (argc > 8 && atoi(argv[8]) > 0 ? atoi(argv[8]) : 1);
-    if (once_client_open(&c, &o, &st) != ONCE_OK) {
+    once_security_init(&sec);
+    sec.key_file = getenv("CHAIN_KEY_FILE"); /* signed, when set */
+    if (once_client_open_secure(&c, &o, sec.key_file != NULL ? &sec : NULL,
+                                &st) != ONCE_OK) {
         die("open client", &st);
     }
     if (once_journal_open(argv[2], &j, &st) != ONCE_OK) {

@@ -29,6 +29,9 @@
  *   lease_ended_not_resent  the crashed step's lease ends before the
  *                           resume: the chain says LEASE_ENDED, nothing
  *                           is re-sent (a = 1, not 2).
+ *   lease_ended_signed      the same with authentication on (alice's
+ *                           key): the renewal's NOT_YOUR_LEASE is read as
+ *                           an ended lease.
  *   other_principal_refused a chain opened by alice cannot be resumed by
  *                           bob (PERMISSION_DENIED / OTHER_PRINCIPAL).
  *   many_chains_share_journal  16 threads, a chain each, one handle and
@@ -442,6 +445,50 @@ oncectl_shows_crashed_chain(void **state)
     assert_null(chain_verdict(f, tag));
 }
 
+/* With authentication on: alice's chain is killed after a send, its lease
+ * ends while it is down; the resume's renewal is answered NOT_YOUR_LEASE
+ * (onced's one answer for an ended lease, no lease oracle), read as an
+ * ended lease: LEASE_ENDED, nothing re-sent. */
+static void
+lease_ended_signed(void **state)
+{
+    fx *f = *state;
+    const char *tag = "signed";
+    char key[400], arm_key[420], journal[400];
+    const char *env[] = {"ONCE_CHAIN_CRASH=after_send@1", arm_key, NULL};
+    once_chain_info in;
+    once_journal *j;
+    once_client *alice;
+    once_status st;
+    int ws;
+
+    harness_add_principal(f->h, "alice", "scheduler");
+    assert_int_equal(harness_client_as(f->h, "alice", false, &alice, &st),
+                     ONCE_OK);
+    snprintf(key, sizeof(key), "%s/alice.key", f->h->dir);
+    snprintf(arm_key, sizeof(arm_key), "CHAIN_KEY_FILE=%s", key);
+    f->gen = place(alice, tag);
+    ws = drive(f, tag, env, "2000");
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    harness_sleep_ms(2500);
+    env[0] = arm_key;
+    env[1] = NULL;
+    ws = drive(f, tag, env, "2000");
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 3);
+    snprintf(journal, sizeof(journal), "%s/journal-%s", f->h->dir, tag);
+    assert_int_equal(once_journal_open(journal, &j, &st), ONCE_OK);
+    assert_int_equal(
+        once_journal_show(j, "chain", &in, NULL, NULL, NULL, NULL, &st),
+        ONCE_OK);
+    print_message("lease_ended_signed: %s %s %s\n",
+                  once_chain_state_name(in.state), in.reason, in.message);
+    assert_int_equal(in.state, ONCE_CHAIN_LEASE_ENDED);
+    once_journal_close(j);
+    assert_int_equal(harness_get(alice, "signed.a"), 1);
+    once_client_close(alice);
+}
+
 static void
 other_principal_refused(void **state)
 {
@@ -622,6 +669,7 @@ main(void)
         cmocka_unit_test_setup_teardown(lease_ended_not_resent, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(random_kills, setup, teardown),
+        cmocka_unit_test_setup_teardown(lease_ended_signed, setup, teardown),
     };
 
     harness_trap_crashes();
