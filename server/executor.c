@@ -32,6 +32,7 @@
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
+#include "lease/admit.h"
 #include "lease/lease.h"
 #include "proto/log.h"
 #include "proto/names.h"
@@ -192,19 +193,68 @@ exec_mutating(server_call *c, const service_method *de,
     lease_entry_record_added(le, c->seq, bytes, c->now_ms);
 }
 
+/* The reply to a call lease_admit refused (a stats count, code, reason and
+ * a message saying what to do). */
+static void
+exec_refuse(server_call *c, const lease_admission *a,
+            const Once__V1__Request *req)
+{
+    server_stats *stats = c->env->stats;
+    unsigned long long id = c->client_id, seq = c->seq;
+
+    switch (a->verdict) {
+    case LEASE_STORE_ERROR:
+        call_store_error(c, ENOMEM);
+        break;
+    case LEASE_NOT_LIVE:
+        STATS_INC(stats, lease_expired);
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_LEASE_EXPIRED,
+                  "client id %llu has no live lease (%s); its calls are "
+                  "never executed — open a new lease for new calls",
+                  id, a->never_issued ? "never issued" : "ended");
+        break;
+    case LEASE_STALE:
+        STATS_INC(stats, stale);
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_STALE_RPC,
+                  "seq %llu is below client %llu's acknowledged watermark "
+                  "%llu: its reply was already delivered",
+                  seq, id, (unsigned long long)a->watermark);
+        break;
+    case LEASE_BAD_ACK:
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_ACK,
+                  "first_incomplete %llu is above the call's own seq %llu",
+                  (unsigned long long)req->first_incomplete, seq);
+        break;
+    case LEASE_WINDOW_FULL:
+        STATS_INC(stats, window_full);
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_WINDOW_FULL,
+                  "seq %llu is %llu past the first unacknowledged seq %llu; at "
+                  "most %llu calls may be unacknowledged — wait for replies",
+                  seq, (unsigned long long)(c->seq - a->first_unacked),
+                  (unsigned long long)a->first_unacked,
+                  (unsigned long long)c->env->cfg.window);
+        break;
+    case LEASE_ADMITTED:
+        break;
+    }
+}
+
 /*
- * Admits a call under its rpc id (docs/spec.md): a live lease, the
- * acknowledgement applied, the seq neither below the watermark nor beyond
- * the window. Returns the lease entry, or NULL with the outcome set. A
- * lease found past its TTL is ended here — its EXPIRED state staged in the
- * call's transaction, so the LEASE_EXPIRED reply leaves only once the end
- * is durable.
+ * Admits a call under its rpc id: who may use the lease (auth, here), then
+ * the lease's own rules (lease/admit.h: live, not stale, acknowledgement,
+ * window). Returns the lease entry, or NULL with the outcome set.
  */
 static lease_entry *
 exec_admit(server_call *c, const Once__V1__Request *req)
 {
     const exec_env *env = c->env;
     lease_entry *e = lease_table_find(env->leases, c->client_id);
+    lease_ask ask = {.client_id = c->client_id,
+                     .seq = c->seq,
+                     .first_incomplete = req->first_incomplete,
+                     .window = env->cfg.window,
+                     .now_ms = c->now_ms};
+    lease_admission a;
 
     /* Another principal's lease, a collected one or one never issued:
      * one answer (no lease oracle), before anything of a lease is touched
@@ -213,52 +263,8 @@ exec_admit(server_call *c, const Once__V1__Request *req)
                           e != NULL ? e->principal : NULL, false)) {
         return NULL;
     }
-    if (e != NULL && lease_expire_due(c->txn, e, c->now_ms) != 0) {
-        call_store_error(c, ENOMEM);
-        return NULL;
-    }
-    if (e == NULL || e->state != LEASE_STATE_LIVE) {
-        STATS_INC(env->stats, lease_expired);
-        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_LEASE_EXPIRED,
-                  "client id %llu has no live lease (%s); its calls are "
-                  "never executed — open a new lease for new calls",
-                  (unsigned long long)c->client_id,
-                  c->client_id >= lease_table_next_id(env->leases)
-                      ? "never issued"
-                      : "ended");
-        return NULL;
-    }
-    /* A seq below the watermark is stale whatever else the request says
-     * (docs/spec.md), its acknowledgement included; a call's own
-     * acknowledgement (at most its seq) cannot make it stale, so this may come
-     * first. */
-    if (c->seq < e->watermark) {
-        STATS_INC(env->stats, stale);
-        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_STALE_RPC,
-                  "seq %llu is below client %llu's acknowledged watermark "
-                  "%llu: its reply was already delivered",
-                  (unsigned long long)c->seq, (unsigned long long)c->client_id,
-                  (unsigned long long)e->watermark);
-        return NULL;
-    }
-    if (req->first_incomplete > c->seq) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_ACK,
-                  "first_incomplete %llu is above the call's own seq %llu",
-                  (unsigned long long)req->first_incomplete,
-                  (unsigned long long)c->seq);
-        return NULL;
-    }
-    lease_entry_ack(e, req->first_incomplete);
-    fault_point(FAULT_ACK_APPLIED);
-    if (c->seq - lease_entry_first_unacked(e) >= env->cfg.window) {
-        STATS_INC(env->stats, window_full);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_WINDOW_FULL,
-                  "seq %llu is %llu past the first unacknowledged seq %llu; at "
-                  "most %llu calls may be unacknowledged — wait for replies",
-                  (unsigned long long)c->seq,
-                  (unsigned long long)(c->seq - lease_entry_first_unacked(e)),
-                  (unsigned long long)lease_entry_first_unacked(e),
-                  (unsigned long long)env->cfg.window);
+    if (lease_admit(env->leases, e, c->txn, &ask, &a) != LEASE_ADMITTED) {
+        exec_refuse(c, &a, req);
         return NULL;
     }
     return e;

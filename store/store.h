@@ -74,6 +74,11 @@ int store_txn_put(store_txn *t, const void *key, size_t klen, const void *val,
                   size_t vlen);
 int store_txn_del(store_txn *t, const void *key, size_t klen);
 
+/* Stages a write of the protobuf message m, packed (0 or ENOMEM). */
+struct ProtobufCMessage;
+int store_txn_put_msg(store_txn *t, const void *key, size_t klen,
+                      const struct ProtobufCMessage *m);
+
 /* Whether the transaction staged any write. */
 bool store_txn_dirty(const store_txn *t);
 
@@ -116,6 +121,21 @@ int store_scan(store *s, const void *prefix, size_t plen, store_scan_fn fn,
 int store_scan_from(store *s, const void *start, size_t slen,
                     const void *prefix, size_t plen, store_scan_fn fn,
                     void *arg);
+
+/* ---- scan.c: a key range as a transaction sees it ---------------------- */
+
+/*
+ * Calls fn for every key that starts with prefix and is >= start (which
+ * must begin with prefix), in key order, as this transaction sees it: its
+ * own staged writes, then the overlay, then LevelDB — so a key written by
+ * an executed but unsynced transaction is found and one it deleted is
+ * not. Stops when fn returns non-zero (that value is returned). fn may
+ * stage writes in t; the scan does not see them. Owner's thread only.
+ * 0, ENOMEM, or a read error.
+ */
+int store_txn_scan(store_txn *t, const void *start, size_t slen,
+                   const void *prefix, size_t plen, store_scan_fn fn,
+                   void *arg);
 
 /* ---- compact.c: full-range compaction, bytes on disk -------------------
  * Deleted records leave the disk only when LevelDB compacts the tables

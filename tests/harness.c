@@ -12,6 +12,7 @@
  * file.
  */
 #include "tests/harness.h"
+#include "tests/sp_ipc.h"
 #include "tests/sys_helpers.h"
 #include "tests/watchdog.h"
 
@@ -794,6 +795,13 @@ harness_raw_call(const char *url, const void *req, size_t len, uint8_t **resp,
 
     *resp = NULL;
     *resp_len = 0;
+    /* ipc: by hand over AF_UNIX, with no nng socket to close (nng 1.5.2's
+     * close hung for good here, under TSan, while replicas restarted: each
+     * leader probe then cost the 5 s bound below and test_replication ran
+     * past its 600 s). */
+    if (strncmp(url, "ipc://", 6) == 0) {
+        return sp_ipc_call(url + 6, req, len, resp, resp_len, timeout_ms);
+    }
     if ((rv = nng_req0_open(&s)) != 0) {
         return rv;
     }

@@ -207,7 +207,8 @@ int harness_incr_id(once_client *c, const char *name, int64_t by, uint64_t cid,
 /* ---- raw envelopes (no libonce) ---------------------------------------- */
 
 /*
- * Sends len bytes as one message on a fresh REQ socket dialed to url and
+ * Sends len bytes as one message on a fresh REQ socket dialed to url (an
+ * ipc:// url: a plain AF_UNIX socket speaking SP by hand, sp_ipc.h) and
  * waits up to timeout_ms for the reply. On success returns 0 and *resp is a
  * malloc'd copy of the reply (the caller frees it with free()); otherwise an
  * nng error (NNG_ETIMEDOUT when no reply came) and *resp is NULL.

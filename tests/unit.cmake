@@ -1,7 +1,7 @@
 # Unit tests of the server's parts, each against real objects (a real
 # LevelDB in a temp dir, a real lease table, the real collector driven by a
 # test clock) — no onced process, no sleeps for time.
-set(ONCE_UNIT_TESTS test_lease_table test_store test_gc)
+set(ONCE_UNIT_TESTS test_lease_table test_store test_gc test_admit)
 foreach(name ${ONCE_UNIT_TESTS})
   add_executable(${name} ${name}.c)
   target_link_libraries(${name} PRIVATE once_gc once_lease once_store
