@@ -36,6 +36,10 @@ int cmd_grants(const cli *g, int argc, char **argv);
 /* `key show` (cmd_key.c). */
 int cmd_key(const cli *g, int argc, char **argv);
 
+/* `oncectl chain list|show --journal DIR` (cmd_chain.c): a chain journal,
+ * read only. */
+int cmd_chain(const cli *g, int argc, char **argv);
+
 /* `principal add|list|revoke|restore` (cmd_principal.c): editing the
  * principals file of a local onced data folder, no RPC. Exit status 0 OK,
  * 1 the edit failed, 2 usage. */

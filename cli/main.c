@@ -64,6 +64,8 @@ static const char usage_top[] =
     "into DIR\n"
     "  principal add|list|revoke|restore  the principals of a local data\n"
     "                                     folder (oncectl principal --help)\n"
+    "  chain list|show --journal DIR      a chain journal of libonce, read\n"
+    "                                     only (oncectl chain --help)\n"
     "\n"
     "Global options (before the command):\n"
     "  --server URL        default: $ONCE_SERVER, else the first listener\n"
@@ -126,6 +128,9 @@ dispatch(const cli *g, int argc, char **argv)
     }
     if (strcmp(cmd, "key") == 0) {
         return cmd_key(g, argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "chain") == 0) {
+        return cmd_chain(g, argc - 1, argv + 1);
     }
     if (strcmp(cmd, "lease") == 0) {
         return cmd_lease(g, argc - 1, argv + 1);

@@ -22,6 +22,10 @@ What is here:
                 retry of a known rpc id, lease state and lease-lost callback
   InputStore    keeps start requests / queued work on disk until accepted;
                 resume() after a crash re-sends them under the same ids
+  Journal       chains that survive the client (journal.chain(client,
+                id)): step, send, commit(context, next=...), state;
+                after a crash the pending step is re-sent under its
+                recorded id and an unconsumed reply handed back
   verify_credential  checks a grant's credential offline
   OnceError     the base of every error; one subclass per status code and
                 some per reason (OutcomeUnknown, Conflict, LeaseExpired,
@@ -50,6 +54,7 @@ from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      WindowFull)
 from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
+from .journal import Chain, ChainInfo, ChainState, Journal, counter_request
 from . import messages, reasons
 from .proto import grants_pb2, once_pb2
 
@@ -58,7 +63,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
-    "ResumeReport", "CredentialInfo", "verify_credential", "messages",
+    "ResumeReport", "Journal", "Chain", "ChainState", "ChainInfo",
+    "counter_request", "CredentialInfo", "verify_credential", "messages",
     "reasons", "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
