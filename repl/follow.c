@@ -33,6 +33,7 @@
 #include <sodium.h>
 
 #include "store/datadir.h"
+#include "store/fault.h"
 #include "store/store.h"
 #include "proto/wire.h"
 #include "proto/log.h"
@@ -485,6 +486,9 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
         if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
                                  cfg->tls_key)) != 0) {
             goto out;
+        }
+        if (fault_broken(FAULT_BROKEN_FOLLOWER_READS)) {
+            notleader_serve_reads(nl, &f.st); /* a seeding races it */
         }
         char prefix[REPL_KEY_MAX]; /* every key of the cluster */
 

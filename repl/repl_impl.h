@@ -120,6 +120,11 @@ int notleader_open(notleader **np, const char *const *urls, size_t n,
                    const char *tls_cert, const char *tls_key);
 /* The hint in replies: the leader's URL, or NULL with why (reason code). */
 void notleader_set(notleader *nl, const char *leader_url, const char *reason);
+/* Broken on purpose (FAULT_BROKEN_FOLLOWER_READS, the test build): answer
+ * Counter.Get from *st (the follower's store, however stale) instead of
+ * refusing it. Called right after notleader_open. */
+struct store;
+void notleader_serve_reads(notleader *nl, struct store **st);
 /* Stops answering and closes the socket, waiting for nng at most a few
  * seconds (then the close is left to finish, or not, before the exit). */
 void notleader_close(notleader *nl);
