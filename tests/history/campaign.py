@@ -427,6 +427,12 @@ def run(args) -> int:
         print(f"campaign: expected verdict {args.expect}, got "
               f"{res['verdict']}")
         return 1
+    failed = {v.check for v in res["violations"]}
+    for name in filter(None, args.expect_check.split(",")):
+        if name not in failed:
+            print(f"campaign: expected the check {name} to fail; failed: "
+                  f"{sorted(failed) or 'none'}")
+            return 1
     return 0 if args.expect or res["verdict"] == "valid" else 1
 
 
@@ -440,6 +446,8 @@ def main() -> int:
     ap.add_argument("--broken", default="",
                     help="ONCED_BROKEN for the replicas (store/fault.h)")
     ap.add_argument("--expect", choices=["valid", "invalid"])
+    ap.add_argument("--expect-check", default="",
+                    help="checks that must be among the failed ones")
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--readers", type=int, default=2)
     ap.add_argument("--resend", type=float, default=0.1,
