@@ -33,7 +33,6 @@
 #include <sodium.h>
 
 #include "store/datadir.h"
-#include "store/fault.h"
 #include "store/store.h"
 #include "proto/wire.h"
 #include "proto/log.h"
@@ -484,11 +483,8 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     }
     if (!won) {
         if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
-                                 cfg->tls_key)) != 0) {
+                                 cfg->tls_key, &f.st)) != 0) {
             goto out;
-        }
-        if (fault_broken(FAULT_BROKEN_FOLLOWER_READS)) {
-            notleader_serve_reads(nl, &f.st); /* a seeding races it */
         }
         char prefix[REPL_KEY_MAX]; /* every key of the cluster */
 

@@ -40,6 +40,7 @@
 #include "proto/log.h"
 #include "proto/tls_server.h"
 #include "proto/reasons.h"
+#include "store/fault.h"
 #include "store/store.h"
 #include "proto/wire.h"
 
@@ -73,7 +74,7 @@ struct notleader {
     uint8_t reply[NOTLEADER_REPLY_MAX];
     size_t reply_len;
     _Atomic bool stopping;
-    struct store **reads; /* broken on purpose (notleader_serve_reads) */
+    struct store **reads; /* broken on purpose (notleader_open) */
 };
 
 /* Packs the refusal into nl->reply. Under nl->mtx. */
@@ -193,7 +194,7 @@ notleader_cb(void *arg)
 
 int
 notleader_open(notleader **np, const char *const *urls, size_t n,
-               const char *tls_cert, const char *tls_key)
+               const char *tls_cert, const char *tls_key, struct store **reads)
 {
     notleader *nl = calloc(1, sizeof(*nl));
     int rv;
@@ -202,6 +203,7 @@ notleader_open(notleader **np, const char *const *urls, size_t n,
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
+    nl->reads = fault_broken(FAULT_BROKEN_FOLLOWER_READS) ? reads : NULL;
     notleader_pack(nl, REASON_NO_LEADER,
                    "this replica is not the leader and none is known yet",
                    NULL);
@@ -275,12 +277,6 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
     notleader_pack(nl, leader_url != NULL ? REASON_NOT_LEADER : reason, message,
                    leader_url);
     pthread_mutex_unlock(&nl->mtx);
-}
-
-void
-notleader_serve_reads(notleader *nl, struct store **st)
-{
-    nl->reads = st;
 }
 
 void

@@ -114,17 +114,17 @@ bool repl_watch_wait(repl_watch *w, uint64_t poll_ms, uint64_t idle_ms);
  * about a second); w must not be used after. NULL is ok. */
 void repl_watch_close(repl_watch *w);
 
-/* notleader.c: answers every request UNAVAILABLE while following. */
+/* notleader.c: answers every request UNAVAILABLE while following. Broken
+ * on purpose (the test build's FAULT_BROKEN_FOLLOWER_READS): Counter.Get
+ * answered from *reads, the follower's store however stale (NULL: never;
+ * a seeding that replaces the store races it). */
 typedef struct notleader notleader;
+struct store;
 int notleader_open(notleader **np, const char *const *urls, size_t n,
-                   const char *tls_cert, const char *tls_key);
+                   const char *tls_cert, const char *tls_key,
+                   struct store **reads);
 /* The hint in replies: the leader's URL, or NULL with why (reason code). */
 void notleader_set(notleader *nl, const char *leader_url, const char *reason);
-/* Broken on purpose (FAULT_BROKEN_FOLLOWER_READS, the test build): answer
- * Counter.Get from *st (the follower's store, however stale) instead of
- * refusing it. Called right after notleader_open. */
-struct store;
-void notleader_serve_reads(notleader *nl, struct store **st);
 /* Stops answering and closes the socket, waiting for nng at most a few
  * seconds (then the close is left to finish, or not, before the exit). */
 void notleader_close(notleader *nl);

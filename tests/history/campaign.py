@@ -76,7 +76,7 @@ class Workload:
         n = len(self.urls)
         urls = ",".join(self.urls[(start + k) % n] for k in range(n))
         return self.once.Client(urls, lease=lease, lease_ttl_ms=120000,
-                                deadline_ms=10000, attempt_timeout_ms=1000,
+                                deadline_ms=4000, attempt_timeout_ms=1000,
                                 max_attempts=1000, backoff_initial_ms=5,
                                 backoff_max_ms=100)
 
@@ -214,10 +214,12 @@ class Workload:
 class Nemesis:
     """One fault at a time from a seeded schedule; each ends (healed)
     within its bound: a pause lasts 0.5-4 s, a killed process is started
-    again after 0.3-2 s."""
+    again after 0.3-2 s (at least hold_min)."""
 
-    def __init__(self, cluster, writer, seed: int, kinds: List[str]) -> None:
+    def __init__(self, cluster, writer, seed: int, kinds: List[str],
+                 hold_min: float = 0) -> None:
         self.c, self.w, self.kinds = cluster, writer, kinds
+        self.hold_min = hold_min
         self.rng = random.Random(seed)
         self.stop = threading.Event()
         self.faults: List[dict] = []
@@ -241,6 +243,7 @@ class Nemesis:
             kind = self.rng.choice(self.kinds)
             hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
                 else self.rng.uniform(0.3, 2.0)
+            hold = max(hold, self.hold_min)
             p = self.target(kind)
             if p is None or not p.running:
                 continue
@@ -365,7 +368,7 @@ def run(args) -> int:
                       args.resend)
         wl.setup()
         wl.start()
-        nem = Nemesis(cl, w, args.seed, kinds)
+        nem = Nemesis(cl, w, args.seed, kinds, args.hold_min)
         if kinds:
             nem.thread.start()
         time.sleep(args.duration)
@@ -448,6 +451,8 @@ def main() -> int:
     ap.add_argument("--expect", choices=["valid", "invalid"])
     ap.add_argument("--expect-check", default="",
                     help="checks that must be among the failed ones")
+    ap.add_argument("--hold-min", type=float, default=0,
+                    help="every fault lasts at least this long (s)")
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--readers", type=int, default=2)
     ap.add_argument("--resend", type=float, default=0.1,
