@@ -158,28 +158,26 @@ class Workload:
             c.close()
         rr.close()
 
+    @staticmethod
+    def settle(call):
+        """call(rpc) once with a new id, then up to 3 times under its id
+        while the outcome is unknown; the last (result, value, err)."""
+        from history import UNKNOWN
+        res, v, err = call(None)
+        for _ in range(3):
+            if res != UNKNOWN or getattr(err, "rpc_id", None) is None:
+                break
+            rid = (err.rpc_id.client_id, err.rpc_id.seq)
+            res, v, err2 = call(rid)
+            err = err2 or err
+        return res, v, err
+
     def grant(self, rec, c, surface: str, request_id: str) -> None:
-        from history import OK, UNKNOWN
-        res, gid, err = rec.grant_request(c, surface, request_id,
-                                          self.gen[surface])
-        tries = 0
-        while res == UNKNOWN and err is not None and \
-                getattr(err, "rpc_id", None) and tries < 3:
-            tries += 1
-            rid = (err.rpc_id.client_id, err.rpc_id.seq)
-            res, gid, err2 = rec.grant_request(c, surface, request_id,
-                                               self.gen[surface], rpc=rid)
-            err = err2 or err
-        if res != OK:
-            return
-        res, _, err = rec.grant_finish(c, surface, gid)
-        tries = 0
-        while res == UNKNOWN and err is not None and \
-                getattr(err, "rpc_id", None) and tries < 3:
-            tries += 1
-            rid = (err.rpc_id.client_id, err.rpc_id.seq)
-            res, _, err2 = rec.grant_finish(c, surface, gid, rpc=rid)
-            err = err2 or err
+        from history import OK
+        res, gid, _ = self.settle(lambda rpc: rec.grant_request(
+            c, surface, request_id, self.gen[surface], rpc=rpc))
+        if res == OK:
+            self.settle(lambda rpc: rec.grant_finish(c, surface, gid, rpc=rpc))
 
     def reader(self, i: int) -> None:
         from recorder import Recorder

@@ -93,32 +93,31 @@ class Recorder:
         return self.record("read", name, args, 0,
                            lambda: c.counter_get(name))
 
+    def grant(self, c: once.Client, op: str, surface: str, args: Dict,
+              method: str, req, value_of, rpc=None):
+        """A Grants call (op grant_request or grant_finish) under a new rpc
+        id, or under rpc (client_id, seq) to retry one."""
+        if rpc:
+            args["rpc"] = f"{rpc[0]}:{rpc[1]}"
+        return self.record(op, surface, args, c.client_id,
+                           lambda: c.invoke("/once.v1.Grants/" + method, req,
+                                            rpc_id=rpc), value_of)
+
     def grant_request(self, c: once.Client, surface: str, request_id: str,
                       generation: int, rpc=None):
-        return self.record(
-            "grant_request", surface,
-            {"request_id": request_id, **({"rpc": f"{rpc[0]}:{rpc[1]}"}
-                                           if rpc else {})},
-            c.client_id,
-            lambda: c.invoke("/once.v1.Grants/RequestGrant",
-                             once.grants_pb2.RequestGrantRequest(
-                                 request_id=request_id, attempt=1,
-                                 surface=surface, machine="m1",
-                                 location="/w", generation=generation,
-                                 credential_ttl_ms=600000), rpc_id=rpc),
-            lambda r: r.grant.grant_id)
+        req = once.grants_pb2.RequestGrantRequest(
+            request_id=request_id, attempt=1, surface=surface, machine="m1",
+            location="/w", generation=generation, credential_ttl_ms=600000)
+        return self.grant(c, "grant_request", surface,
+                          {"request_id": request_id}, "RequestGrant", req,
+                          lambda r: r.grant.grant_id, rpc)
 
     def grant_finish(self, c: once.Client, surface: str, grant_id: int,
                      rpc=None):
-        return self.record(
-            "grant_finish", surface,
-            {"grant_id": grant_id, **({"rpc": f"{rpc[0]}:{rpc[1]}"}
-                                      if rpc else {})},
-            c.client_id,
-            lambda: c.invoke("/once.v1.Grants/FinishGrant",
-                             once.grants_pb2.FinishGrantRequest(
-                                 grant_id=grant_id, outcome=1), rpc_id=rpc),
-            lambda r: None)
+        req = once.grants_pb2.FinishGrantRequest(grant_id=grant_id,
+                                                 outcome=1)
+        return self.grant(c, "grant_finish", surface, {"grant_id": grant_id},
+                          "FinishGrant", req, lambda r: None, rpc)
 
     def lease_open(self, open_fn: Callable[[], once.Client]):
         box: Dict[str, once.Client] = {}
