@@ -58,8 +58,9 @@ def setup_path(build: str) -> None:
 class Workload:
     """Writer processes (a leased handle each: increments, reads, grants,
     renewals, and resends of acknowledged ids through a lease-less handle)
-    and reader processes (a lease-less handle each, its URLs starting at
-    another replica: reads only)."""
+    reader processes (a lease-less handle each, its URLs starting at
+    another replica: reads only) and one lease prober (leases left to
+    expire)."""
 
     def __init__(self, urls: List[str], writer, seed: int, writers: int,
                  readers: int, resend_p: float) -> None:
@@ -94,6 +95,9 @@ class Workload:
             t = threading.Thread(target=self._guard,
                                  args=(self.reader, self.nw + j), daemon=True)
             self.threads.append(t)
+        self.threads.append(threading.Thread(
+            target=self._guard, args=(self.lease_prober, self.nw + self.nr),
+            daemon=True))
         for t in self.threads:
             t.start()
 
@@ -178,6 +182,30 @@ class Workload:
             c, surface, request_id, self.gen[surface], rpc=rpc))
         if res == OK:
             self.settle(lambda rpc: rec.grant_finish(c, surface, gid, rpc=rpc))
+
+    def lease_prober(self, i: int) -> None:
+        """Leases left to expire: OpenLease (TTL 1.5 s) on a lease-less
+        handle, a few increments under explicit ids of it, no renewal for
+        2.5 s, then RenewLease (LEASE_EXPIRED once the server saw it end)
+        and one more increment under it, which must then fail — also
+        across failovers, where a new leader gives live leases a fresh
+        TTL."""
+        from recorder import Recorder
+        from history import OK
+        rng = random.Random(self.seed * 1000 + i)
+        rec = Recorder(self.w, i)
+        with self.client(0, False) as c:
+            while not self.stop.is_set():
+                res, cid, _ = rec.lease_open_bare(c, 1500)
+                if res != OK:
+                    self.stop.wait(0.5)
+                    continue
+                for seq in range(1, 4):
+                    rec.incr(c, rng.choice(COUNTERS), 1, rpc=(cid, seq))
+                if self.stop.wait(2.5):
+                    break
+                rec.lease_renew(c, cid)
+                rec.incr(c, rng.choice(COUNTERS), 1, rpc=(cid, 4))
 
     def reader(self, i: int) -> None:
         from recorder import Recorder

@@ -128,10 +128,19 @@ class Recorder:
         res, cid, err = self.record("lease_open", "", {}, 0, run)
         return box.get("c"), res, err
 
-    def lease_renew(self, c: once.Client):
-        cid = c.client_id
+    def lease_renew(self, c: once.Client, cid: int = 0):
+        """RenewLease of c's own lease, or of client id cid."""
+        cid = cid or c.client_id
         return self.record("lease_renew", "", {"client": cid}, cid,
-                           lambda: c.renew_lease())
+                           lambda: c.renew_lease(cid))
+
+    def lease_open_bare(self, c: once.Client, ttl_ms: int):
+        """OpenLease through c, a lease nobody renews: its client id."""
+        return self.record(
+            "lease_open", "", {"ttl_ms": ttl_ms}, 0,
+            lambda: c.call("/once.v1.Lease/OpenLease",
+                           once.once_pb2.OpenLeaseRequest(ttl_ms=ttl_ms)),
+            lambda r: r.client_id)
 
     def lease_close(self, c: once.Client):
         cid = c.client_id
