@@ -45,6 +45,7 @@
 #define FAULT_BROKEN_ACK_EARLY      "ack_before_append" /* store/replicate.c */
 #define FAULT_BROKEN_FOLLOWER_READS "follower_reads"    /* repl/notleader.c */
 #define FAULT_BROKEN_REPLAY         "replay_executes"   /* server/executor.c */
+#define FAULT_BROKEN_TWO_GRANTS     "two_grants"        /* grants/start.c */
 
 /* Turns on the switches list names ("a,b"; NULL or "" none). Call at most
  * once, at start-up, before any thread. */

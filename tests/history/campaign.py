@@ -151,7 +151,8 @@ class Workload:
             elif x < 0.85:
                 rec.read(c, name)
             elif x < 0.95:
-                self.grant(rec, c, rng.choice(SURFACES), f"p{i}-{n}")
+                self.grant(rec, c, rng.choice(SURFACES), f"p{i}-{n}",
+                           rng.uniform(0, 0.05))
             else:
                 rec.lease_renew(c)
         if c is not None:
@@ -176,11 +177,14 @@ class Workload:
             err = err2 or err
         return res, v, err
 
-    def grant(self, rec, c, surface: str, request_id: str) -> None:
+    def grant(self, rec, c, surface: str, request_id: str,
+              work: float) -> None:
+        """A grant on surface, held for work seconds, then finished."""
         from history import OK
         res, gid, _ = self.settle(lambda rpc: rec.grant_request(
             c, surface, request_id, self.gen[surface], rpc=rpc))
         if res == OK:
+            time.sleep(work)
             self.settle(lambda rpc: rec.grant_finish(c, surface, gid, rpc=rpc))
 
     def lease_prober(self, i: int) -> None:

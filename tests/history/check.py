@@ -366,8 +366,9 @@ def check_one_grant(ops: List[Op]) -> List[Violation]:
                 if b[0] < a[1] and a[0] < b[1]:
                     out.append(Violation(
                         "one-grant", surface,
-                        f"grants {a[2]} and {b[2]} were both open at "
-                        f"{b[0]}: two open grants on one surface",
+                        f"grants {a[2]} and {b[2]} were both open (from "
+                        "the second's grant to the first's finish): two "
+                        "open grants on one surface",
                         [a[3], b[3]] + a[4][:1] + b[4][:1]))
     return out
 
