@@ -364,10 +364,25 @@ def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
 # ---- the run ---------------------------------------------------------------
 
 
+def start_cluster(args, env):
+    """The cluster, started; on other ports again when a start failed (a
+    port probed free can be taken before a member binds it), 3 tries."""
+    from cluster import Cluster
+    for attempt in range(1, 4):
+        cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep)
+        try:
+            cl.start()
+            return cl
+        except TimeoutError as e:
+            print(f"campaign: the cluster did not start (attempt {attempt}): "
+                  f"{e}\n{cl.dump_logs()}", file=sys.stderr)
+            cl.stop()
+    raise TimeoutError("the cluster did not start in 3 attempts")
+
+
 def run(args) -> int:
     setup_path(args.build)
     import check
-    from cluster import Cluster
     from history import Writer, load_file
 
     kinds = [] if args.nemeses == "none" else (
@@ -385,15 +400,14 @@ def run(args) -> int:
     w.write({"type": "meta", "seed": args.seed, "duration": args.duration,
              "nemeses": kinds, "broken": args.broken, "onced": args.onced})
     env = {"ONCED_BROKEN": args.broken} if args.broken else {}
-    cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep)
-    nem = wl = None
+    cl = nem = wl = None
     extra: List[str] = []
 
     def on_term(sig, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     try:
-        cl.start()
+        cl = start_cluster(args, env)
         wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
                       args.resend)
         wl.setup()
@@ -413,13 +427,14 @@ def run(args) -> int:
         extra += [f"workload error: {e}" for e in wl.errors]
     except BaseException as e:  # noqa: BLE001
         extra.append(f"campaign stopped: {type(e).__name__}: {e}")
-        print(cl.dump_logs(), file=sys.stderr)
+        if cl is not None:
+            print(cl.dump_logs(), file=sys.stderr)
     finally:
         if nem is not None:
             nem.stop.set()
         if wl is not None:
             wl.stop.set()
-        statuses = cl.stop()
+        statuses = cl.stop() if cl is not None else {}
         w.close()
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:

@@ -130,11 +130,17 @@ class Cluster:
     def start(self) -> None:
         for p in self.etcd:
             p.start()
-        self._wait(lambda: self.etcdctl(["lease", "grant", "5"]) is not None,
-                   60, "etcd to grant a lease")
+        self._wait(self._etcd_ready, 60, "etcd to grant a lease")
         for p in self.replicas:
             p.start()
-        self.onced_leader(timeout=60)
+        if self.onced_leader(timeout=60) is None:
+            raise TimeoutError("no onced replica leads after 60 s")
+
+    def _etcd_ready(self) -> bool:
+        for p in self.etcd:
+            if not p.running:
+                raise TimeoutError(f"{p.name} exited (a port taken?)")
+        return self.etcdctl(["lease", "grant", "5"]) is not None
 
     def _wait(self, cond, timeout: float, what: str):
         end = time.monotonic() + timeout
