@@ -381,6 +381,19 @@ def start_cluster(args, env):
 
 
 def run(args) -> int:
+    """One campaign; on any exit status but 0 the tail of every etcd
+    member's and replica's log is printed (then the folder removed)."""
+    box: Dict[str, object] = {}
+    rv = run_once(args, box)
+    cl = box.get("cluster")
+    if cl is not None:
+        if rv != 0:
+            print(cl.dump_logs(), file=sys.stderr)
+        cl.remove()
+    return rv
+
+
+def run_once(args, box) -> int:
     setup_path(args.build)
     import check
     from history import Writer, load_file
@@ -407,7 +420,7 @@ def run(args) -> int:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     try:
-        cl = start_cluster(args, env)
+        cl = box["cluster"] = start_cluster(args, env)
         wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
                       args.resend)
         wl.setup()
@@ -427,14 +440,12 @@ def run(args) -> int:
         extra += [f"workload error: {e}" for e in wl.errors]
     except BaseException as e:  # noqa: BLE001
         extra.append(f"campaign stopped: {type(e).__name__}: {e}")
-        if cl is not None:
-            print(cl.dump_logs(), file=sys.stderr)
     finally:
         if nem is not None:
             nem.stop.set()
         if wl is not None:
             wl.stop.set()
-        statuses = cl.stop() if cl is not None else {}
+        statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:

@@ -151,14 +151,19 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
-    def stop(self) -> Dict[str, Optional[int]]:
-        """Stops everything (replicas first); their exit statuses."""
+    def stop(self, remove: bool = True) -> Dict[str, Optional[int]]:
+        """Stops everything (replicas first); their exit statuses. The
+        folder goes too, unless keep or not remove (then: remove())."""
         st = {p.name: p.stop() for p in self.replicas}
         for p in self.etcd:
             p.stop()
+        if remove:
+            self.remove()
+        return st
+
+    def remove(self) -> None:
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
-        return st
 
     def all_procs(self) -> List[Proc]:
         return self.replicas + self.etcd
