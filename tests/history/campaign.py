@@ -253,6 +253,7 @@ class Nemesis:
         self.rng = random.Random(seed)
         self.stop = threading.Event()
         self.faults: List[dict] = []
+        self.deaths: List[str] = []  # processes that died by themselves
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def target(self, kind: str):
@@ -270,6 +271,7 @@ class Nemesis:
 
     def run(self) -> None:
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
+            self.deaths += self.c.heal()
             kind = self.rng.choice(self.kinds)
             hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
                 else self.rng.uniform(0.3, 2.0)
@@ -432,7 +434,7 @@ def run_once(args, box) -> int:
         nem.stop.set()
         if kinds:
             nem.thread.join(30)
-        cl.heal()
+        extra += nem.deaths + cl.heal()
         if not wl.join(30):
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():

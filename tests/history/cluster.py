@@ -168,16 +168,20 @@ class Cluster:
     def all_procs(self) -> List[Proc]:
         return self.replicas + self.etcd
 
-    def heal(self) -> None:
-        """Every stopped process continued, every dead one started again."""
+    def heal(self) -> List[str]:
+        """Every stopped process continued, every dead one started again;
+        the ones that were dead, with their exit status (outside a kill
+        of the nemesis, a process that died did so by itself)."""
+        dead = []
         for p in self.all_procs():
             if p.running and p.stopped:
                 p.signal(signal.SIGCONT)
         for p in self.etcd + self.replicas:
-            if not p.running:
-                if p in self.etcd:
-                    p.argv[p.argv.index("new")] = "existing"
-                p.start()
+            if p.p is not None and not p.running:
+                dead.append(f"{p.name} exited by itself (status "
+                            f"{p.p.returncode})")
+                self.restart(p)
+        return dead
 
     def restart(self, p: Proc) -> None:
         if p in self.etcd and "new" in p.argv:
