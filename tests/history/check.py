@@ -53,9 +53,12 @@ class Violation:
     what: str
     ops: List[Op] = field(default_factory=list)
 
-    def text(self, t0: int) -> str:
+    def text(self, t0: int, most: int = 30) -> str:
         lines = [f"[{self.check}] {self.key}: {self.what}"]
-        for o in sorted(self.ops, key=lambda o: (o.invoke, o.id)):
+        ops = sorted(self.ops, key=lambda o: (o.invoke, o.id))
+        if len(ops) > most:
+            lines.append(f"    ({len(ops)} operations; the last {most})")
+        for o in ops[-most:]:
             lines.append("    " + o.describe(t0))
         return "\n".join(lines)
 
@@ -172,17 +175,35 @@ def check_exactly_once(ops: List[Op]) -> List[Violation]:
 # under which unknown ops are interchangeable (None: never).
 
 
+class _Any:
+    """A state not known yet (the start of a window cut from a history):
+    the first operation that observes a value fixes it."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY = _Any()
+
+
 class CounterModel:
     init = 0
 
     @staticmethod
     def step(state: int, o: Op) -> Tuple[bool, int]:
+        if state is ANY:
+            if o.result == UNKNOWN:
+                return True, ANY
+            if o.op == "incr":
+                return True, o.value
         if o.op == "incr":
             nxt = state + int(o.args.get("delta", 1))
             if o.result == UNKNOWN:
                 return True, nxt
             return nxt == o.value, nxt
         if o.op == "read":
+            if state is ANY:
+                return True, o.value
             return o.value == state, state
         raise ValueError(f"counter model: no op {o.op}")
 
@@ -200,6 +221,12 @@ class RegisterModel:
 
     @staticmethod
     def step(state: Any, o: Op) -> Tuple[bool, Any]:
+        if state is ANY and o.op != "put":
+            if o.op == "get":
+                return True, o.value
+            if o.result == OK and o.value:
+                return True, o.args.get("value")  # it matched
+            return True, ANY
         if o.op == "put":
             return True, o.args.get("value")
         if o.op == "cas":
@@ -245,8 +272,51 @@ def _unlift(e: _Entry) -> None:
             x.next.prev = x
 
 
-def linearizable(ops: List[Op], model, budget: int = 2_000_000
-                 ) -> Tuple[bool, List[Op]]:
+def shrink(ops: List[Op], model, stuck: Op, budget: int) -> List[Op]:
+    """The shortest window of ops that no linearization explains from any
+    starting value (ANY), or [] when none is found. A window starts at a
+    quiet moment c, the completion of an ok op that no other ok op spans
+    (every ok op ended before c or began after it; unknown ops may take
+    effect later, so each one invoked before c stays in), and ends at the
+    first quiet moment e after the return of stuck (the op the whole
+    search could not pass): it holds the ops invoked from c to e. Cut at
+    quiet moments, failing the window means failing the history: the
+    state at c is whatever the ops before it left, nothing invoked after
+    e can come before an ok op of the window, and an unknown op can
+    always take effect last."""
+    oks = [o for o in ops if o.result == OK]
+
+    def quiet(t: int) -> bool:
+        return not any(o.invoke < t < o.complete for o in oks)
+    ends = sorted({o.complete for o in oks if o.complete >= stuck.end})
+    e = next((t for t in ends[:400] if quiet(t)), INF)
+    cuts = sorted({o.complete for o in oks if o.complete <= stuck.invoke},
+                  reverse=True)[:400]
+
+    class Free(model):  # the same model from an unknown state
+        init = ANY
+    for c in cuts:
+        if not quiet(c):
+            continue
+        window = [o for o in ops if o.invoke <= e and
+                  (o.invoke >= c or o.end == INF)]
+        try:
+            ok, _ = linearizable(window, Free, budget, shrinking=False)
+        except Inconclusive:
+            return []
+        if not ok:
+            return window
+    # No quiet moment before stuck: the history's start is one.
+    window = [o for o in ops if o.invoke <= e]
+    try:
+        ok, _ = linearizable(window, model, budget, shrinking=False)
+    except Inconclusive:
+        return []
+    return [] if ok else window
+
+
+def linearizable(ops: List[Op], model, budget: int = 2_000_000,
+                 shrinking: bool = True) -> Tuple[bool, List[Op]]:
     """Wing-Gong / Lowe search over one key's ops (no definite failures).
     Returns (True, []) or (False, the failing window: the op whose return
     could not be passed at the deepest point, the ops concurrent with it,
@@ -312,6 +382,10 @@ def linearizable(ops: List[Op], model, budget: int = 2_000_000
             entry = e.next
     if head.next is None:
         return True, []
+    if shrinking:
+        w = shrink(ops, model, stuck, budget)
+        if w:
+            return False, w
     window = [stuck]
     window += [o for o in ops if o is not stuck and o.invoke <= stuck.end
                and o.end >= stuck.invoke]
@@ -335,8 +409,8 @@ def check_linearizable(ops: List[Op], budget: int) -> List[Violation]:
             out.append(Violation(
                 "linearizable", key,
                 f"no linearization of its {len(kops)} operations; the "
-                f"search stuck at #{window[0].id} (the operations concurrent "
-                "with it and the last linearized before it follow)", window))
+                f"shortest failing window cut at quiet moments holds "
+                f"{len(window)}", window))
     return out
 
 
@@ -477,10 +551,12 @@ def report(res: Dict[str, Any], ops: List[Op], out=sys.stdout) -> None:
     print("checks: " + ", ".join(
         f"{name} {'FAILED x' + str(by_check[name]) if by_check[name] else 'ok'}"
         for name, _ in CHECKS), file=out)
-    for v in res["violations"][:20]:
-        print(v.text(t0), file=out)
-    if len(res["violations"]) > 20:
-        print(f"... and {len(res['violations']) - 20} more", file=out)
+    for name, _ in CHECKS:  # the first five of each check
+        vs = [v for v in res["violations"] if v.check == name]
+        for v in vs[:5]:
+            print(v.text(t0), file=out)
+        if len(vs) > 5:
+            print(f"... and {len(vs) - 5} more [{name}]", file=out)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -268,3 +268,56 @@ def test_cli_exit_status_and_window(tmp_path):
     assert "[linearizable] c" in r.stdout and "#3 " in r.stdout
     v = json.load(open(tmp_path / "v.json"))
     assert v["verdict"] == "invalid" and v["violations"][0]["ops"]
+
+
+def simulated(seed, n=300, procs=6, stale_at=None):
+    """A concurrent counter history made from a real order: each op takes
+    effect at a random point inside its interval. stale_at: that read
+    (by index) returns the value before the previous increment."""
+    rng = random.Random(seed)
+    h = H()
+    free = [0.0] * procs
+    events = []
+    for i in range(n):
+        p = rng.randrange(procs)
+        t0 = free[p] + rng.random()
+        t1 = t0 + rng.random() * 1.5
+        free[p] = t1
+        events.append((rng.uniform(t0, t1), i, p, t0, t1,
+                       "incr" if rng.random() < 0.6 else "read"))
+    v, stale = 0, stale_at is not None
+    for at, i, p, t0, t1, kind in sorted(events):
+        if kind == "incr":
+            v += 1
+            h.incr(t0, t1, v, f"{p + 1}:{i + 1}", p=p)
+        else:
+            late = stale and i >= stale_at and v >= 3
+            stale = stale and not late
+            h.read(t0, t1, v - 3 if late else v, p=p)
+    return h
+
+
+def test_random_real_orders_are_valid():
+    for seed in range(20):
+        assert simulated(seed).verdict()["verdict"] == "valid", seed
+
+
+def test_random_stale_read_window_fails_on_its_own():
+    found, sizes = 0, []
+    for seed in range(20):
+        h = simulated(seed, stale_at=150)
+        res = h.verdict()
+        if res["verdict"] == "valid":
+            continue  # a read concurrent with those three increments
+        found += 1
+        v = res["violations"][0]
+        assert v.check == "linearizable"
+        sizes.append(len(v.ops))
+        # the window fails on its own: from any value when cut at a quiet
+        # moment, from 0 when it starts with the history
+        free = type("Free", (check.CounterModel,), {"init": check.ANY})
+        start = v.ops[0].invoke == min(o.invoke for o in h.ops)
+        model = check.CounterModel if start else free
+        assert not check.linearizable(v.ops, model, shrinking=False)[0]
+    assert found >= 15
+    assert min(sizes) <= 10, sizes
