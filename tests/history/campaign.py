@@ -419,8 +419,13 @@ def run_once(args, box) -> int:
     extra: List[str] = []
 
     def on_term(sig, frame):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(signal.Signals(sig).name)
+    # SIGTERM, or the run's own bound (ctest's TIMEOUT would SIGKILL this
+    # process and leave its children, each in a session of its own):
+    # everything is stopped on the way out.
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGALRM, on_term)
+    signal.alarm(int(args.duration) + args.bound)
     try:
         cl = box["cluster"] = start_cluster(args, env)
         wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
@@ -449,6 +454,7 @@ def run_once(args, box) -> int:
             wl.stop.set()
         statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
+        signal.alarm(0)
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:
         extra.append(f"replica exits on SIGTERM: {bad}")
@@ -518,6 +524,9 @@ def main() -> int:
     ap.add_argument("--min-ok", type=int, default=100)
     ap.add_argument("--out", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--bound", type=int, default=180,
+                    help="seconds beyond --duration before the run stops "
+                    "itself (SIGALRM), everything cleaned up")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
