@@ -450,6 +450,8 @@ def run_once(args, box) -> int:
     finally:
         if nem is not None:
             nem.stop.set()
+            if nem.thread.is_alive():  # it may be restarting a process
+                nem.thread.join(30)
         if wl is not None:
             wl.stop.set()
         statuses = cl.stop(remove=False) if cl is not None else {}
