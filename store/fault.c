@@ -1,8 +1,9 @@
 /*
- * fault.c — the armed fault point.
+ * fault.c — the armed fault point and the broken-on-purpose switches.
  *
  * Owns fault_name/fault_at/fault_drop_armed, written once by fault_arm
- * before any thread starts, and the hit counter of the armed point.
+ * before any thread starts, and the hit counter of the armed point;
+ * fault_broken_list, written once by fault_break likewise.
  * Never: reads the environment (the test build's server/test_seams.c
  * does, and arms), or counts hits of points that are not armed.
  */

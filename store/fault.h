@@ -1,5 +1,6 @@
 /*
- * fault.h — named fault points for the crash-matrix tests (tests/README.md).
+ * fault.h — named fault points for the crash-matrix tests, and switches
+ * that break onced on purpose for the history checker (tests/README.md).
  *
  * Owns the one armed point, armed once at start-up by the test build of
  * onced (server/test_seams.c, from the environment variable ONCED_FAULT;
