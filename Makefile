@@ -196,7 +196,8 @@ retransmit: deps
 # onced_test replicas, clients recording a history while a seeded schedule
 # of faults plays (NEMESES: all, none, or a comma list of kill-leader,
 # stop-leader, kill-replica, stop-replica, kill-etcd-leader,
-# stop-etcd-leader, kill-etcd, stop-etcd), then the checker
+# stop-etcd-leader, kill-etcd, stop-etcd, kill-etcd-quorum,
+# stop-etcd-quorum), then the checker
 # (tests/history/check.py). Report, history and plot in
 # build/campaign/seed-SEED/; exits 0 only on the verdict "valid".
 SEED     ?= 1

@@ -14,7 +14,8 @@ Nemeses (one fault at a time, each bounded in time, all healed at the
 end): kill-leader, stop-leader (the onced leader, found as a client finds
 it), kill-replica, stop-replica (a random replica), kill-etcd-leader,
 stop-etcd-leader (etcdctl endpoint status), kill-etcd, stop-etcd (a
-random member).
+random member), kill-etcd-quorum, stop-etcd-quorum (two members of
+three: no quorum while clients write).
 
 Owns: the run: its processes (through cluster.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
@@ -43,7 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 KINDS = ["kill-leader", "stop-leader", "kill-replica", "stop-replica",
-         "kill-etcd-leader", "stop-etcd-leader", "kill-etcd", "stop-etcd"]
+         "kill-etcd-leader", "stop-etcd-leader", "kill-etcd", "stop-etcd",
+         "kill-etcd-quorum", "stop-etcd-quorum"]
 COUNTERS = ["c0", "c1", "c2"]
 SURFACES = ["s0", "s1"]
 
@@ -256,18 +258,21 @@ class Nemesis:
         self.deaths: List[str] = []  # processes that died by themselves
         self.thread = threading.Thread(target=self.run, daemon=True)
 
-    def target(self, kind: str):
-        """(Proc, name) the kind's fault hits, or None when there is none
-        now (no leader known)."""
+    def target(self, kind: str) -> List:
+        """The processes the kind's fault hits ([] when there is none now:
+        no leader known). A quorum fault hits two etcd members of three:
+        clients keep writing while etcd cannot commit."""
         if kind.endswith("etcd-leader"):
             i = self.c.etcd_leader()
-            return None if i is None else self.c.etcd[i]
+            return [] if i is None else [self.c.etcd[i]]
+        if kind.endswith("etcd-quorum"):
+            return self.rng.sample(self.c.etcd, 2)
         if kind.endswith("etcd"):
-            return self.rng.choice(self.c.etcd)
+            return [self.rng.choice(self.c.etcd)]
         if kind.endswith("leader"):
             i = self.c.onced_leader(timeout=5)
-            return None if i is None else self.c.replicas[i]
-        return self.rng.choice(self.c.replicas)
+            return [] if i is None else [self.c.replicas[i]]
+        return [self.rng.choice(self.c.replicas)]
 
     def run(self) -> None:
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
@@ -276,18 +281,21 @@ class Nemesis:
             hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
                 else self.rng.uniform(0.3, 2.0)
             hold = max(hold, self.hold_min)
-            p = self.target(kind)
-            if p is None or not p.running:
+            ps = self.target(kind)
+            if not ps or not all(p.running for p in ps):
                 continue
             t0 = time.monotonic_ns()
-            p.signal(signal.SIGKILL if kind.startswith("kill")
-                     else signal.SIGSTOP)
+            for p in ps:
+                p.signal(signal.SIGKILL if kind.startswith("kill")
+                         else signal.SIGSTOP)
             self.stop.wait(hold)
-            if kind.startswith("kill"):
-                self.c.restart(p)
-            else:
-                p.signal(signal.SIGCONT)
-            f = {"type": "fault", "kind": kind, "target": p.name,
+            for p in ps:
+                if kind.startswith("kill"):
+                    self.c.restart(p)
+                else:
+                    p.signal(signal.SIGCONT)
+            f = {"type": "fault", "kind": kind,
+                 "target": "+".join(p.name for p in ps),
                  "start": t0, "end": time.monotonic_ns(),
                  "detail": f"{hold:.2f}s"}
             self.faults.append(f)
