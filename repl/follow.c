@@ -483,7 +483,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     }
     if (!won) {
         if ((rv = notleader_open(&nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
-                                 cfg->tls_key)) != 0) {
+                                 cfg->tls_key, &f.st)) != 0) {
             goto out;
         }
         char prefix[REPL_KEY_MAX]; /* every key of the cluster */

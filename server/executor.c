@@ -112,8 +112,8 @@ exec_dedup(server_call *c, const service_method *de,
     record *rec = NULL;
     int rv;
 
-    if (c->seq > le->max_seq) {
-        return false;
+    if (c->seq > le->max_seq || fault_broken(FAULT_BROKEN_REPLAY)) {
+        return false; /* (broken on purpose: a retry runs again) */
     }
     rv = records_get(c->txn, c->client_id, c->seq, &rec);
 

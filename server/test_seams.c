@@ -78,4 +78,5 @@ test_seams_apply(server_config *cfg)
     cfg->compact_hold_ms = test_seams_ms("ONCED_COMPACT_HOLD_MS", 60000,
                                          "compactions, before starting,");
     fault_arm(getenv("ONCED_FAULT"));
+    fault_break(getenv("ONCED_BROKEN"));
 }

@@ -1,8 +1,9 @@
 /*
- * fault.c — the armed fault point.
+ * fault.c — the armed fault point and the broken-on-purpose switches.
  *
  * Owns fault_name/fault_at/fault_drop_armed, written once by fault_arm
- * before any thread starts, and the hit counter of the armed point.
+ * before any thread starts, and the hit counter of the armed point;
+ * fault_broken_list, written once by fault_break likewise.
  * Never: reads the environment (the test build's server/test_seams.c
  * does, and arms), or counts hits of points that are not armed.
  */
@@ -21,6 +22,7 @@ static long fault_at = 1;     /* act at this hit */
 static bool fault_drop_armed; /* ":drop": lose the reply, do not crash */
 static bool fault_fail_armed; /* ":fail": the operation fails, no crash */
 static _Atomic long fault_hits;
+static char fault_broken_list[128]; /* ",a,b," of fault_break; "" none */
 
 void
 fault_arm(const char *v)
@@ -92,4 +94,25 @@ fault_fail(const char *name)
     }
     log_warn("fault point \"%s\": failing", name);
     return true;
+}
+
+void
+fault_break(const char *list)
+{
+    if (list != NULL && list[0] != '\0') {
+        snprintf(fault_broken_list, sizeof(fault_broken_list), ",%s,", list);
+        log_warn("broken on purpose: %s", list);
+    }
+}
+
+bool
+fault_broken(const char *name)
+{
+    char pat[72];
+
+    if (fault_broken_list[0] == '\0') {
+        return false;
+    }
+    snprintf(pat, sizeof(pat), ",%s,", name);
+    return strstr(fault_broken_list, pat) != NULL;
 }

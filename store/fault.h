@@ -1,5 +1,6 @@
 /*
- * fault.h — named fault points for the crash-matrix tests (tests/README.md).
+ * fault.h — named fault points for the crash-matrix tests, and switches
+ * that break onced on purpose for the history checker (tests/README.md).
  *
  * Owns the one armed point, armed once at start-up by the test build of
  * onced (server/test_seams.c, from the environment variable ONCED_FAULT;
@@ -36,6 +37,23 @@
 
 /* Fail points (armed with ":fail"; every hit counts, written or not). */
 #define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
+
+/* Broken-on-purpose switches, for showing that the history checker
+ * (tests/history/check.py) catches a wrong onced: ONCED_BROKEN="a,b" in
+ * the test build's environment turns on each named one for the life of
+ * the process (and of its re-executions); the shipped onced never turns
+ * one on. Each costs one compare when none is on. */
+#define FAULT_BROKEN_ACK_EARLY      "ack_before_append" /* store/replicate.c */
+#define FAULT_BROKEN_FOLLOWER_READS "follower_reads"    /* repl/notleader.c */
+#define FAULT_BROKEN_REPLAY         "replay_executes"   /* server/executor.c */
+#define FAULT_BROKEN_TWO_GRANTS     "two_grants"        /* grants/start.c */
+
+/* Turns on the switches list names ("a,b"; NULL or "" none). Call at most
+ * once, at start-up, before any thread. */
+void fault_break(const char *list);
+
+/* Whether switch name is on. */
+bool fault_broken(const char *name);
 
 /* Arms the point spec names (the syntax above; NULL or "" arms nothing).
  * Call at most once, at start-up, before any thread. */
