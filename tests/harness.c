@@ -389,11 +389,28 @@ harness_start_args(harness **hp, const char *const *args)
     return harness_start_onced(hp, NULL, args);
 }
 
+/* nng 1.5.2 initialises itself on first use without synchronisation; the
+ * test's own threads (loads, proxies of libonce) may make their first nng
+ * calls at once. Initialised here, on the test's main thread, before any
+ * of them starts (raw ipc calls no longer touch nng: sp_ipc.c). */
+static void
+harness_nng_init(void)
+{
+    static atomic_bool done;
+    nng_socket s;
+
+    if (!atomic_exchange(&done, true) && nng_req0_open(&s) == 0) {
+        nng_close(s);
+    }
+}
+
 int
 harness_start_onced(harness **hp, const char *onced, const char *const *args)
 {
     harness *h;
     int n = atomic_fetch_add(&harness_seq, 1);
+
+    harness_nng_init();
 
     if ((h = calloc(1, sizeof(*h))) == NULL) {
         return -1;
