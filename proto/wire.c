@@ -15,6 +15,7 @@
 
 #include "proto/grants.pb-c.h"
 #include "proto/kv.pb-c.h"
+#include "proto/outbox.pb-c.h"
 
 static const ProtobufCServiceDescriptor *const wire_services[] = {
     &once__v1__counter__descriptor,
@@ -22,6 +23,7 @@ static const ProtobufCServiceDescriptor *const wire_services[] = {
     &once__v1__admin__descriptor,
     &once__v1__grants__descriptor,
     &once__v1__kv__descriptor,
+    &once__v1__outbox__descriptor,
     &once__v1__batch__descriptor, /* the envelope of coalesced calls */
 };
 

@@ -107,6 +107,12 @@ usage(FILE *f)
             "  --kv-quota BYTES  keys and values one principal may store\n"
             "                    (default 256M; 0: no cap); past it a Txn is\n"
             "                    refused RESOURCE_EXHAUSTED/KV_QUOTA\n"
+            "  --outbox-max-bytes BYTES  events one outbox topic may retain\n"
+            "                    (default 64M; 0: no bound); past it an\n"
+            "                    emit is refused RESOURCE_EXHAUSTED/\n"
+            "                    OUTBOX_FULL\n"
+            "  --outbox-payload-max BYTES  largest event payload (default\n"
+            "                    64K)\n"
             "  --dev             development mode: on first start create\n"
             "                    DIR/principals with the operator \"dev\" and\n"
             "                    write its key to DIR/dev.key (make run)\n"
@@ -366,6 +372,8 @@ static const struct option onced_opts[] = {
     {"kv-value-max", required_argument, NULL, 1002},
     {"kv-ops-max", required_argument, NULL, 1003},
     {"kv-quota", required_argument, NULL, 1004},
+    {"outbox-max-bytes", required_argument, NULL, 1005},
+    {"outbox-payload-max", required_argument, NULL, 1006},
     {"replicate", required_argument, NULL, 'R'},
     {"cluster", required_argument, NULL, 'U'},
     {"advertise", required_argument, NULL, 'A'},
@@ -412,6 +420,8 @@ config_defaults(server_config *cfg)
     cfg->kv.value_max = KV_VALUE_MAX_DEFAULT;
     cfg->kv.ops_max = KV_OPS_MAX_DEFAULT;
     cfg->kv.quota = KV_QUOTA_DEFAULT;
+    cfg->outbox.max_bytes = OUTBOX_MAX_BYTES_DEFAULT;
+    cfg->outbox.payload_max = OUTBOX_PAYLOAD_MAX_DEFAULT;
 }
 
 /* Parses argv (the merged vector of config_file.h) into *out, which holds
@@ -561,6 +571,18 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
         case 1003:
         case 1004:
             if (parse_kv_option(ch, optarg, &cfg.kv) != 0) {
+                return 2;
+            }
+            break;
+        case 1005:
+            if (opt_bytes("--outbox-max-bytes", optarg,
+                          &cfg.outbox.max_bytes) != 0) {
+                return 2;
+            }
+            break;
+        case 1006:
+            if (opt_bytes("--outbox-payload-max", optarg,
+                          &cfg.outbox.payload_max) != 0) {
                 return 2;
             }
             break;

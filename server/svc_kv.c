@@ -172,11 +172,19 @@ kv_txn_exec(server_call *c)
 {
     const Once__V1__KvTxnRequest *r = (const void *)c->req;
     lease_entry *le = lease_table_find(c->env->leases, c->client_id);
+    outbox_producer p = {
+        .client_id = c->client_id,
+        .seq = c->seq,
+        .method = c->wm->full_name,
+        .now_ms = c->now_ms,
+    };
     kv_env e = {
         .txn = c->txn,
         .limits = &c->env->cfg.kv,
         .principal = le != NULL && le->principal != NULL ? le->principal : "",
         .client_id = c->client_id,
+        .outbox = &c->env->cfg.outbox,
+        .producer = &p,
     };
     kv_outcome o;
 
@@ -188,6 +196,9 @@ kv_txn_exec(server_call *c)
         return;
     }
     STATS_INC(c->env->stats, kv_txns);
+    if (o.emitted > 0) {
+        atomic_fetch_add(&c->env->stats->outbox_events, o.emitted);
+    }
     if (o.compare_failed) {
         STATS_INC(c->env->stats, kv_compares_failed);
     }
