@@ -252,8 +252,7 @@ branch_run(txn_run *x, Once__V1__KvOp *const *ops, size_t n, op_slot *slots,
     uint64_t over = 0;
     int rv = 0;
 
-    for (size_t i = 0; i < n && rv == 0 && o->code == ONCE__V1__CODE__OK;
-         i++) {
+    for (size_t i = 0; i < n && rv == 0 && o->code == ONCE__V1__CODE__OK; i++) {
         rv = op_run(x, ops[i], &slots[i]);
     }
     if (rv == 0 && o->code == ONCE__V1__CODE__OK) {

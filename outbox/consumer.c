@@ -137,8 +137,7 @@ outbox_ack(store_txn *txn, const Once__V1__OutboxAckRequest *r,
 
 int
 outbox_unsubscribe(store_txn *txn, const Once__V1__OutboxUnsubscribeRequest *r,
-                   Once__V1__OutboxUnsubscribeResponse *resp,
-                   outbox_outcome *o)
+                   Once__V1__OutboxUnsubscribeResponse *resp, outbox_outcome *o)
 {
     outbox_key k;
     uint64_t acked;

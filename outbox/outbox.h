@@ -37,10 +37,10 @@
 #define OUTBOX_NAME_MAX 128u
 /* Read: events per reply by default and at most, bytes per reply at most
  * (one event is returned whatever its size), the longest wait. */
-#define OUTBOX_READ_DEFAULT  100u
-#define OUTBOX_READ_MAX      1000u
-#define OUTBOX_READ_BYTES    (1u << 20)
-#define OUTBOX_WAIT_MAX_MS   30000u
+#define OUTBOX_READ_DEFAULT 100u
+#define OUTBOX_READ_MAX     1000u
+#define OUTBOX_READ_BYTES   (1u << 20)
+#define OUTBOX_WAIT_MAX_MS  30000u
 /* The system topic of grant and lease lifecycle events. */
 #define OUTBOX_SYSTEM_TOPIC "once.system"
 

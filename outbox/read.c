@@ -23,8 +23,7 @@ typedef struct read_ctx {
 } read_ctx;
 
 static int
-read_one(void *arg, const char *key, size_t klen, const char *val,
-         size_t vlen)
+read_one(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     read_ctx *x = arg;
     Once__V1__OutboxEvent *ev;

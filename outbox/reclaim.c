@@ -128,9 +128,9 @@ outbox_reclaim(store_txn *txn, uint64_t *budget, uint64_t *deleted,
     reclaim_ctx rc = {.txn = txn, .budget = budget};
     int rv;
 
-    rv = store_txn_scan(txn, OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN,
-                        OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN, topic_each,
-                        &rc);
+    rv =
+        store_txn_scan(txn, OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN,
+                       OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN, topic_each, &rc);
     *deleted = rc.deleted;
     *bytes = rc.bytes;
     return rv == 1 ? 0 : rv;

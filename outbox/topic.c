@@ -30,14 +30,14 @@ outbox_name_ok(const char *name, const char *what, outbox_outcome *o)
         return true;
     case NAME_BAD_LENGTH:
         snprintf(o->message, sizeof(o->message),
-                 "a %s name is 1 to %u bytes, got %zu", what,
-                 OUTBOX_NAME_MAX, at);
+                 "a %s name is 1 to %u bytes, got %zu", what, OUTBOX_NAME_MAX,
+                 at);
         break;
     default:
         name_printable(name, shown, sizeof(shown));
         snprintf(o->message, sizeof(o->message),
-                 "%s name \"%s\" holds a control character at byte %zu",
-                 what, shown, at);
+                 "%s name \"%s\" holds a control character at byte %zu", what,
+                 shown, at);
         break;
     }
     o->code = ONCE__V1__CODE__INVALID_ARGUMENT;

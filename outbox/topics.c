@@ -68,8 +68,7 @@ consumer_one(void *arg, const char *key, size_t klen, const char *val,
 
 /* Adds the topic named in key (o/t/<name>) and its consumers. */
 static int
-topic_one(void *arg, const char *key, size_t klen, const char *val,
-          size_t vlen)
+topic_one(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     topics_ctx *x = arg;
     Once__V1__OutboxTopic *tp;

@@ -149,8 +149,8 @@ static const service_method svc_outbox_methods[] = {
      NULL},
     {M("Read"), 0, read_validate, read_exec, NULL},
     {M("Ack"), SERVICE_MUTATING, ack_validate, ack_exec, NULL},
-    {M("Unsubscribe"), SERVICE_MUTATING, unsubscribe_validate,
-     unsubscribe_exec, NULL},
+    {M("Unsubscribe"), SERVICE_MUTATING, unsubscribe_validate, unsubscribe_exec,
+     NULL},
     {M("Topics"), 0, NULL, topics_exec, NULL},
 };
 #undef M
