@@ -79,6 +79,10 @@ outbox_subscribe(store_txn *txn, const Once__V1__OutboxSubscribeRequest *r,
         acked = t.low - 1;
         rv = cursor_put(txn, r->topic, r->consumer, acked);
         resp->created = true;
+        if (rv == 0) {
+            /* The topic exists from its first consumer on (Topics). */
+            rv = outbox_topic_write(txn, r->topic, &t);
+        }
     }
     resp->acked = acked;
     resp->head = t.head;

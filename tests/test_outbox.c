@@ -267,6 +267,9 @@ t_dense_and_stable(void **state)
     char key[16];
 
     subscribe(h, cid, 1, "jobs", "billing");
+    /* A topic is listed from its first consumer on, before any event. */
+    topic_state(h, "jobs", &retained, &low, &head);
+    assert_int_equal(low, 1);
     for (uint64_t s = 2; s <= 6; s++) {
         snprintf(key, sizeof(key), "k%llu", (unsigned long long)s);
         produce(h, cid, s, "jobs", key, key, s == 4 ? 2 : 1, CALL_MS,
@@ -505,6 +508,35 @@ t_long_poll(void **state)
     assert_true(p.done_ms - committed < 2000);
 }
 
+/* ---- oncectl ------------------------------------------------------------- */
+
+static void
+t_oncectl(void **state)
+{
+    harness *h = *state;
+    uint64_t cid = lease(h);
+    char out[4096];
+    ob_reply r;
+    const char *sub[] = {"outbox", "subscribe", "cl", "--consumer", "x", NULL};
+    const char *rd[] = {"outbox", "read", "cl", "--consumer", "x", NULL};
+    const char *ak[] = {"outbox", "ack", "cl", "--consumer", "x", "1", NULL};
+    const char *tp[] = {"outbox", "topics", NULL};
+
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, sub), 0);
+    assert_non_null(strstr(out, "\"created\":true"));
+    produce(h, cid, 1, "cl", "clk", "hello", 1, CALL_MS, &r);
+    ok(&r);
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, rd), 0);
+    assert_non_null(strstr(out, "\"events\":[{\"offset\":1,"));
+    assert_non_null(strstr(out, "\"payload\":\"hello\""));
+    assert_non_null(strstr(out, "\"low_water\":1"));
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, ak), 0);
+    assert_non_null(strstr(out, "\"acked\":1"));
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, tp), 0);
+    assert_non_null(strstr(out, "\"name\":\"cl\",\"head\":1"));
+    assert_non_null(strstr(out, "\"lag\":0"));
+}
+
 /* ---- crash points ---------------------------------------------------------
  */
 
@@ -699,6 +731,8 @@ main(void)
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_full, setup_full, harness_teardown),
         cmocka_unit_test_setup_teardown(t_long_poll, harness_setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_oncectl, harness_setup,
                                         harness_teardown),
         cmocka_unit_test(t_crash_matrix),
     };
