@@ -508,7 +508,44 @@ t_long_poll(void **state)
     assert_true(p.done_ms - committed < 2000);
 }
 
-/* ---- oncectl ------------------------------------------------------------- */
+/* ---- oncectl and /metrics ------------------------------------------------ */
+
+static char metrics_url[96];
+
+static int
+setup_metrics(void **state)
+{
+    static char listen[64];
+    static const char *args[] = {"--metrics-listen", listen, "--gc-interval",
+                                 "100ms", NULL};
+
+    snprintf(listen, sizeof(listen), "http://127.0.0.1:%d",
+             harness_free_port());
+    snprintf(metrics_url, sizeof(metrics_url), "%s/metrics", listen);
+    return harness_setup_args(state, args);
+}
+
+/* Waits (bounded: the figures are published every second) until /metrics
+ * holds line. */
+static void
+metrics_wait(const char *line)
+{
+    static char out[1 << 16];
+    const char *args[] = {"-s", "--max-time", "5", metrics_url, NULL};
+    int64_t t0 = harness_now_ms();
+
+    for (;;) {
+        out[0] = '\0';
+        (void)harness_run("/usr/bin/curl", args, out, sizeof(out), NULL);
+        if (strstr(out, line) != NULL) {
+            return;
+        }
+        if (harness_now_ms() - t0 > 10000) {
+            fail_msg("/metrics never showed \"%s\"", line);
+        }
+        harness_sleep_ms(100);
+    }
+}
 
 static void
 t_oncectl(void **state)
@@ -535,6 +572,10 @@ t_oncectl(void **state)
     assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, tp), 0);
     assert_non_null(strstr(out, "\"name\":\"cl\",\"head\":1"));
     assert_non_null(strstr(out, "\"lag\":0"));
+    /* /metrics: the low-water mark rises once the collector reclaims. */
+    metrics_wait("once_outbox_head{topic=\"cl\"} 1\n");
+    metrics_wait("once_outbox_low_water{topic=\"cl\"} 2\n");
+    metrics_wait("once_outbox_retained_events{topic=\"cl\"} 0\n");
 }
 
 /* ---- crash points ---------------------------------------------------------
@@ -732,7 +773,7 @@ main(void)
         cmocka_unit_test_setup_teardown(t_full, setup_full, harness_teardown),
         cmocka_unit_test_setup_teardown(t_long_poll, harness_setup,
                                         harness_teardown),
-        cmocka_unit_test_setup_teardown(t_oncectl, harness_setup,
+        cmocka_unit_test_setup_teardown(t_oncectl, setup_metrics,
                                         harness_teardown),
         cmocka_unit_test(t_crash_matrix),
     };
