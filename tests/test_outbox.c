@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <once/admin.h>
@@ -578,6 +579,49 @@ t_oncectl(void **state)
     metrics_wait("once_outbox_retained_events{topic=\"cl\"} 0\n");
 }
 
+/* ---- a backup carries the outbox ----------------------------------------- */
+
+static void
+t_backup(void **state)
+{
+    harness *h = *state;
+    uint64_t cid = lease(h);
+    char backup[400], old[420], out[1024];
+    const char *args[] = {"admin", "backup", backup, NULL};
+    Once__V1__OutboxReadResponse *rr;
+    ob_reply r;
+
+    subscribe(h, cid, 1, "bk", "c");
+    for (uint64_t s = 2; s <= 4; s++) {
+        produce(h, cid, s, "bk", "bkk", "v", 1, CALL_MS, &r);
+        ok(&r);
+    }
+    ack(h, cid, 5, "bk", "c", 1, CALL_MS, &r);
+    ok(&r);
+    snprintf(backup, sizeof(backup), "%s/backup", h->dir);
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, args), 0);
+    /* onced on the backup: events, the cursor and the head came along. */
+    assert_int_equal(harness_stop(h), 0);
+    snprintf(old, sizeof(old), "%s.old", h->data);
+    assert_int_equal(rename(h->data, old), 0);
+    assert_int_equal(rename(backup, h->data), 0);
+    assert_int_equal(harness_restart(h), 0);
+    rr = read_events(h, "bk", "c", 100, 0);
+    assert_int_equal(rr->acked, 1);
+    assert_int_equal(rr->n_events, 2);
+    assert_int_equal(rr->events[0]->offset, 2);
+    assert_int_equal(rr->events[1]->id->seq, 4);
+    once__v1__outbox_read_response__free_unpacked(rr, NULL);
+    ack(h, cid, 5, "bk", "c", 1, CALL_MS, &r); /* its record came too */
+    ok(&r);
+    assert_true(r.replayed);
+    produce(h, cid, 6, "bk", "bkk", "w", 1, CALL_MS, &r);
+    ok(&r);
+    rr = read_events(h, "bk", "c", 100, 0);
+    assert_int_equal(rr->head, 4);
+    once__v1__outbox_read_response__free_unpacked(rr, NULL);
+}
+
 /* ---- crash points ---------------------------------------------------------
  */
 
@@ -774,6 +818,8 @@ main(void)
         cmocka_unit_test_setup_teardown(t_long_poll, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_oncectl, setup_metrics,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_backup, harness_setup,
                                         harness_teardown),
         cmocka_unit_test(t_crash_matrix),
     };
