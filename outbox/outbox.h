@@ -7,8 +7,9 @@
  * Owns what the outbox keeps in the store ("o/", docs/design.md) and every
  * rule over it, as functions over one store_txn: appending an event
  * (append.c), subscribing, acknowledging and unsubscribing (consumer.c),
- * reading from a cursor (read.c), listing topics (topics.c) and
- * reclaiming acknowledged events (reclaim.c). server/svc_outbox.c and the
+ * reading from a cursor (read.c), listing topics (topics.c),
+ * reclaiming acknowledged events (reclaim.c) and onced's own lifecycle
+ * events (system.c). server/svc_outbox.c and the
  * producers (kv/txn.c) are thin layers over it; the collector runs
  * outbox_reclaim.
  * Invariant: a topic's offsets are 1, 2, 3, ... in commit order with no
@@ -87,6 +88,13 @@ bool outbox_name_ok(const char *name, const char *what, outbox_outcome *o);
 int outbox_append(store_txn *txn, const outbox_limits *l, outbox_producer *p,
                   const char *topic, const uint8_t *payload, size_t plen,
                   uint64_t *offset, outbox_outcome *o);
+
+/* system.c: appends ev (packed) to OUTBOX_SYSTEM_TOPIC as outbox_append
+ * does (l->max_bytes 0: past any bound, for transitions nobody may
+ * refuse). */
+int outbox_system_append(store_txn *txn, const outbox_limits *l,
+                         outbox_producer *p, const Once__V1__SystemEvent *ev,
+                         outbox_outcome *o);
 
 /* topic.c: the topic's state as txn sees it; a topic never written reads
  * as {head 0, low 1}. 0 or a store error. */

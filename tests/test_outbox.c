@@ -32,14 +32,16 @@
 
 #include <once/admin.h>
 
+#include "proto/grants.pb-c.h"
 #include "proto/kv.pb-c.h"
 #include "proto/outbox.pb-c.h"
 #include "tests/harness.h"
 
-#define OB(m)   "/once.v1.Outbox/" m
-#define TXN     "/once.v1.KV/Txn"
-#define RANGE   "/once.v1.KV/Range"
-#define CALL_MS 10000
+#define OB(m)         "/once.v1.Outbox/" m
+#define TXN           "/once.v1.KV/Txn"
+#define RANGE         "/once.v1.KV/Range"
+#define CALL_MS       10000
+#define OUTBOX_SYSTEM "once.system"
 
 /* ---- raw calls ------------------------------------------------------------
  */
@@ -579,6 +581,83 @@ t_oncectl(void **state)
     metrics_wait("once_outbox_retained_events{topic=\"cl\"} 0\n");
 }
 
+/* ---- the system topic: grant and lease lifecycle ------------------------- */
+
+static void
+t_system_events(void **state)
+{
+    harness *h = *state;
+    uint64_t cid = lease(h), grant_id;
+    Once__V1__SetPlacementRequest pl = ONCE__V1__SET_PLACEMENT_REQUEST__INIT;
+    Once__V1__SetPlacementResponse *pr;
+    Once__V1__RequestGrantRequest rq = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    Once__V1__RequestGrantResponse *gr;
+    Once__V1__FinishGrantRequest fin = ONCE__V1__FINISH_GRANT_REQUEST__INIT;
+    Once__V1__OutboxReadResponse *rr;
+    static const char *const kinds[] = {"grant.issued", "grant.finished",
+                                        "lease.ended"};
+    once_client *other = NULL;
+    ob_reply r, again;
+
+    subscribe(h, cid, 1, OUTBOX_SYSTEM, "audit");
+    pl.surface = "s1";
+    pl.machine = "m1";
+    pl.location = "L";
+    ob_send(h, "/once.v1.Grants/SetPlacement", cid, 2, &pl.base, CALL_MS, &r);
+    ok(&r);
+    assert_non_null(
+        pr = once__v1__set_placement_response__unpack(NULL, r.plen, r.payload));
+    rq.request_id = "r1";
+    rq.attempt = 1;
+    rq.surface = "s1";
+    rq.machine = "m1";
+    rq.location = "L";
+    rq.generation = pr->generation;
+    once__v1__set_placement_response__free_unpacked(pr, NULL);
+    ob_send(h, "/once.v1.Grants/RequestGrant", cid, 3, &rq.base, CALL_MS, &r);
+    ok(&r);
+    ob_send(h, "/once.v1.Grants/RequestGrant", cid, 3, &rq.base, CALL_MS,
+            &again);
+    ok(&again);
+    assert_true(again.replayed); /* no second grant.issued */
+    assert_non_null(
+        gr = once__v1__request_grant_response__unpack(NULL, r.plen, r.payload));
+    grant_id = gr->grant->grant_id;
+    once__v1__request_grant_response__free_unpacked(gr, NULL);
+    fin.grant_id = grant_id;
+    fin.outcome = ONCE__V1__GRANT_OUTCOME__SUCCEEDED;
+    ob_send(h, "/once.v1.Grants/FinishGrant", cid, 4, &fin.base, CALL_MS, &r);
+    ok(&r);
+    /* A lease of its own, closed: lease.ended. */
+    assert_int_equal(harness_client(h, false, &other), ONCE_OK);
+    once_client_close(other);
+
+    rr = read_events(h, OUTBOX_SYSTEM, "audit", 100, 0);
+    assert_int_equal(rr->n_events, 3);
+    for (size_t i = 0; i < 3; i++) {
+        Once__V1__SystemEvent *ev = once__v1__system_event__unpack(
+            NULL, rr->events[i]->payload.len, rr->events[i]->payload.data);
+
+        assert_non_null(ev);
+        assert_int_equal(rr->events[i]->offset, i + 1);
+        assert_string_equal(ev->kind, kinds[i]);
+        if (i < 2) {
+            assert_int_equal(rr->events[i]->id->client_id, cid);
+            assert_int_equal(rr->events[i]->id->seq, i + 3);
+            assert_int_equal(ev->grant->grant_id, grant_id);
+        } else {
+            assert_int_not_equal(ev->client_id, 0);
+            assert_int_equal(rr->events[i]->id->client_id, ev->client_id);
+        }
+        if (i == 1) {
+            assert_int_equal(ev->grant->outcome,
+                             ONCE__V1__GRANT_OUTCOME__SUCCEEDED);
+        }
+        once__v1__system_event__free_unpacked(ev, NULL);
+    }
+    once__v1__outbox_read_response__free_unpacked(rr, NULL);
+}
+
 /* ---- a backup carries the outbox ----------------------------------------- */
 
 static void
@@ -818,6 +897,8 @@ main(void)
         cmocka_unit_test_setup_teardown(t_long_poll, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_oncectl, setup_metrics,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_system_events, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_backup, harness_setup,
                                         harness_teardown),
