@@ -83,7 +83,7 @@ ob_send(const harness *h, const char *method, uint64_t cid, uint64_t seq,
                  resp->status->reason != NULL ? resp->status->reason : "");
     }
     out->replayed = resp->replayed;
-    if (resp->payload.len <= sizeof(out->payload)) {
+    if (resp->payload.len > 0 && resp->payload.len <= sizeof(out->payload)) {
         memcpy(out->payload, resp->payload.data, resp->payload.len);
         out->plen = resp->payload.len;
     }
