@@ -51,10 +51,6 @@ typedef struct exec_task {
  * the wait of the first call of a group under a steady stream. */
 #define EXEC_GROUP_MAX 1024
 
-/* Reads parked at once (Outbox.Read long-polls); past it a read that asks
- * to wait is answered at once, with nothing. */
-#define EXEC_PARK_MAX 4096
-
 struct executor {
     exec_env *env; /* the server's parts a call may use (exec_env.h) */
     dispatch *dp;  /* the open services */
@@ -701,7 +697,10 @@ exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
     if (lr->park_until_ms == 0) {
         lr->park_until_ms = now + park_ms;
     }
-    if (stopping || now >= lr->park_until_ms || ex->nparked >= EXEC_PARK_MAX) {
+    /* Past cfg.park_max (half the nng contexts: parked reads must leave
+     * contexts for every other call) a read is answered at once. */
+    if (stopping || now >= lr->park_until_ms ||
+        ex->nparked >= ex->env->cfg.park_max) {
         return false;
     }
     if (ex->parked == NULL) {
