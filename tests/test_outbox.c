@@ -522,6 +522,48 @@ t_long_poll(void **state)
     assert_true(p.done_ms - committed < 2000);
 }
 
+/* Long-polls never take every server context: with 4, two park and the
+ * third is answered at once; other calls still get through. */
+static int
+setup_four_contexts(void **state)
+{
+    static const char *const args[] = {"--contexts", "4", NULL};
+    return harness_setup_args(state, args);
+}
+
+static void
+t_park_bound(void **state)
+{
+    harness *h = *state;
+    uint64_t cid = lease(h), retained, low, head;
+    poller p[3];
+    pthread_t th[3];
+    int64_t t0, t1;
+    int quick = 0;
+
+    subscribe(h, cid, 1, "lp", "c");
+    t0 = harness_now_ms();
+    for (int i = 0; i < 3; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        p[i].h = h;
+        p[i].wait_ms = 3000;
+        assert_int_equal(pthread_create(&th[i], NULL, poll_main, &p[i]), 0);
+    }
+    harness_sleep_ms(300); /* lets the reads reach onced: the ordering */
+    topic_state(h, "lp", &retained, &low, &head); /* not starved */
+    t1 = harness_now_ms();
+    assert_true(t1 - t0 < 2500);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(p[i].rv, 0);
+        quick += p[i].done_ms - t0 < 2500;
+    }
+    print_message("  3 long-polls on 4 contexts: %d answered at once, a "
+                  "Topics call took %lld ms\n",
+                  quick, (long long)(t1 - t0 - 300));
+    assert_int_equal(quick, 1);
+}
+
 /* ---- oncectl and /metrics ------------------------------------------------ */
 
 static char metrics_url[96];
@@ -906,6 +948,8 @@ main(void)
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_full, setup_full, harness_teardown),
         cmocka_unit_test_setup_teardown(t_long_poll, setup_two_contexts,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_park_bound, setup_four_contexts,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_oncectl, setup_metrics,
                                         harness_teardown),
