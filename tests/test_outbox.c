@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 
 #include <once/admin.h>
+#include <once/outbox.h>
 
 #include "proto/grants.pb-c.h"
 #include "proto/kv.pb-c.h"
@@ -564,6 +565,66 @@ t_park_bound(void **state)
     assert_int_equal(quick, 1);
 }
 
+/* ---- the receiver loop (once_consumer_run) ------------------------------ */
+
+typedef struct seen {
+    uint64_t offsets[16];
+    size_t n;
+    uint64_t stop_at;   /* ONCE_CONSUMER_STOP at this offset */
+    uint64_t refuse_at; /* -1 (not applied) at this offset */
+} seen;
+
+static int
+seen_one(void *arg, const once_outbox_event *ev)
+{
+    seen *s = arg;
+
+    if (ev->offset == s->refuse_at) {
+        s->refuse_at = 0;
+        return -1;
+    }
+    if (s->n < 16) {
+        s->offsets[s->n++] = ev->offset;
+    }
+    return ev->offset == s->stop_at ? ONCE_CONSUMER_STOP : ONCE_CONSUMER_NEXT;
+}
+
+static void
+t_consumer(void **state)
+{
+    harness *h = *state;
+    uint64_t cid = lease(h);
+    once_client *c = NULL;
+    once_status st;
+    seen s = {.stop_at = 5, .refuse_at = 3};
+    Once__V1__OutboxReadResponse *rr;
+    ob_reply r;
+
+    assert_int_equal(harness_client(h, false, &c), ONCE_OK);
+    subscribe(h, cid, 1, "rc", "loop");
+    for (uint64_t q = 2; q <= 6; q++) {
+        produce(h, cid, q, "rc", "rck", "v", 1, CALL_MS, &r);
+        ok(&r);
+    }
+    /* Event 3 refused: 1 and 2 applied and acknowledged, the run ends. */
+    assert_int_equal(
+        once_consumer_run(c, "rc", "loop", 2, 200, seen_one, &s, &st), -1);
+    assert_int_equal(s.n, 2);
+    /* Again: from 3 on, each once, stopping after 5 (acknowledged). */
+    assert_int_equal(
+        once_consumer_run(c, "rc", "loop", 2, 200, seen_one, &s, &st), ONCE_OK);
+    assert_int_equal(s.n, 5);
+    for (size_t i = 0; i < s.n; i++) {
+        assert_int_equal(s.offsets[i], i + 1);
+    }
+    rr = read_events(h, "rc", "loop", 100, 0);
+    assert_int_equal(rr->acked, 5);
+    assert_int_equal(rr->head, 5);
+    assert_int_equal(rr->n_events, 0);
+    once__v1__outbox_read_response__free_unpacked(rr, NULL);
+    once_client_close(c);
+}
+
 /* ---- oncectl and /metrics ------------------------------------------------ */
 
 static char metrics_url[96];
@@ -948,6 +1009,8 @@ main(void)
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_full, setup_full, harness_teardown),
         cmocka_unit_test_setup_teardown(t_long_poll, setup_two_contexts,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_consumer, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_park_bound, setup_four_contexts,
                                         harness_teardown),

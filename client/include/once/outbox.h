@@ -111,6 +111,34 @@ ONCE_API int once_outbox_topics_consumer(const once_outbox_topics_list *l,
 /* NULL is accepted. */
 ONCE_API void once_outbox_topics_free(once_outbox_topics_list *l);
 
+/* ---- a receiver loop (consumer.c) -------------------------------------- */
+
+/* What a consumer callback answers for one event. */
+enum once_consumer_step {
+    ONCE_CONSUMER_NEXT = 0, /* applied: go on */
+    ONCE_CONSUMER_STOP = 1, /* applied: acknowledge it and return */
+    /* Any negative value: not applied — return it without acknowledging
+     * this event (it comes again on the next run). */
+};
+
+typedef int (*once_consumer_fn)(void *arg, const once_outbox_event *ev);
+
+/*
+ * Subscribes consumer to topic (again is fine) and runs the loop: Read at
+ * most max events (waiting up to wait_ms for one), hand each to fn in
+ * offset order, then Ack the last one fn applied — until fn answers
+ * ONCE_CONSUMER_STOP (returns ONCE_OK) or a negative value (returns it),
+ * or a call fails (its code, st saying why). Needs a handle with a lease
+ * (Subscribe and Ack are mutating). Delivery is at least once: after a
+ * crash between fn and the Ack, the events come again — make fn
+ * idempotent by storing the offset with its effect, or dedupe by id
+ * (docs/outbox.md, "The receiver contract").
+ */
+ONCE_API int once_consumer_run(once_client *c, const char *topic,
+                               const char *consumer, uint32_t max,
+                               uint64_t wait_ms, once_consumer_fn fn, void *arg,
+                               once_status *st);
+
 #ifdef __cplusplus
 }
 #endif
