@@ -53,17 +53,26 @@ key_ok(const ProtobufCBinaryData *k, const kv_limits *l, const char *what,
     return true;
 }
 
-/* An emit's topic follows the name rule; its payload's bound is the
- * outbox's (outbox_append). */
+/* An emit's topic follows the name rule and is not onced's own (no
+ * forged system event); its payload's bound is the outbox's
+ * (outbox_append). */
 static bool
 emit_ok(const Once__V1__KvEmit *e, const char *what, kv_outcome *o)
 {
     outbox_outcome oo = {0};
 
-    if (outbox_name_ok(e->topic, "topic", &oo)) {
-        return true;
+    if (!outbox_name_ok(e->topic, "topic", &oo)) {
+        return refuse(o, oo.code, oo.reason, "%s: %s", what, oo.message);
     }
-    return refuse(o, oo.code, oo.reason, "%s: %s", what, oo.message);
+    if (strncmp(e->topic, OUTBOX_RESERVED_PREFIX,
+                strlen(OUTBOX_RESERVED_PREFIX)) == 0) {
+        return refuse(o, ONCE__V1__CODE__PERMISSION_DENIED,
+                      REASON_OUTBOX_RESERVED_TOPIC,
+                      "%s: topics named \"" OUTBOX_RESERVED_PREFIX
+                      "...\" are onced's own (%s); emit to a topic of yours",
+                      what, OUTBOX_SYSTEM_TOPIC);
+    }
+    return true;
 }
 
 static bool

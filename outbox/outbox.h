@@ -42,8 +42,10 @@
 #define OUTBOX_READ_MAX     1000u
 #define OUTBOX_READ_BYTES   (1u << 20)
 #define OUTBOX_WAIT_MAX_MS  30000u
-/* The system topic of grant and lease lifecycle events. */
-#define OUTBOX_SYSTEM_TOPIC "once.system"
+/* The system topic of grant and lease lifecycle events; topics starting
+ * with OUTBOX_RESERVED_PREFIX are onced's own (no emit may name one). */
+#define OUTBOX_SYSTEM_TOPIC    "once.system"
+#define OUTBOX_RESERVED_PREFIX "once."
 
 typedef struct outbox_limits {
     uint64_t max_bytes;   /* retained bytes per topic; 0: no bound */

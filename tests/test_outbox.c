@@ -746,6 +746,12 @@ t_system_events(void **state)
     assert_int_equal(harness_client(h, false, &other), ONCE_OK);
     once_client_close(other);
 
+    /* Nobody forges one: an emit to once.* is refused, nothing written. */
+    produce(h, cid, 5, OUTBOX_SYSTEM, "forged", "x", 1, CALL_MS, &r);
+    assert_int_equal(r.code, ONCE__V1__CODE__PERMISSION_DENIED);
+    assert_string_equal(r.reason, "OUTBOX_RESERVED_TOPIC");
+    assert_false(key_exists(h, "forged"));
+
     rr = read_events(h, OUTBOX_SYSTEM, "audit", 100, 0);
     assert_int_equal(rr->n_events, 3);
     for (size_t i = 0; i < 3; i++) {
