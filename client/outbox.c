@@ -17,13 +17,22 @@
 
 #define OUTBOX_METHOD(m) "/once.v1.Outbox/" m
 
+/* What a handle holds: one unpacked reply (each handle's first and only
+ * member, so outbox_fetch fills both kinds). */
+typedef struct outbox_held {
+    ProtobufCMessage *m;
+} outbox_held;
+
 struct once_outbox_batch {
-    Once__V1__OutboxReadResponse *resp;
+    outbox_held h; /* an OutboxReadResponse */
 };
 
 struct once_outbox_topics_list {
-    Once__V1__OutboxTopicsResponse *resp;
+    outbox_held h; /* an OutboxTopicsResponse */
 };
+
+#define BATCH(b)  ((const Once__V1__OutboxReadResponse *)(b)->h.m)
+#define TOPICS(l) ((const Once__V1__OutboxTopicsResponse *)(l)->h.m)
 
 /* Packs msg, calls method, and unpacks the reply with desc into *out
  * (NULL: the reply is dropped). */
@@ -51,6 +60,30 @@ outbox_call(once_client *c, const char *method, bool mutating, once_rpc_id *id,
     }
     once_free(resp);
     return rv;
+}
+
+/* A read whose reply is handed out behind a handle of hsize bytes
+ * (*out, malloc'd; what names it in an out-of-memory status). */
+static int
+outbox_fetch(once_client *c, const char *method, const ProtobufCMessage *req,
+             const ProtobufCMessageDescriptor *desc, size_t hsize,
+             const char *what, void **out, once_status *st)
+{
+    ProtobufCMessage *m = NULL;
+    outbox_held *h;
+    int rv = outbox_call(c, method, false, NULL, req, desc, &m, st);
+
+    if (rv != ONCE_OK) {
+        return rv;
+    }
+    if ((h = malloc(hsize)) == NULL) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "%s", what);
+    }
+    h->m = m;
+    *out = h;
+    return ONCE_OK;
 }
 
 static int
@@ -94,7 +127,7 @@ once_outbox_read(once_client *c, const char *topic, const char *consumer,
                  once_status *st)
 {
     Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
-    ProtobufCMessage *m = NULL;
+    void *h = NULL;
     int rv;
 
     if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
@@ -104,28 +137,21 @@ once_outbox_read(once_client *c, const char *topic, const char *consumer,
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "out is required");
     }
-    *out = NULL;
     req.topic = (char *)topic;
     req.consumer = (char *)consumer;
     req.max_events = max;
     req.max_wait_ms = wait_ms;
-    rv = outbox_call(c, OUTBOX_METHOD("Read"), false, NULL, &req.base,
-                     &once__v1__outbox_read_response__descriptor, &m, st);
-    if (rv == ONCE_OK && (*out = malloc(sizeof(**out))) == NULL) {
-        protobuf_c_message_free_unpacked(m, NULL);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "a batch of events");
-    }
-    if (rv == ONCE_OK) {
-        (*out)->resp = (Once__V1__OutboxReadResponse *)m;
-    }
+    rv = outbox_fetch(c, OUTBOX_METHOD("Read"), &req.base,
+                      &once__v1__outbox_read_response__descriptor,
+                      sizeof(**out), "a batch of events", &h, st);
+    *out = h;
     return rv;
 }
 
 size_t
 once_outbox_batch_count(const once_outbox_batch *b)
 {
-    return b != NULL ? b->resp->n_events : 0;
+    return b != NULL ? BATCH(b)->n_events : 0;
 }
 
 int
@@ -137,7 +163,7 @@ once_outbox_batch_at(const once_outbox_batch *b, size_t i,
     if (out == NULL || i >= once_outbox_batch_count(b)) {
         return ONCE_INVALID_ARGUMENT;
     }
-    ev = b->resp->events[i];
+    ev = BATCH(b)->events[i];
     memset(out, 0, sizeof(*out));
     out->offset = ev->offset;
     if (ev->id != NULL) {
@@ -155,26 +181,26 @@ once_outbox_batch_at(const once_outbox_batch *b, size_t i,
 uint64_t
 once_outbox_batch_low_water(const once_outbox_batch *b)
 {
-    return b != NULL ? b->resp->low_water : 0;
+    return b != NULL ? BATCH(b)->low_water : 0;
 }
 
 uint64_t
 once_outbox_batch_head(const once_outbox_batch *b)
 {
-    return b != NULL ? b->resp->head : 0;
+    return b != NULL ? BATCH(b)->head : 0;
 }
 
 uint64_t
 once_outbox_batch_acked(const once_outbox_batch *b)
 {
-    return b != NULL ? b->resp->acked : 0;
+    return b != NULL ? BATCH(b)->acked : 0;
 }
 
 void
 once_outbox_batch_free(once_outbox_batch *b)
 {
     if (b != NULL) {
-        once__v1__outbox_read_response__free_unpacked(b->resp, NULL);
+        protobuf_c_message_free_unpacked(b->h.m, NULL);
         free(b);
     }
 }
@@ -236,31 +262,24 @@ once_outbox_topics(once_client *c, once_outbox_topics_list **out,
                    once_status *st)
 {
     Once__V1__OutboxTopicsRequest req = ONCE__V1__OUTBOX_TOPICS_REQUEST__INIT;
-    ProtobufCMessage *m = NULL;
+    void *h = NULL;
     int rv;
 
     if (out == NULL) {
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "out is required");
     }
-    *out = NULL;
-    rv = outbox_call(c, OUTBOX_METHOD("Topics"), false, NULL, &req.base,
-                     &once__v1__outbox_topics_response__descriptor, &m, st);
-    if (rv == ONCE_OK && (*out = malloc(sizeof(**out))) == NULL) {
-        protobuf_c_message_free_unpacked(m, NULL);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "a list of topics");
-    }
-    if (rv == ONCE_OK) {
-        (*out)->resp = (Once__V1__OutboxTopicsResponse *)m;
-    }
+    rv = outbox_fetch(c, OUTBOX_METHOD("Topics"), &req.base,
+                      &once__v1__outbox_topics_response__descriptor,
+                      sizeof(**out), "a list of topics", &h, st);
+    *out = h;
     return rv;
 }
 
 size_t
 once_outbox_topics_count(const once_outbox_topics_list *l)
 {
-    return l != NULL ? l->resp->n_topics : 0;
+    return l != NULL ? TOPICS(l)->n_topics : 0;
 }
 
 int
@@ -272,7 +291,7 @@ once_outbox_topics_at(const once_outbox_topics_list *l, size_t i,
     if (out == NULL || i >= once_outbox_topics_count(l)) {
         return ONCE_INVALID_ARGUMENT;
     }
-    t = l->resp->topics[i];
+    t = TOPICS(l)->topics[i];
     out->name = t->name;
     out->head = t->head;
     out->low_water = t->low_water;
@@ -289,10 +308,10 @@ once_outbox_topics_consumer(const once_outbox_topics_list *l, size_t i,
     const Once__V1__OutboxConsumer *cs;
 
     if (out == NULL || i >= once_outbox_topics_count(l) ||
-        j >= l->resp->topics[i]->n_consumers) {
+        j >= TOPICS(l)->topics[i]->n_consumers) {
         return ONCE_INVALID_ARGUMENT;
     }
-    cs = l->resp->topics[i]->consumers[j];
+    cs = TOPICS(l)->topics[i]->consumers[j];
     out->name = cs->name;
     out->acked = cs->acked;
     out->lag = cs->lag;
@@ -303,7 +322,7 @@ void
 once_outbox_topics_free(once_outbox_topics_list *l)
 {
     if (l != NULL) {
-        once__v1__outbox_topics_response__free_unpacked(l->resp, NULL);
+        protobuf_c_message_free_unpacked(l->h.m, NULL);
         free(l);
     }
 }
