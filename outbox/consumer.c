@@ -63,6 +63,15 @@ cursor_put(store_txn *txn, const char *topic, const char *consumer,
 }
 
 int
+outbox_topic_cursor(store_txn *txn, const char *topic, const char *consumer,
+                    outbox_topic *t, uint64_t *acked)
+{
+    int rv = outbox_topic_read(txn, topic, t);
+
+    return rv != 0 ? rv : outbox_cursor_get(txn, topic, consumer, acked);
+}
+
+int
 outbox_subscribe(store_txn *txn, const Once__V1__OutboxSubscribeRequest *r,
                  Once__V1__OutboxSubscribeResponse *resp, outbox_outcome *o)
 {
@@ -71,10 +80,7 @@ outbox_subscribe(store_txn *txn, const Once__V1__OutboxSubscribeRequest *r,
     int rv;
 
     o->code = ONCE__V1__CODE__OK;
-    if ((rv = outbox_topic_read(txn, r->topic, &t)) != 0) {
-        return o->err = rv;
-    }
-    rv = outbox_cursor_get(txn, r->topic, r->consumer, &acked);
+    rv = outbox_topic_cursor(txn, r->topic, r->consumer, &t, &acked);
     if (rv == ENOENT) {
         acked = t.low - 1;
         rv = cursor_put(txn, r->topic, r->consumer, acked);
@@ -109,10 +115,7 @@ outbox_ack(store_txn *txn, const Once__V1__OutboxAckRequest *r,
     int rv;
 
     o->code = ONCE__V1__CODE__OK;
-    if ((rv = outbox_topic_read(txn, r->topic, &t)) != 0) {
-        return o->err = rv;
-    }
-    rv = outbox_cursor_get(txn, r->topic, r->consumer, &acked);
+    rv = outbox_topic_cursor(txn, r->topic, r->consumer, &t, &acked);
     if (rv == ENOENT) {
         outbox_no_consumer(o, r->topic, r->consumer);
         return 0;

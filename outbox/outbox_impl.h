@@ -50,6 +50,10 @@ int outbox_topic_write(store_txn *txn, const char *topic,
  * store error. */
 int outbox_cursor_min(store_txn *txn, const char *topic, uint64_t *min,
                       bool *any);
+/* consumer.c: the topic's state and the consumer's cursor: 0, ENOENT
+ * (no such consumer; *t is read), or a store error. */
+int outbox_topic_cursor(store_txn *txn, const char *topic, const char *consumer,
+                        outbox_topic *t, uint64_t *acked);
 /* consumer.c: the refusal of a consumer not subscribed to topic. */
 void outbox_no_consumer(outbox_outcome *o, const char *topic,
                         const char *consumer);

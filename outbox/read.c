@@ -57,12 +57,12 @@ outbox_read(store_txn *txn, const Once__V1__OutboxReadRequest *r,
     if (x.max == 0 || x.max > OUTBOX_READ_MAX) {
         x.max = x.max == 0 ? OUTBOX_READ_DEFAULT : OUTBOX_READ_MAX;
     }
-    rv = outbox_cursor_get(txn, r->topic, r->consumer, &acked);
+    rv = outbox_topic_cursor(txn, r->topic, r->consumer, &t, &acked);
     if (rv == ENOENT) {
         outbox_no_consumer(o, r->topic, r->consumer);
         return 0;
     }
-    if (rv != 0 || (rv = outbox_topic_read(txn, r->topic, &t)) != 0) {
+    if (rv != 0) {
         return o->err = rv;
     }
     resp->acked = acked;
