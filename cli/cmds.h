@@ -17,6 +17,9 @@
 /* `counter incr|get` (cmd_counter.c). */
 int cmd_counter(const cli *g, int argc, char **argv);
 
+/* `outbox subscribe|read|ack|topics` (cmd_outbox.c). */
+int cmd_outbox(const cli *g, int argc, char **argv);
+
 /* `lease open|renew|close|info` (cmd_lease.c). */
 int cmd_lease(const cli *g, int argc, char **argv);
 

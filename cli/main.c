@@ -48,6 +48,8 @@ static const char usage_top[] =
     "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
     "                                     increment a counter exactly once\n"
     "  counter get NAME                   read a counter\n"
+    "  outbox subscribe|read|ack|topics   durable consumers of the outbox\n"
+    "                                     (oncectl outbox --help)\n"
     "  grants SUBCOMMAND ...              start grants: set-placement, "
     "request,\n"
     "                                     enqueue, claim, finish, get-surface,"
@@ -137,6 +139,9 @@ dispatch(const cli *g, int argc, char **argv)
     }
     if (strcmp(cmd, "counter") == 0) {
         return cmd_counter(g, argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "outbox") == 0) {
+        return cmd_outbox(g, argc - 1, argv + 1);
     }
     if (strcmp(cmd, "records") == 0) {
         return cmd_records(g, argc - 1, argv + 1);

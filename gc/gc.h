@@ -13,7 +13,9 @@
  *      and visible in LevelDB): for a live lease, delete its records with
  *      seq below the acknowledged watermark and persist that watermark in
  *      the same batch; for an ended lease, delete all its records, then
- *      forget the lease. At most `budget` deletions per pass.
+ *      forget the lease; then outbox events every consumer of their
+ *      topic has acknowledged (outbox/reclaim.c), with each topic's new
+ *      low-water mark. At most `budget` deletions per pass.
  * Invariant: a record is deleted only if its seq is below the watermark
  * written in the same batch, or its lease's end is already durable. Never
  * for age alone.
@@ -45,6 +47,8 @@ typedef struct gc_stats {
     uint64_t reclaimed_bytes_total;
     uint64_t leases_expired;
     uint64_t leases_forgotten;
+    uint64_t events_reclaimed; /* outbox events (outbox_reclaim) */
+    uint64_t event_bytes_reclaimed;
     double reclaimed_per_sec; /* over the last ~10 s, or the last 64
                                  passes when those took less */
 } gc_stats;

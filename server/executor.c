@@ -63,6 +63,12 @@ struct executor {
     exec_task *task_tail;
     bool stopping;
     uint64_t hold_ms; /* test build only: see exec_call */
+    /* Parked reads (exec_park), executor thread only: they hold their
+     * request and no transaction, and go back to the queue after a sync
+     * that made an outbox event durable, or at their deadline. */
+    listener_req *parked;
+    size_t nparked;
+    uint64_t parked_seen; /* stats->outbox_events when last looked at */
 };
 
 /* A reply waiting for its transaction to become durable. */
@@ -514,7 +520,8 @@ out:
  */
 static store_txn *
 exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
-              Once__V1__Request **batch, uint8_t **buf, size_t *blen)
+              Once__V1__Request **batch, uint8_t **buf, size_t *blen,
+              uint64_t *park_ms)
 {
     exec_env *env = ex->env;
     server_call c;
@@ -531,6 +538,9 @@ exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
     if (batch != NULL && *batch != NULL) {
         store_txn_commit(c.txn, NULL, NULL); /* empty: nothing ran */
         return NULL;
+    }
+    if (park_ms != NULL) {
+        *park_ms = c.code == ONCE__V1__CODE__OK ? c.park_ms : 0;
     }
     STATS_INC(env->stats, requests);
     stats_calls_count(&env->stats->calls, c.wm, c.code);
@@ -623,8 +633,10 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
     STATS_INC(ex->env->stats, batches);
     atomic_fetch_add(&ex->env->stats->batch_entries, b->n_entries);
     for (size_t i = 0; i < b->n_entries; i++) {
+        /* (A batch entry never waits: park_ms NULL.) */
         t = exec_envelope(ex, b->entries[i].data, b->entries[i].len,
-                          lr->recv_ms, NULL, &resps[i].data, &resps[i].len);
+                          lr->recv_ms, NULL, &resps[i].data, &resps[i].len,
+                          NULL);
         bool dirty = store_txn_dirty(t);
 
         wrote = wrote || dirty;
@@ -669,12 +681,94 @@ commit:
     store_txn_commit(t, exec_reply_send, r);
 }
 
+/* Holds lr, a read with nothing to return that asked to wait park_ms:
+ * true when parked (its reply is not sent now), false when it must be
+ * answered now — its deadline has passed, too many are parked, or the
+ * executor stops. */
+static bool
+exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
+{
+    uint64_t now = duration_now_ms();
+    bool stopping;
+
+    pthread_mutex_lock(&ex->mtx);
+    stopping = ex->stopping;
+    pthread_mutex_unlock(&ex->mtx);
+    if (lr->park_until_ms == 0) {
+        lr->park_until_ms = now + park_ms;
+    }
+    /* Past cfg.park_max (half the nng contexts: parked reads must leave
+     * contexts for every other call) a read is answered at once. */
+    if (stopping || now >= lr->park_until_ms ||
+        ex->nparked >= ex->env->cfg.park_max) {
+        return false;
+    }
+    if (ex->parked == NULL) {
+        ex->parked_seen = atomic_load(&ex->env->stats->outbox_events);
+    }
+    lr->next = ex->parked;
+    ex->parked = lr;
+    ex->nparked++;
+    return true;
+}
+
+/* After a sync: parked reads go back to the front of the queue, every one
+ * when an outbox event was made durable since they parked (they run again
+ * and see it), else those whose deadline passed (they answer with
+ * nothing); all of them when the executor stops. */
+static void
+exec_unpark(executor *ex)
+{
+    uint64_t now = duration_now_ms();
+    uint64_t events = atomic_load(&ex->env->stats->outbox_events);
+    bool all = events != ex->parked_seen;
+    listener_req **pp = &ex->parked;
+
+    pthread_mutex_lock(&ex->mtx);
+    all = all || ex->stopping;
+    while (*pp != NULL) {
+        listener_req *lr = *pp;
+
+        if (!all && now < lr->park_until_ms) {
+            pp = &lr->next;
+            continue;
+        }
+        *pp = lr->next;
+        ex->nparked--;
+        if (ex->stopping) {
+            lr->park_until_ms = 1; /* answered, never parked again */
+        }
+        if ((lr->next = ex->head) == NULL) {
+            ex->tail = lr;
+        }
+        ex->head = lr;
+    }
+    pthread_mutex_unlock(&ex->mtx);
+    ex->parked_seen = events;
+}
+
+/* How long the executor may sleep with nothing queued: until the first
+ * parked read's deadline (UINT64_MAX: none parked). */
+static uint64_t
+exec_park_wait_ms(const executor *ex)
+{
+    uint64_t now = duration_now_ms(), first = UINT64_MAX;
+
+    for (const listener_req *lr = ex->parked; lr != NULL; lr = lr->next) {
+        if (lr->park_until_ms < first) {
+            first = lr->park_until_ms;
+        }
+    }
+    return first == UINT64_MAX ? first : first > now ? first - now : 0;
+}
+
 static void
 exec_one(executor *ex, listener_req *lr)
 {
     exec_reply *r;
     Once__V1__Request *batch = NULL;
     store_txn *t;
+    uint64_t park_ms = 0;
 
     if ((r = calloc(1, sizeof(*r))) == NULL) {
         log_error("out of memory executing a call");
@@ -683,9 +777,15 @@ exec_one(executor *ex, listener_req *lr)
     r->stats = ex->env->stats;
     r->req = lr;
     t = exec_envelope(ex, nng_msg_body(lr->msg), nng_msg_len(lr->msg),
-                      lr->recv_ms, &batch, &r->buf, &r->len);
+                      lr->recv_ms, &batch, &r->buf, &r->len, &park_ms);
     if (t == NULL) {
         exec_batch(ex, lr, batch, r);
+        return;
+    }
+    if (park_ms > 0 && !store_txn_dirty(t) && exec_park(ex, lr, park_ms)) {
+        store_txn_abort(t); /* a read: it staged nothing */
+        free(r->buf);
+        free(r);
         return;
     }
     nng_msg_free(lr->msg);
@@ -727,10 +827,24 @@ exec_main(void *arg)
              * meanwhile form the next group. */
             pthread_mutex_unlock(&ex->mtx);
             exec_sync(ex);
+            if (ex->parked != NULL) {
+                exec_unpark(ex);
+            }
             pthread_mutex_lock(&ex->mtx);
         }
         while (ex->head == NULL && ex->task_head == NULL && !ex->stopping) {
-            pthread_cond_wait(&ex->cv, &ex->mtx);
+            uint64_t wait = exec_park_wait_ms(ex);
+            struct timespec ts;
+
+            if (wait == UINT64_MAX) {
+                pthread_cond_wait(&ex->cv, &ex->mtx);
+                continue;
+            }
+            ts = duration_deadline(wait);
+            if (wait == 0 ||
+                pthread_cond_timedwait(&ex->cv, &ex->mtx, &ts) == ETIMEDOUT) {
+                break; /* a parked read's deadline: sync and unpark */
+            }
         }
         if ((t = ex->task_head) != NULL) {
             if ((ex->task_head = t->next) == NULL) {
@@ -742,8 +856,14 @@ exec_main(void *arg)
             continue;
         }
         if ((lr = ex->head) == NULL) {
+            bool done = ex->stopping && ex->parked == NULL;
+
             pthread_mutex_unlock(&ex->mtx);
-            return NULL;
+            if (done) {
+                return NULL;
+            }
+            continue; /* a deadline, or stopping with reads parked: the
+                         next round unparks them */
         }
         if ((ex->head = lr->next) == NULL) {
             ex->tail = NULL;
@@ -811,7 +931,7 @@ executor_open(executor **ep, exec_env *env)
         return rv;
     }
     pthread_mutex_init(&ex->mtx, NULL);
-    pthread_cond_init(&ex->cv, NULL);
+    duration_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
         pthread_mutex_destroy(&ex->mtx);
         pthread_cond_destroy(&ex->cv);

@@ -208,6 +208,7 @@ lctx_cb(void *arg)
         }
         c->req.recv_ms = (uint64_t)nng_clock();
         c->req.wrote = false;
+        c->req.park_until_ms = 0; /* a new request: never parked yet */
         c->req.next = NULL;
         c->state = LCTX_WAIT;
         c->l->submit(c->l->arg, &c->req);

@@ -48,12 +48,14 @@ typedef struct listener listener;
 /* One received request waiting for its reply. Owned by its context; lent
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
-    nng_msg *msg;     /* the request; the executor frees it */
-    uint64_t recv_ms; /* nng_clock() at receipt */
-    uint64_t recv_us; /* stats_now_us() at receipt, set by the submit
-                         function (the call latency histogram) */
-    bool wrote;       /* set by the executor: the call's transaction wrote
-                         something (what the reply fault points count) */
+    nng_msg *msg;           /* the request; the executor frees it */
+    uint64_t recv_ms;       /* nng_clock() at receipt */
+    uint64_t recv_us;       /* stats_now_us() at receipt, set by the submit
+                               function (the call latency histogram) */
+    bool wrote;             /* set by the executor: the call's transaction wrote
+                               something (what the reply fault points count) */
+    uint64_t park_until_ms; /* executor: a parked read's deadline
+                               (duration_now_ms); 0: never parked */
     struct listener_req *next; /* executor queue link */
 } listener_req;
 

@@ -66,6 +66,8 @@ server_exec_config(const server_config *cfg, exec_config *x)
     x->lease_max_principal = cfg->lease_max_principal;
     x->recv_max = cfg->recv_max;
     x->kv = cfg->kv;
+    x->outbox = cfg->outbox;
+    x->park_max = cfg->contexts / 2;
     x->hold_ms = cfg->exec_hold_ms;
 }
 

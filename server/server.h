@@ -17,6 +17,7 @@
 
 #include "server/disk_floor.h"
 #include "kv/kv.h"
+#include "outbox/outbox.h"
 #include "server/exec_env.h"
 #include "server/stats.h"
 #include "store/store.h"
@@ -49,6 +50,9 @@ typedef struct server_config {
     /* once.v1.KV's bounds: --kv-key-max, --kv-value-max, --kv-ops-max,
      * --kv-quota (kv/kv.h). */
     kv_limits kv;
+    /* The outbox's bounds: --outbox-max-bytes, --outbox-payload-max
+     * (outbox/outbox.h). */
+    outbox_limits outbox;
 
     /* Test seams, set only by the test build of onced
      * (server/test_seams.c); the shipped onced leaves them NULL and 0:

@@ -43,6 +43,10 @@ typedef struct server_stats {
     _Atomic uint64_t kv_keys;
     _Atomic uint64_t kv_bytes;
     _Atomic uint64_t kv_revision;
+    /* The outbox (svc_kv.c, svc_outbox.c): events appended (replays add
+     * none), Reads answered after a wait (long-poll). */
+    _Atomic uint64_t outbox_events;
+    _Atomic uint64_t outbox_waits;
     stats_calls calls; /* by method and code, latency, group commit
                           (the metrics endpoint, metrics.h) */
 } server_stats;
