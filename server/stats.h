@@ -1,7 +1,8 @@
 /*
  * stats.h — the server's counters, read by Admin.Stats.
  *
- * Plain atomics: written by the executor, read by anyone.
+ * Plain atomics: written by the executor, the listener, the connection
+ * table and the verifier; read by anyone.
  */
 #ifndef SERVER_STATS_H
 #define SERVER_STATS_H
@@ -29,10 +30,20 @@ typedef struct server_stats {
                                            replies pending (listener.h) */
     _Atomic uint64_t conns_dropped;     /* connections closed after a reply
                                            waited --send-timeout */
-    _Atomic uint64_t batches;           /* batch envelopes whose entries ran */
-    _Atomic uint64_t batch_entries;     /* entries of those batches */
-    _Atomic uint64_t lease_quota;       /* OpenLease refused LEASE_QUOTA */
-    _Atomic uint64_t lease_capacity;    /* OpenLease refused LEASE_CAPACITY */
+    /* Connections (conns.h): open now; refused when they opened;
+     * closed to make room for a new one; closed after
+     * --conn-idle-timeout; peers penalised; connections closed after
+     * CONNS_AUTH_FAILS_MAX failed authentications in a row. */
+    _Atomic uint64_t conns_open;
+    _Atomic uint64_t conns_refused;
+    _Atomic uint64_t conns_evicted;
+    _Atomic uint64_t conns_idle_closed;
+    _Atomic uint64_t peers_penalised;
+    _Atomic uint64_t auth_disconnects;
+    _Atomic uint64_t batches;        /* batch envelopes whose entries ran */
+    _Atomic uint64_t batch_entries;  /* entries of those batches */
+    _Atomic uint64_t lease_quota;    /* OpenLease refused LEASE_QUOTA */
+    _Atomic uint64_t lease_capacity; /* OpenLease refused LEASE_CAPACITY */
     stats_calls calls; /* by method and code, latency, group commit
                           (the metrics endpoint, metrics.h) */
 } server_stats;
