@@ -312,13 +312,13 @@ conns_removed(conns *cs, nng_pipe p)
     pthread_mutex_unlock(&cs->mtx);
 }
 
-static void
-conns_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+void
+conns_pipe_event(conns *cs, nng_pipe p, nng_pipe_ev ev)
 {
     if (ev == NNG_PIPE_EV_ADD_PRE) {
-        conns_added(arg, p);
+        conns_added(cs, p);
     } else if (ev == NNG_PIPE_EV_REM_POST) {
-        conns_removed(arg, p);
+        conns_removed(cs, p);
     }
 }
 
@@ -487,18 +487,6 @@ conns_open(conns **cp, const conns_config *cfg, server_stats *stats)
     pthread_mutex_init(&cs->mtx, NULL);
     *cp = cs;
     return 0;
-}
-
-int
-conns_attach(conns *cs, nng_socket sock)
-{
-    int rv;
-
-    if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_PRE, conns_pipe_cb, cs)) !=
-        0) {
-        return rv;
-    }
-    return nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, conns_pipe_cb, cs);
 }
 
 int

@@ -57,8 +57,10 @@ typedef struct conns conns;
 /* Allocates the tables. 0 or ENOMEM. */
 int conns_open(conns **cp, const conns_config *cfg, server_stats *stats);
 
-/* Watches sock's connections (pipe callbacks); call before it listens. */
-int conns_attach(conns *cs, nng_socket sock);
+/* The socket's pipe callback for NNG_PIPE_EV_ADD_PRE (admits or refuses
+ * the connection) and NNG_PIPE_EV_REM_POST (forgets it); the listener
+ * registers one callback per event and calls this from it. */
+void conns_pipe_event(conns *cs, nng_pipe p, nng_pipe_ev ev);
 
 /* Starts the thread that closes idle connections and logs. 0 or an
  * errno. */

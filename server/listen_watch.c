@@ -39,17 +39,12 @@ struct listen_watch {
     periodic *thread;           /* NULL until started */
 };
 
-/* nng's thread, for every new pipe of the socket: count it against its
- * listener. Only atomics: never blocks. */
-static void
-watch_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
+void
+listen_watch_pipe_added(listen_watch *w, nng_pipe p)
 {
-    listen_watch *w = arg;
     int id = nng_listener_id(nng_pipe_listener(p));
-
     size_t n = atomic_load(&w->n);
 
-    (void)ev;
     if (id <= 0) {
         return; /* not from a listener */
     }
@@ -194,7 +189,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
                   _Atomic uint64_t *restarts)
 {
     listen_watch *w;
-    int rv;
 
     if ((w = calloc(1, sizeof(*w))) == NULL) {
         return NNG_ENOMEM;
@@ -202,11 +196,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     w->sock = sock;
     w->interval_ms = interval_ms;
     w->restarts = restarts;
-    if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, watch_pipe_added,
-                              w)) != 0) {
-        listen_watch_free(w);
-        return rv;
-    }
     *wp = w;
     return 0;
 }

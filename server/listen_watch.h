@@ -55,6 +55,12 @@ int listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
  * listen_watch_start only. Returns 0 or NNG_ENOMEM. */
 int listen_watch_add(listen_watch *w, const char *url, nng_listener nl);
 
+/* nng's thread, for every pipe a listener of the socket negotiated
+ * (NNG_PIPE_EV_ADD_PRE, before conns.h may refuse it: a refused probe
+ * still proves the listener accepts): counts it against its listener.
+ * Only atomics: never blocks. The listener's pipe callback calls it. */
+void listen_watch_pipe_added(listen_watch *w, nng_pipe p);
+
 /* Starts the thread (none when nothing was added). Returns 0 or an nng
  * error. */
 int listen_watch_start(listen_watch *w);

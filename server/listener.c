@@ -354,6 +354,20 @@ listener_listen(listener *l, const listener_config *cfg, const char *url)
     return tls_watch_add(l->tls_log, url, nl);
 }
 
+/* nng's thread, for every pipe of the socket: counted by the ipc watch
+ * (a pipe a listener negotiated, admitted or not), then admitted or
+ * refused, and forgotten, by the connection table. Never blocks. */
+static void
+listener_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    listener *l = arg;
+
+    if (ev == NNG_PIPE_EV_ADD_PRE && l->watch != NULL) {
+        listen_watch_pipe_added(l->watch, p);
+    }
+    conns_pipe_event(l->conns, p, ev);
+}
+
 /* The connection table (conns.h), watching the socket before it listens,
  * and its thread. A peer penalised for not reading gets a window of four
  * --send-timeout at first (one second at least). */
@@ -371,7 +385,10 @@ listener_conns(listener *l, const listener_config *cfg)
     cc.penalty_ms =
         4 * cfg->send_timeout_ms > 1000 ? 4 * cfg->send_timeout_ms : 1000;
     if ((rv = conns_open(&l->conns, &cc, l->stats)) != 0 ||
-        (rv = conns_attach(l->conns, l->sock)) != 0 ||
+        (rv = nng_pipe_notify(l->sock, NNG_PIPE_EV_ADD_PRE, listener_pipe_cb,
+                              l)) != 0 ||
+        (rv = nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, listener_pipe_cb,
+                              l)) != 0 ||
         (rv = conns_start(l->conns)) != 0) {
         log_error("cannot watch the connections: %s", nng_strerror(rv));
     }
