@@ -12,7 +12,10 @@
  * tls+tcp://), the uid of the process at the other end (ipc://, from
  * nng's ipc:peer-uid); a connection whose peer is unknown counts only in
  * all.
- * Invariant: a connection beyond --conn-max-per-peer or --conn-max is
+ * Invariant: an entry lives from ADD_PRE until REM_POST or until onced
+ * closes the pipe itself, whichever comes first (nng 1.5.2's one reaper
+ * thread can be held by a pipe that never finishes closing, and then no
+ * REM_POST comes); a connection beyond --conn-max-per-peer or --conn-max is
  * kept only by closing a longer-idle one of the same scope (nothing in
  * flight, idle CONNS_EVICT_IDLE_MS at least); otherwise it is refused in
  * its ADD_PRE callback (nng 1.5.2: a pipe closed there is never added).

@@ -6,12 +6,14 @@
  * handshakes (tls_watch.h).
  *
  * What one connection may hold: a context that receives a request notes
- * the pipe it came from until its reply has been handed to that pipe. A
- * request from a pipe that already holds cfg->conn_inflight contexts is
- * dropped unread (counted in Stats.conn_limit_drops): a peer that never
- * reads its replies holds at most that many contexts, whatever it sends.
- * Each reply is sent with an aio timeout of cfg->send_timeout_ms; when it
- * expires (the peer has not read for that long) the pipe is closed, which
+ * the pipe it came from until its reply has been handed to that pipe
+ * (counted in the connection table, conns.h, which also admits, caps,
+ * idles out and penalises connections). A request from a pipe that
+ * already holds its limit of contexts (cfg->conn_inflight, 1 for a
+ * penalised peer) is dropped unread (counted in Stats.conn_limit_drops): a peer
+ * that never reads its replies holds at most that many contexts, whatever it
+ * sends. Each reply is sent with an aio timeout of cfg->send_timeout_ms; when
+ * it expires (the peer has not read for that long) the pipe is closed, which
  * completes every other reply queued on it, so its contexts come back.
  * The calls those replies answer were executed and synced before: a retry
  * gets the stored result.
