@@ -224,7 +224,11 @@ idlers_on(bool tcp)
     o.deadline_ms = 10000;
     o.max_attempts = 3;
     sec.key_file = kp;
-    assert_int_equal(once_client_open_secure(&before, &o, &sec, &st), ONCE_OK);
+    if (once_client_open_secure(&before, &o, &sec, &st) != ONCE_OK) {
+        print_error("  open: %s (%s)\n", st.reason, st.message);
+        harness_dump_log(h);
+        fail();
+    }
     harness_probe_run(before, "quiet", PERIOD_MS, 2000, 40, &quiet);
     assert_int_equal(quiet.ok, quiet.calls);
     bound = 10 * quiet.worst_ms > 500 ? 10 * quiet.worst_ms : 500;

@@ -44,6 +44,20 @@
 #define CALLS       20    /* signed calls measured, quiet and flooded */
 #define METADATA_OK 64    /* ENVELOPE_METADATA_MAX */
 
+/*
+ * LeakSanitizer (make asan), in this test process only: nng 1.5.2 does not
+ * free a message it accepted from a sender's socket when the socket closes
+ * while the message waits on a connection onced closed (a sender of
+ * forged or unsigned requests is disconnected after 32 of them). Only
+ * messages the sender threads allocated are matched; onced runs under its
+ * own sanitizer and nothing of it is suppressed.
+ */
+__attribute__((used)) const char *
+__lsan_default_suppressions(void)
+{
+    return "leak:sender_tx\n";
+}
+
 /* Appends a varint. */
 static size_t
 put_varint(uint8_t *p, uint64_t v)
