@@ -41,6 +41,19 @@
 #define ONCED_FILES 256 /* onced's open-file limit in these cases */
 #define PERIOD_MS   50  /* one probe call this often */
 
+/*
+ * LeakSanitizer (make asan), in this test process only: a client's
+ * request that nng 1.5.2 accepted (nng_sendmsg) on a connection onced
+ * then closed for idling is not always freed by nng (seen in
+ * t_idle_timeout). Only messages libonce packed here are matched; onced
+ * runs under its own sanitizer and nothing of it is suppressed.
+ */
+__attribute__((used)) const char *
+__lsan_default_suppressions(void)
+{
+    return "leak:call_pack\n";
+}
+
 /* The SP header of a REQ socket (protocol 0x30), and onced's (REP). */
 static const uint8_t sp_req[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
 
