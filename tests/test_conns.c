@@ -234,8 +234,11 @@ idlers_on(bool tcp)
     once_options_init(&o);
     once_security_init(&sec);
     o.url = tcp ? url : h->url;
-    o.deadline_ms = 10000;
-    o.max_attempts = 3;
+    /* generous for the open: an ipc listener nng stopped after some
+     * peer's hang-up is started again within about 5 s (listen_watch.h;
+     * seen once here before any idle connection was made) */
+    o.deadline_ms = 30000;
+    o.max_attempts = 20;
     sec.key_file = kp;
     if (once_client_open_secure(&before, &o, &sec, &st) != ONCE_OK) {
         print_error("  open: %s (%s)\n", st.reason, st.message);
