@@ -12,7 +12,10 @@
  * are never answered. (tcp:// sees ECONNRESET there, after which nng
  * accepts again.)
  *
- * The watch: a thread of its own probes each ipc:// listener every
+ * The watch: a thread of its own reads each ipc:// listener's "other"
+ * error count in nng's statistics every 200 ms (nng counts there the
+ * error that ends it) and, when it grew, probes the listener at once with
+ * a short wait (300 ms); and it probes each ipc:// listener every
  * interval — it connects to the socket path as an SP REQ peer (a plain
  * socket, see watch_probe) and waits for the REP socket to report a new
  * pipe from that listener (NNG_PIPE_EV_ADD_POST). No new pipe within
