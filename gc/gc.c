@@ -41,6 +41,7 @@ struct gc {
     pthread_mutex_t mtx; /* protects everything below */
     pthread_cond_t cv;
     bool stopping;
+    bool joined; /* gc_stop joined the thread */
     bool kicked;
     bool in_flight;   /* a pass is between step 1 and its end */
     bool ended_any;   /* step 1 of the pass in flight ended a lease */
@@ -457,16 +458,31 @@ gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
 }
 
 void
-gc_close(gc *g)
+gc_stop(gc *g)
 {
+    bool joined;
+
     if (g == NULL) {
         return;
     }
     pthread_mutex_lock(&g->mtx);
     g->stopping = true;
+    joined = g->joined;
+    g->joined = true;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mtx);
-    pthread_join(g->thread, NULL);
+    if (!joined) {
+        pthread_join(g->thread, NULL);
+    }
+}
+
+void
+gc_close(gc *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    gc_stop(g);
     pthread_mutex_destroy(&g->mtx);
     pthread_cond_destroy(&g->cv);
     free(g);

@@ -58,7 +58,12 @@ int gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
             gc_post_fn post, void *post_arg, const gc_config *cfg);
 
 /* Stops the thread and waits for a pass in flight to finish; the executor
- * and its store_sync calls must still run. NULL is ok. */
+ * and its store_sync calls must still run. g stays readable
+ * (gc_stats_get: an Admin.Stats still queued) until gc_close. Called by
+ * one thread; NULL is ok. */
+void gc_stop(gc *g);
+
+/* gc_stop, then frees g. NULL is ok. */
 void gc_close(gc *g);
 
 /* Asks for a pass now (unless one is in flight). */

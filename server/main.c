@@ -110,6 +110,16 @@ usage(FILE *f)
             "  --send-timeout DUR  a reply its connection has not taken in\n"
             "                    this long closes that connection (default\n"
             "                    10s); the call stays executed and recorded\n"
+            "  --conn-max N      open connections in all (default 1000, and\n"
+            "                    at most the open-file limit less 128); a\n"
+            "                    new one beyond it closes the longest-idle\n"
+            "                    one (idle 1s at least), else is refused\n"
+            "  --conn-max-per-peer N  open connections of one peer (an IP\n"
+            "                    address; for ipc:// a uid), the same way\n"
+            "                    (default 128)\n"
+            "  --conn-idle-timeout DUR  a connection without a request in\n"
+            "                    flight or received for this long is closed\n"
+            "                    (default 2m; 0: never)\n"
             "  --recv-max BYTES  largest request accepted (default 1048576);\n"
             "                    larger ones are dropped unread\n"
             "  --lease-ttl DUR   TTL of a lease that asks for none (default "
@@ -374,6 +384,9 @@ static const struct option onced_opts[] = {
     {"contexts", required_argument, NULL, 'c'},
     {"conn-inflight", required_argument, NULL, 'i'},
     {"send-timeout", required_argument, NULL, 's'},
+    {"conn-max", required_argument, NULL, 'x'},
+    {"conn-max-per-peer", required_argument, NULL, 'X'},
+    {"conn-idle-timeout", required_argument, NULL, 'I'},
     {"recv-max", required_argument, NULL, 'r'},
     {"lease-ttl", required_argument, NULL, 't'},
     {"lease-ttl-max", required_argument, NULL, 'T'},
@@ -429,6 +442,9 @@ config_defaults(server_config *cfg)
     cfg->contexts = 256;
     cfg->conn_inflight = 64;
     cfg->send_timeout_ms = 10000;
+    cfg->conn_max = 1000;
+    cfg->conn_max_per_peer = 128;
+    cfg->conn_idle_ms = 120000;
     cfg->recv_max = 1u << 20;
     cfg->lease_ttl_ms = 30000;
     cfg->lease_ttl_max_ms = 3600000;
@@ -497,6 +513,28 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 return 2;
             }
             cfg.send_timeout_ms = v;
+            break;
+        case 'x':
+            if (opt_u64("--conn-max", optarg, 1, 1000000, &v) != 0) {
+                return 2;
+            }
+            cfg.conn_max = (size_t)v;
+            break;
+        case 'X':
+            if (opt_u64("--conn-max-per-peer", optarg, 1, 1000000, &v) != 0) {
+                return 2;
+            }
+            cfg.conn_max_per_peer = (size_t)v;
+            break;
+        case 'I':
+            if (strcmp(optarg, "0") == 0) {
+                cfg.conn_idle_ms = 0;
+            } else if (parse_dur("--conn-idle-timeout", optarg, 100, 86400000,
+                                 &v) != 0) {
+                return 2;
+            } else {
+                cfg.conn_idle_ms = v;
+            }
             break;
         case 'r':
             if (opt_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {

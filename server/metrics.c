@@ -301,6 +301,34 @@ metrics_render_kv(prom_text *t, server_stats *ss)
                     atomic_load(&ss->kv_lease_deleted));
 }
 
+/* The connection table's figures (conns.h, verify.h). */
+static void
+metrics_render_conns(prom_text *t, server_stats *ss)
+{
+    metrics_gauge(t, "once_connections_open", "Connections open now.",
+                  (double)atomic_load(&ss->conns_open));
+    metrics_counter(t, "once_connections_refused_total",
+                    "Connections refused as they opened: --conn-max or "
+                    "--conn-max-per-peer reached and none idle to close.",
+                    atomic_load(&ss->conns_refused));
+    metrics_counter(t, "once_connections_evicted_total",
+                    "Idle connections closed to make room for a new one.",
+                    atomic_load(&ss->conns_evicted));
+    metrics_counter(t, "once_connections_idle_closed_total",
+                    "Connections closed after --conn-idle-timeout without "
+                    "a request.",
+                    atomic_load(&ss->conns_idle_closed));
+    metrics_counter(t, "once_peers_penalised_total",
+                    "Peers held to one request per new connection for a "
+                    "back-off window (did not read, or kept failing "
+                    "authentication).",
+                    atomic_load(&ss->peers_penalised));
+    metrics_counter(t, "once_auth_disconnects_total",
+                    "Connections closed after 32 requests in a row failed "
+                    "authentication.",
+                    atomic_load(&ss->auth_disconnects));
+}
+
 static void
 metrics_render(metrics *m, prom_text *t)
 {
@@ -371,6 +399,7 @@ metrics_render(metrics *m, prom_text *t)
                     "ipc:// listeners started again after they stopped "
                     "accepting (--listen-check).",
                     atomic_load(&ss->listener_restarts));
+    metrics_render_conns(t, ss);
     metrics_gauge(t, "once_disk_bytes",
                   "Size of the files in the LevelDB folder.",
                   (double)atomic_load(&m->disk_bytes));

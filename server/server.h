@@ -66,6 +66,10 @@ typedef struct server_config {
                                  flight (listener.h) */
     uint64_t send_timeout_ms; /* a reply not taken by its connection in
                                  this long drops that connection */
+    size_t conn_max;          /* open connections in all (conns.h) */
+    size_t conn_max_per_peer; /* and of one peer */
+    uint64_t conn_idle_ms;    /* closed after this long without a request;
+                                 0: never */
 
     /* onced --replicate (repl/replica.h): every group is appended to the
      * replicated log before it is written (store.h, "replicate.c"). NULL:
@@ -77,6 +81,7 @@ typedef struct server_config {
 typedef struct server server;
 typedef struct executor executor;
 typedef struct listener listener;
+typedef struct verifier verifier;
 
 struct server {
     server_config cfg;
@@ -87,6 +92,7 @@ struct server {
     server_stats stats;
     disk_floor disk; /* the free-space floor (disk_floor.h) */
     executor *ex;
+    verifier *vf; /* between the listener and the executor (verify.h) */
     listener *ls;
 };
 
