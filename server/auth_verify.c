@@ -24,6 +24,7 @@
 #include <sodium.h>
 
 #include "server/auth_impl.h"
+#include "proto/reasons.h"
 #include "server/call.h"
 #include "proto/auth_tag.h"
 #include "proto/names.h"
@@ -92,14 +93,14 @@ auth_tag_parts(server_call *c, const uint8_t *body, size_t len,
         pname[0] = '\0';
     }
     if (!auth_tag_split(body, len, signed_len, tag)) {
-        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG",
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_MISSING_TAG,
                   "onced authenticates every request: sign it with a "
                   "principal's key (oncectl --key-file FILE; libonce "
                   "once_client_open_secure)");
         return false;
     }
     if (principal_len == 0) {
-        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_PRINCIPAL",
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_MISSING_PRINCIPAL,
                   "the request names no principal");
         return false;
     }
@@ -118,7 +119,7 @@ auth_fail_bad_tag(server_call *c, const uint8_t *principal,
     raw[cut] = '\0';
     name_printable(raw, name, sizeof(name));
     /* An unknown principal and a wrong key read the same from outside. */
-    call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "BAD_TAG",
+    call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_BAD_TAG,
               "the request's tag does not verify for principal \"%s\" "
               "(unknown principal, wrong key, or altered in transit)",
               name);

@@ -22,7 +22,6 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
-#include "server/fair_queue.h"
 #include "server/stats.h"
 
 #define LISTENER_URLS_MAX 8
@@ -50,6 +49,11 @@ typedef struct listener_config {
 
 typedef struct listener listener;
 
+/* The principal a request names, cut to this (with its NUL): a
+ * principal's name is at most PRINCIPAL_NAME_MAX (128) bytes. The key of
+ * the request's lane in the executor (fair_queue.h cuts keys the same). */
+#define LISTENER_PRINCIPAL_MAX 132
+
 /* One received request waiting for its reply. Owned by its context; lent
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
@@ -64,10 +68,11 @@ typedef struct listener_req {
     uint32_t pipe_id;       /* the connection it came from */
     uint64_t auth_gen;      /* set by the verifier: the generation of the
                                tables its tag verified under (0: not) */
-    char principal[FAIRQ_KEY_MAX]; /* set by the verifier: the principal
+    char principal[LISTENER_PRINCIPAL_MAX]; /* set by the verifier: the
+                                      principal
                                       it names (cut), the executor's lane */
-    struct listener_req *next;     /* queue link (verifier, executor, parked
-                                      reads) */
+    struct listener_req *next; /* queue link (verifier, executor, parked
+                                  reads) */
 } listener_req;
 
 typedef void (*listener_submit_fn)(void *arg, listener_req *r);

@@ -281,6 +281,59 @@ parse_kv_option(int ch, const char *s, kv_limits *kv)
     return 0;
 }
 
+/* One of the connection options (--contexts, --conn-inflight,
+ * --send-timeout, --conn-max, --conn-max-per-peer, --conn-idle-timeout)
+ * into cfg. 0 or -1 (said on stderr). */
+static int
+parse_conn_option(int ch, const char *s, server_config *cfg)
+{
+    uint64_t v;
+
+    switch (ch) {
+    case 'c':
+        if (opt_u64("--contexts", s, 1, 65536, &v) != 0) {
+            return -1;
+        }
+        cfg->contexts = (size_t)v;
+        return 0;
+    case 'i':
+        if (opt_u64("--conn-inflight", s, 1, 65536, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_inflight = (size_t)v;
+        return 0;
+    case 's':
+        if (parse_dur("--send-timeout", s, 100, 3600000, &v) != 0) {
+            return -1;
+        }
+        cfg->send_timeout_ms = v;
+        return 0;
+    case 'x':
+        if (opt_u64("--conn-max", s, 1, 1000000, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_max = (size_t)v;
+        return 0;
+    case 'X':
+        if (opt_u64("--conn-max-per-peer", s, 1, 1000000, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_max_per_peer = (size_t)v;
+        return 0;
+    case 'I':
+        if (strcmp(s, "0") == 0) {
+            cfg->conn_idle_ms = 0;
+        } else if (parse_dur("--conn-idle-timeout", s, 100, 86400000, &v) !=
+                   0) {
+            return -1;
+        } else {
+            cfg->conn_idle_ms = v;
+        }
+        return 0;
+    }
+    return -1;
+}
+
 /* One of the --kv-* (ch 1001..1004) or --outbox-* (1005, 1006) options
  * into cfg. 0 or -1 (said on stderr). */
 static int
@@ -497,43 +550,13 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.listen[cfg.nlisten++] = optarg;
             break;
         case 'c':
-            if (opt_u64("--contexts", optarg, 1, 65536, &v) != 0) {
-                return 2;
-            }
-            cfg.contexts = (size_t)v;
-            break;
         case 'i':
-            if (opt_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
-                return 2;
-            }
-            cfg.conn_inflight = (size_t)v;
-            break;
         case 's':
-            if (parse_dur("--send-timeout", optarg, 100, 3600000, &v) != 0) {
-                return 2;
-            }
-            cfg.send_timeout_ms = v;
-            break;
         case 'x':
-            if (opt_u64("--conn-max", optarg, 1, 1000000, &v) != 0) {
-                return 2;
-            }
-            cfg.conn_max = (size_t)v;
-            break;
         case 'X':
-            if (opt_u64("--conn-max-per-peer", optarg, 1, 1000000, &v) != 0) {
-                return 2;
-            }
-            cfg.conn_max_per_peer = (size_t)v;
-            break;
         case 'I':
-            if (strcmp(optarg, "0") == 0) {
-                cfg.conn_idle_ms = 0;
-            } else if (parse_dur("--conn-idle-timeout", optarg, 100, 86400000,
-                                 &v) != 0) {
+            if (parse_conn_option(ch, optarg, &cfg) != 0) {
                 return 2;
-            } else {
-                cfg.conn_idle_ms = v;
             }
             break;
         case 'r':

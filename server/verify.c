@@ -3,6 +3,8 @@
  */
 #include "server/verify.h"
 
+#include "proto/reasons.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,13 +36,13 @@ verify_shape(server_call *c, const void *body, size_t len,
     case ENVELOPE_OK:
         return true;
     case ENVELOPE_TOO_MANY_METADATA:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "TOO_MANY_METADATA",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_TOO_MANY_METADATA,
                   "the envelope carries more than %d metadata entries",
                   ENVELOPE_METADATA_MAX);
         return false;
     case ENVELOPE_MALFORMED:
     default:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_MALFORMED_ENVELOPE,
                   "the %zu bytes received are not a once.v1.Request", len);
         return false;
     }
