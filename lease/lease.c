@@ -95,8 +95,15 @@ int
 lease_end(store_txn *txn, lease_entry *e, lease_state state, uint64_t now)
 {
     lease_state was = e->state;
+    void *arg;
+    lease_end_hook hook = lease_table_end_hook(e->table, &arg);
     int rv;
 
+    /* What ends with the lease goes in the same batch, staged first: a
+     * failure leaves the lease live (its keys may be retried). */
+    if (hook != NULL && (rv = hook(arg, txn, e->client_id)) != 0) {
+        return rv;
+    }
     lease_entry_set_state(e, state);
     e->ended_ms = now;
     if ((rv = lease_stage(txn, e)) != 0) {

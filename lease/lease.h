@@ -33,8 +33,10 @@ void lease_watermark_key(uint64_t client_id, uint8_t key[LEASE_KEY_LEN]);
 int lease_open(lease_table *lt, store_txn *txn, const char *principal,
                uint64_t ttl_ms, uint64_t now, lease_entry **ep);
 
-/* Ends a live lease: stages its record with state (CLOSED or EXPIRED) in
- * txn and moves the entry to that state. Returns 0 or ENOMEM. */
+/* Ends a live lease: stages what ends with it (the table's end hook:
+ * lease_table_on_end) and its record with state (CLOSED or EXPIRED) in
+ * txn and moves the entry to that state. Returns 0, ENOMEM, or the hook's
+ * error. */
 int lease_end(store_txn *txn, lease_entry *e, lease_state state, uint64_t now);
 
 /* Ends e as EXPIRED (staged in txn) when it is LIVE but past its TTL at

@@ -26,6 +26,8 @@ struct lease_table {
     size_t live; /* entries counted live */
     uint64_t next_id;
     lease_owner *owners[TABLE_OWNER_BUCKETS];
+    lease_end_hook end_hook; /* lease_table_on_end */
+    void *end_arg;
 };
 
 static size_t
@@ -197,6 +199,7 @@ lease_table_add(lease_table *t, uint64_t client_id, const char *principal,
         return NULL;
     }
     e->owner->entries++;
+    e->table = t;
     e->client_id = client_id;
     e->ttl_ms = ttl_ms;
     e->state = state;
@@ -393,4 +396,18 @@ lease_entry_records_removed(lease_entry *e, uint64_t n, uint64_t bytes)
     if (e->retained == 0) {
         e->oldest_ms = 0;
     }
+}
+
+void
+lease_table_on_end(lease_table *t, lease_end_hook fn, void *arg)
+{
+    t->end_hook = fn;
+    t->end_arg = arg;
+}
+
+lease_end_hook
+lease_table_end_hook(const lease_table *t, void **arg)
+{
+    *arg = t->end_arg;
+    return t->end_hook;
 }

@@ -25,6 +25,8 @@ typedef enum lease_state {
 } lease_state;
 
 struct lease_owner;
+struct lease_table;
+struct store_txn;
 
 typedef struct lease_entry {
     uint64_t client_id;
@@ -46,6 +48,7 @@ typedef struct lease_entry {
     uint64_t oldest_ms;         /* completion time of the oldest retained
                                    record; 0 when none */
     struct lease_entry *next;   /* hash chain */
+    struct lease_table *table;  /* the table it is in (its end hook) */
 } lease_entry;
 
 typedef struct lease_table lease_table;
@@ -77,6 +80,19 @@ void lease_table_each_after(lease_table *t, uint64_t after_id,
                             void (*fn)(void *arg, lease_entry *e), void *arg);
 
 size_t lease_table_count(lease_table *t);
+
+/* What else ends with a lease: fn stages in txn, the transaction that
+ * ends client_id's lease, what goes with it (kv/: the keys bound to it).
+ * 0 or an errno (the end is then not staged). */
+typedef int (*lease_end_hook)(void *arg, struct store_txn *txn,
+                              uint64_t client_id);
+
+/* Sets the hook lease_end calls (fn NULL: none). Executor thread, before
+ * the first call or between two. */
+void lease_table_on_end(lease_table *t, lease_end_hook fn, void *arg);
+
+/* The hook set, or NULL; *arg its argument. */
+lease_end_hook lease_table_end_hook(const lease_table *t, void **arg);
 
 /* What the table retains, summed over every entry (Admin.Stats and the
  * metrics endpoint both read it). */

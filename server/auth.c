@@ -6,7 +6,9 @@
  * or "@NAME" for one principal; a GLOB matches full method names with
  * fnmatch(3) ("/once.v1.Lease/" followed by "*"). A call is allowed when some
  * rule for the caller's role or name matches its method. Without the file the
- * built-in default below applies; with it, only its rules do.
+ * built-in default below applies; with it, only its rules do. A line
+ * "WHO kv-read|kv-write PREFIX..." gives keys of once.v1.KV instead
+ * (auth_kv.c).
  */
 #include "server/auth.h"
 
@@ -58,6 +60,8 @@ static const char *const auth_default_policy[][2] = {
     {"agent", "/once.v1.Grants/RenewCredential"},
     {"agent", "/once.v1.Grants/FinishGrant"},
     {"agent", "/once.v1.Grants/GetPublicKey"},
+    {"scheduler", "/once.v1.KV/*"},
+    {"agent", "/once.v1.KV/*"},
 };
 
 void
@@ -66,6 +70,7 @@ auth_tables_fini(auth_tables *t)
     principals_fini(&t->plist);
     free(t->whos);
     free(t->rules);
+    free(t->kv);
     memset(t, 0, sizeof(*t));
 }
 
@@ -178,7 +183,7 @@ policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
             }
         }
         t->default_policy = true;
-        return 0;
+        return auth_kv_defaults(t);
     }
     if ((f = fdopen(fd, "r")) == NULL) {
         rv = errno;
@@ -226,6 +231,10 @@ policy_read(const char *path, auth_tables *t, char *err, size_t errlen)
                      lineno, who);
             rv = EINVAL;
             break;
+        }
+        if (auth_kv_verb(glob)) {
+            rv = auth_kv_line(t, who, glob, &save, path, lineno, err, errlen);
+            continue;
         }
         for (; glob != NULL; glob = strtok_r(NULL, " \t\r\n", &save)) {
             if (strlen(glob) >= WIRE_METHOD_MAX) {
@@ -488,6 +497,13 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
 }
 
 bool
+auth_rule_mine(const char *who, const auth_who *w)
+{
+    return who[0] == '@' ? strcmp(who + 1, w->name) == 0
+                         : strcmp(who, w->role) == 0;
+}
+
+bool
 auth_permit(const auth *a, server_call *c, const char *method)
 {
     const auth_who *w = c->who;
@@ -504,9 +520,7 @@ auth_permit(const auth *a, server_call *c, const char *method)
     }
     for (size_t i = 0; i < a->t.nrules; i++) {
         const auth_rule *r = &a->t.rules[i];
-        bool mine = r->who[0] == '@' ? strcmp(r->who + 1, w->name) == 0
-                                     : strcmp(r->who, w->role) == 0;
-        if (mine && fnmatch(r->glob, method, 0) == 0) {
+        if (auth_rule_mine(r->who, w) && fnmatch(r->glob, method, 0) == 0) {
             return true;
         }
     }

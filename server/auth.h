@@ -92,6 +92,15 @@ bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
  * PERMISSION_DENIED on c and returns false. */
 bool auth_permit(const auth *a, server_call *c, const char *method);
 
+/* May c->who read (write false) or write the klen bytes at key — a key,
+ * or for a prefix op every key under that prefix (auth_kv.c)? Always in
+ * OPEN mode; an operator reads every key; otherwise a kv-read/kv-write
+ * rule of its role or name must cover it. Else sets
+ * PERMISSION_DENIED/KV_PREFIX_DENIED on c naming what ("key", "prefix")
+ * and returns false. */
+bool auth_kv_permit(const auth *a, server_call *c, const uint8_t *key,
+                    size_t klen, bool write, const char *what);
+
 /* Whether c->who owns a lease opened by principal (always in OPEN mode);
  * otherwise sets PERMISSION_DENIED/NOT_YOUR_LEASE on c. */
 bool auth_owns(server_call *c, uint64_t client_id, const char *principal);

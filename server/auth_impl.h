@@ -34,6 +34,18 @@ typedef struct auth_rule {
     char glob[WIRE_METHOD_MAX];
 } auth_rule;
 
+/* A key-prefix rule of the policy (auth_kv.c): "WHO kv-read|kv-write
+ * PREFIX...". */
+#define AUTH_KV_PREFIX_MAX 256
+#define AUTH_KV_RULES_MAX  4096
+
+typedef struct auth_kv_rule {
+    char who[PRINCIPAL_NAME_MAX + 2]; /* a role, or "@" and a name */
+    char prefix[AUTH_KV_PREFIX_MAX];  /* "{name}" stands for the caller's */
+    bool all;                         /* "*": every key */
+    bool write;                       /* kv-write (which reads too) */
+} auth_kv_rule;
+
 /* What a stat said about a file, to notice a change. */
 typedef struct file_sig {
     bool exists;
@@ -50,6 +62,8 @@ typedef struct auth_tables {
     auth_who *whos;
     auth_rule *rules;
     size_t nrules;
+    auth_kv_rule *kv; /* key-prefix rules (auth_kv.c) */
+    size_t nkv;
     bool default_policy;
 } auth_tables;
 
@@ -82,6 +96,21 @@ file_sig auth_file_stat(const char *path);
 int auth_tables_load(auth *a, auth_tables *t, bool *present, char *err,
                      size_t errlen);
 void auth_tables_fini(auth_tables *t);
+
+/* auth.c: whether a rule's WHO ("role" or "@name") names w. */
+bool auth_rule_mine(const char *who, const auth_who *w);
+
+/* auth_kv.c: whether tok is a key-prefix verb (kv-read, kv-write). */
+bool auth_kv_verb(const char *tok);
+
+/* auth_kv.c: adds one rule per PREFIX token that follows verb on a
+ * policy line (strtok_r state *save). 0, or EINVAL/E2BIG with err saying
+ * which line (path, lineno) and why. */
+int auth_kv_line(auth_tables *t, const char *who, const char *verb, char **save,
+                 const char *path, int lineno, char *err, size_t errlen);
+
+/* auth_kv.c: the key-prefix rules of the built-in default policy. */
+int auth_kv_defaults(auth_tables *t);
 
 /* auth.c: logs the mode tables t (enabled or OPEN) put in force. */
 void auth_log_mode(const auth *a, const auth_tables *t, bool enabled,

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv/kv.h"
 #include "server/disk_floor.h"
 #include "server/stats.h"
 #include "store/store.h"
@@ -35,6 +36,7 @@ typedef struct exec_config {
     uint64_t lease_max;           /* live leases in all (0: no cap) */
     uint64_t lease_max_principal; /* live leases of one principal */
     size_t recv_max;              /* largest request (OpenLease says it) */
+    kv_limits kv;                 /* once.v1.KV's bounds (kv/kv.h) */
     uint64_t hold_ms; /* test build only: a call with a deadline waits this
                          long before it runs (server/test_seams.c) */
 } exec_config;

@@ -100,6 +100,13 @@ usage(FILE *f)
             "                    DISK_LOW; reads, renewals, acknowledgements\n"
             "                    and collection go on (default %llu; 0: off;\n"
             "                    suffixes K, M, G)\n"
+            "  --kv-key-max BYTES  largest key of once.v1.KV (default 1K)\n"
+            "  --kv-value-max BYTES  largest value (default 64K)\n"
+            "  --kv-ops-max N    compares and ops of one KV Txn (default\n"
+            "                    128); each bound refused INVALID_ARGUMENT\n"
+            "  --kv-quota BYTES  keys and values one principal may store\n"
+            "                    (default 256M; 0: no cap); past it a Txn is\n"
+            "                    refused RESOURCE_EXHAUSTED/KV_QUOTA\n"
             "  --dev             development mode: on first start create\n"
             "                    DIR/principals with the operator \"dev\" and\n"
             "                    write its key to DIR/dev.key (make run)\n"
@@ -223,6 +230,32 @@ parse_dur(const char *opt, const char *s, uint64_t lo, uint64_t hi,
     return 0;
 }
 
+/* One of the --kv-* options (ch 1001..1004) into *kv. 0 or -1 (said on
+ * stderr). Keys and values are also bounded by --recv-max, the whole
+ * request's size. */
+static int
+parse_kv_option(int ch, const char *s, kv_limits *kv)
+{
+    const char *name = ch == 1001 ? "--kv-key-max" : "--kv-value-max";
+    uint64_t v;
+
+    if (ch == 1003) {
+        return opt_u64("--kv-ops-max", s, 1, 100000, &kv->ops_max);
+    }
+    if (ch == 1004) {
+        return opt_bytes("--kv-quota", s, &kv->quota);
+    }
+    if (opt_bytes(name, s, &v) != 0) {
+        return -1;
+    }
+    if (v == 0 || v > (64u << 20)) {
+        fprintf(stderr, "onced: %s is 1 byte to 64M, got \"%s\"\n", name, s);
+        return -1;
+    }
+    *(ch == 1001 ? &kv->key_max : &kv->value_max) = v;
+    return 0;
+}
+
 /* --replicate's endpoints and the --etcd-* files: checked before onced
  * starts, so a typo is an exit status 2 and a message, not a replica that
  * retries etcd for ever. 0 or -1 (said on stderr). */
@@ -301,6 +334,10 @@ static const struct option onced_opts[] = {
     {"lease-max", required_argument, NULL, 'm'},
     {"lease-max-per-principal", required_argument, NULL, 'P'},
     {"disk-free-min", required_argument, NULL, 'f'},
+    {"kv-key-max", required_argument, NULL, 1001},
+    {"kv-value-max", required_argument, NULL, 1002},
+    {"kv-ops-max", required_argument, NULL, 1003},
+    {"kv-quota", required_argument, NULL, 1004},
     {"replicate", required_argument, NULL, 'R'},
     {"cluster", required_argument, NULL, 'U'},
     {"advertise", required_argument, NULL, 'A'},
@@ -343,6 +380,10 @@ config_defaults(server_config *cfg)
     cfg->lease_max = DEFAULT_LEASE_MAX;
     cfg->lease_max_principal = DEFAULT_LEASE_MAX_PRINCIPAL;
     cfg->disk_free_min = DEFAULT_DISK_FREE_MIN;
+    cfg->kv.key_max = KV_KEY_MAX_DEFAULT;
+    cfg->kv.value_max = KV_VALUE_MAX_DEFAULT;
+    cfg->kv.ops_max = KV_OPS_MAX_DEFAULT;
+    cfg->kv.quota = KV_QUOTA_DEFAULT;
 }
 
 /* Parses argv (the merged vector of config_file.h) into *out, which holds
@@ -484,6 +525,14 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             break;
         case 'f':
             if (opt_bytes("--disk-free-min", optarg, &cfg.disk_free_min) != 0) {
+                return 2;
+            }
+            break;
+        case 1001:
+        case 1002:
+        case 1003:
+        case 1004:
+            if (parse_kv_option(ch, optarg, &cfg.kv) != 0) {
                 return 2;
             }
             break;

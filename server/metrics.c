@@ -205,6 +205,30 @@ metrics_render_refusals(prom_text *t, server_stats *ss)
     }
 }
 
+/* once.v1.KV (svc_kv.c keeps these). */
+static void
+metrics_render_kv(prom_text *t, server_stats *ss)
+{
+    metrics_gauge(t, "once_kv_keys", "Keys stored in once.v1.KV.",
+                  (double)atomic_load(&ss->kv_keys));
+    metrics_gauge(t, "once_kv_bytes",
+                  "Bytes of the keys and values stored in once.v1.KV.",
+                  (double)atomic_load(&ss->kv_bytes));
+    metrics_gauge(t, "once_kv_revision", "The KV store's revision.",
+                  (double)atomic_load(&ss->kv_revision));
+    metrics_counter(t, "once_kv_txns_total",
+                    "KV Txns executed (replays not counted).",
+                    atomic_load(&ss->kv_txns));
+    metrics_counter(t, "once_kv_compares_failed_total",
+                    "KV Txns whose compares did not all hold (the else "
+                    "branch ran).",
+                    atomic_load(&ss->kv_compares_failed));
+    metrics_counter(t, "once_kv_lease_deleted_total",
+                    "KV keys deleted because the lease they were bound to "
+                    "ended.",
+                    atomic_load(&ss->kv_lease_deleted));
+}
+
 static void
 metrics_render(metrics *m, prom_text *t)
 {
@@ -283,6 +307,7 @@ metrics_render(metrics *m, prom_text *t)
                     compactions);
     metrics_gauge(t, "once_compacting", "1 while a full-range compaction runs.",
                   compacting ? 1 : 0);
+    metrics_render_kv(t, ss);
     if (summed != 0) {
         metrics_gauge(t, "once_metrics_published_age_seconds",
                       "Age of the published retention and disk figures "

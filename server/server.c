@@ -65,6 +65,7 @@ server_exec_config(const server_config *cfg, exec_config *x)
     x->lease_max = cfg->lease_max;
     x->lease_max_principal = cfg->lease_max_principal;
     x->recv_max = cfg->recv_max;
+    x->kv = cfg->kv;
     x->hold_ms = cfg->exec_hold_ms;
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "server/disk_floor.h"
+#include "kv/kv.h"
 #include "server/exec_env.h"
 #include "server/stats.h"
 #include "store/store.h"
@@ -45,6 +46,9 @@ typedef struct server_config {
     uint64_t lease_max;
     uint64_t lease_max_principal;
     uint64_t disk_free_min;
+    /* once.v1.KV's bounds: --kv-key-max, --kv-value-max, --kv-ops-max,
+     * --kv-quota (kv/kv.h). */
+    kv_limits kv;
 
     /* Test seams, set only by the test build of onced
      * (server/test_seams.c); the shipped onced leaves them NULL and 0:

@@ -33,6 +33,16 @@ typedef struct server_stats {
     _Atomic uint64_t batch_entries;     /* entries of those batches */
     _Atomic uint64_t lease_quota;       /* OpenLease refused LEASE_QUOTA */
     _Atomic uint64_t lease_capacity;    /* OpenLease refused LEASE_CAPACITY */
+    /* once.v1.KV (svc_kv.c): Txns executed (replays not counted), those
+     * whose compares failed (the else branch ran), keys deleted because
+     * their lease ended; and, as of the last write staged, the store's
+     * keys, their bytes (keys + values) and its revision. */
+    _Atomic uint64_t kv_txns;
+    _Atomic uint64_t kv_compares_failed;
+    _Atomic uint64_t kv_lease_deleted;
+    _Atomic uint64_t kv_keys;
+    _Atomic uint64_t kv_bytes;
+    _Atomic uint64_t kv_revision;
     stats_calls calls; /* by method and code, latency, group commit
                           (the metrics endpoint, metrics.h) */
 } server_stats;

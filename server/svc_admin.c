@@ -72,6 +72,12 @@ admin_stats(server_call *c)
     resp.conns_dropped = atomic_load(&ss->conns_dropped);
     resp.batches = atomic_load(&ss->batches);
     resp.batch_entries = atomic_load(&ss->batch_entries);
+    resp.kv_keys = atomic_load(&ss->kv_keys);
+    resp.kv_bytes = atomic_load(&ss->kv_bytes);
+    resp.kv_revision = atomic_load(&ss->kv_revision);
+    resp.kv_txns = atomic_load(&ss->kv_txns);
+    resp.kv_compares_failed = atomic_load(&ss->kv_compares_failed);
+    resp.kv_lease_deleted = atomic_load(&ss->kv_lease_deleted);
     call_reply(c, &resp.base);
 }
 

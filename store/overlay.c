@@ -213,6 +213,21 @@ overlay_settle(overlay *o, const void *key, size_t klen, uint64_t ticket)
     pthread_mutex_unlock(&o->mtx);
 }
 
+void
+overlay_each_prefix(overlay *o, const void *prefix, size_t plen,
+                    overlay_each_fn fn, void *arg)
+{
+    pthread_mutex_lock(&o->mtx);
+    for (size_t i = 0; i < o->nbuckets; i++) {
+        for (ov_entry *e = o->buckets[i]; e != NULL; e = e->next) {
+            if (e->klen >= plen && memcmp(e->key, prefix, plen) == 0) {
+                fn(arg, e->key, e->klen, e->deleted ? NULL : e->val, e->vlen);
+            }
+        }
+    }
+    pthread_mutex_unlock(&o->mtx);
+}
+
 size_t
 overlay_count(overlay *o)
 {

@@ -40,6 +40,14 @@ int overlay_get(overlay *o, const void *key, size_t klen, char **val,
  * the key unless a later transaction has written it again. */
 void overlay_settle(overlay *o, const void *key, size_t klen, uint64_t ticket);
 
+/* Calls fn for every key held that starts with the plen bytes at prefix
+ * (val NULL: its newest write is a delete), in no particular order, with
+ * the lock held: fn copies what it keeps and never calls back in. */
+typedef void (*overlay_each_fn)(void *arg, const char *key, size_t klen,
+                                const char *val, size_t vlen);
+void overlay_each_prefix(overlay *o, const void *prefix, size_t plen,
+                         overlay_each_fn fn, void *arg);
+
 /* Number of keys held (for stats and tests). */
 size_t overlay_count(overlay *o);
 

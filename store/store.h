@@ -117,6 +117,21 @@ int store_scan_from(store *s, const void *start, size_t slen,
                     const void *prefix, size_t plen, store_scan_fn fn,
                     void *arg);
 
+/* ---- scan.c: a key range as a transaction sees it ---------------------- */
+
+/*
+ * Calls fn for every key that starts with prefix and is >= start (which
+ * must begin with prefix), in key order, as this transaction sees it: its
+ * own staged writes, then the overlay, then LevelDB — so a key written by
+ * an executed but unsynced transaction is found and one it deleted is
+ * not. Stops when fn returns non-zero (that value is returned). fn may
+ * stage writes in t; the scan does not see them. Owner's thread only.
+ * 0, ENOMEM, or a read error.
+ */
+int store_txn_scan(store_txn *t, const void *start, size_t slen,
+                   const void *prefix, size_t plen, store_scan_fn fn,
+                   void *arg);
+
 /* ---- compact.c: full-range compaction, bytes on disk -------------------
  * Deleted records leave the disk only when LevelDB compacts the tables
  * (and the log) that hold them; store_compact_start has that done for the
