@@ -77,7 +77,7 @@ error_hint(const cli *g, const once_status *st, const once_rpc_id *id,
     }
     if (once_status_is(st, ONCE_REASON_RPC_ID_CONFLICT)) {
         return "this rpc id belongs to a call with other arguments; retry "
-               "with the original NAME and --by to get its result";
+               "with the original arguments to get its result";
     }
     if (once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
         return "the lease of this client id has ended; its calls can no "
