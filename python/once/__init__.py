@@ -19,7 +19,11 @@ What is here:
   Client        a handle (thread-safe, a context manager): counter_incr,
                 call/invoke (any method), the Grants methods (request_grant,
                 enqueue, claim, renew_credential, finish, get_surface, ...),
-                retry of a known rpc id, lease state and lease-lost callback
+                the KV methods (kv_txn, kv_put, kv_get, kv_range,
+                kv_delete), retry of a known rpc id, lease state and
+                lease-lost callback
+  kv            the parts of a KV transaction: kv.version(k) == 7,
+                kv.absent(k), kv.put(k, v), kv.get(k), ...
   InputStore    keeps start requests / queued work on disk until accepted;
                 resume() after a crash re-sends them under the same ids
   verify_credential  checks a grant's credential offline
@@ -28,7 +32,7 @@ What is here:
                 PermissionDenied, AlreadyOwned, GrantConflict, ...), each
                 carrying code, reason, message and rpc_id
   messages      the generated protobuf messages (once.v1), also as
-                once.once_pb2 and once.grants_pb2
+                once.once_pb2, once.grants_pb2 and once.kv_pb2
 
 docs/python.md in the repository has the whole story.
 """
@@ -47,16 +51,16 @@ from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      WindowFull)
 from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
-from . import messages
-from .proto import grants_pb2, once_pb2
+from . import kv, messages
+from .proto import grants_pb2, kv_pb2, once_pb2
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
-    "ResumeReport", "CredentialInfo", "verify_credential", "messages",
-    "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
+    "ResumeReport", "CredentialInfo", "verify_credential", "messages", "kv",
+    "once_pb2", "grants_pb2", "kv_pb2", "OnceError", "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
     "ResourceExhausted", "WindowFull", "FailedPrecondition", "LeaseExpired",
