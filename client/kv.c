@@ -1,730 +1,506 @@
 /*
- * kv.c — the typed once.v1.KV calls (once/kv.h): the Txn builder, Txn and
- * Range over the call engine, and their results.
+ * kv.c — libonce's calls of once.v1.KV (once/kv.h): the Txn builder, its
+ * execution and results, and Range pages.
  *
- * Owns: the builder's copies (every key, value and topic it was given),
- * its first refusal, and the unpacked replies a result wraps.
- * Invariant: a builder holds only compares and ops that pass the checks
- * onced runs with the builder's limits, or it holds a refusal and nothing
- * built from it is ever sent; a builder is never changed by sending it.
- * Never: keeps a pointer to a caller's buffer; retries or assigns seqs
- * itself (the call engine does).
- * Layer: typed methods, over the call engine (call.h) and async.h.
+ * Owns the builder: a KvTxnRequest whose every key and value is a copy
+ * made here, the request bytes packed at the first exec and kept until
+ * the builder changes (so a retry sends the same bytes, as the protocol
+ * asks: the payload is compared as sent), and the last reply, unpacked.
+ * Never: keeps a pointer the caller passed; re-packs a request between a
+ * call and its retry.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/async.h"
-#include "client/call.h"
 #include "client/status.h"
-#include "once/kv.h"
 #include "proto/kv.pb-c.h"
-#include "proto/wire.h"
+#include <once/kv.h>
 
-typedef Once__V1__KvOp kv_op;
+#define KV_TXN_METHOD   "/once.v1.KV/Txn"
+#define KV_RANGE_METHOD "/once.v1.KV/Range"
 
-struct once_kv_builder {
-    Once__V1__KvCompare **cmps; /* owned, with their bytes */
-    size_t ncmps, capc;
-    kv_op **ops[2]; /* then, else */
-    size_t nops[2], capo[2];
-    size_t key_max, value_max, ops_max;
-    once_status refused; /* code ONCE_OK: none */
+struct once_kv_txn {
+    Once__V1__KvTxnRequest req; /* every pointer in it is owned here */
+    uint8_t *packed;            /* req packed at the last exec; NULL after
+                                   a change */
+    size_t packed_len;
+    Once__V1__KvTxnResponse *resp; /* the last OK reply */
 };
 
-struct once_kv_result {
-    Once__V1__KvTxnResponse *m;
+struct once_kv_range {
+    Once__V1__KvRangeResponse *resp;
 };
-
-struct once_kv_range_result {
-    Once__V1__KvRangeResponse *m;
-};
-
-/* ---- the builder ----------------------------------------------------------
- */
 
 int
-once_kv_builder_alloc(once_kv_builder **bp)
+once_kv_txn_new(once_kv_txn **tp)
 {
-    once_kv_builder *b;
+    once_kv_txn *t = calloc(1, sizeof(*t));
 
-    if (bp == NULL) {
-        return ONCE_INVALID_ARGUMENT;
-    }
-    if ((*bp = b = calloc(1, sizeof(*b))) == NULL) {
+    if (t == NULL) {
         return ONCE_RESOURCE_EXHAUSTED;
     }
-    b->key_max = ONCE_KV_KEY_MAX;
-    b->value_max = ONCE_KV_VALUE_MAX;
-    b->ops_max = ONCE_KV_OPS_MAX;
+    once__v1__kv_txn_request__init(&t->req);
+    *tp = t;
+    return ONCE_OK;
+}
+
+/* The builder's copies are freed by protobuf-c's own free: it frees every
+ * field through the allocator, which for unpacked messages is malloc. */
+static void
+op_free(Once__V1__KvOp *op)
+{
+    protobuf_c_message_free_unpacked(&op->base, NULL);
+}
+
+void
+once_kv_txn_free(once_kv_txn *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < t->req.n_compares; i++) {
+        protobuf_c_message_free_unpacked(&t->req.compares[i]->base, NULL);
+    }
+    for (size_t i = 0; i < t->req.n_then_ops; i++) {
+        op_free(t->req.then_ops[i]);
+    }
+    for (size_t i = 0; i < t->req.n_else_ops; i++) {
+        op_free(t->req.else_ops[i]);
+    }
+    free(t->req.compares);
+    free(t->req.then_ops);
+    free(t->req.else_ops);
+    free(t->packed);
+    if (t->resp != NULL) {
+        once__v1__kv_txn_response__free_unpacked(t->resp, NULL);
+    }
+    free(t);
+}
+
+/* A malloc'd copy of len bytes (len 0: an empty buffer). */
+static int
+bytes_copy(ProtobufCBinaryData *out, const void *p, size_t len)
+{
+    if (len > 0 && p == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    if ((out->data = malloc(len > 0 ? len : 1)) == NULL) {
+        return ONCE_RESOURCE_EXHAUSTED;
+    }
+    if (len > 0) {
+        memcpy(out->data, p, len);
+    }
+    out->len = len;
+    return ONCE_OK;
+}
+
+/* Appends item to the array *v of *n pointers. */
+static int
+array_push(void ***v, size_t *n, void *item)
+{
+    void **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+    if (nv == NULL) {
+        return ONCE_RESOURCE_EXHAUSTED;
+    }
+    nv[(*n)++] = item;
+    *v = nv;
     return ONCE_OK;
 }
 
 static void
-bytes_free(ProtobufCBinaryData *d)
+txn_changed(once_kv_txn *t)
 {
-    free(d->data);
-}
-
-static void
-op_free(kv_op *op)
-{
-    switch (op->op_case) {
-    case ONCE__V1__KV_OP__OP_PUT:
-        bytes_free(&op->put->key);
-        bytes_free(&op->put->value);
-        free(op->put);
-        break;
-    case ONCE__V1__KV_OP__OP_DELETE:
-        bytes_free(&op->delete_->key);
-        free(op->delete_);
-        break;
-    case ONCE__V1__KV_OP__OP_DELETE_PREFIX:
-        bytes_free(&op->delete_prefix->prefix);
-        free(op->delete_prefix);
-        break;
-    case ONCE__V1__KV_OP__OP_GET:
-        bytes_free(&op->get->key);
-        free(op->get);
-        break;
-    case ONCE__V1__KV_OP__OP_EMIT:
-        free(op->emit->topic);
-        bytes_free(&op->emit->payload);
-        free(op->emit);
-        break;
-    default:
-        break;
-    }
-    free(op);
-}
-
-void
-once_kv_builder_free(once_kv_builder *b)
-{
-    if (b == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < b->ncmps; i++) {
-        bytes_free(&b->cmps[i]->key);
-        bytes_free(&b->cmps[i]->value);
-        free(b->cmps[i]);
-    }
-    free(b->cmps);
-    for (int br = 0; br < 2; br++) {
-        for (size_t i = 0; i < b->nops[br]; i++) {
-            op_free(b->ops[br][i]);
-        }
-        free(b->ops[br]);
-    }
-    free(b);
-}
-
-void
-once_kv_builder_limits(once_kv_builder *b, size_t key_max, size_t value_max,
-                       size_t ops_max)
-{
-    if (b == NULL) {
-        return;
-    }
-    b->key_max = key_max > 0 ? key_max : b->key_max;
-    b->value_max = value_max > 0 ? value_max : b->value_max;
-    b->ops_max = ops_max > 0 ? ops_max : b->ops_max;
-}
-
-int
-once_kv_builder_status(const once_kv_builder *b, once_status *st)
-{
-    if (b == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "the builder is NULL");
-    }
-    if (st != NULL) {
-        *st = b->refused;
-    }
-    return b->refused.code;
-}
-
-/* Keeps the builder's first refusal and returns its code. */
-static int
-refuse(once_kv_builder *b, int code, const char *reason, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (b->refused.code == ONCE_OK) {
-        b->refused.code = code;
-        snprintf(b->refused.reason, sizeof(b->refused.reason), "%s", reason);
-        va_start(ap, fmt);
-        vsnprintf(b->refused.message, sizeof(b->refused.message), fmt, ap);
-        va_end(ap);
-    }
-    return b->refused.code;
-}
-
-/* May one more compare or op go in? (b not NULL: the caller checked.) */
-static int
-room(once_kv_builder *b)
-{
-    if (b->refused.code != ONCE_OK) {
-        return b->refused.code;
-    }
-    if (b->ncmps + b->nops[0] + b->nops[1] >= b->ops_max) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_TOO_MANY_OPS,
-                      "more than %zu compares and ops in one Txn (onced "
-                      "--kv-ops-max); nothing is sent",
-                      b->ops_max);
-    }
-    return ONCE_OK;
+    free(t->packed);
+    t->packed = NULL;
+    t->packed_len = 0;
 }
 
 static int
-key_ok(once_kv_builder *b, const void *key, size_t klen, const char *what)
-{
-    if (key == NULL || klen == 0) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_EMPTY_KEY,
-                      "%s: a key needs at least one byte; nothing is sent",
-                      what);
-    }
-    if (klen > b->key_max) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_KEY_TOO_LARGE,
-                      "%s: key of %zu bytes; at most %zu (onced "
-                      "--kv-key-max); nothing is sent",
-                      what, klen, b->key_max);
-    }
-    return ONCE_OK;
-}
-
-static int
-value_ok(once_kv_builder *b, const void *value, size_t vlen, const char *what)
-{
-    if (value == NULL && vlen > 0) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                      "%s: value is NULL with %zu bytes", what, vlen);
-    }
-    if (vlen > b->value_max) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_VALUE_TOO_LARGE,
-                      "%s: value of %zu bytes; at most %zu (onced "
-                      "--kv-value-max); nothing is sent",
-                      what, vlen, b->value_max);
-    }
-    return ONCE_OK;
-}
-
-/* A copy of n bytes into *d (n 0: none). */
-static bool
-copy_bytes(ProtobufCBinaryData *d, const void *p, size_t n)
-{
-    d->len = n;
-    d->data = NULL;
-    if (n == 0) {
-        return true;
-    }
-    if ((d->data = malloc(n)) == NULL) {
-        return false;
-    }
-    memcpy(d->data, p, n);
-    return true;
-}
-
-static int
-no_memory(once_kv_builder *b)
-{
-    return refuse(b, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                  "out of memory while building the Txn; nothing is sent");
-}
-
-/* Appends p to the array *arr of *n (capacity *cap). */
-static bool
-append(void ***arr, size_t *n, size_t *cap, void *p)
-{
-    if (*n == *cap) {
-        size_t ncap = *cap == 0 ? 8 : *cap * 2;
-        void **a = realloc(*arr, ncap * sizeof(*a));
-        if (a == NULL) {
-            return false;
-        }
-        *arr = a;
-        *cap = ncap;
-    }
-    (*arr)[(*n)++] = p;
-    return true;
-}
-
-static int
-add_compare(once_kv_builder *b, const void *key, size_t klen, int target,
-            int cmp, const void *value, size_t vlen, uint64_t version)
+compare_add(once_kv_txn *t, const void *key, size_t key_len,
+            Once__V1__KvCompare__Target target, int cmp, const void *value,
+            size_t value_len, uint64_t version)
 {
     Once__V1__KvCompare *c;
     int rv;
 
-    if (b == NULL) {
+    if (cmp < ONCE_KV_EQUAL || cmp > ONCE_KV_GREATER) {
         return ONCE_INVALID_ARGUMENT;
     }
-    if ((rv = room(b)) != ONCE_OK || (rv = key_ok(b, key, klen, "compare")) ||
-        (rv = value_ok(b, value, vlen, "compare"))) {
-        return rv;
-    }
-    if (cmp < ONCE_KV_EQUAL || cmp > ONCE_KV_GREATER) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_BAD_COMPARE,
-                      "compare: op %d; ops are ONCE_KV_EQUAL, _LESS, "
-                      "_GREATER; nothing is sent",
-                      cmp);
-    }
-    if ((c = malloc(sizeof(*c))) == NULL) {
-        return no_memory(b);
+    if ((c = calloc(1, sizeof(*c))) == NULL) {
+        return ONCE_RESOURCE_EXHAUSTED;
     }
     once__v1__kv_compare__init(c);
-    c->target = (Once__V1__KvCompare__Target)target;
+    c->target = target;
     c->op = (Once__V1__KvCompare__Op)cmp;
     c->version = version;
-    if (!copy_bytes(&c->key, key, klen) ||
-        !copy_bytes(&c->value, value, vlen) ||
-        !append((void ***)&b->cmps, &b->ncmps, &b->capc, c)) {
-        bytes_free(&c->key);
-        bytes_free(&c->value);
-        free(c);
-        return no_memory(b);
+    if ((rv = bytes_copy(&c->key, key, key_len)) != ONCE_OK ||
+        (value != NULL &&
+         (rv = bytes_copy(&c->value, value, value_len)) != ONCE_OK) ||
+        (rv = array_push((void ***)&t->req.compares, &t->req.n_compares, c)) !=
+            ONCE_OK) {
+        protobuf_c_message_free_unpacked(&c->base, NULL);
+        return rv;
     }
+    txn_changed(t);
     return ONCE_OK;
 }
 
 int
-once_kv_if_value(once_kv_builder *b, const void *key, size_t klen, int cmp,
-                 const void *value, size_t vlen)
+once_kv_txn_compare_value(once_kv_txn *t, const void *key, size_t key_len,
+                          int cmp, const void *value, size_t value_len)
 {
-    return add_compare(b, key, klen, ONCE_KV_VALUE, cmp, value, vlen, 0);
+    return compare_add(t, key, key_len, ONCE__V1__KV_COMPARE__TARGET__VALUE,
+                       cmp, value != NULL ? value : "", value_len, 0);
 }
 
 int
-once_kv_if_version(once_kv_builder *b, const void *key, size_t klen, int cmp,
-                   uint64_t version)
+once_kv_txn_compare_version(once_kv_txn *t, const void *key, size_t key_len,
+                            int cmp, uint64_t version)
 {
-    return add_compare(b, key, klen, ONCE_KV_VERSION, cmp, NULL, 0, version);
+    return compare_add(t, key, key_len, ONCE__V1__KV_COMPARE__TARGET__VERSION,
+                       cmp, NULL, 0, version);
 }
 
 int
-once_kv_if_exists(once_kv_builder *b, const void *key, size_t klen)
+once_kv_txn_compare_exists(once_kv_txn *t, const void *key, size_t key_len)
 {
-    return add_compare(b, key, klen, ONCE_KV_EXISTS, ONCE_KV_EQUAL, NULL, 0, 0);
+    return compare_add(t, key, key_len, ONCE__V1__KV_COMPARE__TARGET__EXISTS,
+                       ONCE_KV_EQUAL, NULL, 0, 0);
 }
 
 int
-once_kv_if_absent(once_kv_builder *b, const void *key, size_t klen)
+once_kv_txn_compare_absent(once_kv_txn *t, const void *key, size_t key_len)
 {
-    return add_compare(b, key, klen, ONCE_KV_ABSENT, ONCE_KV_EQUAL, NULL, 0, 0);
+    return compare_add(t, key, key_len, ONCE__V1__KV_COMPARE__TARGET__ABSENT,
+                       ONCE_KV_EQUAL, NULL, 0, 0);
 }
 
-/*
- * One op of kind into branch: key (a prefix for delete_prefix; a topic,
- * NUL-terminated, for emit) and value (put's value, emit's payload)
- * copied. The op struct and its one sub-message come from one calloc each.
- */
+/* Appends op (owned from here on, freed on failure) to branch. */
 static int
-add_op(once_kv_builder *b, int branch, int kind, const void *key, size_t klen,
-       const void *value, size_t vlen, bool lease)
+op_add(once_kv_txn *t, int branch, Once__V1__KvOp *op, int rv)
 {
-    ProtobufCBinaryData *kd = NULL, *vd = NULL;
-    kv_op *op;
-    int rv;
-
-    if (b == NULL) {
-        return ONCE_INVALID_ARGUMENT;
+    if (rv == ONCE_OK && branch != ONCE_KV_THEN && branch != ONCE_KV_ELSE) {
+        rv = ONCE_INVALID_ARGUMENT;
     }
-    if (branch != ONCE_KV_THEN && branch != ONCE_KV_ELSE) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                      "branch %d: ONCE_KV_THEN or ONCE_KV_ELSE", branch);
+    if (rv == ONCE_OK) {
+        rv = branch == ONCE_KV_THEN ? array_push((void ***)&t->req.then_ops,
+                                                 &t->req.n_then_ops, op)
+                                    : array_push((void ***)&t->req.else_ops,
+                                                 &t->req.n_else_ops, op);
     }
-    if ((rv = room(b)) != ONCE_OK ||
-        (kind != ONCE_KV_OP_EMIT && (rv = key_ok(b, key, klen, "op"))) ||
-        (rv = value_ok(b, value, vlen, "op"))) {
+    if (rv != ONCE_OK) {
+        op_free(op);
         return rv;
     }
-    if ((op = calloc(1, sizeof(*op))) == NULL) {
-        return no_memory(b);
+    txn_changed(t);
+    return ONCE_OK;
+}
+
+/* A new op of case oc with its message msg (size bytes, init'd by init),
+ * its first bytes field (key or prefix) copied from key. */
+static Once__V1__KvOp *
+op_new(Once__V1__KvOp__OpCase oc, void *msg, const void *key, size_t key_len,
+       ProtobufCBinaryData *keyfield, int *rv)
+{
+    Once__V1__KvOp *op = calloc(1, sizeof(*op));
+
+    if (op == NULL || msg == NULL) {
+        free(op);
+        free(msg);
+        *rv = ONCE_RESOURCE_EXHAUSTED;
+        return NULL;
     }
     once__v1__kv_op__init(op);
-    op->op_case = (Once__V1__KvOp__OpCase)kind;
-    switch (kind) {
-    case ONCE_KV_OP_PUT:
-        if ((op->put = malloc(sizeof(*op->put))) != NULL) {
-            once__v1__kv_put__init(op->put);
-            op->put->lease = lease;
-            kd = &op->put->key;
-            vd = &op->put->value;
-        }
-        break;
-    case ONCE_KV_OP_DELETE:
-        if ((op->delete_ = malloc(sizeof(*op->delete_))) != NULL) {
-            once__v1__kv_delete__init(op->delete_);
-            kd = &op->delete_->key;
-        }
-        break;
-    case ONCE_KV_OP_DELETE_PREFIX:
-        if ((op->delete_prefix = malloc(sizeof(*op->delete_prefix))) != NULL) {
-            once__v1__kv_delete_prefix__init(op->delete_prefix);
-            kd = &op->delete_prefix->prefix;
-        }
-        break;
-    case ONCE_KV_OP_GET:
-        if ((op->get = malloc(sizeof(*op->get))) != NULL) {
-            once__v1__kv_get__init(op->get);
-            kd = &op->get->key;
-        }
-        break;
-    case ONCE_KV_OP_EMIT:
-        if ((op->emit = malloc(sizeof(*op->emit))) != NULL) {
-            once__v1__kv_emit__init(op->emit);
-            op->emit->topic = strdup(key != NULL ? key : "");
-            vd = &op->emit->payload;
-        }
-        break;
-    }
-    /* Every sub-message pointer shares the oneof's storage: put's is set
-     * when any of them was allocated. */
-    if (op->put == NULL || (kd != NULL && !copy_bytes(kd, key, klen)) ||
-        (vd != NULL && !copy_bytes(vd, value, vlen)) ||
-        (kind == ONCE_KV_OP_EMIT && op->emit->topic == NULL) ||
-        !append((void ***)&b->ops[branch], &b->nops[branch], &b->capo[branch],
-                op)) {
-        if (op->put == NULL) {
-            free(op);
-        } else {
-            op_free(op);
-        }
-        return no_memory(b);
-    }
-    return ONCE_OK;
+    op->op_case = oc;
+    op->put = msg; /* the oneof's members share one pointer */
+    *rv = bytes_copy(keyfield, key, key_len);
+    return op;
 }
 
 int
-once_kv_put(once_kv_builder *b, int branch, const void *key, size_t klen,
-            const void *value, size_t vlen, bool lease)
+once_kv_txn_put(once_kv_txn *t, int branch, const void *key, size_t key_len,
+                const void *value, size_t value_len, bool lease)
 {
-    return add_op(b, branch, ONCE_KV_OP_PUT, key, klen, value, vlen, lease);
-}
-
-int
-once_kv_delete(once_kv_builder *b, int branch, const void *key, size_t klen)
-{
-    return add_op(b, branch, ONCE_KV_OP_DELETE, key, klen, NULL, 0, false);
-}
-
-int
-once_kv_delete_prefix(once_kv_builder *b, int branch, const void *prefix,
-                      size_t plen)
-{
-    return add_op(b, branch, ONCE_KV_OP_DELETE_PREFIX, prefix, plen, NULL, 0,
-                  false);
-}
-
-int
-once_kv_get(once_kv_builder *b, int branch, const void *key, size_t klen)
-{
-    return add_op(b, branch, ONCE_KV_OP_GET, key, klen, NULL, 0, false);
-}
-
-int
-once_kv_emit(once_kv_builder *b, int branch, const char *topic,
-             const void *payload, size_t plen)
-{
-    if (b != NULL && (topic == NULL || topic[0] == '\0')) {
-        return refuse(b, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                      "emit: a topic is needed; nothing is sent");
-    }
-    return add_op(b, branch, ONCE_KV_OP_EMIT, topic, 0, payload, plen, false);
-}
-
-/* The request b describes, packed into *buf (free), or a refusal. */
-static int
-builder_pack(const once_kv_builder *b, uint8_t **buf, size_t *len,
-             once_status *st)
-{
-    Once__V1__KvTxnRequest req = ONCE__V1__KV_TXN_REQUEST__INIT;
-
-    if (b == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "the builder is NULL");
-    }
-    if (b->refused.code != ONCE_OK) {
-        return status_take(st, b->refused.code, b->refused.reason,
-                           b->refused.message);
-    }
-    req.compares = b->cmps;
-    req.n_compares = b->ncmps;
-    req.then_ops = b->ops[0];
-    req.n_then_ops = b->nops[0];
-    req.else_ops = b->ops[1];
-    req.n_else_ops = b->nops[1];
-    *len = once__v1__kv_txn_request__get_packed_size(&req);
-    if ((*buf = malloc(*len > 0 ? *len : 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "out of memory; nothing was sent");
-    }
-    once__v1__kv_txn_request__pack(&req, *buf);
-    return ONCE_OK;
-}
-
-/* ---- Txn ------------------------------------------------------------------
- */
-
-/* A result around the reply payload (len bytes), or a refusal. */
-static int
-txn_result(const void *resp, size_t len, once_kv_result **res, once_status *st)
-{
-    Once__V1__KvTxnResponse *m =
-        once__v1__kv_txn_response__unpack(NULL, len, resp);
-
-    if (m == NULL) {
-        return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
-                          "the Txn reply does not unpack");
-    }
-    if (res == NULL) {
-        once__v1__kv_txn_response__free_unpacked(m, NULL);
-        return ONCE_OK;
-    }
-    if ((*res = malloc(sizeof(**res))) == NULL) {
-        once__v1__kv_txn_response__free_unpacked(m, NULL);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "out of memory for the Txn's result (it ran: "
-                          "retry its rpc id for the reply)");
-    }
-    (*res)->m = m;
-    return ONCE_OK;
-}
-
-int
-once_kv_txn(once_client *c, const once_kv_builder *b, once_rpc_id *id,
-            once_kv_result **res, once_status *st)
-{
-    once_status local;
-    const char *method = wire_method_name(&once__v1__kv__descriptor, "Txn");
-    uint8_t *buf = NULL;
-    void *resp = NULL;
-    size_t len = 0, rlen = 0;
+    Once__V1__KvPut *p = calloc(1, sizeof(*p));
+    Once__V1__KvOp *op;
     int rv;
 
-    if (res != NULL) {
-        *res = NULL;
+    if (p != NULL) {
+        once__v1__kv_put__init(p);
+        p->lease = lease;
     }
-    if ((rv = status_begin(&st, &local, c, "client")) != ONCE_OK ||
-        (rv = builder_pack(b, &buf, &len, st)) != ONCE_OK) {
+    if ((op = op_new(ONCE__V1__KV_OP__OP_PUT, p, key, key_len,
+                     p != NULL ? &p->key : NULL, &rv)) == NULL) {
         return rv;
     }
-    rv = call_do(c, method, CALL_EITHER, id, buf, len, &resp, &rlen, st, 0);
-    free(buf);
     if (rv == ONCE_OK) {
-        rv = txn_result(resp, rlen, res, st);
+        rv = bytes_copy(&p->value, value, value_len);
     }
-    once_free(resp);
-    return rv;
+    return op_add(t, branch, op, rv);
 }
 
 int
-once_kv_txn_async(once_client *c, const once_kv_builder *b,
-                  const once_rpc_id *id, once_done_fn done, void *arg,
-                  once_future **fp, once_status *st)
+once_kv_txn_del(once_kv_txn *t, int branch, const void *key, size_t key_len)
 {
-    once_status local;
-    const char *method = wire_method_name(&once__v1__kv__descriptor, "Txn");
-    uint8_t *buf = NULL;
-    size_t len = 0;
+    Once__V1__KvDelete *d = calloc(1, sizeof(*d));
+    Once__V1__KvOp *op;
     int rv;
 
-    if (fp != NULL) {
-        *fp = NULL;
+    if (d != NULL) {
+        once__v1__kv_delete__init(d);
     }
-    if ((rv = status_begin(&st, &local, c, "client")) != ONCE_OK ||
-        (rv = builder_pack(b, &buf, &len, st)) != ONCE_OK) {
+    if ((op = op_new(ONCE__V1__KV_OP__OP_DELETE, d, key, key_len,
+                     d != NULL ? &d->key : NULL, &rv)) == NULL) {
         return rv;
     }
-    rv = once_call_async(c, method, true, id, buf, len, done, arg, fp, st);
-    free(buf);
-    return rv;
+    return op_add(t, branch, op, rv);
 }
 
 int
-once_future_kv_result(once_future *f, once_kv_result **res)
+once_kv_txn_del_prefix(once_kv_txn *t, int branch, const void *prefix,
+                       size_t prefix_len)
 {
+    Once__V1__KvDeletePrefix *d = calloc(1, sizeof(*d));
+    Once__V1__KvOp *op;
     int rv;
 
-    if (res != NULL) {
-        *res = NULL;
+    if (d != NULL) {
+        once__v1__kv_delete_prefix__init(d);
     }
-    if ((rv = once_wait(f, NULL)) != ONCE_OK) {
+    if ((op = op_new(ONCE__V1__KV_OP__OP_DELETE_PREFIX, d, prefix, prefix_len,
+                     d != NULL ? &d->prefix : NULL, &rv)) == NULL) {
         return rv;
     }
-    /* The payload stays on the future: read it in place. */
-    return txn_result(f->resp, f->resp_len, res, NULL);
+    return op_add(t, branch, op, rv);
+}
+
+int
+once_kv_txn_get(once_kv_txn *t, int branch, const void *key, size_t key_len)
+{
+    Once__V1__KvGet *g = calloc(1, sizeof(*g));
+    Once__V1__KvOp *op;
+    int rv;
+
+    if (g != NULL) {
+        once__v1__kv_get__init(g);
+    }
+    if ((op = op_new(ONCE__V1__KV_OP__OP_GET, g, key, key_len,
+                     g != NULL ? &g->key : NULL, &rv)) == NULL) {
+        return rv;
+    }
+    return op_add(t, branch, op, rv);
+}
+
+int
+once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
+                 once_status *st)
+{
+    void *out = NULL;
+    size_t out_len = 0;
+    Once__V1__KvTxnResponse *resp;
+    int rv;
+
+    if (t == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "no transaction");
+    }
+    if (t->packed == NULL) {
+        t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
+        if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) ==
+            NULL) {
+            return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                              "packing the transaction");
+        }
+        once__v1__kv_txn_request__pack(&t->req, t->packed);
+    }
+    rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len, &out,
+                   &out_len, st);
+    if (rv != ONCE_OK) {
+        return rv;
+    }
+    resp = once__v1__kv_txn_response__unpack(NULL, out_len, out);
+    once_free(out);
+    if (resp == NULL) {
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                          "Txn's reply is not a KvTxnResponse");
+    }
+    if (t->resp != NULL) {
+        once__v1__kv_txn_response__free_unpacked(t->resp, NULL);
+    }
+    t->resp = resp;
+    return ONCE_OK;
 }
 
 bool
-once_kv_result_succeeded(const once_kv_result *r)
+once_kv_txn_succeeded(const once_kv_txn *t)
 {
-    return r != NULL && r->m->succeeded;
+    return t != NULL && t->resp != NULL && t->resp->succeeded;
 }
 
 uint64_t
-once_kv_result_revision(const once_kv_result *r)
+once_kv_txn_revision(const once_kv_txn *t)
 {
-    return r != NULL ? r->m->revision : 0;
+    return t != NULL && t->resp != NULL ? t->resp->revision : 0;
 }
 
 uint32_t
-once_kv_result_failed_compare(const once_kv_result *r)
+once_kv_txn_failed_compare(const once_kv_txn *t)
 {
-    return r != NULL ? r->m->failed_compare : 0;
+    return t != NULL && t->resp != NULL ? t->resp->failed_compare : 0;
 }
 
 size_t
-once_kv_result_count(const once_kv_result *r)
+once_kv_txn_results(const once_kv_txn *t)
 {
-    return r != NULL ? r->m->n_results : 0;
-}
-
-static void
-entry_fill(const Once__V1__KeyValue *kv, once_kv_entry *out)
-{
-    out->key = kv->key.data;
-    out->klen = kv->key.len;
-    out->value = kv->value.data;
-    out->vlen = kv->value.len;
-    out->version = kv->version;
-    out->create_revision = kv->create_revision;
-    out->lease = kv->lease;
+    return t != NULL && t->resp != NULL ? t->resp->n_results : 0;
 }
 
 int
-once_kv_result_op(const once_kv_result *r, size_t i, once_kv_op_result *out)
+once_kv_txn_result(const once_kv_txn *t, size_t i, once_kv_result *out)
 {
-    const Once__V1__KvOpResult *o;
+    const Once__V1__KvOpResult *r;
 
-    if (r == NULL || out == NULL || i >= r->m->n_results) {
-        return ONCE_OUT_OF_RANGE;
+    if (out == NULL || i >= once_kv_txn_results(t)) {
+        return ONCE_INVALID_ARGUMENT;
     }
-    o = r->m->results[i];
     memset(out, 0, sizeof(*out));
-    out->kind = (int)o->result_case;
-    switch (o->result_case) {
+    r = t->resp->results[i];
+    switch (r->result_case) {
     case ONCE__V1__KV_OP_RESULT__RESULT_PUT:
-        out->version = o->put->version;
-        out->prev_version = o->put->prev_version;
+        out->kind = ONCE_KV_PUT;
+        out->version = r->put->version;
+        out->prev_version = r->put->prev_version;
         break;
     case ONCE__V1__KV_OP_RESULT__RESULT_DELETE:
-        out->deleted = o->delete_->deleted;
+        out->kind = ONCE_KV_DELETE;
+        out->deleted = r->delete_->deleted;
         break;
     case ONCE__V1__KV_OP_RESULT__RESULT_DELETE_PREFIX:
-        out->deleted = o->delete_prefix->deleted;
+        out->kind = ONCE_KV_DELETE_PREFIX;
+        out->deleted = r->delete_prefix->deleted;
         break;
     case ONCE__V1__KV_OP_RESULT__RESULT_GET:
-        out->found = o->get->found && o->get->kv != NULL;
-        if (out->found) {
-            entry_fill(o->get->kv, &out->entry);
+        out->kind = ONCE_KV_GET;
+        out->found = r->get->found;
+        if (r->get->kv != NULL) {
+            out->value = r->get->kv->value.data;
+            out->value_len = r->get->kv->value.len;
+            out->version = r->get->kv->version;
+            out->create_revision = r->get->kv->create_revision;
+            out->lease = r->get->kv->lease;
         }
         break;
     default:
-        break;
+        return ONCE_INVALID_ARGUMENT;
     }
     return ONCE_OK;
 }
 
-void
-once_kv_result_free(once_kv_result *r)
-{
-    if (r != NULL) {
-        once__v1__kv_txn_response__free_unpacked(r->m, NULL);
-        free(r);
-    }
-}
-
-/* ---- Range ----------------------------------------------------------------
+/* ---- Range --------------------------------------------------------------
  */
 
 int
-once_kv_range(once_client *c, const void *key, size_t klen, bool prefix,
-              uint32_t limit, const void *cont, size_t clen,
-              once_kv_range_result **res, once_status *st)
+once_kv_range_get(once_client *c, const void *key, size_t key_len, bool prefix,
+                  uint32_t limit, const void *cont, size_t cont_len,
+                  once_kv_range **out, once_status *st)
 {
-    once_status local;
     Once__V1__KvRangeRequest req = ONCE__V1__KV_RANGE_REQUEST__INIT;
-    ProtobufCMessage *out;
+    once_kv_range *r;
+    uint8_t *buf;
+    void *resp = NULL;
+    size_t len, resp_len = 0;
     int rv;
 
-    if (res != NULL) {
-        *res = NULL;
-    }
-    if ((rv = status_begin(&st, &local, c, "client")) != ONCE_OK) {
-        return rv;
-    }
-    if ((key == NULL && klen > 0) || (cont == NULL && clen > 0)) {
+    if (out == NULL || (key == NULL && key_len > 0) ||
+        (cont == NULL && cont_len > 0)) {
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "key or continuation is NULL with a length");
+                          "out is required; key and cont NULL only when empty");
     }
+    *out = NULL;
     req.key.data = (uint8_t *)key;
-    req.key.len = klen;
+    req.key.len = key_len;
     req.prefix = prefix;
     req.limit = limit;
     req.continuation.data = (uint8_t *)cont;
-    req.continuation.len = clen;
-    if ((rv = invoke(c, &once__v1__kv__descriptor, "Range", CALL_READ, NULL,
-                     &req.base, &out, st, 0)) != ONCE_OK) {
+    req.continuation.len = cont_len;
+    len = once__v1__kv_range_request__get_packed_size(&req);
+    if ((buf = malloc(len > 0 ? len : 1)) == NULL ||
+        (r = calloc(1, sizeof(*r))) == NULL) {
+        free(buf);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                          "packing the range");
+    }
+    once__v1__kv_range_request__pack(&req, buf);
+    rv = once_call(c, KV_RANGE_METHOD, false, NULL, buf, len, &resp, &resp_len,
+                   st);
+    free(buf);
+    if (rv == ONCE_OK && (r->resp = once__v1__kv_range_response__unpack(
+                              NULL, resp_len, resp)) == NULL) {
+        rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                        "Range's reply is not a KvRangeResponse");
+    }
+    once_free(resp);
+    if (rv != ONCE_OK) {
+        free(r);
         return rv;
     }
-    if (res == NULL) {
-        protobuf_c_message_free_unpacked(out, NULL);
-        return ONCE_OK;
-    }
-    if ((*res = malloc(sizeof(**res))) == NULL) {
-        protobuf_c_message_free_unpacked(out, NULL);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "out of memory for the Range's page");
-    }
-    (*res)->m = (Once__V1__KvRangeResponse *)out;
+    *out = r;
     return ONCE_OK;
 }
 
 size_t
-once_kv_range_count(const once_kv_range_result *r)
+once_kv_range_count(const once_kv_range *r)
 {
-    return r != NULL ? r->m->n_kvs : 0;
+    return r != NULL ? r->resp->n_kvs : 0;
 }
 
 int
-once_kv_range_entry(const once_kv_range_result *r, size_t i, once_kv_entry *out)
+once_kv_range_at(const once_kv_range *r, size_t i, once_kv *out)
 {
-    if (r == NULL || out == NULL || i >= r->m->n_kvs) {
-        return ONCE_OUT_OF_RANGE;
+    const Once__V1__KeyValue *kv;
+
+    if (out == NULL || i >= once_kv_range_count(r)) {
+        return ONCE_INVALID_ARGUMENT;
     }
-    entry_fill(r->m->kvs[i], out);
+    kv = r->resp->kvs[i];
+    out->key = kv->key.data;
+    out->key_len = kv->key.len;
+    out->value = kv->value.data;
+    out->value_len = kv->value.len;
+    out->version = kv->version;
+    out->create_revision = kv->create_revision;
+    out->lease = kv->lease;
     return ONCE_OK;
 }
 
 bool
-once_kv_range_more(const once_kv_range_result *r, const void **cont,
-                   size_t *clen)
+once_kv_range_more(const once_kv_range *r, const void **cont, size_t *cont_len)
 {
-    bool more = r != NULL && r->m->more;
-
+    if (r == NULL || !r->resp->more) {
+        return false;
+    }
     if (cont != NULL) {
-        *cont = more ? r->m->continuation.data : NULL;
+        *cont = r->resp->continuation.data;
     }
-    if (clen != NULL) {
-        *clen = more ? r->m->continuation.len : 0;
+    if (cont_len != NULL) {
+        *cont_len = r->resp->continuation.len;
     }
-    return more;
+    return true;
 }
 
 uint64_t
-once_kv_range_revision(const once_kv_range_result *r)
+once_kv_range_revision(const once_kv_range *r)
 {
-    return r != NULL ? r->m->revision : 0;
+    return r != NULL ? r->resp->revision : 0;
 }
 
 void
-once_kv_range_result_free(once_kv_range_result *r)
+once_kv_range_free(once_kv_range *r)
 {
-    if (r != NULL) {
-        once__v1__kv_range_response__free_unpacked(r->m, NULL);
-        free(r);
+    if (r == NULL) {
+        return;
     }
+    once__v1__kv_range_response__free_unpacked(r->resp, NULL);
+    free(r);
 }

@@ -1,19 +1,26 @@
 /*
- * once/kv.h — libonce's calls of once.v1.KV: the user's own keys, changed
- * exactly once (docs/kv.md, SPEC section 11).
+ * once/kv.h — libonce's calls of once.v1.KV: transactions on your own
+ * keys, exactly once (docs/kv.md).
  *
- * A Txn is built with a once_kv_builder and sent with once_kv_txn (or
- * once_kv_txn_async). The builder cannot be misused: every adder copies
- * its key and value (the caller's buffers may be reused at once), checks
- * them against the limits (onced's defaults unless once_kv_builder_limits
- * says otherwise) and, when one is broken, keeps that first refusal:
- * sending the builder then returns it, with nothing sent, even when the
- * caller ignored the adder's return. A builder is not changed by sending
- * it, so the same builder resends the same payload (a retry of its rpc id
- * is answered from the completion record, never run twice).
+ * A Txn is built with an opaque builder that copies every key and value it
+ * is given (no buffer of the caller's is kept), then executed under an
+ * rpc id like any mutating call: a retry of the same id (a lost reply, a
+ * timeout) returns the first answer — the same branch, the same values —
+ * even when the keys have changed since. The builder keeps the request
+ * bytes it sent, so a retry through it sends exactly those bytes.
  *
- * Results own their bytes: the pointers in a once_kv_entry stay valid
- * until the result is freed.
+ *     once_kv_txn *t;
+ *     once_kv_txn_new(&t);
+ *     once_kv_txn_compare_version(t, "jobs/42", 7, ONCE_KV_EQUAL, 12);
+ *     once_kv_txn_put(t, ONCE_KV_THEN, "jobs/42", 7, "running", 7, false);
+ *     once_kv_txn_get(t, ONCE_KV_ELSE, "jobs/42", 7);
+ *     rv = once_kv_txn_exec(c, t, &id, &st);   // id.seq 0: a new call
+ *     ... once_kv_txn_succeeded(t), once_kv_txn_result(t, 0, &r) ...
+ *     once_kv_txn_free(t);
+ *
+ * Keys and values are bytes; the server bounds them (onced --kv-key-max,
+ * --kv-value-max, --kv-ops-max) and answers INVALID_ARGUMENT with a
+ * KV_* reason past a bound, nothing written.
  */
 #ifndef ONCE_KV_H
 #define ONCE_KV_H
@@ -28,188 +35,140 @@
 extern "C" {
 #endif
 
-/* onced's default limits (--kv-key-max, --kv-value-max, --kv-ops-max). */
-#define ONCE_KV_KEY_MAX   1024u
-#define ONCE_KV_VALUE_MAX (64u * 1024u)
-#define ONCE_KV_OPS_MAX   128u /* compares and ops of one Txn, together */
-
-/* The KV service's reasons (docs/protocol.md). */
-#define ONCE_REASON_KV_EMPTY_KEY        "KV_EMPTY_KEY"
-#define ONCE_REASON_KV_KEY_TOO_LARGE    "KV_KEY_TOO_LARGE"
-#define ONCE_REASON_KV_VALUE_TOO_LARGE  "KV_VALUE_TOO_LARGE"
-#define ONCE_REASON_KV_TOO_MANY_OPS     "KV_TOO_MANY_OPS"
-#define ONCE_REASON_KV_BAD_COMPARE      "KV_BAD_COMPARE"
-#define ONCE_REASON_KV_BAD_OP           "KV_BAD_OP"
-#define ONCE_REASON_KV_BAD_CONTINUATION "KV_BAD_CONTINUATION"
-#define ONCE_REASON_KV_EMIT_UNAVAILABLE "KV_EMIT_UNAVAILABLE"
-#define ONCE_REASON_KV_PREFIX_DENIED    "KV_PREFIX_DENIED"
-#define ONCE_REASON_KV_QUOTA            "KV_QUOTA"
-
-/* What a compare looks at (once.v1.KvCompare.Target). */
-enum once_kv_target {
-    ONCE_KV_VALUE = 1,   /* the value, bytewise */
-    ONCE_KV_VERSION = 2, /* the version; an absent key has version 0 */
-    ONCE_KV_EXISTS = 3,
-    ONCE_KV_ABSENT = 4,
-};
-
-/* How (once.v1.KvCompare.Op): the key's value or version against the
- * operand. */
+/* What a compare looks at, and how. */
 enum once_kv_cmp {
     ONCE_KV_EQUAL = 0,
-    ONCE_KV_LESS = 1,
-    ONCE_KV_GREATER = 2,
+    ONCE_KV_LESS = 1,    /* the key's value/version < the operand */
+    ONCE_KV_GREATER = 2, /* the key's value/version > the operand */
 };
 
-/* Which branch an op goes to. */
+/* Which branch an op goes to: `then` runs when every compare holds. */
 enum once_kv_branch {
-    ONCE_KV_THEN = 0, /* every compare held */
-    ONCE_KV_ELSE = 1, /* one did not */
+    ONCE_KV_THEN = 0,
+    ONCE_KV_ELSE = 1,
 };
 
-/* An op's kind, in a result. */
-enum once_kv_op_kind {
-    ONCE_KV_OP_PUT = 1,
-    ONCE_KV_OP_DELETE = 2,
-    ONCE_KV_OP_DELETE_PREFIX = 3,
-    ONCE_KV_OP_GET = 4,
-    ONCE_KV_OP_EMIT = 5,
+/* The kind of an op's result (once_kv_result.kind). */
+enum once_kv_kind {
+    ONCE_KV_PUT = 1,
+    ONCE_KV_DELETE = 2,
+    ONCE_KV_DELETE_PREFIX = 3,
+    ONCE_KV_GET = 4,
 };
 
-/* ---- building a Txn ----------------------------------------------------- */
+/* KV reasons a caller acts on (the server's full list: docs/protocol.md). */
+#define ONCE_REASON_KV_QUOTA         "KV_QUOTA"
+#define ONCE_REASON_KV_PREFIX_DENIED "KV_PREFIX_DENIED"
 
-typedef struct once_kv_builder once_kv_builder;
+typedef struct once_kv_txn once_kv_txn;
 
-/* A new, empty builder (no compares: the `then` ops always run). 0 or
- * ONCE_RESOURCE_EXHAUSTED. Free with once_kv_builder_free. */
-ONCE_API int once_kv_builder_alloc(once_kv_builder **bp);
+/* A new, empty builder (free with once_kv_txn_free). ONCE_OK or
+ * ONCE_RESOURCE_EXHAUSTED (no memory). */
+ONCE_API int once_kv_txn_new(once_kv_txn **tp);
+/* NULL is accepted. */
+ONCE_API void once_kv_txn_free(once_kv_txn *t);
 
-/* Frees b and its copies. NULL is accepted. */
-ONCE_API void once_kv_builder_free(once_kv_builder *b);
+/* Compares: the key's value (bytewise) or version against the operand;
+ * the key exists; the key is absent. An absent key has version 0 and
+ * fails every value compare. Each returns ONCE_OK, or
+ * ONCE_INVALID_ARGUMENT (NULL key with a length, bad cmp) /
+ * ONCE_RESOURCE_EXHAUSTED, leaving the builder as it was. */
+ONCE_API int once_kv_txn_compare_value(once_kv_txn *t, const void *key,
+                                       size_t key_len, int cmp,
+                                       const void *value, size_t value_len);
+ONCE_API int once_kv_txn_compare_version(once_kv_txn *t, const void *key,
+                                         size_t key_len, int cmp,
+                                         uint64_t version);
+ONCE_API int once_kv_txn_compare_exists(once_kv_txn *t, const void *key,
+                                        size_t key_len);
+ONCE_API int once_kv_txn_compare_absent(once_kv_txn *t, const void *key,
+                                        size_t key_len);
 
-/* The limits the adders check (0: keep that one), for an onced started
- * with other --kv-* limits. Checks added before are not re-run. */
-ONCE_API void once_kv_builder_limits(once_kv_builder *b, size_t key_max,
-                                     size_t value_max, size_t ops_max);
+/* Ops, appended to branch (ONCE_KV_THEN or ONCE_KV_ELSE). put with lease
+ * binds the key to the executing handle's lease: onced deletes it when
+ * that lease ends. Return codes as the compares'. */
+ONCE_API int once_kv_txn_put(once_kv_txn *t, int branch, const void *key,
+                             size_t key_len, const void *value,
+                             size_t value_len, bool lease);
+ONCE_API int once_kv_txn_del(once_kv_txn *t, int branch, const void *key,
+                             size_t key_len);
+ONCE_API int once_kv_txn_del_prefix(once_kv_txn *t, int branch,
+                                    const void *prefix, size_t prefix_len);
+ONCE_API int once_kv_txn_get(once_kv_txn *t, int branch, const void *key,
+                             size_t key_len);
 
-/* Compares. Each returns ONCE_OK, or ONCE_INVALID_ARGUMENT (a KV_ reason)
- * / ONCE_RESOURCE_EXHAUSTED (NO_MEMORY), which the builder keeps. */
-ONCE_API int once_kv_if_value(once_kv_builder *b, const void *key, size_t klen,
-                              int cmp, const void *value, size_t vlen);
-ONCE_API int once_kv_if_version(once_kv_builder *b, const void *key,
-                                size_t klen, int cmp, uint64_t version);
-ONCE_API int once_kv_if_exists(once_kv_builder *b, const void *key,
-                               size_t klen);
-ONCE_API int once_kv_if_absent(once_kv_builder *b, const void *key,
-                               size_t klen);
+/*
+ * Executes the Txn (/once.v1.KV/Txn) under an rpc id, as once_call does:
+ * id NULL or id->seq 0 is a new call (the id is written back when id is
+ * not NULL), otherwise a retry of exactly *id. The request bytes are
+ * packed once and kept while the builder is unchanged, so a retry sends
+ * the same bytes. On ONCE_OK the result accessors below read the reply
+ * (st->replayed says it was the stored one); a failed compare is ONCE_OK
+ * with once_kv_txn_succeeded false.
+ */
+ONCE_API int once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
+                              once_status *st);
 
-/* Ops of branch (enum once_kv_branch), run in the order added. lease:
- * bind the key to the lease of the Txn's rpc id (deleted when it ends). */
-ONCE_API int once_kv_put(once_kv_builder *b, int branch, const void *key,
-                         size_t klen, const void *value, size_t vlen,
-                         bool lease);
-ONCE_API int once_kv_delete(once_kv_builder *b, int branch, const void *key,
-                            size_t klen);
-ONCE_API int once_kv_delete_prefix(once_kv_builder *b, int branch,
-                                   const void *prefix, size_t plen);
-ONCE_API int once_kv_get(once_kv_builder *b, int branch, const void *key,
-                         size_t klen);
-/* An outbox event; onced refuses it (UNIMPLEMENTED / KV_EMIT_UNAVAILABLE)
- * until it has the outbox. */
-ONCE_API int once_kv_emit(once_kv_builder *b, int branch, const char *topic,
-                          const void *payload, size_t plen);
+/* The last ONCE_OK exec's reply: which branch ran, the store revision,
+ * the 1-based index of the first compare that failed (0: none). */
+ONCE_API bool once_kv_txn_succeeded(const once_kv_txn *t);
+ONCE_API uint64_t once_kv_txn_revision(const once_kv_txn *t);
+ONCE_API uint32_t once_kv_txn_failed_compare(const once_kv_txn *t);
 
-/* The builder's first refusal (ONCE_OK when none) with its reason and
- * message in *st (may be NULL). */
-ONCE_API int once_kv_builder_status(const once_kv_builder *b, once_status *st);
+/* One op's result. Pointers are the builder's: valid until the next exec
+ * or once_kv_txn_free. */
+typedef struct once_kv_result {
+    int kind;          /* enum once_kv_kind */
+    bool found;        /* get: the key exists */
+    const void *value; /* get: its value */
+    size_t value_len;
+    uint64_t version;         /* put: the new version; get: the key's */
+    uint64_t prev_version;    /* put: the version before (0: absent) */
+    uint64_t create_revision; /* get */
+    uint64_t lease;           /* get: the client id it is bound to (0: none) */
+    uint64_t deleted;         /* delete, delete_prefix: keys deleted */
+} once_kv_result;
 
-/* ---- results ------------------------------------------------------------ */
+/* How many results the branch that ran has (one per op), and the i-th.
+ * ONCE_OK or ONCE_INVALID_ARGUMENT (no such result). */
+ONCE_API size_t once_kv_txn_results(const once_kv_txn *t);
+ONCE_API int once_kv_txn_result(const once_kv_txn *t, size_t i,
+                                once_kv_result *out);
 
-/* One key as onced returned it; the bytes belong to the result. */
-typedef struct once_kv_entry {
+/* ---- Range ----------------------------------------------------------- */
+
+typedef struct once_kv_range once_kv_range;
+
+/* One stored key. Pointers are the range's: valid until
+ * once_kv_range_free. */
+typedef struct once_kv {
     const void *key;
-    size_t klen;
-    const void *value; /* NULL with vlen 0 for keys_only ranges */
-    size_t vlen;
-    uint64_t version;         /* the revision of its last write */
-    uint64_t create_revision; /* the revision that created it */
-    uint64_t lease;           /* the client id it is bound to; 0: none */
-} once_kv_entry;
-
-/* One op's result, in the order of the branch that ran. */
-typedef struct once_kv_op_result {
-    int kind;              /* enum once_kv_op_kind */
-    bool found;            /* get: the key exists (entry filled) */
-    once_kv_entry entry;   /* get */
-    uint64_t version;      /* put: the key's new version */
-    uint64_t prev_version; /* put: before (0: it was absent) */
-    uint64_t deleted;      /* delete, delete_prefix: keys deleted */
-} once_kv_op_result;
-
-typedef struct once_kv_result once_kv_result;
-
-/* true: every compare held and the `then` ops ran. */
-ONCE_API bool once_kv_result_succeeded(const once_kv_result *r);
-/* The store revision after the Txn (its own when it wrote). */
-ONCE_API uint64_t once_kv_result_revision(const once_kv_result *r);
-/* 1-based index of the first compare that failed; 0 when all held. */
-ONCE_API uint32_t once_kv_result_failed_compare(const once_kv_result *r);
-ONCE_API size_t once_kv_result_count(const once_kv_result *r);
-/* Result i (from 0) into *out: ONCE_OK, or ONCE_OUT_OF_RANGE. */
-ONCE_API int once_kv_result_op(const once_kv_result *r, size_t i,
-                               once_kv_op_result *out);
-ONCE_API void once_kv_result_free(once_kv_result *r);
-
-/* ---- calls -------------------------------------------------------------- */
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    uint64_t version;
+    uint64_t create_revision;
+    uint64_t lease;
+} once_kv;
 
 /*
- * /once.v1.KV/Txn with b's compares and ops. id as in once_call: NULL or
- * seq 0 a new call (its id written back), else a retry of exactly *id —
- * with the same builder, or the server answers RPC_ID_CONFLICT. On
- * ONCE_OK *res (may be NULL) is the result (once_kv_result_free) and
- * st->replayed says it came from the completion record. A failed compare
- * is ONCE_OK with once_kv_result_succeeded false. A builder holding a
- * refusal sends nothing and returns it.
+ * /once.v1.KV/Range: the key (prefix false), or a page of the keys that
+ * start with it (prefix true), at most limit (0: the server's 1000), from
+ * cont (the previous page's continuation; NULL for the first page). A
+ * read: no rpc id. On ONCE_OK *out is the page (once_kv_range_free).
  */
-ONCE_API int once_kv_txn(once_client *c, const once_kv_builder *b,
-                         once_rpc_id *id, once_kv_result **res,
-                         once_status *st);
-
-/* once_kv_txn as an async call (id as in once_call_async; the builder is
- * packed before this returns and may be freed or changed at once); read
- * the result with once_future_kv_result. */
-ONCE_API int once_kv_txn_async(once_client *c, const once_kv_builder *b,
-                               const once_rpc_id *id, once_done_fn done,
-                               void *arg, once_future **fp, once_status *st);
-
-/* Waits for a once_kv_txn_async future; on ONCE_OK *res is its result
- * (once_kv_result_free). */
-ONCE_API int once_future_kv_result(once_future *f, once_kv_result **res);
-
-/* A page of /once.v1.KV/Range. */
-typedef struct once_kv_range_result once_kv_range_result;
-
-/*
- * Reads key (prefix false) or every key under it (prefix true; klen 0:
- * every key the caller may read), at most limit keys (0: onced's default,
- * 1000), from cont (clen bytes, a previous page's continuation; NULL for
- * the first). Answered after the commit that holds what it shows. On
- * ONCE_OK *res is the page (once_kv_range_result_free).
- */
-ONCE_API int once_kv_range(once_client *c, const void *key, size_t klen,
-                           bool prefix, uint32_t limit, const void *cont,
-                           size_t clen, once_kv_range_result **res,
-                           once_status *st);
-
-ONCE_API size_t once_kv_range_count(const once_kv_range_result *r);
-/* Entry i (from 0): ONCE_OK or ONCE_OUT_OF_RANGE. */
-ONCE_API int once_kv_range_entry(const once_kv_range_result *r, size_t i,
-                                 once_kv_entry *out);
-/* More keys follow: *cont (*clen bytes, owned by r) asks for them. */
-ONCE_API bool once_kv_range_more(const once_kv_range_result *r,
-                                 const void **cont, size_t *clen);
-ONCE_API uint64_t once_kv_range_revision(const once_kv_range_result *r);
-ONCE_API void once_kv_range_result_free(once_kv_range_result *r);
+ONCE_API int once_kv_range_get(once_client *c, const void *key, size_t key_len,
+                               bool prefix, uint32_t limit, const void *cont,
+                               size_t cont_len, once_kv_range **out,
+                               once_status *st);
+ONCE_API size_t once_kv_range_count(const once_kv_range *r);
+ONCE_API int once_kv_range_at(const once_kv_range *r, size_t i, once_kv *out);
+/* Whether more keys follow, and the continuation to ask for them with. */
+ONCE_API bool once_kv_range_more(const once_kv_range *r, const void **cont,
+                                 size_t *cont_len);
+ONCE_API uint64_t once_kv_range_revision(const once_kv_range *r);
+/* NULL is accepted. */
+ONCE_API void once_kv_range_free(once_kv_range *r);
 
 #ifdef __cplusplus
 }
