@@ -167,13 +167,23 @@ json_bytes(json_obj *j, const char *key, const void *p, size_t len)
 }
 
 static void
-json_entry(json_obj *j, const once_kv_entry *e)
+json_entry(json_obj *j, const once_kv *e)
 {
-    json_bytes(j, "key", e->key, e->klen);
-    json_bytes(j, "value", e->value, e->vlen);
+    json_bytes(j, "key", e->key, e->key_len);
+    json_bytes(j, "value", e->value, e->value_len);
     json_u64(j, "version", e->version);
     json_u64(j, "create_revision", e->create_revision);
     json_u64(j, "lease", e->lease);
+}
+
+/* A get's result as a stored key. */
+static once_kv
+get_entry(const once_kv_result *o)
+{
+    once_kv e = {o->key,     o->key_len,         o->value, o->value_len,
+                 o->version, o->create_revision, o->lease};
+
+    return e;
 }
 
 static const char *
@@ -182,29 +192,29 @@ op_name(int kind)
     static const char *const names[] = {"?",   "put", "delete", "delete_prefix",
                                         "get", "emit"};
 
-    return kind > 0 && kind <= ONCE_KV_OP_EMIT ? names[kind] : "?";
+    return kind > 0 && kind <= ONCE_KV_EMIT ? names[kind] : "?";
 }
 
 static void
-print_op_text(const once_kv_op_result *o)
+print_op_text(const once_kv_result *o)
 {
     switch (o->kind) {
-    case ONCE_KV_OP_PUT:
+    case ONCE_KV_PUT:
         printf("put: version %" PRIu64 " (was %" PRIu64 ")\n", o->version,
                o->prev_version);
         break;
-    case ONCE_KV_OP_DELETE:
-    case ONCE_KV_OP_DELETE_PREFIX:
+    case ONCE_KV_DELETE:
+    case ONCE_KV_DELETE_PREFIX:
         printf("%s: %" PRIu64 " deleted\n", op_name(o->kind), o->deleted);
         break;
-    case ONCE_KV_OP_GET:
+    case ONCE_KV_GET:
         if (!o->found) {
             printf("get: not found\n");
             break;
         }
-        printf("get: %.*s = %.*s (version %" PRIu64 ")\n", (int)o->entry.klen,
-               (const char *)o->entry.key, (int)o->entry.vlen,
-               (const char *)o->entry.value, o->entry.version);
+        printf("get: %.*s = %.*s (version %" PRIu64 ")\n", (int)o->key_len,
+               (const char *)o->key, (int)o->value_len, (const char *)o->value,
+               o->version);
         break;
     default:
         printf("%s\n", op_name(o->kind));
@@ -213,51 +223,51 @@ print_op_text(const once_kv_op_result *o)
 }
 
 static void
-json_op(json_obj *arr, const once_kv_op_result *o)
+json_op(json_obj *arr, const once_kv_result *o)
 {
     json_obj e;
 
     json_elem_begin(arr, &e);
     json_str(&e, "op", op_name(o->kind));
-    if (o->kind == ONCE_KV_OP_PUT) {
+    if (o->kind == ONCE_KV_PUT) {
         json_u64(&e, "version", o->version);
         json_u64(&e, "prev_version", o->prev_version);
-    } else if (o->kind == ONCE_KV_OP_DELETE ||
-               o->kind == ONCE_KV_OP_DELETE_PREFIX) {
+    } else if (o->kind == ONCE_KV_DELETE || o->kind == ONCE_KV_DELETE_PREFIX) {
         json_u64(&e, "deleted", o->deleted);
-    } else if (o->kind == ONCE_KV_OP_GET) {
+    } else if (o->kind == ONCE_KV_GET) {
         json_bool(&e, "found", o->found);
         if (o->found) {
-            json_entry(&e, &o->entry);
+            once_kv kv = get_entry(o);
+            json_entry(&e, &kv);
         }
     }
     json_elem_end(&e);
 }
 
 static void
-print_txn(const cli *g, const once_kv_result *r, const once_status *st,
+print_txn(const cli *g, const once_kv_txn *r, const once_status *st,
           const once_rpc_id *id, const char *until)
 {
     char idbuf[48];
-    size_t n = once_kv_result_count(r);
-    once_kv_op_result o;
+    size_t n = once_kv_txn_results(r);
+    once_kv_result o;
 
     snprintf(idbuf, sizeof(idbuf), "%" PRIu64 ":%" PRIu64, id->client_id,
              id->seq);
     if (g->json) {
         json_obj j;
         json_begin(&j, stdout);
-        json_bool(&j, "succeeded", once_kv_result_succeeded(r));
-        json_u64(&j, "revision", once_kv_result_revision(r));
+        json_bool(&j, "succeeded", once_kv_txn_succeeded(r));
+        json_u64(&j, "revision", once_kv_txn_revision(r));
         json_bool(&j, "replayed", st->replayed);
-        json_u64(&j, "failed_compare", once_kv_result_failed_compare(r));
+        json_u64(&j, "failed_compare", once_kv_txn_failed_compare(r));
         json_str(&j, "rpc_id", idbuf);
         if (until[0] != '\0') {
             json_str(&j, "retry_until", until);
         }
         json_arr_begin(&j, "results");
         for (size_t i = 0; i < n; i++) {
-            if (once_kv_result_op(r, i, &o) == ONCE_OK) {
+            if (once_kv_txn_result(r, i, &o) == ONCE_OK) {
                 json_op(&j, &o);
             }
         }
@@ -265,16 +275,16 @@ print_txn(const cli *g, const once_kv_result *r, const once_status *st,
         json_end(&j);
         return;
     }
-    if (once_kv_result_succeeded(r)) {
-        printf("succeeded, revision %" PRIu64 "%s\n",
-               once_kv_result_revision(r), st->replayed ? " (replayed)" : "");
+    if (once_kv_txn_succeeded(r)) {
+        printf("succeeded, revision %" PRIu64 "%s\n", once_kv_txn_revision(r),
+               st->replayed ? " (replayed)" : "");
     } else {
         printf("compare %" PRIu32 " failed, revision %" PRIu64 "%s\n",
-               once_kv_result_failed_compare(r), once_kv_result_revision(r),
+               once_kv_txn_failed_compare(r), once_kv_txn_revision(r),
                st->replayed ? " (replayed)" : "");
     }
     for (size_t i = 0; i < n; i++) {
-        if (once_kv_result_op(r, i, &o) == ONCE_OK) {
+        if (once_kv_txn_result(r, i, &o) == ONCE_OK) {
             print_op_text(&o);
         }
     }
@@ -290,38 +300,35 @@ print_txn(const cli *g, const once_kv_result *r, const once_status *st,
 /* Sends b as a new call (explicit_id false) or a retry of id, and prints
  * the result. Returns the exit status. */
 static int
-kv_send(const cli *g, const once_kv_builder *b, bool explicit_id,
-        once_rpc_id id)
+kv_send(const cli *g, once_kv_txn *b, bool explicit_id, once_rpc_id id)
 {
     once_client *c = NULL;
-    once_kv_result *res = NULL;
     once_status st;
     char until[32];
     int rv;
 
     /* A refusal the builder holds is the same with or without a server. */
-    if ((rv = once_kv_builder_status(b, &st)) != ONCE_OK) {
+    if ((rv = once_kv_txn_status(b, &st)) != ONCE_OK) {
         return report_error(g, &st, NULL);
     }
     if ((rv = open_client(g, explicit_id, &c, &st)) == ONCE_OK) {
-        rv = once_kv_txn(c, b, &id, &res, &st);
+        rv = once_kv_txn_exec(c, b, &id, &st);
     }
     if (!call_end_keep_lease(g, c, rv, &st, explicit_id, &id, until,
                              sizeof(until), &rv)) {
         return rv;
     }
-    print_txn(g, res, &st, &id, until);
-    once_kv_result_free(res);
+    print_txn(g, b, &st, &id, until);
     return ONCECTL_EXIT_OK;
 }
 
 /* Allocates *bp, or reports the failure; 0 or the exit status. */
 static int
-kv_builder(const cli *g, once_kv_builder **bp)
+kv_builder(const cli *g, once_kv_txn **bp)
 {
     once_status st;
 
-    if (once_kv_builder_alloc(bp) == ONCE_OK) {
+    if (once_kv_txn_new(bp) == ONCE_OK) {
         return 0;
     }
     memset(&st, 0, sizeof(st));
@@ -337,7 +344,7 @@ cmd_kv_put(const cli *g, int argc, char **argv)
     once_rpc_id id = {0, 0};
     bool explicit_id = false, lease = false, absent = false;
     int64_t version = -1;
-    once_kv_builder *b = NULL;
+    once_kv_txn *b = NULL;
     int rv, m;
 
     for (int i = 0; i < argc; i++) {
@@ -381,18 +388,18 @@ cmd_kv_put(const cli *g, int argc, char **argv)
         return rv;
     }
     if (absent) {
-        once_kv_if_absent(b, pos[0], strlen(pos[0]));
+        once_kv_txn_compare_absent(b, pos[0], strlen(pos[0]));
     } else if (version >= 0) {
-        once_kv_if_version(b, pos[0], strlen(pos[0]), ONCE_KV_EQUAL,
-                           (uint64_t)version);
+        once_kv_txn_compare_version(b, pos[0], strlen(pos[0]), ONCE_KV_EQUAL,
+                                    (uint64_t)version);
     }
-    once_kv_put(b, ONCE_KV_THEN, pos[0], strlen(pos[0]), pos[1], strlen(pos[1]),
-                lease);
+    once_kv_txn_put(b, ONCE_KV_THEN, pos[0], strlen(pos[0]), pos[1],
+                    strlen(pos[1]), lease);
     if (absent || version >= 0) {
-        once_kv_get(b, ONCE_KV_ELSE, pos[0], strlen(pos[0]));
+        once_kv_txn_get(b, ONCE_KV_ELSE, pos[0], strlen(pos[0]));
     }
     rv = kv_send(g, b, explicit_id, id);
-    once_kv_builder_free(b);
+    once_kv_txn_free(b);
     return rv;
 }
 
@@ -402,7 +409,7 @@ cmd_kv_del(const cli *g, int argc, char **argv)
     const char *pos[1] = {NULL};
     once_rpc_id id = {0, 0};
     bool explicit_id = false, prefix = false;
-    once_kv_builder *b = NULL;
+    once_kv_txn *b = NULL;
     int rv, m;
 
     for (int i = 0; i < argc; i++) {
@@ -430,10 +437,10 @@ cmd_kv_del(const cli *g, int argc, char **argv)
     if ((rv = kv_builder(g, &b)) != 0) {
         return rv;
     }
-    (prefix ? once_kv_delete_prefix : once_kv_delete)(b, ONCE_KV_THEN, pos[0],
-                                                      strlen(pos[0]));
+    (prefix ? once_kv_txn_del_prefix : once_kv_txn_del)(b, ONCE_KV_THEN, pos[0],
+                                                        strlen(pos[0]));
     rv = kv_send(g, b, explicit_id, id);
-    once_kv_builder_free(b);
+    once_kv_txn_free(b);
     return rv;
 }
 
@@ -443,7 +450,7 @@ cmd_kv_txn(const cli *g, int argc, char **argv)
     const char *file = NULL, *v;
     once_rpc_id id = {0, 0};
     bool explicit_id = false;
-    once_kv_builder *b = NULL;
+    once_kv_txn *b = NULL;
     char err[512];
     int rv, m;
 
@@ -476,12 +483,12 @@ cmd_kv_txn(const cli *g, int argc, char **argv)
         return rv;
     }
     if (kv_file_load(file, b, err, sizeof(err)) != 0) {
-        once_kv_builder_free(b);
+        once_kv_txn_free(b);
         return usage_error(g, "oncectl kv txn --help shows the format", "%s",
                            err);
     }
     rv = kv_send(g, b, explicit_id, id);
-    once_kv_builder_free(b);
+    once_kv_txn_free(b);
     return rv;
 }
 
@@ -493,8 +500,8 @@ cmd_kv_get(const cli *g, int argc, char **argv)
 {
     const char *pos[1] = {NULL};
     once_client *c = NULL;
-    once_kv_range_result *page = NULL;
-    once_kv_entry e;
+    once_kv_range *page = NULL;
+    once_kv e;
     once_status st;
     bool found;
     int rv;
@@ -512,13 +519,13 @@ cmd_kv_get(const cli *g, int argc, char **argv)
                            "kv get needs a KEY");
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_kv_range(c, pos[0], strlen(pos[0]), false, 1, NULL, 0, &page,
-                           &st);
+        rv = once_kv_range_get(c, pos[0], strlen(pos[0]), false, 1, NULL, 0,
+                               &page, &st);
     }
     if (!call_end(g, c, rv, &st, &rv)) {
         return rv;
     }
-    found = once_kv_range_entry(page, 0, &e) == ONCE_OK;
+    found = once_kv_range_at(page, 0, &e) == ONCE_OK;
     if (g->json) {
         json_obj j;
         json_begin(&j, stdout);
@@ -529,24 +536,23 @@ cmd_kv_get(const cli *g, int argc, char **argv)
         }
         json_end(&j);
     } else if (found) {
-        printf("value %.*s\nversion %" PRIu64 "\n", (int)e.vlen,
+        printf("value %.*s\nversion %" PRIu64 "\n", (int)e.value_len,
                (const char *)e.value, e.version);
     } else {
         printf("%s not found\n", pos[0]);
     }
-    once_kv_range_result_free(page);
+    once_kv_range_free(page);
     return ONCECTL_EXIT_OK;
 }
 
 /* Prints one page's entries (text or JSON array elements); *left counts
  * down the keys still wanted. */
 static void
-range_page(const cli *g, json_obj *j, const once_kv_range_result *page,
-           uint64_t *left)
+range_page(const cli *g, json_obj *j, const once_kv_range *page, uint64_t *left)
 {
-    once_kv_entry e;
+    once_kv e;
 
-    for (size_t i = 0; *left > 0 && once_kv_range_entry(page, i, &e) == 0;
+    for (size_t i = 0; *left > 0 && once_kv_range_at(page, i, &e) == 0;
          i++, --*left) {
         if (g->json) {
             json_obj el;
@@ -554,8 +560,8 @@ range_page(const cli *g, json_obj *j, const once_kv_range_result *page,
             json_entry(&el, &e);
             json_elem_end(&el);
         } else {
-            printf("%.*s = %.*s (version %" PRIu64 ")\n", (int)e.klen,
-                   (const char *)e.key, (int)e.vlen, (const char *)e.value,
+            printf("%.*s = %.*s (version %" PRIu64 ")\n", (int)e.key_len,
+                   (const char *)e.key, (int)e.value_len, (const char *)e.value,
                    e.version);
         }
     }
@@ -568,7 +574,7 @@ cmd_kv_range(const cli *g, int argc, char **argv)
     int64_t limit = 1000;
     uint64_t left, revision = 0;
     once_client *c = NULL;
-    once_kv_range_result *page = NULL;
+    once_kv_range *page = NULL;
     const void *cont = NULL;
     size_t clen = 0;
     bool more = false, started = false;
@@ -604,10 +610,10 @@ cmd_kv_range(const cli *g, int argc, char **argv)
      * that holds it; the first page's revision is reported. */
     do {
         uint32_t want = left > 1000 ? 1000 : (uint32_t)left;
-        once_kv_range_result *next = NULL;
-        rv = once_kv_range(c, pos[0], strlen(pos[0]), true, want, cont, clen,
-                           &next, &st);
-        once_kv_range_result_free(page); /* cont pointed into it */
+        once_kv_range *next = NULL;
+        rv = once_kv_range_get(c, pos[0], strlen(pos[0]), true, want, cont,
+                               clen, &next, &st);
+        once_kv_range_free(page); /* cont pointed into it */
         page = next;
         if (rv != ONCE_OK) {
             break;
@@ -624,7 +630,7 @@ cmd_kv_range(const cli *g, int argc, char **argv)
         more = once_kv_range_more(page, &cont, &clen);
     } while (more && left > 0);
     once_client_close(c);
-    once_kv_range_result_free(page);
+    once_kv_range_free(page);
     if (rv != ONCE_OK && !started) {
         return report_error(g, &st, NULL);
     }

@@ -18,6 +18,10 @@
 
 #include "cli/kv_file.h"
 
+/* A compare's target, as the "target" member names it (index in
+ * read_compare's table). */
+enum { T_VALUE = 1, T_VERSION = 2, T_EXISTS = 3, T_ABSENT = 4 };
+
 typedef struct reader {
     char *err;
     size_t errlen;
@@ -104,7 +108,7 @@ u64_member(reader *r, const cJSON *o, const char *where, const char *name,
 }
 
 static int
-read_compare(reader *r, once_kv_builder *b, const cJSON *o, const char *where)
+read_compare(reader *r, once_kv_txn *b, const cJSON *o, const char *where)
 {
     static const char *const names[] = {"key",   "target",  "op",
                                         "value", "version", NULL};
@@ -123,7 +127,7 @@ read_compare(reader *r, once_kv_builder *b, const cJSON *o, const char *where)
         (hn = u64_member(r, o, where, "version", &version)) < 0) {
         return -1;
     }
-    for (int i = 1; i < 5; i++) {
+    for (int i = T_VALUE; i <= T_ABSENT; i++) {
         t = strcmp(target, targets[i]) == 0 ? i : t;
     }
     for (int i = 0; i < 3; i++) {
@@ -135,8 +139,8 @@ read_compare(reader *r, once_kv_builder *b, const cJSON *o, const char *where)
                     "equal, less or greater (not '%s' / '%s')",
                     where, target, op);
     }
-    if ((t == ONCE_KV_VALUE) != (hv == 1) ||
-        (t == ONCE_KV_VERSION) != (hn == 1)) {
+    if ((t == T_VALUE) != (hv == 1) ||
+        (t == T_VERSION) != (hn == 1)) {
         return fail(r,
                     "%s: target value takes 'value' (a string), target "
                     "version takes 'version' (a number), the others "
@@ -144,24 +148,24 @@ read_compare(reader *r, once_kv_builder *b, const cJSON *o, const char *where)
                     where);
     }
     switch (t) {
-    case ONCE_KV_VALUE:
-        once_kv_if_value(b, key, strlen(key), c, value, strlen(value));
+    case T_VALUE:
+        once_kv_txn_compare_value(b, key, strlen(key), c, value, strlen(value));
         break;
-    case ONCE_KV_VERSION:
-        once_kv_if_version(b, key, strlen(key), c, version);
+    case T_VERSION:
+        once_kv_txn_compare_version(b, key, strlen(key), c, version);
         break;
-    case ONCE_KV_EXISTS:
-        once_kv_if_exists(b, key, strlen(key));
+    case T_EXISTS:
+        once_kv_txn_compare_exists(b, key, strlen(key));
         break;
     default:
-        once_kv_if_absent(b, key, strlen(key));
+        once_kv_txn_compare_absent(b, key, strlen(key));
         break;
     }
     return 0; /* a refusal stays in the builder, reported at send */
 }
 
 static int
-read_op(reader *r, once_kv_builder *b, int branch, const cJSON *o,
+read_op(reader *r, once_kv_txn *b, int branch, const cJSON *o,
         const char *where)
 {
     static const char *const names[] = {"op",     "key",   "value",   "lease",
@@ -181,25 +185,26 @@ read_op(reader *r, once_kv_builder *b, int branch, const cJSON *o,
             need_str(r, o, where, "value", &value) != 0) {
             return -1;
         }
-        once_kv_put(b, branch, key, strlen(key), value, strlen(value),
-                    lease != NULL && cJSON_IsTrue(lease));
+        once_kv_txn_put(b, branch, key, strlen(key), value, strlen(value),
+                        lease != NULL && cJSON_IsTrue(lease));
     } else if (strcmp(op, "delete") == 0 || strcmp(op, "get") == 0) {
         if (need_str(r, o, where, "key", &key) != 0) {
             return -1;
         }
-        (op[0] == 'd' ? once_kv_delete : once_kv_get)(b, branch, key,
-                                                      strlen(key));
+        (op[0] == 'd' ? once_kv_txn_del : once_kv_txn_get)(b, branch, key,
+                                                           strlen(key));
     } else if (strcmp(op, "delete_prefix") == 0) {
         if (need_str(r, o, where, "prefix", &key) != 0) {
             return -1;
         }
-        once_kv_delete_prefix(b, branch, key, strlen(key));
+        once_kv_txn_del_prefix(b, branch, key, strlen(key));
     } else if (strcmp(op, "emit") == 0) {
         if (need_str(r, o, where, "topic", &key) != 0 ||
             str_member(r, o, where, "payload", &value) < 0) {
             return -1;
         }
-        once_kv_emit(b, branch, key, value, value != NULL ? strlen(value) : 0);
+        once_kv_txn_emit(b, branch, key, value,
+                         value != NULL ? strlen(value) : 0);
     } else {
         return fail(r,
                     "%s: op is put, delete, delete_prefix, get or emit "
@@ -228,7 +233,7 @@ read_op(reader *r, once_kv_builder *b, int branch, const cJSON *o,
 
 /* The array member name of doc: each element through the reader. */
 static int
-read_list(reader *r, once_kv_builder *b, const cJSON *doc, const char *name,
+read_list(reader *r, once_kv_txn *b, const cJSON *doc, const char *name,
           int branch)
 {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, name);
@@ -296,7 +301,7 @@ slurp(reader *r, const char *path)
 }
 
 int
-kv_file_load(const char *path, once_kv_builder *b, char *err, size_t errlen)
+kv_file_load(const char *path, once_kv_txn *b, char *err, size_t errlen)
 {
     static const char *const top[] = {"compares", "then", "else", NULL};
     reader r = {err, errlen};

@@ -27,7 +27,6 @@
 
 /* Reads path ("-": stdin) into b. 0, or -1 with a message for people in
  * err (errlen bytes): the file is unreadable or not the format. */
-int kv_file_load(const char *path, once_kv_builder *b, char *err,
-                 size_t errlen);
+int kv_file_load(const char *path, once_kv_txn *b, char *err, size_t errlen);
 
 #endif /* CLI_KV_FILE_H */

@@ -285,22 +285,22 @@ t_range_pages(void **state)
 {
     harness *h = *state;
     once_client *c;
-    once_kv_builder *b = NULL;
+    once_kv_txn *b = NULL;
     once_status st;
     char key[32];
 
     assert_int_equal(harness_client(h, false, &c), ONCE_OK);
     for (int i = 0; i < 1001; i++) {
         if (b == NULL) {
-            assert_int_equal(once_kv_builder_alloc(&b), ONCE_OK);
+            assert_int_equal(once_kv_txn_new(&b), ONCE_OK);
         }
         snprintf(key, sizeof(key), "p/%04d", i);
         assert_int_equal(
-            once_kv_put(b, ONCE_KV_THEN, key, strlen(key), "v", 1, false),
+            once_kv_txn_put(b, ONCE_KV_THEN, key, strlen(key), "v", 1, false),
             ONCE_OK);
         if (i % 100 == 99 || i == 1000) {
-            assert_int_equal(once_kv_txn(c, b, NULL, NULL, &st), ONCE_OK);
-            once_kv_builder_free(b);
+            assert_int_equal(once_kv_txn_exec(c, b, NULL, &st), ONCE_OK);
+            once_kv_txn_free(b);
             b = NULL;
         }
     }
