@@ -78,6 +78,9 @@ static const compare_peer *const all_peers[] = {
     &compare_peer_redis_job,
     &compare_peer_postgres_job,
     &compare_peer_etcd_job,
+    &compare_peer_once_kv,
+    &compare_peer_once_kv_async,
+    &compare_peer_once_kv_repl,
 };
 #define NPEERS ((int)(sizeof(all_peers) / sizeof(all_peers[0])))
 

@@ -103,5 +103,8 @@ extern const compare_peer compare_peer_once_async;
 extern const compare_peer compare_peer_redis_job;
 extern const compare_peer compare_peer_postgres_job;
 extern const compare_peer compare_peer_etcd_job;
+extern const compare_peer compare_peer_once_kv;
+extern const compare_peer compare_peer_once_kv_async;
+extern const compare_peer compare_peer_once_kv_repl;
 
 #endif /* BENCH_COMPARE_PEER_H */
