@@ -1092,6 +1092,213 @@ t_transfer_workload(void **state)
     once_client_close(c);
 }
 
+/* ---- the crash matrix over Txn (SPEC section 7) --------------------------
+ * As tests/test_crash_matrix.c does for Increment, with raw envelopes: a
+ * Txn (put cm/k, get cm/k) meets each fault point; onced restarts on the
+ * same data; the same envelope is sent again. The effects of the one Txn
+ * are the store revision's move (each execution that writes moves it by
+ * one): exactly 1 at every point for onced, and the resend's reply is the
+ * original's byte for byte when the original arrived. The two test-only
+ * split builds (effect and record in two synced writes) must be caught:
+ * effect first gives 2 at write_between, record first 0. */
+
+#define CM_CALL_MS 3000
+#define RANGE      "/once.v1.KV/Range"
+
+typedef struct cm_reply {
+    int rv;
+    int code;
+    bool replayed;
+    uint8_t payload[256];
+    size_t plen;
+} cm_reply;
+
+static cm_reply
+cm_send(const harness *h, const char *method, uint64_t cid, uint64_t seq,
+        const ProtobufCMessage *msg, int timeout_ms)
+{
+    uint8_t pl[512], *env = NULL;
+    size_t plen = protobuf_c_message_pack(msg, pl), elen;
+    Once__V1__Response *resp = NULL;
+    cm_reply out;
+
+    memset(&out, 0, sizeof(out));
+    assert_int_equal(harness_envelope(method, cid, seq, pl, plen, &env, &elen),
+                     0);
+    out.rv = harness_raw_rpc(h->url, env, elen, &resp, timeout_ms);
+    free(env);
+    if (out.rv == 0) {
+        out.code = resp->status != NULL ? (int)resp->status->code : 0;
+        out.replayed = resp->replayed;
+        assert_true(resp->payload.len <= sizeof(out.payload));
+        memcpy(out.payload, resp->payload.data, resp->payload.len);
+        out.plen = resp->payload.len;
+        once__v1__response__free_unpacked(resp, NULL);
+    }
+    return out;
+}
+
+/* The Txn of the matrix, as cid:seq. */
+static cm_reply
+cm_txn(const harness *h, uint64_t cid, uint64_t seq, const char *val,
+       int timeout_ms)
+{
+    Once__V1__KvTxnRequest req = ONCE__V1__KV_TXN_REQUEST__INIT;
+    Once__V1__KvOp op = ONCE__V1__KV_OP__INIT, gop = ONCE__V1__KV_OP__INIT;
+    Once__V1__KvOp *ops[2] = {&op, &gop};
+    Once__V1__KvPut put = ONCE__V1__KV_PUT__INIT;
+    Once__V1__KvGet get = ONCE__V1__KV_GET__INIT;
+
+    put.key.data = (uint8_t *)"cm/k";
+    put.key.len = 4;
+    put.value.data = (uint8_t *)val;
+    put.value.len = strlen(val);
+    op.op_case = ONCE__V1__KV_OP__OP_PUT;
+    op.put = &put;
+    get.key = put.key;
+    gop.op_case = ONCE__V1__KV_OP__OP_GET;
+    gop.get = &get;
+    req.n_then_ops = 2;
+    req.then_ops = ops;
+    return cm_send(h, TXN, cid, seq, &req.base, timeout_ms);
+}
+
+/* The store revision as a Range reads it now. */
+static uint64_t
+cm_revision(const harness *h)
+{
+    Once__V1__KvRangeRequest req = ONCE__V1__KV_RANGE_REQUEST__INIT;
+    Once__V1__KvRangeResponse *rr;
+    cm_reply r;
+    uint64_t rev;
+
+    req.key.data = (uint8_t *)"cm/";
+    req.key.len = 3;
+    req.prefix = true;
+    r = cm_send(h, RANGE, 0, 0, &req.base, CM_CALL_MS);
+    assert_int_equal(r.rv, 0);
+    assert_int_equal(r.code, ONCE__V1__CODE__OK);
+    assert_non_null(
+        rr = once__v1__kv_range_response__unpack(NULL, r.plen, r.payload));
+    rev = rr->revision;
+    once__v1__kv_range_response__free_unpacked(rr, NULL);
+    return rev;
+}
+
+static uint64_t
+cm_reply_revision(const cm_reply *r)
+{
+    Once__V1__KvTxnResponse *tr =
+        once__v1__kv_txn_response__unpack(NULL, r->plen, r->payload);
+    uint64_t rev;
+
+    assert_non_null(tr);
+    rev = tr->revision;
+    once__v1__kv_txn_response__free_unpacked(tr, NULL);
+    return rev;
+}
+
+static void
+cm_restart(harness *h, const char *fault)
+{
+    if (h->pid != 0) {
+        assert_int_not_equal(harness_kill(h, SIGKILL), -1);
+    }
+    assert_int_equal(harness_set_fault(h, fault), 0);
+    assert_int_equal(harness_restart(h), 0);
+}
+
+static void
+cm_same(const cm_reply *a, const cm_reply *b)
+{
+    assert_int_equal(b->rv, 0);
+    assert_int_equal(b->code, a->code);
+    assert_int_equal(b->plen, a->plen);
+    assert_memory_equal(b->payload, a->payload, a->plen);
+}
+
+/* One point: the effects (revision moves) the Txn left. */
+static int
+cm_point(const char *onced, const char *fault)
+{
+    const char *args[] = {"--gc-interval", "10m", NULL};
+    bool drop = strstr(fault, ":drop") != NULL;
+    harness *h = NULL;
+    once_client *a = NULL;
+    once_status st;
+    uint64_t cid = 0, granted, rev0, after;
+    cm_reply r1, r2, r2b, r2c;
+
+    assert_int_equal(harness_start_onced(&h, onced, args), 0);
+    assert_int_equal(harness_client(h, true, &a), ONCE_OK);
+    assert_int_equal(once_lease_open(a, NULL, 600000, &cid, &granted, &st),
+                     ONCE_OK);
+    once_client_close(a);
+    r1 = cm_txn(h, cid, 1, "one", CM_CALL_MS);
+    assert_int_equal(r1.code, ONCE__V1__CODE__OK);
+    rev0 = cm_revision(h);
+
+    cm_restart(h, fault);
+    r2 = cm_txn(h, cid, 2, "two", 1000);
+    if (drop) {
+        assert_int_equal(r2.rv, NNG_ETIMEDOUT);
+        r2b = cm_txn(h, cid, 2, "two", CM_CALL_MS);
+        assert_true(r2b.replayed);
+        cm_restart(h, NULL);
+    } else {
+        int status = harness_wait_exit(h, 10000);
+        assert_true(status != -1 && WIFSIGNALED(status));
+        cm_restart(h, NULL);
+    }
+    r2b = cm_txn(h, cid, 2, "two", CM_CALL_MS);
+    assert_int_equal(r2b.rv, 0);
+    assert_int_equal(r2b.code, ONCE__V1__CODE__OK);
+    if (r2.rv == 0) {
+        cm_same(&r2, &r2b);
+    }
+    after = cm_revision(h);
+    r2c = cm_txn(h, cid, 2, "two", CM_CALL_MS);
+    cm_same(&r2b, &r2c);
+    assert_true(r2c.replayed);
+    assert_int_equal(cm_revision(h), after);
+    if (onced == NULL) {
+        /* The reply tells the truth: its revision is the store's. */
+        assert_int_equal(cm_reply_revision(&r2b), after);
+    }
+    print_message("  %-20s original %s, resend %s: %d effect(s)\n", fault,
+                  r2.rv == 0 ? "arrived" : "lost",
+                  r2b.replayed ? "replayed" : "executed", (int)(after - rev0));
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+    return (int)(after - rev0);
+}
+
+static const char *const cm_points[] = {
+    "request_accepted", "batch_staged", "write_between",
+    "batch_written",    "reply_sent",   "batch_written:drop",
+    "reply_sent:drop",
+};
+#define CM_NPOINTS (sizeof(cm_points) / sizeof(cm_points[0]))
+
+static void
+t_crash_matrix(void **state)
+{
+    (void)state;
+    print_message("onced (atomic):\n");
+    for (size_t i = 0; i < CM_NPOINTS; i++) {
+        assert_int_equal(cm_point(NULL, cm_points[i]), 1);
+    }
+    /* The matrix catches a server that writes effect and record apart. */
+    print_message("onced_split_effect_first:\n");
+    assert_int_equal(cm_point(ONCED_SPLIT_EFFECT_FIRST, "batch_staged"), 1);
+    assert_int_equal(cm_point(ONCED_SPLIT_EFFECT_FIRST, "write_between"), 2);
+    assert_int_equal(cm_point(ONCED_SPLIT_EFFECT_FIRST, "batch_written"), 1);
+    print_message("onced_split_record_first:\n");
+    assert_int_equal(cm_point(ONCED_SPLIT_RECORD_FIRST, "batch_staged"), 1);
+    assert_int_equal(cm_point(ONCED_SPLIT_RECORD_FIRST, "write_between"), 0);
+    assert_int_equal(cm_point(ONCED_SPLIT_RECORD_FIRST, "batch_written"), 1);
+}
+
 int
 main(void)
 {
@@ -1114,6 +1321,7 @@ main(void)
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_transfer_workload, harness_setup,
                                         harness_teardown),
+        cmocka_unit_test(t_crash_matrix),
     };
 
     harness_trap_exit("test_kv");

@@ -96,6 +96,61 @@ test_reads_see_own_and_published_writes(void **state)
     store_txn_abort(b);
 }
 
+/* store_txn_scan: the keys of a prefix as a transaction sees them —
+ * durable ones (LevelDB), executed-but-unsynced ones (the overlay) and its
+ * own staged writes, deletes hiding keys, in key order, each once. */
+typedef struct scan_seen {
+    char text[256];
+} scan_seen;
+
+static int
+scan_collect(void *arg, const char *key, size_t klen, const char *val,
+             size_t vlen)
+{
+    scan_seen *s = arg;
+    size_t n = strlen(s->text);
+
+    snprintf(s->text + n, sizeof(s->text) - n, "%.*s=%.*s ", (int)klen, key,
+             (int)vlen, val);
+    return 0;
+}
+
+static void
+test_scan_merges_layers(void **state)
+{
+    fixture *f = *state;
+    store_txn *t = store_txn_begin(f->st);
+    scan_seen s = {""};
+
+    /* Durable: p/a, p/c, p/e; and q/x outside the prefix. */
+    assert_int_equal(store_txn_put(t, "p/a", 3, "1", 1), 0);
+    assert_int_equal(store_txn_put(t, "p/c", 3, "1", 1), 0);
+    assert_int_equal(store_txn_put(t, "p/e", 3, "1", 1), 0);
+    assert_int_equal(store_txn_put(t, "q/x", 3, "1", 1), 0);
+    store_txn_commit(t, NULL, NULL);
+    store_sync(f->st);
+    /* Executed, not synced: p/b new, p/c deleted, p/e changed. */
+    t = store_txn_begin(f->st);
+    assert_int_equal(store_txn_put(t, "p/b", 3, "2", 1), 0);
+    assert_int_equal(store_txn_del(t, "p/c", 3), 0);
+    assert_int_equal(store_txn_put(t, "p/e", 3, "2", 1), 0);
+    store_txn_commit(t, NULL, NULL);
+    /* Own writes: p/d new, p/a deleted, p/b changed twice. */
+    t = store_txn_begin(f->st);
+    assert_int_equal(store_txn_put(t, "p/d", 3, "3", 1), 0);
+    assert_int_equal(store_txn_del(t, "p/a", 3), 0);
+    assert_int_equal(store_txn_put(t, "p/b", 3, "3", 1), 0);
+    assert_int_equal(store_txn_put(t, "p/b", 3, "4", 1), 0);
+    assert_int_equal(store_txn_scan(t, "p/", 2, "p/", 2, scan_collect, &s), 0);
+    assert_string_equal(s.text, "p/b=4 p/d=3 p/e=2 ");
+    /* From a start key on. */
+    s.text[0] = '\0';
+    assert_int_equal(store_txn_scan(t, "p/c", 3, "p/", 2, scan_collect, &s), 0);
+    assert_string_equal(s.text, "p/d=3 p/e=2 ");
+    store_txn_abort(t);
+    store_sync(f->st);
+}
+
 #define ORDER_N 2000
 
 typedef struct order_log {
@@ -217,6 +272,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_reads_see_own_and_published_writes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_in_order_and_grouped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scan_merges_layers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_reopen, setup,
                                         teardown),
