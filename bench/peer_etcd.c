@@ -93,27 +93,66 @@ etcdp_open(void *env, const compare_caller *who, void **connp, char *err)
     return 0;
 }
 
+/* One key's raw value: *found, and the value copied into buf (size bytes,
+ * NUL-terminated) with its mod_revision. */
+static int
+etcdp_get_raw(etcd *c, const char *key, bool *found, char *buf, size_t size,
+              int64_t *rev, char *err)
+{
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+
+    if (etcd_range(c, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL, NULL) !=
+        0) {
+        snprintf(err, COMPARE_ERR_LEN, "range %s: %s", key, etcd_last_error(c));
+        return -1;
+    }
+    *found = n == 1;
+    *rev = n == 1 ? kvs[0].mod_rev : 0;
+    snprintf(buf, size, "%.*s", n == 1 ? (int)kvs[0].vlen : 0,
+             n == 1 ? kvs[0].val : "");
+    etcd_kvs_free(kvs, n);
+    return 0;
+}
+
 /* One key's value as an int64 (0 and *rev 0 when absent). */
 static int
 etcdp_get(etcd *c, const char *key, int64_t *value, int64_t *rev, bool *found,
           char *err)
 {
-    etcd_kv *kvs = NULL;
-    size_t n = 0;
-    int rv;
+    char buf[64];
+    int64_t r;
 
-    if ((rv = etcd_range(c, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL,
-                         NULL)) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "range %s: %s", key, etcd_last_error(c));
+    if (etcdp_get_raw(c, key, found, buf, sizeof(buf), &r, err) != 0) {
         return -1;
     }
-    *found = n == 1;
-    *value = n == 1 ? strtoll(kvs[0].val, NULL, 10) : 0;
+    *value = *found ? strtoll(buf, NULL, 10) : 0;
     if (rev != NULL) {
-        *rev = n == 1 ? kvs[0].mod_rev : 0;
+        *rev = r;
     }
-    etcd_kvs_free(kvs, n);
     return 0;
+}
+
+/* The value stored for counter (a counter, or a job row) into buf, read
+ * on a handle of its own. */
+static int
+etcdp_read_raw(void *env, const char *counter, bool *found, char *buf,
+               size_t size, char *err)
+{
+    etcdp_env *e = env;
+    etcd *c = NULL;
+    char key[160];
+    int64_t rev;
+    int rv;
+
+    if (etcd_open(&c, e->cl->endpoints, 5000) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "etcd_open failed");
+        return -1;
+    }
+    snprintf(key, sizeof(key), "ctr/%s", counter);
+    rv = etcdp_get_raw(c, key, found, buf, size, &rev, err);
+    etcd_close(c);
+    return rv;
 }
 
 static int
@@ -200,45 +239,17 @@ etcdp_close(void *conn)
 static int
 etcdp_read(void *env, const char *counter, int64_t *value, char *err)
 {
-    etcdp_env *e = env;
-    etcd *c = NULL;
-    char key[160];
-    bool found;
-    int rv;
+    char buf[64];
+    bool found = false;
 
-    if (etcd_open(&c, e->cl->endpoints, 5000) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "etcd_open failed");
+    if (etcdp_read_raw(env, counter, &found, buf, sizeof(buf), err) != 0) {
         return -1;
     }
-    snprintf(key, sizeof(key), "ctr/%s", counter);
-    rv = etcdp_get(c, key, value, NULL, &found, err);
-    etcd_close(c);
-    return rv;
+    *value = found ? strtoll(buf, NULL, 10) : 0;
+    return 0;
 }
 
 /* ---- etcd-job ------------------------------------------------------------ */
-
-/* One key's raw value: *found, and the value copied into buf (size bytes,
- * NUL-terminated) with its mod_revision. */
-static int
-etcdp_get_raw(etcd *c, const char *key, bool *found, char *buf, size_t size,
-              int64_t *rev, char *err)
-{
-    etcd_kv *kvs = NULL;
-    size_t n = 0;
-
-    if (etcd_range(c, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL, NULL) !=
-        0) {
-        snprintf(err, COMPARE_ERR_LEN, "range %s: %s", key, etcd_last_error(c));
-        return -1;
-    }
-    *found = n == 1;
-    *rev = n == 1 ? kvs[0].mod_rev : 0;
-    snprintf(buf, size, "%.*s", n == 1 ? (int)kvs[0].vlen : 0,
-             n == 1 ? kvs[0].val : "");
-    etcd_kvs_free(kvs, n);
-    return 0;
-}
 
 /* One Txn, and on failure the reads that say why (job_attempt_fn). */
 static int
@@ -315,26 +326,18 @@ job_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
 static int
 job_read(void *env, const char *job, int64_t *value, char *err)
 {
-    etcdp_env *e = env;
-    etcd *c = NULL;
-    char key[160], buf[JOB_ROW_MAX + 1];
+    char buf[JOB_ROW_MAX + 1];
     bool found = false;
-    int64_t rev;
-    int rv;
 
-    if (etcd_open(&c, e->cl->endpoints, 5000) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "etcd_open failed");
+    if (etcdp_read_raw(env, job, &found, buf, sizeof(buf), err) != 0) {
         return -1;
     }
-    snprintf(key, sizeof(key), "ctr/%s", job);
-    rv = etcdp_get_raw(c, key, &found, buf, sizeof(buf), &rev, err);
-    etcd_close(c);
     *value = 0;
-    if (rv == 0 && found && job_row_parse(buf, strlen(buf), value) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "%s is not a job row", key);
-        rv = -1;
+    if (found && job_row_parse(buf, strlen(buf), value) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "%s is not a job row", job);
+        return -1;
     }
-    return rv;
+    return 0;
 }
 
 const compare_peer compare_peer_etcd_job = {

@@ -13,7 +13,7 @@ import pytest
 import once
 from once import kv
 
-from conftest import SLOW, wait_for
+from conftest import SLOW, client_through
 
 
 def test_put_get_range_delete(onced):
@@ -88,14 +88,7 @@ def test_lossy_transitions_apply_once(onced, proxy_factory):
     p = proxy_factory(onced, ["--drop-rep", "0.3", "--seed", "11"])
     opts = dict(max_attempts=1, attempt_timeout_ms=300 * SLOW,
                 deadline_ms=2000 * SLOW, lease_ttl_ms=3_600_000)
-    c = None
-    for _ in range(50):  # OpenLease's reply may be lost too
-        try:
-            c = once.Client(p.url, **opts)
-            break
-        except once.OnceError:
-            continue
-    assert c is not None
+    c = client_through(p, **opts)
     lost = 0
     with c:
         n, ver = 0, 0
