@@ -139,8 +139,7 @@ read_compare(reader *r, once_kv_txn *b, const cJSON *o, const char *where)
                     "equal, less or greater (not '%s' / '%s')",
                     where, target, op);
     }
-    if ((t == T_VALUE) != (hv == 1) ||
-        (t == T_VERSION) != (hn == 1)) {
+    if ((t == T_VALUE) != (hv == 1) || (t == T_VERSION) != (hn == 1)) {
         return fail(r,
                     "%s: target value takes 'value' (a string), target "
                     "version takes 'version' (a number), the others "
