@@ -312,13 +312,15 @@ op_add(once_kv_txn *t, int branch, Once__V1__KvOp *op, int rv)
     return ONCE_OK;
 }
 
-/* A new op of case oc with its message msg (size bytes, init'd by init),
- * its first bytes field (key or prefix) copied from key. */
+/* A new op of case oc holding a new message of type d whose first field
+ * (key or prefix: every op message but emit starts with it) is a copy of
+ * key. NULL with *rv set, or the op with *rv the copy's outcome. */
 static Once__V1__KvOp *
-op_new(Once__V1__KvOp__OpCase oc, void *msg, const void *key, size_t key_len,
-       ProtobufCBinaryData *keyfield, int *rv)
+op_new(Once__V1__KvOp__OpCase oc, const ProtobufCMessageDescriptor *d,
+       const void *key, size_t key_len, int *rv)
 {
     Once__V1__KvOp *op = calloc(1, sizeof(*op));
+    ProtobufCMessage *msg = calloc(1, d->sizeof_message);
 
     if (op == NULL || msg == NULL) {
         free(op);
@@ -326,37 +328,54 @@ op_new(Once__V1__KvOp__OpCase oc, void *msg, const void *key, size_t key_len,
         *rv = ONCE_RESOURCE_EXHAUSTED;
         return NULL;
     }
+    protobuf_c_message_init(d, msg);
     once__v1__kv_op__init(op);
     op->op_case = oc;
-    op->put = msg; /* the oneof's members share one pointer */
-    *rv = bytes_copy(keyfield, key, key_len);
+    op->put = (Once__V1__KvPut *)msg; /* the oneof's members share one
+                                         pointer */
+    *rv = bytes_copy((ProtobufCBinaryData *)((char *)msg + d->fields[0].offset),
+                     key, key_len);
     return op;
+}
+
+/* An op that carries a key (or prefix) only. */
+static int
+op_keyed(once_kv_txn *t, int branch, Once__V1__KvOp__OpCase oc,
+         const ProtobufCMessageDescriptor *d, const void *key, size_t key_len)
+{
+    int rv;
+    Once__V1__KvOp *op;
+
+    if (t == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    if ((rv = admit(t, d->short_name, key_len, 0)) != ONCE_OK) {
+        return rv;
+    }
+    op = op_new(oc, d, key, key_len, &rv);
+    return op == NULL ? refuse_rv(t, rv) : op_add(t, branch, op, rv);
 }
 
 int
 once_kv_txn_put(once_kv_txn *t, int branch, const void *key, size_t key_len,
                 const void *value, size_t value_len, bool lease)
 {
-    Once__V1__KvPut *p;
     Once__V1__KvOp *op;
     int rv;
 
     if (t == NULL) {
         return ONCE_INVALID_ARGUMENT;
     }
-    if ((rv = admit(t, "put", key_len, value_len)) != ONCE_OK) {
+    if ((rv = admit(t, "KvPut", key_len, value_len)) != ONCE_OK) {
         return rv;
     }
-    if ((p = calloc(1, sizeof(*p))) != NULL) {
-        once__v1__kv_put__init(p);
-        p->lease = lease;
-    }
-    if ((op = op_new(ONCE__V1__KV_OP__OP_PUT, p, key, key_len,
-                     p != NULL ? &p->key : NULL, &rv)) == NULL) {
+    if ((op = op_new(ONCE__V1__KV_OP__OP_PUT, &once__v1__kv_put__descriptor,
+                     key, key_len, &rv)) == NULL) {
         return refuse_rv(t, rv);
     }
+    op->put->lease = lease;
     if (rv == ONCE_OK) {
-        rv = bytes_copy(&p->value, value, value_len);
+        rv = bytes_copy(&op->put->value, value, value_len);
     }
     return op_add(t, branch, op, rv);
 }
@@ -364,71 +383,24 @@ once_kv_txn_put(once_kv_txn *t, int branch, const void *key, size_t key_len,
 int
 once_kv_txn_del(once_kv_txn *t, int branch, const void *key, size_t key_len)
 {
-    Once__V1__KvDelete *d;
-    Once__V1__KvOp *op;
-    int rv;
-
-    if (t == NULL) {
-        return ONCE_INVALID_ARGUMENT;
-    }
-    if ((rv = admit(t, "delete", key_len, 0)) != ONCE_OK) {
-        return rv;
-    }
-    if ((d = calloc(1, sizeof(*d))) != NULL) {
-        once__v1__kv_delete__init(d);
-    }
-    if ((op = op_new(ONCE__V1__KV_OP__OP_DELETE, d, key, key_len,
-                     d != NULL ? &d->key : NULL, &rv)) == NULL) {
-        return refuse_rv(t, rv);
-    }
-    return op_add(t, branch, op, rv);
+    return op_keyed(t, branch, ONCE__V1__KV_OP__OP_DELETE,
+                    &once__v1__kv_delete__descriptor, key, key_len);
 }
 
 int
 once_kv_txn_del_prefix(once_kv_txn *t, int branch, const void *prefix,
                        size_t prefix_len)
 {
-    Once__V1__KvDeletePrefix *d;
-    Once__V1__KvOp *op;
-    int rv;
-
-    if (t == NULL) {
-        return ONCE_INVALID_ARGUMENT;
-    }
-    if ((rv = admit(t, "delete_prefix", prefix_len, 0)) != ONCE_OK) {
-        return rv;
-    }
-    if ((d = calloc(1, sizeof(*d))) != NULL) {
-        once__v1__kv_delete_prefix__init(d);
-    }
-    if ((op = op_new(ONCE__V1__KV_OP__OP_DELETE_PREFIX, d, prefix, prefix_len,
-                     d != NULL ? &d->prefix : NULL, &rv)) == NULL) {
-        return refuse_rv(t, rv);
-    }
-    return op_add(t, branch, op, rv);
+    return op_keyed(t, branch, ONCE__V1__KV_OP__OP_DELETE_PREFIX,
+                    &once__v1__kv_delete_prefix__descriptor, prefix,
+                    prefix_len);
 }
 
 int
 once_kv_txn_get(once_kv_txn *t, int branch, const void *key, size_t key_len)
 {
-    Once__V1__KvGet *g;
-    Once__V1__KvOp *op;
-    int rv;
-
-    if (t == NULL) {
-        return ONCE_INVALID_ARGUMENT;
-    }
-    if ((rv = admit(t, "get", key_len, 0)) != ONCE_OK) {
-        return rv;
-    }
-    if ((g = calloc(1, sizeof(*g))) != NULL) {
-        once__v1__kv_get__init(g);
-    }
-    if ((op = op_new(ONCE__V1__KV_OP__OP_GET, g, key, key_len,
-                     g != NULL ? &g->key : NULL, &rv)) == NULL) {
-        return refuse_rv(t, rv);
-    }
-    return op_add(t, branch, op, rv);
+    return op_keyed(t, branch, ONCE__V1__KV_OP__OP_GET,
+                    &once__v1__kv_get__descriptor, key, key_len);
 }
 
 int
@@ -443,21 +415,25 @@ once_kv_txn_emit(once_kv_txn *t, int branch, const char *topic,
         return ONCE_INVALID_ARGUMENT;
     }
     /* The topic stands where a key is checked: 1..key_max bytes. */
-    if ((rv = admit(t, "emit", topic != NULL ? strlen(topic) : 0,
+    if ((rv = admit(t, "KvEmit", topic != NULL ? strlen(topic) : 0,
                     payload_len)) != ONCE_OK) {
         return rv;
     }
-    if ((e = calloc(1, sizeof(*e))) != NULL) {
-        once__v1__kv_emit__init(e);
-        e->topic = strdup(topic);
+    /* Its first field is the topic (a string), not a key: built here. */
+    op = calloc(1, sizeof(*op));
+    e = calloc(1, sizeof(*e));
+    if (op == NULL || e == NULL) {
+        free(op);
+        free(e);
+        return refuse_rv(t, ONCE_RESOURCE_EXHAUSTED);
     }
-    if ((op = op_new(ONCE__V1__KV_OP__OP_EMIT, e, payload, payload_len,
-                     e != NULL ? &e->payload : NULL, &rv)) == NULL) {
-        return refuse_rv(t, rv);
-    }
-    if (rv == ONCE_OK && e->topic == NULL) {
-        rv = ONCE_RESOURCE_EXHAUSTED;
-    }
+    once__v1__kv_op__init(op);
+    once__v1__kv_emit__init(e);
+    op->op_case = ONCE__V1__KV_OP__OP_EMIT;
+    op->emit = e;
+    rv = (e->topic = strdup(topic)) == NULL
+             ? ONCE_RESOURCE_EXHAUSTED
+             : bytes_copy(&e->payload, payload, payload_len);
     return op_add(t, branch, op, rv);
 }
 

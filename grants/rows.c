@@ -43,17 +43,7 @@ rows_get_or_empty(store_txn *t, const gkey *k,
 int
 rows_put(store_txn *t, const gkey *k, const ProtobufCMessage *m)
 {
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len > 0 ? len : 1);
-    int rv;
-
-    if (buf == NULL) {
-        return ENOMEM;
-    }
-    protobuf_c_message_pack(m, buf);
-    rv = store_txn_put(t, k->b, k->n, buf, len);
-    free(buf);
-    return rv;
+    return store_txn_put_msg(t, k->b, k->n, m);
 }
 
 int

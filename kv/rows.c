@@ -72,22 +72,6 @@ index_set(store_txn *t, uint64_t client_id, const uint8_t *key, size_t klen,
     return rv;
 }
 
-static int
-entry_put(store_txn *t, const kv_key *k, const kv_entry *e)
-{
-    size_t len = once__store__v1__kv_entry__get_packed_size(e);
-    uint8_t *buf = malloc(len > 0 ? len : 1);
-    int rv;
-
-    if (buf == NULL) {
-        return ENOMEM;
-    }
-    once__store__v1__kv_entry__pack(e, buf);
-    rv = store_txn_put(t, k->b, k->n, buf, len);
-    free(buf);
-    return rv;
-}
-
 int
 kv_row_apply(store_txn *t, kv_acct *a, const uint8_t *key, size_t klen,
              const kv_entry *old, const kv_entry *new_)
@@ -100,7 +84,8 @@ kv_row_apply(store_txn *t, kv_acct *a, const uint8_t *key, size_t klen,
     if ((rv = kv_key_data(&k, key, klen)) != 0) {
         return rv;
     }
-    rv = new_ != NULL ? entry_put(t, &k, new_) : store_txn_del(t, k.b, k.n);
+    rv = new_ != NULL ? store_txn_put_msg(t, k.b, k.n, &new_->base)
+                      : store_txn_del(t, k.b, k.n);
     kv_key_fini(&k);
     if (rv == 0 && old_lease != 0 && old_lease != new_lease) {
         rv = index_set(t, old_lease, key, klen, false);

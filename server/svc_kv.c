@@ -89,6 +89,27 @@ outcome_ok(server_call *c, bool ok, const kv_outcome *o)
     return ok;
 }
 
+/* Turns a kv/ function's outcome into the call's: the packed reply on OK
+ * (true), else a store error or the refusal (false). */
+static bool
+outcome_reply(server_call *c, kv_outcome *o)
+{
+    if (o->err != 0) {
+        free(o->resp);
+        call_store_error(c, o->err);
+        return false;
+    }
+    if (o->code != ONCE__V1__CODE__OK) {
+        free(o->resp);
+        call_fail(c, o->code, o->reason, "%s", o->message);
+        return false;
+    }
+    free(c->resp);
+    c->resp = o->resp;
+    c->resp_len = o->resp_len;
+    return true;
+}
+
 /* ---- Txn ------------------------------------------------------------------
  */
 
@@ -160,14 +181,10 @@ kv_txn_exec(server_call *c)
     kv_outcome o;
 
     kv_txn(&e, r, &o);
-    if (o.err != 0) {
-        free(o.resp);
-        call_store_error(c, o.err);
-        return;
-    }
-    if (o.code != ONCE__V1__CODE__OK) {
-        call_fail(c, o.code, o.reason, "%s", o.message);
-        c->transient = true; /* KV_QUOTA: not recorded, nothing kept */
+    if (!outcome_reply(c, &o)) {
+        /* A store error (transient already) or KV_QUOTA: not recorded,
+         * nothing kept; the same rpc id may run later. */
+        c->transient = true;
         return;
     }
     STATS_INC(c->env->stats, kv_txns);
@@ -175,9 +192,6 @@ kv_txn_exec(server_call *c)
         STATS_INC(c->env->stats, kv_compares_failed);
     }
     totals_publish(c->env->stats, &o.totals);
-    free(c->resp);
-    c->resp = o.resp;
-    c->resp_len = o.resp_len;
 }
 
 /* ---- Range ----------------------------------------------------------------
@@ -203,14 +217,7 @@ kv_range_exec(server_call *c)
     kv_outcome o;
 
     kv_range(&e, r, &o);
-    if (o.err != 0) {
-        free(o.resp);
-        call_store_error(c, o.err);
-        return;
-    }
-    free(c->resp);
-    c->resp = o.resp;
-    c->resp_len = o.resp_len;
+    (void)outcome_reply(c, &o);
 }
 
 static const service_method svc_kv_methods[] = {

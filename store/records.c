@@ -57,16 +57,10 @@ records_put(store_txn *t, uint64_t client_id, uint64_t seq, const record *rec,
 {
     uint8_t key[RECORD_KEY_LEN];
     size_t len = once__store__v1__completion_record__get_packed_size(rec);
-    uint8_t *buf = malloc(len > 0 ? len : 1);
     int rv;
 
-    if (buf == NULL) {
-        return ENOMEM;
-    }
-    once__store__v1__completion_record__pack(rec, buf);
     records_key(client_id, seq, key);
-    rv = store_txn_put(t, key, sizeof(key), buf, len);
-    free(buf);
+    rv = store_txn_put_msg(t, key, sizeof(key), &rec->base);
     if (bytes != NULL) {
         *bytes = sizeof(key) + len;
     }

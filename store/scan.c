@@ -46,17 +46,6 @@ key_cmp(const char *a, size_t alen, const char *b, size_t blen)
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
-static char *
-dup_bytes(const char *p, size_t len)
-{
-    char *d = malloc(len > 0 ? len : 1);
-
-    if (d != NULL && len > 0) {
-        memcpy(d, p, len);
-    }
-    return d;
-}
-
 /* Adds (or, for a key already held, replaces) one pending write at or
  * after the scan's start. */
 static void
@@ -89,7 +78,7 @@ pending_add(void *arg, const char *key, size_t klen, const char *val,
             p->cap = cap;
         }
         it = &p->v[p->n];
-        if ((it->key = dup_bytes(key, klen)) == NULL) {
+        if ((it->key = store_dup(key, klen)) == NULL) {
             p->err = ENOMEM;
             return;
         }
@@ -98,7 +87,7 @@ pending_add(void *arg, const char *key, size_t klen, const char *val,
         p->n++;
     }
     it->vlen = val != NULL ? vlen : 0;
-    if (val != NULL && (it->val = dup_bytes(val, vlen)) == NULL) {
+    if (val != NULL && (it->val = store_dup(val, vlen)) == NULL) {
         p->err = ENOMEM;
     }
 }

@@ -74,6 +74,11 @@ int store_txn_put(store_txn *t, const void *key, size_t klen, const void *val,
                   size_t vlen);
 int store_txn_del(store_txn *t, const void *key, size_t klen);
 
+/* Stages a write of the protobuf message m, packed (0 or ENOMEM). */
+struct ProtobufCMessage;
+int store_txn_put_msg(store_txn *t, const void *key, size_t klen,
+                      const struct ProtobufCMessage *m);
+
 /* Whether the transaction staged any write. */
 bool store_txn_dirty(const store_txn *t);
 

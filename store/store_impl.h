@@ -115,6 +115,8 @@ void snap_release_all(store *s);
 
 /* txn.c */
 void txn_free(store_txn *t);
+/* A malloc'd copy of len bytes (at least one byte allocated), or NULL. */
+char *store_dup(const void *p, size_t len);
 
 /* compact.c: compact_init before any compaction (store_open);
  * compact_join waits for a running one (store_close, before LevelDB is

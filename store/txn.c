@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 store_txn *
 store_txn_begin(store *s)
 {
@@ -55,8 +57,8 @@ store_txn_dirty(const store_txn *t)
     return t->nwrites > 0;
 }
 
-static char *
-txn_dup(const void *p, size_t len)
+char *
+store_dup(const void *p, size_t len)
 {
     char *d = malloc(len > 0 ? len : 1);
     if (d != NULL && len > 0) {
@@ -80,7 +82,7 @@ store_txn_get(store_txn *t, const void *key, size_t klen, char **val,
             if (w->val == NULL) {
                 return ENOENT;
             }
-            if ((*val = txn_dup(w->val, w->vlen)) == NULL) {
+            if ((*val = store_dup(w->val, w->vlen)) == NULL) {
                 return ENOMEM;
             }
             *vlen = w->vlen;
@@ -102,7 +104,7 @@ store_txn_get(store_txn *t, const void *key, size_t klen, char **val,
         return ENOENT;
     }
     /* Hand out memory freed with free(), not leveldb_free(). */
-    *val = txn_dup(v, *vlen);
+    *val = store_dup(v, *vlen);
     leveldb_free(v);
     return *val != NULL ? 0 : ENOMEM;
 }
@@ -123,14 +125,14 @@ txn_stage(store_txn *t, const void *key, size_t klen, const void *val,
         t->cap = cap;
     }
     w = &t->writes[t->nwrites];
-    if ((w->key = txn_dup(key, klen)) == NULL) {
+    if ((w->key = store_dup(key, klen)) == NULL) {
         return ENOMEM;
     }
     w->klen = klen;
     w->val = NULL;
     w->vlen = 0;
     if (val != NULL) {
-        if ((w->val = txn_dup(val, vlen)) == NULL) {
+        if ((w->val = store_dup(val, vlen)) == NULL) {
             free(w->key);
             return ENOMEM;
         }
@@ -148,6 +150,23 @@ store_txn_put(store_txn *t, const void *key, size_t klen, const void *val,
               size_t vlen)
 {
     return txn_stage(t, key, klen, val != NULL ? val : "", vlen);
+}
+
+int
+store_txn_put_msg(store_txn *t, const void *key, size_t klen,
+                  const ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    int rv;
+
+    if (buf == NULL) {
+        return ENOMEM;
+    }
+    protobuf_c_message_pack(m, buf);
+    rv = store_txn_put(t, key, klen, buf, len);
+    free(buf);
+    return rv;
 }
 
 int

@@ -1092,6 +1092,63 @@ t_transfer_workload(void **state)
     once_client_close(c);
 }
 
+/* ---- backup carries the keys ---------------------------------------------
+ * `oncectl admin backup` copies the whole store (Admin.Snapshot reads
+ * every key of a pinned LevelDB snapshot): an onced started on the backup
+ * serves the same keys, versions and revision, replays a Txn recorded
+ * before the backup, and the next write moves the revision on by one. */
+
+static void
+t_backup_carries_keys(void **state)
+{
+    harness *h = *state;
+    once_client *c = client(h), *x = client(h);
+    once_kv_txn *t, *t2;
+    once_rpc_id id = {0, 0};
+    once_status st;
+    char backup[400], old[420], out[1024], first[512], again[512];
+    const char *args[] = {"admin", "backup", backup, NULL};
+    uint64_t rev, rev2, ver, ver2;
+
+    put_ok(c, "b/1", "one");
+    put_ok(c, "b/2", "two");
+    assert_int_equal(once_kv_txn_new(&t), ONCE_OK);
+    once_kv_txn_put(t, ONCE_KV_THEN, S("b/3"), S("three"), false);
+    once_kv_txn_get(t, ONCE_KV_THEN, S("b/1"));
+    assert_int_equal(once_kv_txn_exec(x, t, &id, &st), ONCE_OK);
+    results_text(t, first, sizeof(first));
+    assert_int_equal(count_prefix(c, "b/", &rev), 3);
+    assert_true(get_key(c, "b/2", NULL, 0, &ver));
+    snprintf(backup, sizeof(backup), "%s/backup", h->dir);
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, args), 0);
+    once_client_close_keep_lease(x, NULL);
+    once_client_close(c);
+    /* onced on the backup: the harness's data folder becomes it. */
+    assert_int_equal(harness_stop(h), 0);
+    snprintf(old, sizeof(old), "%s.old", h->data);
+    assert_int_equal(rename(h->data, old), 0);
+    assert_int_equal(rename(backup, h->data), 0);
+    assert_int_equal(harness_restart(h), 0);
+    c = client(h);
+    assert_int_equal(count_prefix(c, "b/", &rev2), 3);
+    assert_int_equal(rev2, rev);
+    assert_true(get_key(c, "b/2", NULL, 0, &ver2));
+    assert_int_equal(ver2, ver);
+    assert_int_equal(once_kv_txn_new(&t2), ONCE_OK);
+    once_kv_txn_put(t2, ONCE_KV_THEN, S("b/3"), S("three"), false);
+    once_kv_txn_get(t2, ONCE_KV_THEN, S("b/1"));
+    assert_int_equal(once_kv_txn_exec(c, t2, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    results_text(t2, again, sizeof(again));
+    assert_string_equal(first, again);
+    put_ok(c, "b/4", "four");
+    count_prefix(c, "b/", &rev2);
+    assert_int_equal(rev2, rev + 1);
+    once_kv_txn_free(t);
+    once_kv_txn_free(t2);
+    once_client_close(c);
+}
+
 /* ---- the crash matrix over Txn (SPEC section 7) --------------------------
  * As tests/test_crash_matrix.c does for Increment, with raw envelopes: a
  * Txn (put cm/k, get cm/k) meets each fault point; onced restarts on the
@@ -1320,6 +1377,8 @@ main(void)
         cmocka_unit_test_setup_teardown(t_lease_bound_expiry, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_transfer_workload, harness_setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_backup_carries_keys, harness_setup,
                                         harness_teardown),
         cmocka_unit_test(t_crash_matrix),
     };

@@ -17,6 +17,8 @@
  * URL last reach it after one NOT_LEADER each, and again after a failover
  * (once_client_route counts); a follower's responder keeps answering
  * after many peers hung up on it, without spinning.
+ * test_kv_survives_failover: a KV Txn's keys, revision and record ride
+ * the same log entry — the new leader serves them and replays the Txn.
  * Invariant: every wait is bounded; workers never call cmocka assertions.
  * Never: sleeps for a fixed time where a condition can be waited for.
  */
@@ -41,6 +43,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include <once/grants.h>
+#include <once/kv.h>
 
 #include "tests/certs.h"
 #include "tests/cluster.h"
@@ -1074,6 +1077,95 @@ test_grant_survives_failover(void **state)
     assert_int_equal(replicas_restart(f->rs, leader), 0);
 }
 
+/* KV: a Txn's keys, versions and revision and its completion record ride
+ * the same log entry; after the leader is killed, the new leader serves
+ * the same keys and revision, replays the Txn under its rpc id (the first
+ * answer, though the key moved since), and a CAS on the old version goes
+ * on from there. */
+static void
+kv_range_one(once_client *c, const char *key, char *val, size_t cap,
+             uint64_t *version, uint64_t *revision)
+{
+    once_kv_range *r = NULL;
+    once_status st;
+    once_kv kv;
+
+    assert_int_equal(
+        once_kv_range_get(c, key, strlen(key), false, 0, NULL, 0, &r, &st),
+        ONCE_OK);
+    assert_int_equal(once_kv_range_count(r), 1);
+    assert_int_equal(once_kv_range_at(r, 0, &kv), ONCE_OK);
+    snprintf(val, cap, "%.*s", (int)kv.value_len, (const char *)kv.value);
+    *version = kv.version;
+    *revision = once_kv_range_revision(r);
+    once_kv_range_free(r);
+}
+
+static void
+test_kv_survives_failover(void **state)
+{
+    fixture *f = *state;
+    once_client *c = NULL, *r = NULL, *x = NULL;
+    once_kv_txn *t, *t2, *cas;
+    once_kv_result res;
+    once_rpc_id id = {0, 0}, id2 = {0, 0};
+    once_status st;
+    uint64_t ver, rev, ver2, rev2;
+    char val[32];
+    int leader, next;
+
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    /* The Txn's own handle makes no later call: nothing acknowledges its
+     * id away before the resend. */
+    assert_int_equal(open_client(f->rs->urls, false, &x), ONCE_OK);
+    assert_int_equal(once_kv_txn_new(&t), ONCE_OK);
+    once_kv_txn_compare_absent(t, "jobs/1", 6);
+    once_kv_txn_put(t, ONCE_KV_THEN, "jobs/1", 6, "queued", 6, false);
+    once_kv_txn_get(t, ONCE_KV_THEN, "jobs/1", 6);
+    assert_int_equal(once_kv_txn_exec(x, t, &id, &st), ONCE_OK);
+    assert_true(once_kv_txn_succeeded(t));
+    once_client_close_keep_lease(x, NULL);
+    kv_range_one(c, "jobs/1", val, sizeof(val), &ver, &rev);
+
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    replicas_kill(f->rs, leader, SIGKILL);
+    assert_true((next = replicas_leader(f->rs, leader, 30000)) >= 0);
+    assert_int_not_equal(next, leader);
+    kv_range_one(c, "jobs/1", val, sizeof(val), &ver2, &rev2);
+    assert_string_equal(val, "queued");
+    assert_int_equal(ver2, ver);
+    assert_int_equal(rev2, rev);
+    /* The key moves on, then the first Txn is resent under its id from a
+     * lease-less handle: the first answer, nothing applied again. */
+    assert_int_equal(once_kv_txn_new(&cas), ONCE_OK);
+    once_kv_txn_compare_version(cas, "jobs/1", 6, ONCE_KV_EQUAL, ver);
+    once_kv_txn_put(cas, ONCE_KV_THEN, "jobs/1", 6, "running", 7, false);
+    assert_int_equal(once_kv_txn_exec(c, cas, &id2, &st), ONCE_OK);
+    assert_true(once_kv_txn_succeeded(cas));
+    assert_int_equal(once_kv_txn_revision(cas), rev + 1);
+    assert_int_equal(open_client(f->rs->urls, true, &r), ONCE_OK);
+    assert_int_equal(once_kv_txn_new(&t2), ONCE_OK);
+    once_kv_txn_compare_absent(t2, "jobs/1", 6);
+    once_kv_txn_put(t2, ONCE_KV_THEN, "jobs/1", 6, "queued", 6, false);
+    once_kv_txn_get(t2, ONCE_KV_THEN, "jobs/1", 6);
+    assert_int_equal(once_kv_txn_exec(r, t2, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    assert_true(once_kv_txn_succeeded(t2));
+    assert_int_equal(once_kv_txn_revision(t2), rev);
+    assert_int_equal(once_kv_txn_result(t2, 1, &res), ONCE_OK);
+    assert_int_equal(res.value_len, 6);
+    assert_memory_equal(res.value, "queued", 6);
+    kv_range_one(c, "jobs/1", val, sizeof(val), &ver2, &rev2);
+    assert_string_equal(val, "running");
+    assert_int_equal(rev2, rev + 1);
+    once_kv_txn_free(t);
+    once_kv_txn_free(t2);
+    once_kv_txn_free(cas);
+    once_client_close(r);
+    once_client_close(c);
+    assert_int_equal(replicas_restart(f->rs, leader), 0);
+}
+
 /* Waits (at most ms) until cid's lease info satisfies done; the last info
  * into *li. */
 static bool
@@ -1816,6 +1908,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_cluster_restored_from_backup,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_grant_survives_failover, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_kv_survives_failover, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_acks_expiry_collection_replicated,
                                         setup, teardown),
