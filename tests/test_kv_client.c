@@ -130,6 +130,18 @@ t_refusal_is_kept(void **state)
     assert_int_equal(count_keys(c), 0);
     once_kv_txn_free(b);
 
+    /* emit goes out, and onced refuses it until it has the outbox:
+     * nothing of the Txn is written. */
+    assert_int_equal(once_kv_txn_new(&b), ONCE_OK);
+    assert_int_equal(once_kv_txn_put(b, ONCE_KV_THEN, "e", 1, "1", 1, false),
+                     ONCE_OK);
+    assert_int_equal(once_kv_txn_emit(b, ONCE_KV_THEN, "jobs", "x", 1),
+                     ONCE_OK);
+    assert_int_equal(once_kv_txn_exec(c, b, NULL, &st), ONCE_UNIMPLEMENTED);
+    assert_string_equal(st.reason, ONCE_REASON_KV_EMIT_UNAVAILABLE);
+    assert_int_equal(count_keys(c), 0);
+    once_kv_txn_free(b);
+
     /* The compare+op bound, onced's --kv-ops-max by default. */
     assert_int_equal(once_kv_txn_new(&b), ONCE_OK);
     for (unsigned i = 0; i < ONCE_KV_OPS_MAX; i++) {
