@@ -569,7 +569,7 @@ kv_job_start(void *conn, uint64_t n, char *err)
                    err) != 0) {
         return -1;
     }
-    rv = once_kv_txn_async(k->on, tx, NULL, NULL, NULL, &k->fut, &st);
+    rv = once_kv_txn_exec_async(k->on, tx, NULL, NULL, NULL, &k->fut, &st);
     once_kv_txn_free(tx); /* its bytes were copied */
     if (rv != ONCE_OK) {
         say(err, rv, &st);
@@ -593,8 +593,7 @@ kv_job_end(void *conn, int64_t *value, char *err)
         snprintf(err, COMPARE_ERR_LEN, "no call in flight");
         return -1;
     }
-    if ((rv = once_future_kv_txn(k->fut, k->view)) != ONCE_OK) {
-        once_wait(k->fut, &st);
+    if ((rv = once_kv_txn_finish(k->view, k->fut, &st)) != ONCE_OK) {
         say(err, rv, &st);
         return -1;
     }

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/async.h"
 #include "client/status.h"
 #include "proto/kv.pb-c.h"
 #include <once/kv.h>
@@ -437,8 +436,8 @@ once_kv_txn_emit(once_kv_txn *t, int branch, const char *topic,
     return op_add(t, branch, op, rv);
 }
 
-/* t's request bytes, packed once while t is unchanged; or t's kept
- * refusal. */
+/* t's request bytes, packed once while t is unchanged (the bytes of the
+ * last exec are still its), or t's kept refusal. */
 static int
 txn_pack(once_kv_txn *t, once_status *st)
 {
@@ -451,25 +450,26 @@ txn_pack(once_kv_txn *t, once_status *st)
         return status_take(st, t->refused.code, t->refused.reason,
                            t->refused.message);
     }
-    if (t->packed == NULL) {
-        t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
-        if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) ==
-            NULL) {
-            return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
-                              "packing the transaction");
-        }
-        once__v1__kv_txn_request__pack(&t->req, t->packed);
+    if (t->packed != NULL) {
+        return ONCE_OK;
     }
+    t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
+    if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+                          "packing the transaction");
+    }
+    once__v1__kv_txn_request__pack(&t->req, t->packed);
     return ONCE_OK;
 }
 
-/* The reply bytes made t's last reply. */
+/* Makes the reply payload out (freed here) t's result. */
 static int
-txn_take(once_kv_txn *t, const void *out, size_t out_len, once_status *st)
+txn_take(once_kv_txn *t, void *out, size_t out_len, once_status *st)
 {
     Once__V1__KvTxnResponse *resp =
         once__v1__kv_txn_response__unpack(NULL, out_len, out);
 
+    once_free(out);
     if (resp == NULL) {
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                           "Txn's reply is not a KvTxnResponse");
@@ -489,22 +489,18 @@ once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
     size_t out_len = 0;
     int rv;
 
-    if ((rv = txn_pack(t, st)) != ONCE_OK) {
+    if ((rv = txn_pack(t, st)) != ONCE_OK ||
+        (rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len,
+                        &out, &out_len, st)) != ONCE_OK) {
         return rv;
     }
-    rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len, &out,
-                   &out_len, st);
-    if (rv == ONCE_OK) {
-        rv = txn_take(t, out, out_len, st);
-    }
-    once_free(out);
-    return rv;
+    return txn_take(t, out, out_len, st);
 }
 
 int
-once_kv_txn_async(once_client *c, once_kv_txn *t, const once_rpc_id *id,
-                  once_done_fn done, void *arg, once_future **fp,
-                  once_status *st)
+once_kv_txn_exec_async(once_client *c, once_kv_txn *t, const once_rpc_id *id,
+                       once_done_fn done, void *arg, once_future **fp,
+                       once_status *st)
 {
     int rv;
 
@@ -514,24 +510,26 @@ once_kv_txn_async(once_client *c, once_kv_txn *t, const once_rpc_id *id,
     if ((rv = txn_pack(t, st)) != ONCE_OK) {
         return rv;
     }
-    /* once_call_async copies the bytes: t is free to change. */
     return once_call_async(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len,
                            done, arg, fp, st);
 }
 
 int
-once_future_kv_txn(once_future *f, once_kv_txn *t)
+once_kv_txn_finish(once_kv_txn *t, once_future *f, once_status *st)
 {
+    void *out = NULL;
+    size_t out_len = 0;
     int rv;
 
-    if (t == NULL) {
-        return ONCE_INVALID_ARGUMENT;
+    if (t == NULL || f == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a transaction and its future are required");
     }
-    if ((rv = once_wait(f, NULL)) != ONCE_OK) {
+    if ((rv = once_wait(f, st)) != ONCE_OK) {
         return rv;
     }
-    /* The payload stays on the future: read it in place. */
-    return txn_take(t, f->resp, f->resp_len, NULL);
+    (void)once_future_response(f, &out, &out_len); /* OK: it has ended */
+    return txn_take(t, out, out_len, st);
 }
 
 bool

@@ -102,6 +102,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.window = 512;
     cfg.gc_interval_ms = 200;
     cfg.gc_budget = 20000;
+    cfg.kv.key_max = KV_KEY_MAX_DEFAULT;
+    cfg.kv.value_max = KV_VALUE_MAX_DEFAULT;
+    cfg.kv.ops_max = KV_OPS_MAX_DEFAULT;
+    cfg.kv.quota = KV_QUOTA_DEFAULT;
     if (server_open(&fz_srv, &cfg) != 0) {
         abort();
     }

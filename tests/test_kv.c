@@ -442,6 +442,17 @@ t_revision_version(void **state)
     count_prefix(c, "", &rev);
     assert_int_equal(rev, rev0 + 5);
 
+    /* Stats: Txns executed, compares failed, and the totals. */
+    {
+        Once__V1__StatsResponse *sr;
+        assert_int_equal(harness_stats_all(c, &sr), ONCE_OK);
+        assert_int_equal(sr->kv_txns, 6);
+        assert_int_equal(sr->kv_compares_failed, 1);
+        assert_int_equal(sr->kv_revision, rev0 + 5);
+        assert_int_equal(sr->kv_keys, 2);
+        assert_int_equal(sr->kv_bytes, (3 + 1) * 2); /* v/a=3, v/b=2 */
+        once__v1__stats_response__free_unpacked(sr, NULL);
+    }
     /* The revision survives a restart (it is stored with the keys). */
     assert_int_not_equal(harness_kill(h, SIGKILL), -1);
     assert_int_equal(harness_restart(h), 0);
@@ -452,6 +463,16 @@ t_revision_version(void **state)
     put_ok(c, "v/c", "1");
     assert_true(get_key(c, "v/c", NULL, 0, &va));
     assert_int_equal(va, rev0 + 6);
+    {
+        /* The totals are read from the store at start; the counters
+         * start again at 0. */
+        Once__V1__StatsResponse *sr;
+        assert_int_equal(harness_stats_all(c, &sr), ONCE_OK);
+        assert_int_equal(sr->kv_keys, 3);
+        assert_int_equal(sr->kv_revision, rev0 + 6);
+        assert_int_equal(sr->kv_txns, 1);
+        once__v1__stats_response__free_unpacked(sr, NULL);
+    }
     once_client_close(c);
 }
 
@@ -1092,6 +1113,59 @@ t_transfer_workload(void **state)
     once_client_close(c);
 }
 
+/* ---- async Txns -----------------------------------------------------------
+ * Eight Txns in flight on one handle (they may share messages: batches),
+ * each answered into its own builder; one resent under its id from
+ * another handle replays the same answer. */
+
+static void
+t_async(void **state)
+{
+    harness *h = *state;
+    once_client *c = client(h), *c2 = client(h);
+    once_kv_txn *t[8], *again;
+    once_future *f[8];
+    once_rpc_id id;
+    once_status st;
+    once_kv_result r;
+    char key[16], first[512], second[512];
+
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof(key), "a/%d", i);
+        assert_int_equal(once_kv_txn_new(&t[i]), ONCE_OK);
+        once_kv_txn_compare_absent(t[i], S(key));
+        once_kv_txn_put(t[i], ONCE_KV_THEN, S(key), S(key), false);
+        assert_int_equal(
+            once_kv_txn_exec_async(c, t[i], NULL, NULL, NULL, &f[i], &st),
+            ONCE_OK);
+    }
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(once_kv_txn_finish(t[i], f[i], &st), ONCE_OK);
+        assert_true(once_kv_txn_succeeded(t[i]));
+        assert_int_equal(once_kv_txn_result(t[i], 0, &r), ONCE_OK);
+        assert_int_equal(r.kind, ONCE_KV_PUT);
+        assert_int_equal(r.prev_version, 0);
+    }
+    assert_int_equal(count_prefix(c2, "a/", NULL), 8);
+    /* The last one again, under its id, from another handle. */
+    once_future_id(f[7], &id);
+    results_text(t[7], first, sizeof(first));
+    assert_int_equal(once_kv_txn_new(&again), ONCE_OK);
+    once_kv_txn_compare_absent(again, S("a/7"));
+    once_kv_txn_put(again, ONCE_KV_THEN, S("a/7"), S("a/7"), false);
+    assert_int_equal(once_kv_txn_exec(c2, again, &id, &st), ONCE_OK);
+    assert_true(st.replayed);
+    results_text(again, second, sizeof(second));
+    assert_string_equal(first, second);
+    once_kv_txn_free(again);
+    for (int i = 0; i < 8; i++) {
+        once_future_free(f[i]);
+        once_kv_txn_free(t[i]);
+    }
+    once_client_close_keep_lease(c, NULL);
+    once_client_close(c2);
+}
+
 /* ---- backup carries the keys ---------------------------------------------
  * `oncectl admin backup` copies the whole store (Admin.Snapshot reads
  * every key of a pinned LevelDB snapshot): an onced started on the backup
@@ -1379,6 +1453,8 @@ main(void)
         cmocka_unit_test_setup_teardown(t_transfer_workload, harness_setup,
                                         harness_teardown),
         cmocka_unit_test_setup_teardown(t_backup_carries_keys, harness_setup,
+                                        harness_teardown),
+        cmocka_unit_test_setup_teardown(t_async, harness_setup,
                                         harness_teardown),
         cmocka_unit_test(t_crash_matrix),
     };

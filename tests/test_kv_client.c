@@ -124,7 +124,7 @@ t_refusal_is_kept(void **state)
     assert_int_equal(once_kv_txn_exec(c, b, NULL, &st), ONCE_INVALID_ARGUMENT);
     assert_string_equal(st.reason, ONCE_REASON_KV_VALUE_TOO_LARGE);
     assert_int_equal(st.attempts, 0);
-    assert_int_equal(once_kv_txn_async(c, b, NULL, NULL, NULL, &f, &st),
+    assert_int_equal(once_kv_txn_exec_async(c, b, NULL, NULL, NULL, &f, &st),
                      ONCE_INVALID_ARGUMENT);
     assert_null(f);
     assert_int_equal(count_keys(c), 0);
@@ -195,14 +195,14 @@ t_async_cas(void **state)
         once_kv_txn_compare_version(b, key, strlen(key), ONCE_KV_EQUAL, 0);
         once_kv_txn_put(b, ONCE_KV_THEN, key, strlen(key), "running", 7, false);
         once_kv_txn_get(b, ONCE_KV_ELSE, key, strlen(key));
-        assert_int_equal(once_kv_txn_async(c, b, NULL, NULL, NULL, &f[i], &st),
-                         ONCE_OK);
+        assert_int_equal(
+            once_kv_txn_exec_async(c, b, NULL, NULL, NULL, &f[i], &st),
+            ONCE_OK);
         once_kv_txn_free(b); /* packed already: free at once */
     }
     for (int i = 0; i < ASYNC_N; i++) {
         once_kv_result o;
-        assert_int_equal(once_wait(f[i], &st), ONCE_OK);
-        assert_int_equal(once_future_kv_txn(f[i], got_t), ONCE_OK);
+        assert_int_equal(once_kv_txn_finish(got_t, f[i], &st), ONCE_OK);
         assert_true(once_kv_txn_succeeded(got_t));
         assert_int_equal(once_kv_txn_result(got_t, 0, &o), ONCE_OK);
         assert_int_equal(o.kind, ONCE_KV_PUT);

@@ -147,19 +147,23 @@ ONCE_API int once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
                               once_status *st);
 
 /*
- * once_kv_txn_exec as an async call (once_call_async: id NULL or seq 0 a
- * new call, read with once_future_id; else a retry of *id). The request
- * bytes are copied before this returns: t may be changed or freed at
- * once. On ONCE_OK *fp (may be NULL with a done callback) is the future.
+ * once_kv_txn_exec as an async call (once_call_async, <once/client.h>):
+ * the request bytes are copied, so t may be changed or freed once this
+ * returns; id as in once_call_async (NULL or seq 0: a new call, read its id
+ * with once_future_id). The answer is read into a builder with
+ * once_kv_txn_finish.
  */
-ONCE_API int once_kv_txn_async(once_client *c, once_kv_txn *t,
-                               const once_rpc_id *id, once_done_fn done,
-                               void *arg, once_future **fp, once_status *st);
+ONCE_API int once_kv_txn_exec_async(once_client *c, once_kv_txn *t,
+                                    const once_rpc_id *id, once_done_fn done,
+                                    void *arg, once_future **fp,
+                                    once_status *st);
 
-/* Waits for a once_kv_txn_async future and, on ONCE_OK, makes its reply
- * the last reply of t (any builder, usually the one it was sent from):
- * the result accessors below read it. Returns the call's code. */
-ONCE_API int once_future_kv_txn(once_future *f, once_kv_txn *t);
+/* Waits for f (from once_kv_txn_exec_async) and on ONCE_OK makes its reply
+ * t's result, read with the accessors below. Returns f's code, st as
+ * once_wait fills it. Once per future (the reply is handed over once);
+ * the future is still the caller's to free. */
+ONCE_API int once_kv_txn_finish(once_kv_txn *t, once_future *f,
+                                once_status *st);
 
 /* The last ONCE_OK exec's reply: which branch ran, the store revision,
  * the 1-based index of the first compare that failed (0: none). */
