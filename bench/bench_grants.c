@@ -33,6 +33,7 @@
 #include "bench/bench_env.h"
 #include "proto/grants.pb-c.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 
 #define SAMPLES_MAX 200000
 #define MAX_THREADS 256
@@ -485,7 +486,7 @@ run_claims(result *r)
     r->fsyncs = bench_server_fsyncs(url) - f0;
     snprintf(r->checkbuf, sizeof(r->checkbuf),
              "%s (%" PRId64 " rows claimed, %" PRId64 " by another machine)",
-             wrong == 0 ? "ok" : "WRONG_MACHINE", claimed, wrong);
+             wrong == 0 ? "ok" : REASON_WRONG_MACHINE, claimed, wrong);
     r->check = r->checkbuf;
     nng_close(s);
     free(all);

@@ -20,6 +20,7 @@
 
 #include "cli/json_out.h"
 #include "proto/number.h"
+#include "proto/reasons.h"
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -38,7 +39,7 @@ usage_error(const cli *g, const char *hint, const char *fmt, ...)
     }
     fprintf(stderr, "Try 'oncectl --help'.\n");
     if (g->json) {
-        json_error(stdout, "INVALID_ARGUMENT", "USAGE", msg);
+        json_error(stdout, "INVALID_ARGUMENT", REASON_USAGE, msg);
     }
     return ONCECTL_EXIT_USAGE;
 }

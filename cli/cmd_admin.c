@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/cmds.h"
 #include "proto/wire.h"
+#include "proto/reasons.h"
 
 /* Library default of once_options.deadline_ms, used when no --timeout. */
 #define ADMIN_DEADLINE_MS 10000
@@ -86,11 +87,11 @@ admin_call(once_client *c, const char *name, const ProtobufCMessage *req,
 
     *out = NULL;
     if (method == NULL) {
-        return admin_fail(st, ONCE_UNIMPLEMENTED, "NO_METHOD",
+        return admin_fail(st, ONCE_UNIMPLEMENTED, ONCE_REASON_NO_METHOD,
                           "oncectl was built without this Admin method");
     }
     if (protobuf_c_message_get_packed_size(req) > sizeof(buf)) {
-        return admin_fail(st, ONCE_INTERNAL, "REQUEST_TOO_LARGE",
+        return admin_fail(st, ONCE_INTERNAL, ONCE_REASON_REQUEST_TOO_LARGE,
                           "request does not fit");
     }
     len = protobuf_c_message_pack(req, buf);
@@ -101,7 +102,7 @@ admin_call(once_client *c, const char *name, const ProtobufCMessage *req,
     *out = protobuf_c_message_unpack(rd, NULL, resp_len, resp);
     once_free(resp);
     if (*out == NULL) {
-        return admin_fail(st, ONCE_INTERNAL, "BAD_RESPONSE",
+        return admin_fail(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                           "the reply payload is not the method's response");
     }
     return ONCE_OK;
@@ -180,7 +181,7 @@ compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
     snprintf(msg, sizeof(msg),
              "the compaction still runs at the deadline; it goes on in "
              "onced (see oncectl stats: compacting)");
-    return admin_fail(st, ONCE_DEADLINE_EXCEEDED, "STILL_COMPACTING", msg);
+    return admin_fail(st, ONCE_DEADLINE_EXCEEDED, REASON_STILL_COMPACTING, msg);
 }
 
 static int

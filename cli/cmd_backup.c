@@ -22,6 +22,7 @@
 #include "once/client.h"
 #include "proto/once.pb-c.h"
 #include "proto/wire.h"
+#include "proto/reasons.h"
 #include "store/store.h"
 
 /* Far more chunks than any store holds at 1 MiB each (a bounded loop). */
@@ -87,7 +88,7 @@ backup_chunk(once_client *c, backup *b, bool *done, once_status *st)
     int rv;
 
     if (method == NULL) {
-        return backup_fail(st, ONCE_UNIMPLEMENTED, "NO_METHOD",
+        return backup_fail(st, ONCE_UNIMPLEMENTED, ONCE_REASON_NO_METHOD,
                            "oncectl was built without Admin.Snapshot");
     }
     req.snapshot_id = b->id;
@@ -96,7 +97,8 @@ backup_chunk(once_client *c, backup *b, bool *done, once_status *st)
     req.max_bytes = b->chunk;
     if ((buf = malloc(protobuf_c_message_get_packed_size(&req.base) + 1)) ==
         NULL) {
-        return backup_fail(st, ONCE_INTERNAL, "NO_MEMORY", "out of memory");
+        return backup_fail(st, ONCE_INTERNAL, ONCE_REASON_NO_MEMORY,
+                           "out of memory");
     }
     len = protobuf_c_message_pack(&req.base, buf);
     rv = once_call(c, method, false, NULL, buf, len, &resp, &resp_len, st);
@@ -112,7 +114,7 @@ backup_chunk(once_client *c, backup *b, bool *done, once_status *st)
         if (r != NULL) {
             once__v1__snapshot_response__free_unpacked(r, NULL);
         }
-        return backup_fail(st, ONCE_INTERNAL, "BAD_RESPONSE",
+        return backup_fail(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                            "the reply is not the next chunk of the snapshot");
     }
     b->id = r->snapshot_id;
@@ -123,18 +125,19 @@ backup_chunk(once_client *c, backup *b, bool *done, once_status *st)
 
         if (b->last != NULL && backup_key_cmp(p->key.data, p->key.len, b->last,
                                               b->last_len) <= 0) {
-            rv = backup_fail(st, ONCE_INTERNAL, "BAD_RESPONSE",
+            rv = backup_fail(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                              "snapshot keys out of order");
             break;
         }
         if (store_load_put(b->ld, p->key.data, p->key.len, p->value.data,
                            p->value.len) != 0) {
-            rv = backup_fail(st, ONCE_INTERNAL, "WRITE_FAILED",
+            rv = backup_fail(st, ONCE_INTERNAL, REASON_WRITE_FAILED,
                              "cannot write a key into the backup folder");
             break;
         }
         if ((k = malloc(p->key.len + 1)) == NULL) {
-            rv = backup_fail(st, ONCE_INTERNAL, "NO_MEMORY", "out of memory");
+            rv = backup_fail(st, ONCE_INTERNAL, ONCE_REASON_NO_MEMORY,
+                             "out of memory");
             break;
         }
         memcpy(k, p->key.data, p->key.len);
@@ -191,7 +194,7 @@ cmd_admin_backup(const cli *g, int argc, char **argv)
                            "admin backup needs a folder");
     }
     if (store_load_open(&b.ld, dir, &err) != 0) {
-        backup_fail(&st, ONCE_FAILED_PRECONDITION, "BAD_FOLDER",
+        backup_fail(&st, ONCE_FAILED_PRECONDITION, REASON_BAD_FOLDER,
                     err != NULL ? err : dir);
         free(err);
         return report_error(g, &st, NULL);
@@ -206,7 +209,7 @@ cmd_admin_backup(const cli *g, int argc, char **argv)
     once_client_close(c);
     free(b.last);
     if (rv == ONCE_OK && (rv = store_load_finish(b.ld, &err)) != 0) {
-        backup_fail(&st, ONCE_INTERNAL, "WRITE_FAILED",
+        backup_fail(&st, ONCE_INTERNAL, REASON_WRITE_FAILED,
                     err != NULL ? err : "cannot finish the backup folder");
         free(err);
         return report_error(g, &st, NULL);

@@ -456,7 +456,7 @@ run_sub(const cli *g, const gsub *sc, int argc, char **argv)
     if ((r = protobuf_c_message_unpack(md->output, NULL, resp_len, resp)) ==
         NULL) {
         st.code = ONCE_INTERNAL;
-        snprintf(st.reason, sizeof(st.reason), "BAD_RESPONSE");
+        snprintf(st.reason, sizeof(st.reason), ONCE_REASON_BAD_RESPONSE);
         snprintf(st.message, sizeof(st.message), "the reply is not a %s",
                  md->output->name);
         ex = report_error(g, &st, NULL);

@@ -22,6 +22,7 @@
 
 #include "cli/json_out.h"
 #include "proto/principals.h"
+#include "proto/reasons.h"
 
 #define PCMD_DATA_DEFAULT "./data"
 #define PCMD_PATH_MAX     4096
@@ -55,7 +56,7 @@ pcmd_usage(bool json, const char *fmt, const char *arg)
 
     snprintf(msg, sizeof(msg), fmt, arg != NULL ? arg : "");
     if (json) {
-        json_error(stdout, "INVALID_ARGUMENT", "USAGE", msg);
+        json_error(stdout, "INVALID_ARGUMENT", REASON_USAGE, msg);
     }
     fprintf(stderr, "oncectl principal: %s\n(see oncectl principal --help)\n",
             msg);
@@ -167,7 +168,8 @@ cmd_principal(int argc, char **argv, bool json)
                           NULL);
     }
     if (sodium_init() < 0) {
-        return pcmd_fail(json, "NO_SODIUM", "libsodium cannot be initialised");
+        return pcmd_fail(json, ONCE_REASON_NO_SODIUM,
+                         "libsodium cannot be initialised");
     }
     if (snprintf(path, sizeof(path), "%s/principals", data) >=
         (int)sizeof(path)) {
@@ -181,7 +183,7 @@ cmd_principal(int argc, char **argv, bool json)
         if (dirfd >= 0) {
             close(dirfd);
         }
-        return pcmd_fail(json, "NO_DATA_DIR", msg);
+        return pcmd_fail(json, REASON_NO_DATA_DIR, msg);
     }
     err[0] = '\0';
     rv = principals_read(path, &l, err, sizeof(err));
@@ -191,7 +193,7 @@ cmd_principal(int argc, char **argv, bool json)
                  rv == EINVAL || rv == EPERM ? err
                  : rv == ENOENT ? "no principals file: onced there runs OPEN"
                                 : strerror(rv));
-        status = pcmd_fail(json, "BAD_PRINCIPALS", msg);
+        status = pcmd_fail(json, REASON_BAD_PRINCIPALS, msg);
         goto out;
     }
 
@@ -233,7 +235,7 @@ cmd_principal(int argc, char **argv, bool json)
                      "principal %s exists (role %s%s); keys are never "
                      "replaced — revoke it and add another name",
                      name, e->role, e->revoked ? ", revoked" : "");
-            status = pcmd_fail(json, "PRINCIPAL_EXISTS", msg);
+            status = pcmd_fail(json, REASON_PRINCIPAL_EXISTS, msg);
             goto out;
         }
         memset(&ne, 0, sizeof(ne));
@@ -246,7 +248,7 @@ cmd_principal(int argc, char **argv, bool json)
                      key_out, strerror(rv),
                      rv == EEXIST ? " (key files are never overwritten)" : "");
             sodium_memzero(&ne, sizeof(ne));
-            status = pcmd_fail(json, "KEY_FILE", msg);
+            status = pcmd_fail(json, REASON_KEY_FILE, msg);
             goto out;
         }
         if ((rv = principals_append(&l, &ne)) != 0 ||
@@ -257,7 +259,7 @@ cmd_principal(int argc, char **argv, bool json)
                 unlink(key_out);
             }
             sodium_memzero(&ne, sizeof(ne));
-            status = pcmd_fail(json, "WRITE_FAILED", msg);
+            status = pcmd_fail(json, REASON_WRITE_FAILED, msg);
             goto out;
         }
         sodium_bin2hex(hex, sizeof(hex), ne.key, AUTH_KEY_BYTES);
@@ -289,13 +291,13 @@ cmd_principal(int argc, char **argv, bool json)
     /* revoke, restore */
     if (e == NULL) {
         snprintf(msg, sizeof(msg), "no principal %s in %s", name, path);
-        status = pcmd_fail(json, "NO_PRINCIPAL", msg);
+        status = pcmd_fail(json, REASON_NO_PRINCIPAL, msg);
         goto out;
     }
     e->revoked = strcmp(sub, "revoke") == 0;
     if ((rv = principals_write(path, &l)) != 0) {
         snprintf(msg, sizeof(msg), "cannot write %s: %s", path, strerror(rv));
-        status = pcmd_fail(json, "WRITE_FAILED", msg);
+        status = pcmd_fail(json, REASON_WRITE_FAILED, msg);
         goto out;
     }
     if (json) {

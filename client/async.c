@@ -9,7 +9,7 @@
  * at most ASYNC_SENDERS_MAX groups are in flight, and what queues
  * meanwhile leaves with the next. A call whose first attempt did not end
  * it (no reply, UNAVAILABLE, WINDOW_FULL) is resumed by a worker of its
- * own (call_resume), with every retry rule of the blocking engine.
+ * own (call_group_resume), with every retry rule of the blocking engine.
  *
  * Owns: the handle's async_pool and every once_future's life.
  * Invariant: a queued call is taken by exactly one worker, and a call to
@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "client/async.h"
+#include "client/call_group.h"
 #include "client/client_impl.h"
 #include "client/status.h"
 
@@ -230,7 +231,7 @@ async_resume_one(async_pool *p)
     pthread_mutex_unlock(&p->lock);
     async_entry(f, &e);
     f->rest = NULL;
-    f->code = call_resume(f->c, &e, NULL);
+    f->code = call_group_resume(f->c, &e, NULL);
     async_finish(f);
     pthread_mutex_lock(&p->lock);
     if (--p->pending == 0) {

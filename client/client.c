@@ -85,15 +85,16 @@ client_secure(once_client *c, const once_options *o, const once_security *sec,
         return ONCE_OK;
     }
     if (sodium_init() < 0) {
-        return status_set(st, ONCE_INTERNAL, "NO_SODIUM",
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_NO_SODIUM,
                           "libsodium cannot be initialised");
     }
     if (sec->key_file != NULL) {
         if (keyfile_read(sec->key_file, name, c->key, err, sizeof(err)) != 0) {
-            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY", "%s", err);
+            return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_KEY,
+                              "%s", err);
         }
         if (o->principal != NULL && strcmp(o->principal, name) != 0) {
-            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY",
+            return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_KEY,
                               "key file %s is the key of principal %s, not "
                               "%s",
                               sec->key_file, name, o->principal);
@@ -106,7 +107,7 @@ client_secure(once_client *c, const once_options *o, const once_security *sec,
         c->signs = true;
     } else if (sec->key != NULL) {
         if (o->principal == NULL) {
-            return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_KEY",
+            return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_KEY,
                               "a key needs once_options.principal");
         }
         memcpy(c->key, sec->key, sizeof(c->key));

@@ -9,7 +9,7 @@
  *   renew  — the lease's renewal thread (lease.c);
  *   async  — the queue and workers of async calls (async.h), over the
  *            call engine;
- * plus the call settings below, which the call engine (call.c) reads.
+ * plus the call settings below, which the call engine reads.
  *
  * Owns: the handle's layout and which part belongs to which layer.
  * Invariant: the call settings are written once in once_client_open and
@@ -49,7 +49,7 @@ typedef struct async_pool {
     pthread_cond_t drained;               /* pending reached 0 */
     struct once_future *head;             /* queued, not started */
     struct once_future *tail;             /* last queued */
-    struct once_future *rhead;            /* to resume (call_resume) */
+    struct once_future *rhead;            /* to resume (call_group_resume) */
     struct once_future *rtail;            /* last to resume */
     size_t queued;                        /* in the queue */
     unsigned nsenders;                    /* workers sending a group */

@@ -98,7 +98,7 @@ conn_tls(conn *cn, const once_security *sec, once_status *st)
         (rv = nng_tls_config_server_name(cn->tls, sn)) != 0 ||
         (sec->tls_ca_file != NULL &&
          (rv = nng_tls_config_ca_file(cn->tls, sec->tls_ca_file)) != 0)) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_TLS",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_TLS,
                           "TLS configuration (CA file %s): %s",
                           sec->tls_ca_file != NULL ? sec->tls_ca_file : "none",
                           nng_strerror(rv));
@@ -144,8 +144,8 @@ conn_open(conn *cn, once_status *st)
     int rv;
 
     if ((rv = nng_req0_open(&cn->sock)) != 0) {
-        return status_set(st, ONCE_INTERNAL, "NNG", "nng_req0_open: %s",
-                          nng_strerror(rv));
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_NNG,
+                          "nng_req0_open: %s", nng_strerror(rv));
     }
     /* The library retries by itself (same rpc id, counted attempts, one
      * deadline); nng's silent REQ resend would hide attempts from it. */
@@ -158,13 +158,13 @@ conn_open(conn *cn, once_status *st)
         (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMAXT,
                                 CONN_RECONNECT_MAX_MS)) != 0 ||
         (rv = slot_watch(&cn->slots, cn->sock)) != 0) {
-        return status_set(st, ONCE_INTERNAL, "NNG", "socket option: %s",
-                          nng_strerror(rv));
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_NNG,
+                          "socket option: %s", nng_strerror(rv));
     }
     rv = conn_dialer_start(cn);
     cn->nurls = cn->route.n;
     if (rv != 0) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, "BAD_URL",
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_URL,
                           "cannot dial %s%s: %s", cn->url,
                           cn->tls != NULL ? " with TLS" : "", nng_strerror(rv));
     }

@@ -14,7 +14,7 @@
  * every attempt goes to the target.
  * Never: blocks on the network (the dial is non-blocking and nng
  * reconnects by itself) but in conn_tls_verdict, bounded by its caller's
- * time; never sends a request (call.c does).
+ * time; never sends a request (exchange.c does).
  */
 #ifndef CLIENT_CONN_H
 #define CLIENT_CONN_H

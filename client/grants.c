@@ -33,16 +33,17 @@ once_grant_credential_verify(const uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
                           "pk, body and sig are required");
     }
     if (sodium_init() < 0) {
-        return status_set(st, ONCE_INTERNAL, "SODIUM", "libsodium init");
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_SODIUM,
+                          "libsodium init");
     }
     if (sig_len != crypto_sign_BYTES ||
         crypto_sign_verify_detached(sig, body, body_len, pk) != 0) {
-        return status_set(st, ONCE_UNAUTHENTICATED, "BAD_CREDENTIAL",
+        return status_set(st, ONCE_UNAUTHENTICATED, ONCE_REASON_BAD_CREDENTIAL,
                           "the signature does not match this public key");
     }
     b = once__v1__credential_body__unpack(NULL, body_len, body);
     if (b == NULL) {
-        return status_set(st, ONCE_UNAUTHENTICATED, "BAD_CREDENTIAL",
+        return status_set(st, ONCE_UNAUTHENTICATED, ONCE_REASON_BAD_CREDENTIAL,
                           "the signed body is not a CredentialBody");
     }
     if (out != NULL) {
@@ -57,12 +58,13 @@ once_grant_credential_verify(const uint8_t pk[ONCE_GRANT_PUBLIC_KEY_BYTES],
         out->expires_unix_ms = b->expires_unix_ms;
     }
     if (now_unix_ms >= b->expires_unix_ms) {
-        rv = status_set(st, ONCE_FAILED_PRECONDITION, "CREDENTIAL_EXPIRED",
+        rv = status_set(st, ONCE_FAILED_PRECONDITION,
+                        ONCE_REASON_CREDENTIAL_EXPIRED,
                         "the credential of grant %llu expired; renew it "
                         "under the same grant",
                         (unsigned long long)b->grant_id);
     } else if (b->epoch < min_epoch) {
-        rv = status_set(st, ONCE_FAILED_PRECONDITION, "STALE_EPOCH",
+        rv = status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_STALE_EPOCH,
                         "epoch %llu is below %llu: a newer grant of surface "
                         "%s exists",
                         (unsigned long long)b->epoch,

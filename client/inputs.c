@@ -216,10 +216,11 @@ once_inputs_open(once_inputs **sp, const char *dir, once_status *st)
     }
     *sp = NULL;
     if (sodium_init() < 0) {
-        return status_set(st, ONCE_INTERNAL, "SODIUM", "libsodium init");
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_SODIUM,
+                          "libsodium init");
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, "INPUT_STORE",
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_INPUT_STORE,
                           "cannot create %s: %s", dir, strerror(errno));
     }
     if ((s = calloc(1, sizeof(*s))) == NULL || (s->dir = strdup(dir)) == NULL) {
@@ -232,7 +233,7 @@ once_inputs_open(once_inputs **sp, const char *dir, once_status *st)
         int e = errno;
         free(s->dir);
         free(s);
-        return status_set(st, ONCE_FAILED_PRECONDITION, "INPUT_STORE",
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_INPUT_STORE,
                           "cannot open %s: %s", dir, strerror(e));
     }
     pthread_mutex_init(&s->lock, NULL);
@@ -333,8 +334,8 @@ send_kept(once_client *c, once_inputs *s, const char *name, const kept *k,
 static int
 store_error(once_status *st, const char *what, const char *name, int e)
 {
-    return status_set(st, ONCE_INTERNAL, "INPUT_STORE", "%s %s: %s", what, name,
-                      strerror(e));
+    return status_set(st, ONCE_INTERNAL, ONCE_REASON_INPUT_STORE, "%s %s: %s",
+                      what, name, strerror(e));
 }
 
 /* ---- submit / resend ---------------------------------------------------- */
@@ -388,7 +389,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
             return once_grant_input_resend(c, s, request_id, attempt, false, id,
                                            resp, resp_len, st);
         }
-        return status_set(st, ONCE_ALREADY_EXISTS, "INPUT_KEPT",
+        return status_set(st, ONCE_ALREADY_EXISTS, ONCE_REASON_INPUT_KEPT,
                           "request %s attempt %" PRIu32
                           " is already kept (%s) with other content; "
                           "resend or forget it first",
@@ -533,7 +534,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     if ((e = file_read(s, name, &k)) != 0) {
         pthread_mutex_unlock(&s->lock);
         if (e == ENOENT) {
-            return status_set(st, ONCE_NOT_FOUND, "NO_INPUT",
+            return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_INPUT,
                               "request %s attempt %" PRIu32 " is not kept",
                               request_id, attempt);
         }
@@ -556,14 +557,15 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
         w.state = ONCE_INPUT_PENDING;
     } else if (strcmp(k->principal != NULL ? k->principal : "", c->principal) !=
                0) {
-        rv = status_set(st, ONCE_PERMISSION_DENIED, "OTHER_PRINCIPAL",
+        rv = status_set(st, ONCE_PERMISSION_DENIED, ONCE_REASON_OTHER_PRINCIPAL,
                         "input %s was sent as principal %s, not %s", name,
                         k->principal, c->principal);
         goto out_locked;
     } else if (k->state != ONCE_INPUT_PENDING) {
         bool rej = k->state == ONCE_INPUT_REJECTED;
         rv = status_set(st, ONCE_FAILED_PRECONDITION,
-                        rej ? "INPUT_REJECTED" : "INPUT_LEASE_ENDED",
+                        rej ? ONCE_REASON_INPUT_REJECTED
+                            : ONCE_REASON_INPUT_LEASE_ENDED,
                         "input %s is %s (%s); it is re-sent only under a "
                         "new id, on request",
                         name, once_input_state_name((int)k->state),
@@ -746,7 +748,7 @@ once_grant_input_forget(once_inputs *s, const char *request_id,
     pthread_mutex_lock(&s->lock);
     if (faccessat(s->dirfd, name, F_OK, 0) != 0) {
         pthread_mutex_unlock(&s->lock);
-        return status_set(st, ONCE_NOT_FOUND, "NO_INPUT",
+        return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_INPUT,
                           "request %s attempt %" PRIu32 " is not kept",
                           request_id, attempt != 0 ? attempt : 1);
     }

@@ -32,7 +32,7 @@ invoke(once_client *c, const ProtobufCServiceDescriptor *svc, const char *name,
     md = protobuf_c_service_descriptor_get_method_by_name(svc, name);
     if (md == NULL || (full = wire_method_name(svc, name)) == NULL ||
         md->input != req->descriptor) {
-        return status_set(st, ONCE_INTERNAL, "NO_METHOD",
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_NO_METHOD,
                           "%s.%s is not in the compiled-in proto", svc->name,
                           name);
     }

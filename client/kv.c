@@ -455,7 +455,7 @@ txn_pack(once_kv_txn *t, once_status *st)
     }
     t->packed_len = once__v1__kv_txn_request__get_packed_size(&t->req);
     if ((t->packed = malloc(t->packed_len > 0 ? t->packed_len : 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "packing the transaction");
     }
     once__v1__kv_txn_request__pack(&t->req, t->packed);
@@ -633,7 +633,7 @@ once_kv_range_get(once_client *c, const void *key, size_t key_len, bool prefix,
     if ((buf = malloc(len > 0 ? len : 1)) == NULL ||
         (r = calloc(1, sizeof(*r))) == NULL) {
         free(buf);
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_MEMORY",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "packing the range");
     }
     once__v1__kv_range_request__pack(&req, buf);

@@ -426,7 +426,7 @@ lease_begin(once_client *c, uint64_t ttl_ms, once_status *st)
     }
     gate_grant(&c->gate, id, granted, retry_now_ms());
     if (renew_start(c) != 0) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, "NO_THREAD",
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_THREAD,
                           "cannot start the lease renewal thread");
     }
     return ONCE_OK;

@@ -33,6 +33,14 @@ retry_remaining_ms(uint64_t deadline_ms)
 }
 
 uint64_t
+retry_window(uint64_t now_ms, uint64_t span_ms, uint64_t cap_ms)
+{
+    uint64_t end = now_ms + span_ms;
+
+    return end < cap_ms ? end : cap_ms;
+}
+
+uint64_t
 retry_rand(uint64_t *rng)
 {
     uint64_t z = (*rng += 0x9e3779b97f4a7c15ull);

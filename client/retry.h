@@ -28,6 +28,11 @@ uint64_t retry_now_ms(void);
 /* Milliseconds left before deadline_ms (a retry_now_ms() value), or 0. */
 uint64_t retry_remaining_ms(uint64_t deadline_ms);
 
+/* now_ms + span_ms, but never past cap_ms: the end of a window (an
+ * attempt, the wait for a reply) that must close by the call's deadline or
+ * the attempt's end. */
+uint64_t retry_window(uint64_t now_ms, uint64_t span_ms, uint64_t cap_ms);
+
 /* A fresh random state for one call: seeded from the clock, the thread and
  * a process-wide counter, so concurrent calls do not jitter in lockstep. */
 uint64_t retry_seed(void);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client/classify.h"
 #include "proto/wire.h"
 
 void
@@ -118,9 +119,7 @@ once_status_lease_expired(const once_status *st)
 bool
 status_lease_gone(const once_status *st)
 {
-    return once_status_lease_expired(st) ||
-           (st != NULL && st->code == ONCE_PERMISSION_DENIED &&
-            once_status_is(st, ONCE_REASON_NOT_YOUR_LEASE));
+    return st != NULL && classify_lease_gone(st->code, st->reason);
 }
 
 const char *

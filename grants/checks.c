@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "proto/names.h"
+#include "proto/reasons.h"
 #include "grants/rules_impl.h"
 
 bool
@@ -20,14 +21,14 @@ grants_check_name(const char *what, const char *s, grants_outcome *o)
     case NAME_OK:
         return true;
     case NAME_BAD_LENGTH:
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_NAME",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_NAME,
                     "%s must be 1 to %d bytes, got %zu", what, GRANTS_NAME_MAX,
                     at);
         return false;
     case NAME_CONTROL:
         break;
     }
-    grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_NAME",
+    grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_NAME,
                 "%s has a control character at byte %zu", what, at);
     return false;
 }
@@ -39,7 +40,7 @@ check_location(const char *s, grants_outcome *o)
     size_t len = strlen(s);
 
     if (len == 0 || len > GRANTS_LOCATION_MAX) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_LOCATION",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_LOCATION,
                     "location must be 1 to %d bytes, got %zu (an open grant "
                     "always has a machine and a location)",
                     GRANTS_LOCATION_MAX, len);
@@ -61,7 +62,7 @@ static bool
 check_ttl(uint64_t ttl, grants_outcome *o)
 {
     if (ttl > GRANTS_CRED_TTL_MAX_MS) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_TTL",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_TTL,
                     "credential_ttl_ms is at most %llu",
                     (unsigned long long)GRANTS_CRED_TTL_MAX_MS);
         return false;
@@ -80,7 +81,7 @@ grants_check_request(const Once__V1__RequestGrantRequest *r, grants_outcome *o)
         return false;
     }
     if (r->attempt == 0 || r->generation == 0) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_FIELD",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_FIELD,
                     "attempt and generation start at 1");
         return false;
     }
@@ -95,7 +96,7 @@ grants_check_enqueue(const Once__V1__EnqueueRequest *r, grants_outcome *o)
         return false;
     }
     if (r->attempt == 0) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_FIELD",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_FIELD,
                     "attempt starts at 1");
         return false;
     }
@@ -107,7 +108,7 @@ grants_check_finish(const Once__V1__FinishGrantRequest *r, grants_outcome *o)
 {
     if (r->grant_id == 0 || r->outcome < ONCE__V1__GRANT_OUTCOME__SUCCEEDED ||
         r->outcome > ONCE__V1__GRANT_OUTCOME__RELEASED) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), "BAD_FIELD",
+        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_FIELD,
                     "FinishGrant needs a grant_id and an outcome "
                     "(succeeded, failed_before_start, aborted, released)");
         return false;

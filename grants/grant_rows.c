@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 int
 grants_principal_denied(const grants_env *e, bool *denied)
@@ -55,7 +56,7 @@ grants_grant_named(const grants_env *e, uint64_t id, Once__V1__Grant **g,
     int rv = grants_grant_load(e, id, g);
 
     if (rv == ENOENT) {
-        grants_fail(o, CODE(NOT_FOUND), "NO_GRANT", "no grant %llu",
+        grants_fail(o, CODE(NOT_FOUND), REASON_NO_GRANT, "no grant %llu",
                     (unsigned long long)id);
         return false;
     }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 int
 grants_issue(const grants_env *e, const Once__V1__Grant *g, uint64_t ttl,
@@ -68,15 +69,15 @@ grants_credential_now(const grants_env *e, const Once__V1__Grant *g,
         return rv;
     }
     if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        snprintf(withheld, withheld_len, "GRANT_CLOSED");
+        snprintf(withheld, withheld_len, REASON_GRANT_CLOSED);
     } else if (g->cancelled) {
-        snprintf(withheld, withheld_len, "GRANT_CANCELLED");
+        snprintf(withheld, withheld_len, REASON_GRANT_CANCELLED);
     } else if (deleted) {
-        snprintf(withheld, withheld_len, "MACHINE_DELETED");
+        snprintf(withheld, withheld_len, REASON_MACHINE_DELETED);
     } else if (g->stop_requested || p->generation != g->generation) {
-        snprintf(withheld, withheld_len, "PLACEMENT_CHANGED");
+        snprintf(withheld, withheld_len, REASON_PLACEMENT_CHANGED);
     } else if (grants_issue(e, g, ttl, credp) != 0) {
-        grants_fail(o, CODE(INTERNAL), "MINT_FAILED",
+        grants_fail(o, CODE(INTERNAL), REASON_MINT_FAILED,
                     "could not mint a credential");
     }
     ROW_FREE(p);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 /* Loads the surface row into *s (the same row the grant path locks:
  * g/s/<surface>, its key in *k). False with o->err set on a store error. */
@@ -41,14 +42,14 @@ grants_legacy_claim(const grants_env *e, const Once__V1__LegacyClaimRequest *r,
     if (s->open_grant != 0) {
         grants_reject(
             e, o, r->surface, "", 0, "", "legacy", CODE(FAILED_PRECONDITION),
-            "ALREADY_OWNED",
+            REASON_ALREADY_OWNED,
             "surface %s has open grant %llu; the legacy path cannot own "
             "it",
             r->surface, (unsigned long long)s->open_grant);
     } else if (s->legacy_holder[0] != '\0' &&
                strcmp(s->legacy_holder, r->holder) != 0) {
         grants_reject(e, o, r->surface, "", 0, "", "legacy",
-                      CODE(FAILED_PRECONDITION), "ALREADY_OWNED",
+                      CODE(FAILED_PRECONDITION), REASON_ALREADY_OWNED,
                       "surface %s is held by %s", r->surface, s->legacy_holder);
     } else {
         if (s->legacy_holder[0] == '\0') {
@@ -84,7 +85,7 @@ grants_legacy_release(const grants_env *e,
         return;
     }
     if (strcmp(s->legacy_holder, r->holder) != 0) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "NOT_HOLDER",
+        grants_fail(o, CODE(FAILED_PRECONDITION), REASON_NOT_HOLDER,
                     "surface %s is not held by %s through the legacy path",
                     r->surface, r->holder);
         ROW_FREE(s);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 void
 grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
@@ -41,33 +42,33 @@ grants_renew(const grants_env *e, const Once__V1__RenewCredentialRequest *r,
     grants_reject(e, o, g->surface, g->request_id, g->attempt, r->machine,     \
                   "renew", CODE(code), reason, __VA_ARGS__)
     if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        RENEW_REJECT(FAILED_PRECONDITION, "GRANT_CLOSED",
+        RENEW_REJECT(FAILED_PRECONDITION, REASON_GRANT_CLOSED,
                      "grant %llu is finished", (unsigned long long)g->grant_id);
     } else if (g->cancelled) {
-        RENEW_REJECT(FAILED_PRECONDITION, "GRANT_CANCELLED",
+        RENEW_REJECT(FAILED_PRECONDITION, REASON_GRANT_CANCELLED,
                      "grant %llu was cancelled",
                      (unsigned long long)g->grant_id);
     } else if (strcmp(r->machine, g->machine) != 0) {
-        RENEW_REJECT(PERMISSION_DENIED, "WRONG_MACHINE",
+        RENEW_REJECT(PERMISSION_DENIED, REASON_WRONG_MACHINE,
                      "grant %llu is for machine %s, not %s",
                      (unsigned long long)g->grant_id, g->machine, r->machine);
     } else if (deleted) {
-        RENEW_REJECT(FAILED_PRECONDITION, "MACHINE_DELETED",
+        RENEW_REJECT(FAILED_PRECONDITION, REASON_MACHINE_DELETED,
                      "machine %s was deleted; grant %llu stays open until "
                      "its finish is recorded",
                      g->machine, (unsigned long long)g->grant_id);
     } else if (g->stop_requested || p->generation != g->generation) {
-        RENEW_REJECT(FAILED_PRECONDITION, "PLACEMENT_CHANGED",
+        RENEW_REJECT(FAILED_PRECONDITION, REASON_PLACEMENT_CHANGED,
                      "surface %s was placed again (generation %llu, grant "
                      "has %llu): grant %llu can no longer start",
                      g->surface, (unsigned long long)p->generation,
                      (unsigned long long)g->generation,
                      (unsigned long long)g->grant_id);
     } else if (denied) {
-        RENEW_REJECT(PERMISSION_DENIED, "PRINCIPAL_DENIED",
+        RENEW_REJECT(PERMISSION_DENIED, REASON_PRINCIPAL_DENIED,
                      "principal %s may not obtain credentials", e->principal);
     } else if ((rv = grants_issue(e, g, r->credential_ttl_ms, &cred)) != 0) {
-        grants_fail(o, CODE(INTERNAL), "MINT_FAILED",
+        grants_fail(o, CODE(INTERNAL), REASON_MINT_FAILED,
                     "could not mint a credential");
     } else {
         resp.credential = cred;
@@ -117,14 +118,14 @@ grants_finish(const grants_env *e, const Once__V1__FinishGrantRequest *r,
         return;
     }
     if (e->machine != NULL && strcmp(e->machine, g->machine) != 0) {
-        grants_fail(o, CODE(PERMISSION_DENIED), "WRONG_MACHINE",
+        grants_fail(o, CODE(PERMISSION_DENIED), REASON_WRONG_MACHINE,
                     "grant %llu is for machine %s; this principal acts for "
                     "%s only",
                     (unsigned long long)g->grant_id, g->machine, e->machine);
         goto out;
     }
     if (g->state != ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        grants_fail(o, CODE(FAILED_PRECONDITION), "GRANT_CLOSED",
+        grants_fail(o, CODE(FAILED_PRECONDITION), REASON_GRANT_CLOSED,
                     "grant %llu is already finished",
                     (unsigned long long)g->grant_id);
         goto out;

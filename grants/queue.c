@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 /* Clears g/q/<surface> when it names work_id. */
 static int
@@ -102,7 +103,7 @@ enqueue_locked(const grants_env *e, const Once__V1__EnqueueRequest *r,
     }
     row.state = ONCE__V1__WORK_ROW__STATE__CLAIMED;
     row.grant_id = grant_id;
-    row.reason = "ALREADY_GRANTED";
+    row.reason = REASON_ALREADY_GRANTED;
     resp.row = &row;
     grants_ok(o, &resp.base);
     return 0;
@@ -124,7 +125,8 @@ enqueue_log_replaced(const grants_env *e, const Once__V1__WorkRow *old,
     }
     memset(&ro, 0, sizeof(ro));
     grants_reject(e, &ro, old->surface, old->request_id, old->attempt,
-                  old->machine, "queue", CODE(FAILED_PRECONDITION), "REPLACED",
+                  old->machine, "queue", CODE(FAILED_PRECONDITION),
+                  REASON_REPLACED,
                   "work row %llu replaced by request %s attempt %u before "
                   "any claim",
                   (unsigned long long)old->work_id, r->request_id, r->attempt);
@@ -194,7 +196,7 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
          * fact, rather than move it. */
         if ((rv = grants_machine_queue_load(e, old->machine, &oq)) != 0 ||
             (rv = work_close(e, old, oq, ONCE__V1__WORK_ROW__STATE__REJECTED,
-                             "PLACEMENT_CHANGED")) != 0 ||
+                             REASON_PLACEMENT_CHANGED)) != 0 ||
             (rv = grants_machine_queue_store(e, old->machine, oq)) != 0) {
             goto err;
         }
@@ -218,7 +220,7 @@ grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,
     if (p->generation == 0) {
         /* No destination: kept, but outside every queue. */
         nw.state = ONCE__V1__WORK_ROW__STATE__UNROUTED;
-        nw.reason = "NO_PLACEMENT";
+        nw.reason = REASON_NO_PLACEMENT;
     } else {
         nw.machine = p->machine;
         nw.location = p->location;
@@ -331,7 +333,7 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
         e->now_ms - w->enqueued_unix_ms > GRANTS_PENDING_MAX_MS) {
         /* Not moved: expired on its own machine, and kept. */
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__EXPIRED,
-                             "PENDING_OVER_12H")) != 0 ||
+                             REASON_PENDING_OVER_12H)) != 0 ||
             (rv = rows_ids_push_newest(&q->expired, &q->n_expired, w->work_id,
                                        GRANTS_EXPIRED_MAX)) != 0 ||
             (rv = work_reload(e, &w)) != 0) {
@@ -359,7 +361,7 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
             grants_credential_free(cred);
         }
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__REJECTED,
-                             "ALREADY_GRANTED")) != 0 ||
+                             REASON_ALREADY_GRANTED)) != 0 ||
             (rv = work_reload(e, &w)) != 0) {
             ROW_FREE(w);
             return rv;
@@ -387,13 +389,13 @@ claim_row(const grants_env *e, const Once__V1__ClaimRequest *r,
             /* Without a credential the reply always says why. */
             cl->credential_withheld = (char *)(cl + 1);
             snprintf(cl->credential_withheld, sizeof(withheld), "%s",
-                     withheld[0] != '\0' ? withheld : "GRANT_CLOSED");
+                     withheld[0] != '\0' ? withheld : REASON_GRANT_CLOSED);
         }
         (*granted)++;
         return push_ptr((void ***)&co->claimed, &co->n_claimed, cl);
     }
-    if (strcmp(ro.reason, "ALREADY_OWNED") != 0 &&
-        strcmp(ro.reason, "PREVIOUS_ATTEMPT_OPEN") != 0) {
+    if (strcmp(ro.reason, REASON_ALREADY_OWNED) != 0 &&
+        strcmp(ro.reason, REASON_PREVIOUS_ATTEMPT_OPEN) != 0) {
         /* It can never start as written: closed with the reason (which is
          * also in the surface's rejection log), never moved. */
         if ((rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__REJECTED,
@@ -514,7 +516,7 @@ grants_delete_machine(const grants_env *e,
         }
         if (w->state == ONCE__V1__WORK_ROW__STATE__PENDING) {
             rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__DELETED,
-                            "MACHINE_DELETED");
+                            REASON_MACHINE_DELETED);
             resp.rows_deleted++;
         }
         ROW_FREE(w);
@@ -546,7 +548,7 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
 
     rv = grants_work_load(e, r->work_id, &w);
     if (rv == ENOENT) {
-        grants_fail(o, CODE(NOT_FOUND), "NO_WORK", "no work row %llu",
+        grants_fail(o, CODE(NOT_FOUND), REASON_NO_WORK, "no work row %llu",
                     (unsigned long long)r->work_id);
         return;
     }
@@ -556,7 +558,7 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
     if (w->state == ONCE__V1__WORK_ROW__STATE__PENDING) {
         if ((rv = grants_machine_queue_load(e, w->machine, &q)) != 0 ||
             (rv = work_close(e, w, q, ONCE__V1__WORK_ROW__STATE__DELETED,
-                             "DELETED")) != 0 ||
+                             REASON_DELETED)) != 0 ||
             (rv = grants_machine_queue_store(e, w->machine, q)) != 0) {
             goto err;
         }
@@ -564,7 +566,7 @@ grants_delete_work(const grants_env *e, const Once__V1__DeleteWorkRequest *r,
         /* A claimed row's grant (if any) is untouched: only the row is
          * marked. */
         if ((rv = work_close(e, w, NULL, ONCE__V1__WORK_ROW__STATE__DELETED,
-                             "DELETED")) != 0) {
+                             REASON_DELETED)) != 0) {
             goto err;
         }
     }

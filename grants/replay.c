@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 /* Fails o when the caller may no longer obtain credentials. Returns a
  * store error or 0. */
@@ -22,7 +23,7 @@ replay_permitted(const grants_env *e, const char *what, grants_outcome *o)
     int rv;
 
     if ((rv = grants_principal_denied(e, &denied)) == 0 && denied) {
-        grants_fail(o, CODE(PERMISSION_DENIED), "PRINCIPAL_DENIED",
+        grants_fail(o, CODE(PERMISSION_DENIED), REASON_PRINCIPAL_DENIED,
                     "principal %s may no longer obtain grants: the stored "
                     "reply of this %s is not returned (its grants are kept)",
                     e->principal, what);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "grants/rules_impl.h"
+#include "proto/reasons.h"
 
 /* The digest of a start: what the request asks for, not who or when. */
 static void
@@ -86,20 +87,20 @@ start_existing(const start_call *c, uint64_t grant_id)
         goto err;
     }
     if (strcmp(g->principal, e->principal) != 0) {
-        START_REJECT(c, PERMISSION_DENIED, "NOT_YOUR_GRANT",
+        START_REJECT(c, PERMISSION_DENIED, REASON_NOT_YOUR_GRANT,
                      "request %s attempt %u belongs to another principal",
                      r->request_id, r->attempt);
         goto out;
     }
     if (denied) {
-        START_REJECT(c, PERMISSION_DENIED, "PRINCIPAL_DENIED",
+        START_REJECT(c, PERMISSION_DENIED, REASON_PRINCIPAL_DENIED,
                      "principal %s may no longer obtain grants (grant %llu is "
                      "kept)",
                      e->principal, (unsigned long long)g->grant_id);
         goto out;
     }
     if (g->cancelled) {
-        START_REJECT(c, FAILED_PRECONDITION, "GRANT_CANCELLED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_GRANT_CANCELLED,
                      "grant %llu of request %s attempt %u was cancelled; a "
                      "retry is not accepted",
                      (unsigned long long)g->grant_id, r->request_id,
@@ -147,7 +148,7 @@ lock_check(const grants_env *e, const Once__V1__RequestGrantRequest *r,
     *grant_id = lock->grant_id;
     if (lock->digest.len != 32 || memcmp(lock->digest.data, digest, 32) != 0) {
         grants_reject(e, o, r->surface, r->request_id, r->attempt, r->machine,
-                      via, CODE(ALREADY_EXISTS), "GRANT_CONFLICT",
+                      via, CODE(ALREADY_EXISTS), REASON_GRANT_CONFLICT,
                       "request %s attempt %u was already granted (grant %llu) "
                       "for other content; a new intent needs a new request id",
                       r->request_id, r->attempt,
@@ -204,7 +205,7 @@ start_not_superseded(const start_call *c)
         return false;
     }
     if (latest > r->attempt) {
-        START_REJECT(c, FAILED_PRECONDITION, "ATTEMPT_SUPERSEDED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_ATTEMPT_SUPERSEDED,
                      "request %s already has attempt %llu", r->request_id,
                      (unsigned long long)latest);
         return false;
@@ -226,7 +227,7 @@ start_placement_holds(const start_call *c)
         goto err;
     }
     if (deleted) {
-        START_REJECT(c, FAILED_PRECONDITION, "MACHINE_DELETED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_MACHINE_DELETED,
                      "machine %s was deleted", r->machine);
         goto out;
     }
@@ -235,14 +236,14 @@ start_placement_holds(const start_call *c)
         goto err;
     }
     if (p->generation == 0) {
-        START_REJECT(c, FAILED_PRECONDITION, "NO_PLACEMENT",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_NO_PLACEMENT,
                      "surface %s has no placement (SetPlacement first)",
                      r->surface);
         goto out;
     }
     if (p->generation != r->generation || strcmp(p->machine, r->machine) != 0 ||
         strcmp(p->location, r->location) != 0) {
-        START_REJECT(c, FAILED_PRECONDITION, "PLACEMENT_CHANGED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_PLACEMENT_CHANGED,
                      "surface %s is placed at %s:%s generation %llu, the "
                      "request was written for %s:%s generation %llu; it is "
                      "not moved",
@@ -277,7 +278,7 @@ start_previous_closed(const start_call *c)
     gkey_lock(&k, r->request_id, r->attempt - 1);
     rv = ROW_GET(c->e->txn, &k, once__grants__v1__request_lock, &prev);
     if (rv == ENOENT) {
-        START_REJECT(c, FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_MISSING",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_PREVIOUS_ATTEMPT_MISSING,
                      "attempt %u of request %s was never granted",
                      r->attempt - 1, r->request_id);
         goto out;
@@ -286,19 +287,19 @@ start_previous_closed(const start_call *c)
         goto err;
     }
     if (pg->cancelled) {
-        START_REJECT(c, FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_CANCELLED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_PREVIOUS_ATTEMPT_CANCELLED,
                      "request %s was cancelled (grant %llu)", r->request_id,
                      (unsigned long long)pg->grant_id);
         goto out;
     }
     if (pg->state == ONCE__V1__GRANT_STATE__GRANT_OPEN) {
-        START_REJECT(c, FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_OPEN",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_PREVIOUS_ATTEMPT_OPEN,
                      "attempt %u (grant %llu) is still open", r->attempt - 1,
                      (unsigned long long)pg->grant_id);
         goto out;
     }
     if (pg->outcome == ONCE__V1__GRANT_OUTCOME__SUCCEEDED) {
-        START_REJECT(c, FAILED_PRECONDITION, "PREVIOUS_ATTEMPT_SUCCEEDED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_PREVIOUS_ATTEMPT_SUCCEEDED,
                      "attempt %u (grant %llu) succeeded; a retry of a "
                      "success is never a new start",
                      r->attempt - 1, (unsigned long long)pg->grant_id);
@@ -332,13 +333,13 @@ start_surface_free(const start_call *c, Once__Grants__V1__SurfaceRow **sp)
     }
     s = *sp;
     if (s->open_grant != 0) {
-        START_REJECT(c, FAILED_PRECONDITION, "ALREADY_OWNED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_ALREADY_OWNED,
                      "surface %s has open grant %llu", r->surface,
                      (unsigned long long)s->open_grant);
         return false;
     }
     if (s->legacy_holder[0] != '\0') {
-        START_REJECT(c, FAILED_PRECONDITION, "ALREADY_OWNED",
+        START_REJECT(c, FAILED_PRECONDITION, REASON_ALREADY_OWNED,
                      "surface %s is held by %s through the legacy path",
                      r->surface, s->legacy_holder);
         return false;
@@ -358,7 +359,7 @@ start_permitted(const start_call *c)
         return false;
     }
     if (denied) {
-        START_REJECT(c, PERMISSION_DENIED, "PRINCIPAL_DENIED",
+        START_REJECT(c, PERMISSION_DENIED, REASON_PRINCIPAL_DENIED,
                      "principal %s may not obtain grants", c->e->principal);
         return false;
     }
@@ -397,7 +398,7 @@ start_mint(const start_call *c, const Once__Grants__V1__SurfaceRow *s,
     g->digest.data = (uint8_t *)c->digest;
     g->digest.len = sizeof(c->digest);
     if (grants_issue(c->e, g, r->credential_ttl_ms, credp) != 0) {
-        START_REJECT(c, INTERNAL, "MINT_FAILED",
+        START_REJECT(c, INTERNAL, REASON_MINT_FAILED,
                      "could not mint a credential; nothing was granted");
         return false;
     }

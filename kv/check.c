@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kv/kv_impl.h"
-#include "kv/reasons.h"
+#include "proto/reasons.h"
 #include "proto/once.pb-c.h"
 
 static bool refuse(kv_outcome *o, int code, const char *reason, const char *fmt,
@@ -38,12 +38,12 @@ key_ok(const ProtobufCBinaryData *k, const kv_limits *l, const char *what,
        kv_outcome *o)
 {
     if (k->len == 0) {
-        return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT, KV_REASON_EMPTY_KEY,
+        return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_KV_EMPTY_KEY,
                       "%s: a key (or prefix) needs at least one byte", what);
     }
     if (k->len > l->key_max) {
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
-                      KV_REASON_KEY_TOO_LARGE,
+                      REASON_KV_KEY_TOO_LARGE,
                       "%s: key of %zu bytes; at most %llu (onced "
                       "--kv-key-max)",
                       what, k->len, (unsigned long long)l->key_max);
@@ -62,7 +62,7 @@ compare_ok(const Once__V1__KvCompare *c, const kv_limits *l, const char *what,
         c->target > ONCE__V1__KV_COMPARE__TARGET__ABSENT ||
         c->op > ONCE__V1__KV_COMPARE__OP__GREATER) {
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
-                      KV_REASON_BAD_COMPARE,
+                      REASON_KV_BAD_COMPARE,
                       "%s: target %d / op %d; targets are VALUE, VERSION, "
                       "EXISTS, ABSENT and ops EQUAL, LESS, GREATER",
                       what, (int)c->target, (int)c->op);
@@ -70,7 +70,7 @@ compare_ok(const Once__V1__KvCompare *c, const kv_limits *l, const char *what,
     if (c->target == ONCE__V1__KV_COMPARE__TARGET__VALUE &&
         c->value.len > l->value_max) {
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
-                      KV_REASON_VALUE_TOO_LARGE,
+                      REASON_KV_VALUE_TOO_LARGE,
                       "%s: value of %zu bytes; at most %llu (onced "
                       "--kv-value-max)",
                       what, c->value.len, (unsigned long long)l->value_max);
@@ -89,7 +89,7 @@ op_ok(const Once__V1__KvOp *op, const kv_limits *l, const char *what,
         }
         if (op->put->value.len > l->value_max) {
             return refuse(
-                o, ONCE__V1__CODE__INVALID_ARGUMENT, KV_REASON_VALUE_TOO_LARGE,
+                o, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_KV_VALUE_TOO_LARGE,
                 "%s: value of %zu bytes; at most %llu (onced "
                 "--kv-value-max)",
                 what, op->put->value.len, (unsigned long long)l->value_max);
@@ -103,12 +103,12 @@ op_ok(const Once__V1__KvOp *op, const kv_limits *l, const char *what,
         return key_ok(&op->get->key, l, what, o);
     case ONCE__V1__KV_OP__OP_EMIT:
         return refuse(o, ONCE__V1__CODE__UNIMPLEMENTED,
-                      KV_REASON_EMIT_UNAVAILABLE,
+                      REASON_KV_EMIT_UNAVAILABLE,
                       "%s: emit needs the outbox, which this onced does not "
                       "have yet; nothing ran",
                       what);
     default:
-        return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT, KV_REASON_BAD_OP,
+        return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_KV_BAD_OP,
                       "%s: an op must be one of put, delete, delete_prefix, "
                       "get, emit",
                       what);
@@ -138,7 +138,7 @@ kv_check_txn(const Once__V1__KvTxnRequest *r, const kv_limits *l, kv_outcome *o)
 
     if (n > l->ops_max) {
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
-                      KV_REASON_TOO_MANY_OPS,
+                      REASON_KV_TOO_MANY_OPS,
                       "%zu compares and ops; a Txn holds at most %llu (onced "
                       "--kv-ops-max)",
                       n, (unsigned long long)l->ops_max);
@@ -168,7 +168,7 @@ kv_check_range(const Once__V1__KvRangeRequest *r, const kv_limits *l,
          (r->key.len > 0 &&
           memcmp(r->continuation.data, r->key.data, r->key.len) != 0))) {
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
-                      KV_REASON_BAD_CONTINUATION,
+                      REASON_KV_BAD_CONTINUATION,
                       "the continuation is not one of this range's: send the "
                       "one its previous page returned, with the same key "
                       "and prefix");

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "kv/kv_impl.h"
-#include "kv/reasons.h"
+#include "proto/reasons.h"
 #include "proto/once.pb-c.h"
 
 /* One op's result and the messages it points to. */
@@ -231,7 +231,7 @@ branch_run(txn_run *x, Once__V1__KvOp *const *ops, size_t n, op_slot *slots,
     }
     if (rv == 0 && over != 0) {
         o->code = ONCE__V1__CODE__RESOURCE_EXHAUSTED;
-        o->reason = KV_REASON_QUOTA;
+        o->reason = REASON_KV_QUOTA;
         snprintf(o->message, sizeof(o->message),
                  "principal \"%.64s\" would hold %llu bytes of keys and "
                  "values; at most %llu (onced --kv-quota): nothing was "

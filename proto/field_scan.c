@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "proto/reasons.h"
+
 bool
 field_scan_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
@@ -134,7 +136,8 @@ field_scan(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
 const char *
 field_scan_reason(field_scan_result r)
 {
-    return r == FIELD_SCAN_MALFORMED ? "MALFORMED_PAYLOAD" : "TOO_MANY_FIELDS";
+    return r == FIELD_SCAN_MALFORMED ? REASON_MALFORMED_PAYLOAD
+                                     : REASON_TOO_MANY_FIELDS;
 }
 
 const char *

@@ -36,6 +36,7 @@
 #include "store/store.h"
 #include "proto/wire.h"
 #include "proto/log.h"
+#include "proto/reasons.h"
 
 /* How often a follower reads the log and the leader key while no etcd
  * watch is established (watch.c); with one, it reads when the watch wakes
@@ -525,9 +526,9 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
             log_error("repl: cannot follow the log: %s", strerror(rv));
             goto out;
         }
-        state = rv == EAGAIN     ? "ETCD_UNAVAILABLE"
-                : url[0] != '\0' ? "NOT_LEADER"
-                                 : "NO_LEADER";
+        state = rv == EAGAIN     ? REASON_ETCD_UNAVAILABLE
+                : url[0] != '\0' ? REASON_NOT_LEADER
+                                 : REASON_NO_LEADER;
         if (strcmp(state, last_state) != 0 || strcmp(url, last_url) != 0) {
             char status[1200];
 

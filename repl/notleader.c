@@ -39,6 +39,7 @@
 #include "proto/close_bounded.h"
 #include "proto/log.h"
 #include "proto/tls_server.h"
+#include "proto/reasons.h"
 
 /* Contexts answering at once. Each answer is a memcpy and a send, so a
  * few keep up with any number of clients; more than one so a send waiting
@@ -157,7 +158,7 @@ notleader_open(notleader **np, const char *const *urls, size_t n,
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
-    notleader_pack(nl, "NO_LEADER",
+    notleader_pack(nl, REASON_NO_LEADER,
                    "this replica is not the leader and none is known yet",
                    NULL);
     if ((rv = nng_rep0_open(&nl->sock)) != 0 ||
@@ -217,6 +218,8 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
     char message[512];
 
     if (leader_url != NULL) {
+        /* The URL travels in Status.leader (notleader_pack); the message
+         * names it too, for a libonce older than that field. */
         snprintf(message, sizeof(message),
                  "this replica is a follower; the leader is %s", leader_url);
     } else {
@@ -225,7 +228,7 @@ notleader_set(notleader *nl, const char *leader_url, const char *reason)
                  reason);
     }
     pthread_mutex_lock(&nl->mtx);
-    notleader_pack(nl, leader_url != NULL ? "NOT_LEADER" : reason, message,
+    notleader_pack(nl, leader_url != NULL ? REASON_NOT_LEADER : reason, message,
                    leader_url);
     pthread_mutex_unlock(&nl->mtx);
 }

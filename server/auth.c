@@ -30,6 +30,7 @@
 #include "proto/principals.h"
 #include "proto/trust.h"
 #include "proto/wire.h"
+#include "proto/reasons.h"
 
 /* The caller of every request while onced runs OPEN. */
 static const auth_who auth_anon = {
@@ -468,14 +469,14 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
                                              : PRINCIPAL_NAME_MAX] = '\0';
     name_printable(pname, name, sizeof(name));
     if (!auth_tag_split(body, len, &signed_len, &tag)) {
-        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_TAG",
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_MISSING_TAG,
                   "onced authenticates every request: sign it with a "
                   "principal's key (oncectl --key-file FILE; libonce "
                   "once_client_open_secure)");
         return false;
     }
     if (principal_len == 0) {
-        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "MISSING_PRINCIPAL",
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_MISSING_PRINCIPAL,
                   "the request names no principal");
         return false;
     }
@@ -486,7 +487,7 @@ auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
         w = auth_find(a, pname, &e);
     }
     if (w == NULL || !auth_tag_verify(tag, body, signed_len, e->key)) {
-        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, "BAD_TAG",
+        call_fail(c, ONCE__V1__CODE__UNAUTHENTICATED, REASON_BAD_TAG,
                   "the request's tag does not verify for principal \"%s\" "
                   "(unknown principal, wrong key, or altered in transit)",
                   name);
@@ -512,7 +513,8 @@ auth_permit(const auth *a, server_call *c, const char *method)
         return true;
     }
     if (w->revoked) {
-        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "PRINCIPAL_REVOKED",
+        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED,
+                  REASON_PRINCIPAL_REVOKED,
                   "principal \"%s\" is revoked: it may call nothing, retries "
                   "of earlier calls included",
                   w->name);
@@ -524,7 +526,7 @@ auth_permit(const auth *a, server_call *c, const char *method)
             return true;
         }
     }
-    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "METHOD_DENIED",
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, REASON_METHOD_DENIED,
               "principal \"%s\" (role %s) may not call %s", w->name, w->role,
               method);
     return false;
@@ -539,7 +541,7 @@ auth_owns(server_call *c, uint64_t client_id, const char *principal)
         strcmp(w->name, principal != NULL ? principal : "") == 0) {
         return true;
     }
-    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_LEASE",
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, REASON_NOT_YOUR_LEASE,
               "client id %llu belongs to another principal; \"%s\" may not "
               "use it or see its results",
               (unsigned long long)client_id, w->name);
@@ -570,7 +572,7 @@ auth_lease_scope(server_call *c, uint64_t client_id, bool exists,
     }
     /* One answer for another principal's id, a never-issued one and a
      * collected one: no principal learns which ids exist. */
-    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_LEASE",
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, REASON_NOT_YOUR_LEASE,
               "client id %llu is not a lease of principal \"%s\" (onced "
               "does not say whether it is another principal's, never "
               "issued or collected)",
@@ -596,7 +598,7 @@ auth_machine(server_call *c, const char *machine)
         strcmp(w->machine, machine) == 0) {
         return true;
     }
-    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "WRONG_MACHINE",
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, REASON_WRONG_MACHINE,
               "principal \"%s\" acts for machine %s only", w->name, w->machine);
     return false;
 }

@@ -1,10 +1,18 @@
 /*
  * auth_impl.h — the inside of auth.h, shared by auth.c (the files, the
- * tables, the checks) and auth_watch.c (the thread that re-reads the
- * files and hands new tables to the executor).
+ * tables, the checks), auth_kv.c (the key-prefix rules of once.v1.KV:
+ * their policy lines and their check) and auth_watch.c (the thread that
+ * re-reads the files and hands new tables to the executor).
  *
  * Owns the layout of struct auth and which thread may touch which field.
  * Never: included outside server/auth*.c.
+ *
+ * The three files are one module and call each other both ways (auth.c
+ * starts the watch; the watch builds tables with auth.c's readers;
+ * auth.c's policy reader hands kv lines to auth_kv.c, which matches a
+ * rule's WHO with auth.c's auth_rule_mine); scripts/check_layers.py reads
+ * this line:
+ * Module: auth.c auth_kv.c auth_watch.c
  */
 #ifndef SERVER_AUTH_IMPL_H
 #define SERVER_AUTH_IMPL_H

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/reasons.h"
+#include "proto/reasons.h"
 #include "proto/names.h"
 #include "server/auth.h"
 #include "server/auth_impl.h"
@@ -152,7 +152,7 @@ auth_kv_permit(const auth *a, server_call *c, const uint8_t *key, size_t klen,
     memcpy(raw, key, klen < 64 ? klen : 64);
     raw[klen < 64 ? klen : 64] = '\0';
     name_printable(raw, shown, sizeof(shown));
-    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, KV_REASON_PREFIX_DENIED,
+    call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, REASON_KV_PREFIX_DENIED,
               "principal \"%s\" (role %s) may not %s %s \"%s\": no policy "
               "line \"%s kv-%s PREFIX\" covers it",
               w->name, w->role, write ? "write" : "read", what, shown, w->role,

@@ -10,6 +10,7 @@
 
 #include "proto/log.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 
 void
 call_fail(server_call *c, int code, const char *reason, const char *fmt, ...)
@@ -33,7 +34,7 @@ call_reply(server_call *c, const ProtobufCMessage *resp)
     uint8_t *buf = malloc(len > 0 ? len : 1);
 
     if (buf == NULL) {
-        call_fail(c, ONCE__V1__CODE__INTERNAL, "NO_MEMORY",
+        call_fail(c, ONCE__V1__CODE__INTERNAL, REASON_NO_MEMORY,
                   "out of memory packing the response");
         return ENOMEM;
     }
@@ -57,13 +58,13 @@ call_store_error(server_call *c, int err)
                   "DATA_LOSS; restore the data folder from a backup",
                   c->wm != NULL ? c->wm->full_name : "call",
                   (unsigned long long)c->client_id, (unsigned long long)c->seq);
-        call_fail(c, ONCE__V1__CODE__DATA_LOSS, "DATA_CORRUPT",
+        call_fail(c, ONCE__V1__CODE__DATA_LOSS, REASON_DATA_CORRUPT,
                   "the stored data this call needs is damaged (a LevelDB "
                   "checksum failed); it is not answered from it");
         c->transient = true; /* not recorded: the rpc id stays unused */
         return;
     }
-    call_fail(c, ONCE__V1__CODE__INTERNAL, "STORE", "store error: %s",
+    call_fail(c, ONCE__V1__CODE__INTERNAL, REASON_STORE, "store error: %s",
               strerror(err));
     c->transient = true;
 }

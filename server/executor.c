@@ -38,6 +38,7 @@
 #include "proto/once.pb-c.h"
 #include "store/records.h"
 #include "proto/wire_text.h"
+#include "proto/reasons.h"
 
 typedef struct exec_task {
     void (*fn)(void *);
@@ -126,7 +127,7 @@ exec_dedup(server_call *c, const service_method *de,
         rec->digest.len != RECORD_DIGEST_LEN ||
         memcmp(rec->digest.data, digest, RECORD_DIGEST_LEN) != 0) {
         STATS_INC(c->env->stats, conflicts);
-        call_fail(c, ONCE__V1__CODE__ALREADY_EXISTS, "RPC_ID_CONFLICT",
+        call_fail(c, ONCE__V1__CODE__ALREADY_EXISTS, REASON_RPC_ID_CONFLICT,
                   "rpc id %llu:%llu was already used for a different request "
                   "(%s); a new request needs a new seq",
                   (unsigned long long)c->client_id, (unsigned long long)c->seq,
@@ -218,7 +219,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     }
     if (e == NULL || e->state != LEASE_STATE_LIVE) {
         STATS_INC(env->stats, lease_expired);
-        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_LEASE_EXPIRED,
                   "client id %llu has no live lease (%s); its calls are "
                   "never executed — open a new lease for new calls",
                   (unsigned long long)c->client_id,
@@ -233,7 +234,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
      * first. */
     if (c->seq < e->watermark) {
         STATS_INC(env->stats, stale);
-        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "STALE_RPC",
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_STALE_RPC,
                   "seq %llu is below client %llu's acknowledged watermark "
                   "%llu: its reply was already delivered",
                   (unsigned long long)c->seq, (unsigned long long)c->client_id,
@@ -241,7 +242,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
         return NULL;
     }
     if (req->first_incomplete > c->seq) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_ACK",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_ACK,
                   "first_incomplete %llu is above the call's own seq %llu",
                   (unsigned long long)req->first_incomplete,
                   (unsigned long long)c->seq);
@@ -251,7 +252,7 @@ exec_admit(server_call *c, const Once__V1__Request *req)
     fault_point(FAULT_ACK_APPLIED);
     if (c->seq - lease_entry_first_unacked(e) >= env->cfg.window) {
         STATS_INC(env->stats, window_full);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "WINDOW_FULL",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_WINDOW_FULL,
                   "seq %llu is %llu past the first unacknowledged seq %llu; at "
                   "most %llu calls may be unacknowledged — wait for replies",
                   (unsigned long long)c->seq,
@@ -276,7 +277,7 @@ exec_text_ok(server_call *c, const ProtobufCMessageDescriptor *desc,
     if (wire_text_check(desc, data, len, field, sizeof(field), &why)) {
         return true;
     }
-    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "INVALID_STRING",
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_INVALID_STRING,
               "%s field %s %s: names and other strings are compared byte "
               "for byte, so they must be UTF-8 without NUL bytes",
               what, field, why);
@@ -319,13 +320,14 @@ exec_decode(server_call *c, const void *body, size_t len)
     case ENVELOPE_OK:
         break;
     case ENVELOPE_TOO_MANY_METADATA:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "TOO_MANY_METADATA",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_TOO_MANY_METADATA,
                   "the envelope carries more than %d metadata entries",
                   ENVELOPE_METADATA_MAX);
         return NULL;
     case ENVELOPE_MALFORMED:
     default:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT,
+                  REASON_MALFORMED_ENVELOPE,
                   "the %zu bytes received are not a once.v1.Request", len);
         return NULL;
     }
@@ -343,7 +345,8 @@ exec_decode(server_call *c, const void *body, size_t len)
          memcmp(req->principal, shape.principal, shape.principal_len) != 0)) {
         /* (the second test: protobuf-c did not read the principal the
          * scan authenticated; never expected, refused all the same) */
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_ENVELOPE",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT,
+                  REASON_MALFORMED_ENVELOPE,
                   "the %zu bytes received are not a once.v1.Request", len);
         if (req != NULL) {
             once__v1__request__free_unpacked(req, NULL);
@@ -376,7 +379,7 @@ exec_payload(server_call *c, const Once__V1__Request *req)
     payload = protobuf_c_message_unpack(in, NULL, req->payload.len,
                                         req->payload.data);
     if (payload == NULL) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MALFORMED_PAYLOAD",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_MALFORMED_PAYLOAD,
                   "the payload is not a valid %s", in->name);
     }
     return payload;
@@ -410,14 +413,14 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
             *batch = req;
             return;
         }
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "NESTED_BATCH",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_NESTED_BATCH,
                   "a batch entry is itself a batch; nothing of it ran");
         goto out;
     }
     if ((de = dispatch_find(ex->dp, req->method, strlen(req->method), &c->wm,
                             &c->svc)) == NULL) {
         name_printable(req->method, name, sizeof(name));
-        call_fail(c, ONCE__V1__CODE__UNIMPLEMENTED, "UNKNOWN_METHOD",
+        call_fail(c, ONCE__V1__CODE__UNIMPLEMENTED, REASON_UNKNOWN_METHOD,
                   "no method \"%s\" (names look like "
                   "/once.v1.Counter/Increment)",
                   name);
@@ -435,13 +438,14 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
      * timeout and turn "no hurry" into "already late". */
     if (req->timeout_ms != 0 &&
         (uint64_t)nng_clock() - recv_ms > req->timeout_ms) {
-        call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED",
+        call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED,
+                  REASON_DEADLINE_EXCEEDED,
                   "the deadline passed before the call could run");
         goto out;
     }
     mutating = (de->flags & SERVICE_MUTATING) != 0;
     if (mutating && (req->client_id == 0 || req->seq == 0)) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MISSING_RPC_ID",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_MISSING_RPC_ID,
                   "%s changes state and needs an rpc id: non-zero client_id "
                   "(from OpenLease) and seq",
                   c->wm->full_name);
@@ -480,7 +484,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
      * recorded: the same rpc id runs once space is back. */
     if (disk_floor_low(c->env->disk)) {
         atomic_fetch_add(&c->env->disk->refused, 1);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_DISK_LOW,
                   "the data folder's disk is below its free-space floor "
                   "(onced --disk-free-min); %s was not executed and may be "
                   "retried under the same rpc id once space is back",
@@ -573,7 +577,7 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
                             : once__v1__batch_request__unpack(
                                   NULL, req->payload.len, req->payload.data);
     if (fs == FIELD_SCAN_COUNT_EXCEEDED) {
-        reason = "BATCH_TOO_LARGE";
+        reason = REASON_BATCH_TOO_LARGE;
         snprintf(msg, sizeof(msg),
                  "a batch carries at most %u entries, this one more; nothing "
                  "of it ran",
@@ -585,13 +589,13 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
                  "it ran",
                  field_scan_why(fs));
     } else if (b == NULL) {
-        reason = "MALFORMED_PAYLOAD";
+        reason = REASON_MALFORMED_PAYLOAD;
         snprintf(msg, sizeof(msg), "the payload is not a once.v1.BatchRequest");
     } else if (b->n_entries == 0) {
-        reason = "BATCH_EMPTY";
+        reason = REASON_BATCH_EMPTY;
         snprintf(msg, sizeof(msg), "a batch needs at least one entry");
     } else if (b->n_entries > WIRE_BATCH_MAX_ENTRIES) {
-        reason = "BATCH_TOO_LARGE";
+        reason = REASON_BATCH_TOO_LARGE;
         snprintf(msg, sizeof(msg),
                  "a batch carries at most %u entries, this one %zu; nothing "
                  "of it ran",

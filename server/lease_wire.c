@@ -4,6 +4,7 @@
 #include "server/lease_wire.h"
 
 #include "server/exec_env.h"
+#include "proto/reasons.h"
 
 Once__V1__LeaseState
 lease_wire_state(const lease_entry *e, uint64_t now)
@@ -29,7 +30,7 @@ lease_wire_issued(server_call *c, uint64_t client_id)
     if (client_id != 0 && client_id < lease_table_next_id(c->env->leases)) {
         return true;
     }
-    call_fail(c, ONCE__V1__CODE__NOT_FOUND, "UNKNOWN_CLIENT",
+    call_fail(c, ONCE__V1__CODE__NOT_FOUND, REASON_UNKNOWN_CLIENT,
               "client id %llu was never issued", (unsigned long long)client_id);
     return false;
 }

@@ -311,6 +311,34 @@ check_etcd_options(const repl_config *rc)
     return 0;
 }
 
+/* The options that go together, checked once all are read; the default
+ * listeners when none was given. 0 or -1 (said on stderr). */
+static int
+options_together(server_config *cfg, const repl_config *rc)
+{
+    if (cfg->lease_ttl_ms > cfg->lease_ttl_max_ms) {
+        fprintf(stderr, "onced: --lease-ttl is above --lease-ttl-max\n");
+        return -1;
+    }
+    if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
+        fprintf(stderr, "onced: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
+    if (cfg->nlisten == 0) {
+        cfg->listen[cfg->nlisten++] = DEFAULT_IPC;
+        cfg->listen[cfg->nlisten++] = DEFAULT_TCP;
+    }
+    if (rc->endpoints == NULL &&
+        (strcmp(rc->cluster, "once") != 0 || rc->advertise != NULL ||
+         rc->key_file != NULL || rc->etcd_tls.cacert != NULL ||
+         rc->etcd_tls.cert != NULL || rc->etcd_tls.key != NULL)) {
+        fprintf(stderr, "onced: --cluster, --advertise, --replicate-key and "
+                        "--etcd-* need --replicate\n");
+        return -1;
+    }
+    return rc->endpoints != NULL ? check_etcd_options(rc) : 0;
+}
+
 static const struct option onced_opts[] = {
     {"data", required_argument, NULL, 'd'},
     {"listen", required_argument, NULL, 'l'},
@@ -588,27 +616,7 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 argv[optind]);
         return 2;
     }
-    if (cfg.lease_ttl_ms > cfg.lease_ttl_max_ms) {
-        fprintf(stderr, "onced: --lease-ttl is above --lease-ttl-max\n");
-        return 2;
-    }
-    if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL)) {
-        fprintf(stderr, "onced: --tls-cert and --tls-key go together\n");
-        return 2;
-    }
-    if (cfg.nlisten == 0) {
-        cfg.listen[cfg.nlisten++] = DEFAULT_IPC;
-        cfg.listen[cfg.nlisten++] = DEFAULT_TCP;
-    }
-    if (rc.endpoints == NULL &&
-        (strcmp(rc.cluster, "once") != 0 || rc.advertise != NULL ||
-         rc.key_file != NULL || rc.etcd_tls.cacert != NULL ||
-         rc.etcd_tls.cert != NULL || rc.etcd_tls.key != NULL)) {
-        fprintf(stderr, "onced: --cluster, --advertise, --replicate-key and "
-                        "--etcd-* need --replicate\n");
-        return 2;
-    }
-    if (rc.endpoints != NULL && check_etcd_options(&rc) != 0) {
+    if (options_together(&cfg, &rc) != 0) {
         return 2;
     }
     *out = cfg;

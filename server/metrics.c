@@ -23,6 +23,7 @@
 #include "server/stats_calls.h"
 #include "lease/table.h"
 #include "proto/wire.h"
+#include "proto/reasons.h"
 
 #define METRICS_PATH "/metrics"
 
@@ -187,9 +188,9 @@ metrics_render_refusals(prom_text *t, server_stats *ss)
         const char *reason;
         size_t off;
     } reasons[] = {
-        {"STALE_RPC", offsetof(server_stats, stale)},
-        {"WINDOW_FULL", offsetof(server_stats, window_full)},
-        {"LEASE_EXPIRED", offsetof(server_stats, lease_expired)},
+        {REASON_STALE_RPC, offsetof(server_stats, stale)},
+        {REASON_WINDOW_FULL, offsetof(server_stats, window_full)},
+        {REASON_LEASE_EXPIRED, offsetof(server_stats, lease_expired)},
         {"UNAUTHENTICATED", offsetof(server_stats, unauthenticated)},
         {"PERMISSION_DENIED", offsetof(server_stats, permission_denied)},
     };

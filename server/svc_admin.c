@@ -17,6 +17,7 @@
 #include "server/lease_wire.h"
 #include "proto/log.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 #include "server/service.h"
 #include "store/records.h"
 
@@ -94,7 +95,7 @@ admin_compact(server_call *c)
 
     store_compact_state(c->env->st, &running, &finished);
     if ((rv = store_compact_start(c->env->st, &already)) != 0) {
-        call_fail(c, ONCE__V1__CODE__UNAVAILABLE, "COMPACT_NOT_STARTED",
+        call_fail(c, ONCE__V1__CODE__UNAVAILABLE, REASON_COMPACT_NOT_STARTED,
                   "cannot start the compaction thread (error %d)", rv);
         return;
     }
@@ -174,13 +175,13 @@ admin_snapshot(server_call *c)
                          r->max_bytes == 0 ? SNAP_CHUNK_DEFAULT : r->max_bytes,
                          admin_snap_one, &a, &index, &done);
     if (rv == ENOENT) {
-        call_fail(c, ONCE__V1__CODE__NOT_FOUND, "NO_SNAPSHOT",
+        call_fail(c, ONCE__V1__CODE__NOT_FOUND, REASON_NO_SNAPSHOT,
                   "no snapshot %llu: it was finished, or released after "
                   "%d s without a request; start again with snapshot_id 0",
                   (unsigned long long)r->snapshot_id,
                   STORE_SNAP_IDLE_MS / 1000);
     } else if (rv == EBUSY) {
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "SNAPSHOTS_BUSY",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_SNAPSHOTS_BUSY,
                   "%d snapshots are being read; try again later",
                   STORE_SNAP_SLOTS);
     } else if (rv != 0 || a.nomem) {
@@ -218,10 +219,10 @@ admin_snapshot_validate(server_call *c)
     const Once__V1__SnapshotRequest *r =
         (const Once__V1__SnapshotRequest *)c->req;
     if (r->max_bytes > SNAP_CHUNK_MAX) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_LIMIT",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_LIMIT,
                   "max_bytes is at most %u", SNAP_CHUNK_MAX);
     } else if (r->snapshot_id == 0 && r->after_key.len > 0) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_SNAPSHOT",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_SNAPSHOT,
                   "after_key without a snapshot_id");
     }
 }
@@ -377,7 +378,7 @@ admin_list_validate(server_call *c)
     const Once__V1__ListRecordsRequest *r =
         (const Once__V1__ListRecordsRequest *)c->req;
     if (r->limit > LIST_LIMIT_MAX) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_LIMIT",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_LIMIT,
                   "limit is at most %d", LIST_LIMIT_MAX);
     }
 }

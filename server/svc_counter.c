@@ -12,6 +12,7 @@
 
 #include "proto/names.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 #include "server/service.h"
 
 #define COUNTER_NAME_MAX 256
@@ -26,14 +27,14 @@ counter_name_ok(server_call *c, const char *name)
     case NAME_OK:
         return 1;
     case NAME_BAD_LENGTH:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_NAME,
                   "counter name must be 1 to %d bytes, got %zu",
                   COUNTER_NAME_MAX, at);
         return 0;
     case NAME_CONTROL:
         break;
     }
-    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_NAME",
+    call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_NAME,
               "counter name has a control character at byte %zu", at);
     return 0;
 }
@@ -87,7 +88,7 @@ counter_incr_validate(server_call *c)
         return;
     }
     if (r->by == 0) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_INCREMENT",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_INCREMENT,
                   "by must not be 0");
     }
 }
@@ -109,7 +110,7 @@ counter_incr(server_call *c)
     }
     if ((r->by > 0 && v > INT64_MAX - r->by) ||
         (r->by < 0 && v < INT64_MIN - r->by)) {
-        call_fail(c, ONCE__V1__CODE__OUT_OF_RANGE, "COUNTER_OVERFLOW",
+        call_fail(c, ONCE__V1__CODE__OUT_OF_RANGE, REASON_COUNTER_OVERFLOW,
                   "counter %s is %lld; adding %lld overflows int64", r->name,
                   (long long)v, (long long)r->by);
         free(key);

@@ -22,6 +22,7 @@
 #include "lease/lease.h"
 #include "proto/log.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 #include "grants/rules.h"
 #include "server/service.h"
 
@@ -166,7 +167,7 @@ v_claim(server_call *c)
         return;
     }
     if (r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS || r->max > 1024) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_FIELD,
                   "max is at most 1024, credential_ttl_ms at most %llu",
                   (unsigned long long)GRANTS_CRED_TTL_MAX_MS);
     }
@@ -182,7 +183,7 @@ v_renew(server_call *c)
         return;
     }
     if (r->grant_id == 0 || r->credential_ttl_ms > GRANTS_CRED_TTL_MAX_MS) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_FIELD,
                   "grant_id is required; credential_ttl_ms at most %llu",
                   (unsigned long long)GRANTS_CRED_TTL_MAX_MS);
     }
@@ -193,7 +194,7 @@ v_grant_id(server_call *c)
 {
     const Once__V1__CancelGrantRequest *r = REQ(Once__V1__CancelGrantRequest);
     if (r->grant_id == 0) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_FIELD,
                   "grant_id is required");
     }
 }
@@ -203,7 +204,7 @@ v_work_id(server_call *c)
 {
     const Once__V1__DeleteWorkRequest *r = REQ(Once__V1__DeleteWorkRequest);
     if (r->work_id == 0) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_FIELD",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_FIELD,
                   "work_id is required");
     }
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "kv/kv.h"
-#include "kv/reasons.h"
+#include "proto/reasons.h"
 #include "lease/lease.h"
 #include "proto/kv.pb-c.h"
 #include "proto/once.pb-c.h"

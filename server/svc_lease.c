@@ -24,6 +24,7 @@
 #include "lease/lease.h"
 #include "server/lease_wire.h"
 #include "proto/once.pb-c.h"
+#include "proto/reasons.h"
 #include "server/service.h"
 
 #define LEASE_TTL_MIN_MS    100ULL
@@ -37,21 +38,22 @@ lease_open_validate(server_call *c)
     uint64_t max = c->env->cfg.lease_ttl_max_ms;
 
     if (r->ttl_ms != 0 && (r->ttl_ms < LEASE_TTL_MIN_MS || r->ttl_ms > max)) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_TTL",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_TTL,
                   "ttl must be between %llums and %llums, got %llums",
                   LEASE_TTL_MIN_MS, (unsigned long long)max,
                   (unsigned long long)r->ttl_ms);
         return;
     }
     if (strlen(r->principal) > LEASE_PRINCIPAL_MAX) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_PRINCIPAL",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_PRINCIPAL,
                   "principal is longer than %d bytes", LEASE_PRINCIPAL_MAX);
         return;
     }
     /* Authenticated, a lease is always the caller's own. */
     if (r->principal[0] != '\0' &&
         strcmp(auth_lease_principal(c, r->principal), r->principal) != 0) {
-        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED, "NOT_YOUR_PRINCIPAL",
+        call_fail(c, ONCE__V1__CODE__PERMISSION_DENIED,
+                  REASON_NOT_YOUR_PRINCIPAL,
                   "a lease belongs to the principal that opens it; leave "
                   "OpenLeaseRequest.principal empty or name yourself");
     }
@@ -72,7 +74,7 @@ lease_open_admit(server_call *c, const char *principal)
     if (env->cfg.lease_max_principal > 0 &&
         mine >= env->cfg.lease_max_principal) {
         STATS_INC(env->stats, lease_quota);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_QUOTA",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_LEASE_QUOTA,
                   "principal \"%.64s\" holds %llu live leases, the most "
                   "one principal may hold (onced --lease-max-per-principal); "
                   "close leases it no longer uses",
@@ -81,7 +83,7 @@ lease_open_admit(server_call *c, const char *principal)
     }
     if (env->cfg.lease_max > 0 && all >= env->cfg.lease_max) {
         STATS_INC(env->stats, lease_capacity);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "LEASE_CAPACITY",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_LEASE_CAPACITY,
                   "onced holds %llu live leases, the most it allows "
                   "(onced --lease-max); try again once leases are closed or "
                   "have expired",
@@ -90,7 +92,7 @@ lease_open_admit(server_call *c, const char *principal)
     }
     if (disk_floor_low(env->disk)) {
         atomic_fetch_add(&env->disk->refused, 1);
-        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, "DISK_LOW",
+        call_fail(c, ONCE__V1__CODE__RESOURCE_EXHAUSTED, REASON_DISK_LOW,
                   "the data folder's disk is below its free-space floor "
                   "(onced --disk-free-min); no new lease until space comes "
                   "back");
@@ -149,7 +151,7 @@ lease_find_live(server_call *c, uint64_t client_id)
     }
     if (e == NULL || e->state != LEASE_STATE_LIVE) {
         STATS_INC(c->env->stats, lease_expired);
-        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, "LEASE_EXPIRED",
+        call_fail(c, ONCE__V1__CODE__FAILED_PRECONDITION, REASON_LEASE_EXPIRED,
                   "client id %llu has no live lease (%s); open a new one",
                   (unsigned long long)client_id,
                   e != NULL
@@ -189,7 +191,7 @@ lease_renew_many_validate(server_call *c)
         (const Once__V1__RenewLeasesRequest *)c->req;
 
     if (r->n_client_ids == 0 || r->n_client_ids > RENEW_BATCH_MAX) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "BAD_BATCH",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_BAD_BATCH,
                   "renew 1 to %d client ids per call, got %zu", RENEW_BATCH_MAX,
                   r->n_client_ids);
     }
@@ -320,7 +322,7 @@ lease_id_validate(server_call *c)
         memcpy(&id, (const char *)c->req + f->offset, sizeof(id));
     }
     if (id == 0) {
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, "MISSING_CLIENT_ID",
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_MISSING_CLIENT_ID,
                   "client_id must be set");
     }
 }

@@ -264,16 +264,25 @@ etcd_cluster_try(etcd_cluster **ep, int n, const char *certs, bool last)
         }
     }
     if (etcd_wait_ready(e, 60000) != 0) {
-        for (int i = 0; i < n && last; i++) {
-            char log[300];
-            snprintf(log, sizeof(log), "%s/m%d.log", e->dir, i);
-            procs_dump_file(log);
+        if (last) {
+            etcd_cluster_dump(e);
         }
         etcd_cluster_free(e);
         return -1;
     }
     *ep = e;
     return 0;
+}
+
+void
+etcd_cluster_dump(const etcd_cluster *e)
+{
+    for (int i = 0; i < e->n; i++) {
+        char log[300];
+
+        snprintf(log, sizeof(log), "%s/m%d.log", e->dir, i);
+        procs_dump_file(log);
+    }
 }
 
 void

@@ -58,6 +58,10 @@ int etcd_member_restart(etcd_cluster *e, int i);
 /* Kills every member still running and removes the folder. NULL is ok. */
 void etcd_cluster_free(etcd_cluster *e);
 
+/* Prints every member's log (m<i>.log in e->dir) to stderr: for a test
+ * that failed. */
+void etcd_cluster_dump(const etcd_cluster *e);
+
 /* fork/exec argv (argv[0] a path) with stdout and stderr appended to
  * log, in a process group of its own. The pid, or -1. */
 pid_t procs_spawn_logged(char *const argv[], const char *log);

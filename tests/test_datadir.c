@@ -100,7 +100,12 @@ lease(const harness *h)
     return cid;
 }
 
-/* Whether onced's log holds text. */
+/* Where the current phase's lines start in onced's log: the log is
+ * appended to across restarts, so a check reads only what the onced of its
+ * own phase wrote (restart() moves the mark). */
+static long log_from;
+
+/* Whether onced's log holds text since the last restart(). */
 static bool
 log_has(const harness *h, const char *text)
 {
@@ -109,11 +114,32 @@ log_has(const harness *h, const char *text)
     bool found = false;
 
     assert_non_null(f);
+    assert_int_equal(fseek(f, log_from, SEEK_SET), 0);
     while (!found && fgets(line, sizeof(line), f) != NULL) {
         found = strstr(line, text) != NULL;
     }
     fclose(f);
     return found;
+}
+
+/* A new onced in a new folder (harness_no_gc), its log read from the
+ * start. */
+static int
+start(harness **hp)
+{
+    log_from = 0;
+    return harness_start_args(hp, harness_no_gc);
+}
+
+/* harness_restart, after marking the end of the log so far: log_has then
+ * reads only the new onced's lines. */
+static int
+restart(harness *h)
+{
+    struct stat sb;
+
+    log_from = stat(h->log, &sb) == 0 ? (long)sb.st_size : 0;
+    return harness_restart(h);
 }
 
 static void
@@ -169,7 +195,7 @@ test_missing_current_refused(void **state)
     struct stat sb;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     cid = lease(h);
     r = incr(h, cid, 1, "acked");
     assert_int_equal(r.code, ONCE__V1__CODE__OK);
@@ -181,7 +207,7 @@ test_missing_current_refused(void **state)
     path_in(h, "CURRENT", cur, sizeof(cur));
     slurp(cur, saved, sizeof(saved));
     assert_int_equal(unlink(cur), 0);
-    assert_int_equal(harness_restart(h), -1); /* refused, exited */
+    assert_int_equal(restart(h), -1); /* refused, exited */
     assert_true(log_has(h, "the file CURRENT is missing"));
     assert_true(log_has(h, "Restore the folder from a backup"));
     /* Nothing was created or deleted: no CURRENT, the manifest it named
@@ -196,7 +222,7 @@ test_missing_current_refused(void **state)
 
     /* Restored: the stored result comes back, nothing runs twice. */
     spit(cur, saved);
-    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(restart(h), 0);
     r = incr(h, cid, 2, "acked");
     assert_int_equal(r.code, ONCE__V1__CODE__OK);
     assert_true(r.replayed);
@@ -266,7 +292,7 @@ test_missing_table_or_manifest_refused(void **state)
     reply r;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     cid = lease(h);
     r = incr(h, cid, 1, "t");
     assert_int_equal(r.code, ONCE__V1__CODE__OK);
@@ -276,7 +302,7 @@ test_missing_table_or_manifest_refused(void **state)
     assert_true(find_file(h, ".ldb", p, sizeof(p)));
     snprintf(saved, sizeof(saved), "%s.aside", p);
     assert_int_equal(rename(p, saved), 0);
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     assert_true(log_has(h, "is damaged"));
     assert_true(log_has(h, "restore the whole folder from a backup"));
     assert_int_equal(rename(saved, p), 0);
@@ -286,7 +312,7 @@ test_missing_table_or_manifest_refused(void **state)
     saved[strcspn(saved, "\n")] = '\0';
     path_in(h, saved, p, sizeof(p));
     assert_int_equal(unlink(p), 0); /* the manifest CURRENT names */
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     assert_false(log_has(h, "is another onced using it"));
     harness_free(h);
 }
@@ -306,7 +332,7 @@ test_identity_file(void **state)
     reply r;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     path_in(h, "once-store", idp, sizeof(idp));
     slurp(idp, first, sizeof(first));
     assert_non_null(strstr(first, "once-store 1\n"));
@@ -318,26 +344,26 @@ test_identity_file(void **state)
 
     /* Removed: written again with the id LevelDB holds. */
     assert_int_equal(unlink(idp), 0);
-    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(restart(h), 0);
     slurp(idp, again, sizeof(again));
     assert_int_equal(strncmp(strstr(again, "\nid "), id, 4 + 32), 0);
     stop(h);
 
     /* Another store's id: refused, and the file is left as it is. */
     spit(idp, "once-store 1\nid 0123456789abcdef0123456789abcdef\n");
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     assert_true(log_has(h, "is not the store its identity file"));
     slurp(idp, again, sizeof(again));
     assert_non_null(strstr(again, "0123456789abcdef0123456789abcdef"));
 
     /* A damaged file: refused. */
     spit(idp, "once-store 1\nid nonsense\n");
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     assert_true(log_has(h, "once-store is damaged"));
 
     /* The right one back: the stored result replays. */
     spit(idp, first);
-    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(restart(h), 0);
     r = incr(h, cid, 1, "x");
     assert_true(r.replayed);
     assert_int_equal(r.value, 1);
@@ -357,7 +383,7 @@ test_creates_only_in_empty_folder(void **state)
     struct dirent *e;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     stop(h);
     /* Empty the folder, then leave one unknown file in it. */
     assert_non_null(d = opendir(h->data));
@@ -370,13 +396,13 @@ test_creates_only_in_empty_folder(void **state)
     closedir(d);
     path_in(h, "notes.txt", p, sizeof(p));
     spit(p, "mine\n");
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     assert_true(log_has(h, "is not empty (it holds notes.txt)"));
     assert_int_equal(unlink(p), 0);
 
     /* Only a principals file (oncectl principal add): created. */
     harness_add_principal(h, "op", "operator");
-    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(restart(h), 0);
     assert_true(log_has(h, "created store"));
     stop(h);
     harness_free(h);
@@ -479,7 +505,7 @@ test_flipped_byte_data_loss(void **state)
     int lost;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     cid = lease(h);
     for (uint64_t seq = 1; seq <= NCALLS; seq++) {
         char name[32];
@@ -504,7 +530,7 @@ test_flipped_byte_data_loss(void **state)
 
     /* Restarted, onced either refuses the damaged store at start-up,
      * saying so, or answers as above: never a wrong answer. */
-    if (harness_restart(h) != 0) {
+    if (restart(h) != 0) {
         assert_true(log_has(h, "damaged"));
     } else {
         assert_true(retry_all(h, cid) >= 1);
@@ -579,7 +605,7 @@ back_case(int how)
     char log[512];
     struct stat sb;
 
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     (void)back_prepare(h);
     assert_true(find_file(h, ".log", log, sizeof(log)));
     assert_int_equal(stat(log, &sb), 0);
@@ -590,11 +616,11 @@ back_case(int how)
         assert_true(to > 0 && to < sb.st_size);
         assert_int_equal(truncate(log, to), 0);
     }
-    assert_int_equal(harness_restart(h), -1); /* refused, exited */
+    assert_int_equal(restart(h), -1); /* refused, exited */
     assert_true(log_has(h, "acknowledged commits"));
     assert_true(log_has(h, "restore the whole folder from a backup"));
     /* The refusal left the bound as it was: refused again. */
-    assert_int_equal(harness_restart(h), -1);
+    assert_int_equal(restart(h), -1);
     harness_free(h);
 }
 
@@ -631,7 +657,7 @@ test_committed_sidecar_rewritten(void **state)
     reply r;
 
     (void)state;
-    assert_int_equal(harness_start_args(&h, harness_no_gc), 0);
+    assert_int_equal(start(&h), 0);
     cid = lease(h);
     r = incr(h, cid, 1, "side");
     assert_int_equal(r.code, ONCE__V1__CODE__OK);
@@ -640,7 +666,7 @@ test_committed_sidecar_rewritten(void **state)
     slurp(p, text, sizeof(text));
     assert_non_null(strstr(text, "committed "));
     assert_int_equal(unlink(p), 0);
-    assert_int_equal(harness_restart(h), 0);
+    assert_int_equal(restart(h), 0);
     slurp(p, text, sizeof(text));
     assert_non_null(strstr(text, "committed "));
     r = incr(h, cid, 1, "side");

@@ -106,42 +106,6 @@ fx_teardown(void **state)
     return rv;
 }
 
-/*
- * fx_setup for the hang-up test: its onced runs with LeakSanitizer's exit
- * check off (ASAN_OPTIONS detect_leaks=0; it matters only under make
- * asan). nng 1.5.2 never frees a listener it stopped this way: the
- * endpoint and the connections it negotiated but never handed over keep
- * references to each other (an indirect leak of about 8 KB per stopped
- * listener, inside libnng, reported when onced exits). Everything else
- * about that onced is checked as in the other tests.
- */
-static int
-fx_setup_nng_leak_args(void **state, const char *const *args)
-{
-    const char *was = getenv("ASAN_OPTIONS");
-    char *saved = was != NULL ? strdup(was) : NULL;
-    char opts[512];
-    int rv;
-
-    snprintf(opts, sizeof(opts), "%s%sdetect_leaks=0", was != NULL ? was : "",
-             was != NULL && was[0] != '\0' ? ":" : "");
-    setenv("ASAN_OPTIONS", opts, 1);
-    rv = fx_setup_args(state, args);
-    if (saved != NULL) {
-        setenv("ASAN_OPTIONS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("ASAN_OPTIONS");
-    }
-    return rv;
-}
-
-static int
-fx_setup_nng_leak(void **state)
-{
-    return fx_setup_nng_leak_args(state, harness_no_gc);
-}
-
 /* fx_setup with every call that carries a deadline held 300 ms in onced's
  * executor after it was received (test-only ONCED_EXEC_HOLD_MS), as behind
  * a long queue. */
@@ -163,7 +127,7 @@ fx_setup_no_watch(void **state)
     static const char *const args[] = {"--gc-interval", "1h",
                                        "--no-listen-check", NULL};
 
-    return fx_setup_nng_leak_args(state, args);
+    return fx_setup_args(state, args);
 }
 
 /* Records the Stats the "nothing written" check compares against. */
@@ -577,6 +541,28 @@ hang_up_while_stopped(fixture *f)
     kill(f->h->pid, SIGCONT);
 }
 
+/*
+ * Connects to path and sends a REQ peer's 8-byte SP header, then keeps the
+ * connection: made right after the hang-ups, it finishes its handshake with
+ * the stopped listener, which never hands it to the socket. Closing that
+ * listener (the watch's restart) leaves such a connection's memory inside
+ * nng 1.5.2 for good, which LeakSanitizer reports when onced exits unless
+ * tests/lsan.supp names it. Returns the fd, or -1.
+ */
+static int
+handshake_and_hold(const char *path)
+{
+    static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30 /* REQ0 */, 0, 0};
+    int fd = unix_connect(path);
+
+    if (fd >= 0 && send(fd, hello, sizeof(hello), MSG_NOSIGNAL) !=
+                       (ssize_t)sizeof(hello)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 /* Opens a new lease-less client with a deadline of deadline_ms, reads the
  * watched counter into *v and returns how that went. */
 static int
@@ -621,7 +607,12 @@ listener_restarts(fixture *f)
  * backlog, finish their handshake and are never read
  * (server/listen_watch.h). onced must go on serving: a client opened
  * afterwards gets its call through within its 20 s deadline (the watch
- * needs up to ~5 s), and so does the client connected before.
+ * needs up to ~5 s), and so does the client connected before. A peer that
+ * finished its handshake with the stopped listener stays connected across
+ * the restart, as a client did when CI's ASan run of test_crash_matrix
+ * caught the leak this leaves in nng: onced must still exit cleanly under
+ * LeakSanitizer, which counts everything but blocks allocated inside
+ * nng_listen (tests/lsan.supp).
  */
 static void
 test_hang_up_before_handshake(void **state)
@@ -629,9 +620,13 @@ test_hang_up_before_handshake(void **state)
     fixture *f = *state;
     once_status st;
     int64_t v = 0;
+    int held;
 
     hang_up_while_stopped(f);
+    held = handshake_and_hold(f->h->path);
+    assert_true(held >= 0);
     assert_int_equal(new_client_get(f, 20000, &v), ONCE_OK);
+    close(held);
     assert_int_equal(v, START);
     /* It was the watch: the listener was started again (and Stats says so). */
     assert_true(listener_restarts(f) >= 1);
@@ -1199,8 +1194,8 @@ main(void)
                                         fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_deadline_passed_in_queue,
                                         fx_setup_held, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_hang_up_before_handshake,
-                                        fx_setup_nng_leak, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_hang_up_before_handshake, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_hang_up_without_watch,
                                         fx_setup_no_watch, fx_teardown),
     };

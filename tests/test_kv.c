@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +38,7 @@
 
 #include "proto/kv.pb-c.h"
 #include "tests/harness.h"
+#include "tests/proxy_proc.h"
 
 #ifndef ONCE_PROXY_PATH
 #error "ONCE_PROXY_PATH must name once_proxy (set by tests/CMakeLists.txt)"
@@ -1016,28 +1016,16 @@ xfer_main(void *arg)
     return NULL;
 }
 
-static pid_t
-proxy_start(const char *front, const char *back)
-{
-    pid_t pid;
-
-    if ((pid = fork()) == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execl(ONCE_PROXY_PATH, "once_proxy", "--front", front, "--back", back,
-              "--seed", "23", "--drop-rep", "0.2", "--dup-req", "0.05",
-              (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 static void
 t_transfer_workload(void **state)
 {
     harness *h = *state;
     once_client *c = client(h);
     xfer_worker w[WORKERS];
-    char front[160], key[16];
+    const char *const faults[] = {"--drop-rep", "0.2", "--dup-req", "0.05",
+                                  NULL};
+    char front[160], key[16], plog[400];
+    uint64_t rep_in = 0, rep_dropped = 0;
     int64_t total = 0, expect[ACCOUNTS];
     int64_t bal[ACCOUNTS];
     uint64_t ver[ACCOUNTS];
@@ -1052,7 +1040,9 @@ t_transfer_workload(void **state)
         expect[i] = START_BALANCE;
     }
     snprintf(front, sizeof(front), "tcp://127.0.0.1:%d", harness_free_port());
-    assert_true((proxy = proxy_start(front, h->url)) > 0);
+    snprintf(plog, sizeof(plog), "%s/once_proxy.log", h->dir);
+    assert_true((proxy = proxy_proc_start(ONCE_PROXY_PATH, front, h->url, 23,
+                                          faults, plog)) > 0);
     memset(w, 0, sizeof(w));
     for (int i = 0; i < WORKERS; i++) {
         w[i].url = front;
@@ -1085,6 +1075,9 @@ t_transfer_workload(void **state)
     }
     kill(proxy, SIGTERM);
     waitpid(proxy, &status, 0);
+    /* The network did lose replies (else the retries proved nothing). */
+    assert_true(proxy_proc_replies(plog, &rep_in, &rep_dropped));
+    assert_true(rep_dropped > 0);
     once_client_close(c);
     c = client(h);
     assert_true(xfer_read(c, bal, ver));
@@ -1098,8 +1091,9 @@ t_transfer_workload(void **state)
     assert_int_equal(total, ACCOUNTS * START_BALANCE);
     logs = count_prefix(c, "log/", NULL);
     print_message("transfers: %zu succeeded, %zu logged, %zu needed a retry, "
-                  "%d kills\n",
-                  ok, logs, unknown, kills);
+                  "%d kills, %llu of %llu replies dropped\n",
+                  ok, logs, unknown, kills, (unsigned long long)rep_dropped,
+                  (unsigned long long)rep_in);
     assert_int_equal(logs, ok);
     for (int i = 0; i < WORKERS; i++) {
         for (size_t k = 0; k < w[i].nok; k++) {

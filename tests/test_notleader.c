@@ -1,8 +1,9 @@
 /*
  * test_notleader.c — a follower's NOT_LEADER responder (repl/notleader.c)
- * in this process: its refusal and hint, and opening and closing it again
- * and again, as a replica does at every role change and on SIGTERM while
- * following.
+ * in this process: its refusal and hint (decoded: the leader's URL in
+ * Status.leader, and still in the message for older clients), and opening and
+ * closing it again and again, as a replica does at every role change and on
+ * SIGTERM while following.
  *
  * Owns: a temp dir with the ipc path.
  * Invariant: every loop is bounded in count and time.
@@ -24,6 +25,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "proto/once.pb-c.h"
 #include "repl/repl_impl.h"
 #include "tests/etcd_procs.h"
 #include "tests/sys_helpers.h"
@@ -97,6 +99,28 @@ teardown(void **state)
     return 0;
 }
 
+/* Decodes a refusal and checks it: UNAVAILABLE, reason, and the leader's
+ * URL in Status.leader ("" for none), the field libonce steers by. The
+ * message still names the URL too, for a libonce older than the field. */
+static void
+nl_expect(const char *buf, int n, const char *reason, const char *leader)
+{
+    Once__V1__Response *r =
+        once__v1__response__unpack(NULL, (size_t)n, (const uint8_t *)buf);
+
+    assert_non_null(r);
+    assert_non_null(r->status);
+    assert_int_equal(r->status->code, ONCE__V1__CODE__UNAVAILABLE);
+    assert_string_equal(r->status->reason, reason);
+    assert_string_equal(r->status->leader, leader);
+    if (leader[0] != '\0') {
+        assert_non_null(strstr(r->status->message, leader));
+    }
+    assert_false(r->replayed);
+    assert_int_equal(r->payload.len, 0);
+    once__v1__response__free_unpacked(r, NULL);
+}
+
 /* Every request is refused UNAVAILABLE with the hint that was set last. */
 static void
 test_refusal_and_hint(void **state)
@@ -111,17 +135,20 @@ test_refusal_and_hint(void **state)
     n = nl_ask(f->url, buf, sizeof(buf));
     assert_true(n > 0);
     assert_true(nl_has(buf, n, "NO_LEADER"));
+    nl_expect(buf, n, "NO_LEADER", "");
 
     notleader_set(nl, "tcp://10.0.0.9:7400", NULL);
     n = nl_ask(f->url, buf, sizeof(buf));
     assert_true(n > 0);
     assert_true(nl_has(buf, n, "NOT_LEADER"));
     assert_true(nl_has(buf, n, "tcp://10.0.0.9:7400"));
+    nl_expect(buf, n, "NOT_LEADER", "tcp://10.0.0.9:7400");
 
     notleader_set(nl, NULL, "ETCD_UNAVAILABLE");
     n = nl_ask(f->url, buf, sizeof(buf));
     assert_true(n > 0);
     assert_true(nl_has(buf, n, "ETCD_UNAVAILABLE"));
+    nl_expect(buf, n, "ETCD_UNAVAILABLE", "");
     notleader_close(nl);
 }
 

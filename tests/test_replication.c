@@ -74,6 +74,7 @@ typedef struct fixture {
     etcd_cluster *etcd;
     replica_set *rs;
     char certs[64]; /* setup_tls: the certificates' folder ("" otherwise) */
+    bool passed;    /* the test's body ran to its end (CASE below) */
 } fixture;
 
 static void
@@ -329,8 +330,11 @@ teardown(void **state)
     fixture *f = *state;
     int rv = replicas_stop(f->rs);
 
-    if (rv != 0) {
+    /* A failed test (its body left by a failed assertion) or an unclean
+     * stop: every replica's log and every etcd member's. */
+    if (rv != 0 || !f->passed) {
         replicas_dump(f->rs);
+        etcd_cluster_dump(f->etcd);
     }
     replicas_free(f->rs);
     etcd_cluster_free(f->etcd);
@@ -1885,49 +1889,66 @@ test_tls_clients_find_leader(void **state)
     once_client_close(c);
 }
 
+/* Each test as cmocka runs it: its body, then a mark that it ran to the
+ * end, which the teardown reads (a failed assertion leaves the body
+ * before the mark, and the teardown then prints every log). */
+#define CASE(fn)                                                               \
+    static void fn##_case(void **state)                                        \
+    {                                                                          \
+        fn(state);                                                             \
+        ((fixture *)*state)->passed = true;                                    \
+    }
+/* A table row under the test's own name (ONCE_TEST_FILTER matches it). */
+#define RUN(fn, setup, teardown)                                               \
+    {                                                                          \
+#fn, fn##_case, setup, teardown, NULL                                  \
+    }
+
+CASE(test_leader_killed_repeatedly)
+CASE(test_leader_stopped_past_lease)
+CASE(test_etcd_members_lost)
+CASE(test_wiped_replica_catches_up)
+CASE(test_wiped_replica_seeds_authenticated)
+CASE(test_log_trimmed_and_compacted)
+CASE(test_lagging_replica_reseeds)
+CASE(test_rolled_back_replica_reseeds)
+CASE(test_cluster_restored_from_backup)
+CASE(test_grant_survives_failover)
+CASE(test_kv_survives_failover)
+CASE(test_acks_expiry_collection_replicated)
+CASE(test_replica_refuses_other_etcd)
+CASE(test_large_entry_split)
+CASE(test_steer_leader_last)
+CASE(test_follower_hangups)
+CASE(test_follower_notifies)
+CASE(test_leader_killed_over_tls)
+CASE(test_etcd_tls_refusals)
+CASE(test_tls_clients_find_leader)
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_leader_killed_repeatedly, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_leader_stopped_past_lease, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_etcd_members_lost, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_wiped_replica_catches_up,
-                                        setup_retain, teardown),
-        cmocka_unit_test_setup_teardown(test_wiped_replica_seeds_authenticated,
-                                        setup_auth, teardown_auth),
-        cmocka_unit_test_setup_teardown(test_log_trimmed_and_compacted, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_lagging_replica_reseeds,
-                                        setup_retain, teardown),
-        cmocka_unit_test_setup_teardown(test_rolled_back_replica_reseeds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cluster_restored_from_backup,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_grant_survives_failover, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_kv_survives_failover, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_acks_expiry_collection_replicated,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_replica_refuses_other_etcd, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_large_entry_split, setup_ttl5,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_steer_leader_last, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_follower_hangups, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_follower_notifies, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_leader_killed_over_tls, setup_tls,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_etcd_tls_refusals, setup_tls,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_tls_clients_find_leader, setup_tls,
-                                        teardown),
+        RUN(test_leader_killed_repeatedly, setup, teardown),
+        RUN(test_leader_stopped_past_lease, setup, teardown),
+        RUN(test_etcd_members_lost, setup, teardown),
+        RUN(test_wiped_replica_catches_up, setup_retain, teardown),
+        RUN(test_wiped_replica_seeds_authenticated, setup_auth, teardown_auth),
+        RUN(test_log_trimmed_and_compacted, setup, teardown),
+        RUN(test_lagging_replica_reseeds, setup_retain, teardown),
+        RUN(test_rolled_back_replica_reseeds, setup, teardown),
+        RUN(test_cluster_restored_from_backup, setup, teardown),
+        RUN(test_grant_survives_failover, setup, teardown),
+        RUN(test_kv_survives_failover, setup, teardown),
+        RUN(test_acks_expiry_collection_replicated, setup, teardown),
+        RUN(test_replica_refuses_other_etcd, setup, teardown),
+        RUN(test_large_entry_split, setup_ttl5, teardown),
+        RUN(test_steer_leader_last, setup, teardown),
+        RUN(test_follower_hangups, setup, teardown),
+        RUN(test_follower_notifies, setup, teardown),
+        RUN(test_leader_killed_over_tls, setup_tls, teardown),
+        RUN(test_etcd_tls_refusals, setup_tls, teardown),
+        RUN(test_tls_clients_find_leader, setup_tls, teardown),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "test_etcd*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));

@@ -11,8 +11,9 @@
 #  - onced starts with packaging/onced.conf as its --config (every key in it
 #    is one onced accepts), the flags --data and --listen winning over the
 #    file's, and stops cleanly;
-#  - every long option in `onced --help` is in docs/man/onced.8, and every
-#    global option in `oncectl --help` is in docs/man/oncectl.1.
+#  - `onced --help` and docs/man/onced.8 list the same options, and every
+#    global option in `oncectl --help` is in docs/man/oncectl.1, each
+#    option matched whole (not as a prefix of a longer one).
 # systemd is not running in the containers this runs in: the unit is
 # verified offline, and the notify protocol itself is tested by test_config
 # (NOTIFY_SOCKET). systemd-analyze comes from Debian's systemd package
@@ -79,19 +80,29 @@ wait "$onced_pid" || fail "onced did not stop cleanly: $(cat "$tmp/log")"
 onced_pid=
 
 echo "== man pages"
-# Long options as --help lists them (roff writes a dash as \-).
-missing=
-for opt in $("$bld/server/onced" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
-    grep -qF -- "${opt//-/\\-}" "$src/docs/man/onced.8" ||
-        missing="$missing $opt"
-done
-[ -z "$missing" ] || fail "docs/man/onced.8 lacks$missing"
-for opt in $("$bld/cli/oncectl" --help |
-    sed -n '/^Global options/,/^$/p' | grep -o -- '--[a-z][a-z-]*' | sort -u); do
-    grep -qF -- "${opt//-/\\-}" "$src/docs/man/oncectl.1" ||
-        missing="$missing $opt"
-done
-[ -z "$missing" ] || fail "docs/man/oncectl.1 lacks$missing"
+# Options compared whole, never as prefixes (--listen must not pass for
+# --listen-check): from --help, the option lines ("  --name ..." or
+# "  -h, --help"); from a page, the tag line after each .TP (roff writes a
+# dash as \-).
+help_opts() {
+    grep -oE '^  (-[a-zA-Z], )?--[a-z][a-z-]*[a-z]' |
+        grep -oE -- '--[a-z][a-z-]*' | sort -u
+}
+man_opts() {
+    awk '/^\.TP/ { getline; print }' "$1" |
+        grep -oE '(\\-){2}[a-z][a-z\\-]*[a-z]' | sed -E 's/\\-/-/g' | sort -u
+}
+"$bld/server/onced" --help | help_opts >"$tmp/help-onced"
+man_opts "$src/docs/man/onced.8" >"$tmp/man-onced"
+[ -s "$tmp/help-onced" ] || fail "no options read from onced --help"
+d=$(diff "$tmp/help-onced" "$tmp/man-onced") ||
+    fail "onced --help (<) and docs/man/onced.8 (>) list other options: $d"
+"$bld/cli/oncectl" --help | sed -n '/^Global options/,/^$/p' | help_opts \
+    >"$tmp/help-oncectl"
+man_opts "$src/docs/man/oncectl.1" >"$tmp/man-oncectl"
+[ -s "$tmp/help-oncectl" ] || fail "no options read from oncectl --help"
+missing=$(comm -23 "$tmp/help-oncectl" "$tmp/man-oncectl" | tr '\n' ' ')
+[ -z "$missing" ] || fail "docs/man/oncectl.1 lacks $missing"
 if command -v man >/dev/null; then
     for page in onced.8 oncectl.1; do
         w=$(MANWIDTH=80 man --warnings -l "$src/docs/man/$page" 2>&1 >/dev/null)

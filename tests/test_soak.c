@@ -34,12 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "tests/proxy_proc.h"
 #include "tests/load.h"
 
 #ifndef ONCE_PROXY_PATH
@@ -79,54 +79,11 @@ soak_dump_file(const char *what, const char *path)
     print_error("---- end of %s ----\n", what);
 }
 
-/* Starts once_proxy; its stderr (the counts it prints when it ends) goes
- * to the file log. */
-static pid_t
-proxy_start(const char *front, uint64_t s, const char *back, const char *log)
-{
-    char seed[32];
-    pid_t pid;
-
-    snprintf(seed, sizeof(seed), "%llu", (unsigned long long)s);
-    if ((pid = fork()) == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (fd >= 0) {
-            dup2(fd, 2);
-        }
-        execl(ONCE_PROXY_PATH, "once_proxy", "--front", front, "--back", back,
-              "--seed", seed, "--drop-rep", "0.2", "--dup-req", "0.05",
-              "--delay-p", "0.05", "--delay-ms", "30", (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* The replies once_proxy took in and dropped, from the line it prints at
- * its end ("once_proxy: replies  in N dropped M ..."). False when the log
- * has no such line. */
-static bool
-proxy_replies(const char *log, uint64_t *in, uint64_t *dropped)
-{
-    FILE *f = fopen(log, "r");
-    char line[512];
-    bool found = false;
-
-    if (f == NULL) {
-        return false;
-    }
-    while (!found && fgets(line, sizeof(line), f) != NULL) {
-        unsigned long long a, b;
-        found = sscanf(line, "once_proxy: replies in %llu dropped %llu", &a,
-                       &b) == 2;
-        if (found) {
-            *in = a;
-            *dropped = b;
-        }
-    }
-    fclose(f);
-    return found;
-}
+/* The lossy network of a soak: one reply in five dropped, 5% of requests
+ * sent twice, 5% delayed 30 ms. */
+static const char *const soak_faults[] = {
+    "--drop-rep", "0.2",        "--dup-req", "0.05", "--delay-p",
+    "0.05",       "--delay-ms", "30",        NULL};
 
 static void
 soak(harness *h, load_mode mode, int width, int default_seconds)
@@ -161,7 +118,8 @@ soak(harness *h, load_mode mode, int width, int default_seconds)
                   load_mode_name(mode), seconds, width,
                   (unsigned long long)seed, (unsigned long long)seed);
     snprintf(proxy_log, sizeof(proxy_log), "%s/once_proxy.log", h->dir);
-    assert_true((proxy = proxy_start(front, seed, h->url, proxy_log)) > 0);
+    assert_true((proxy = proxy_proc_start(ONCE_PROXY_PATH, front, h->url, seed,
+                                          soak_faults, proxy_log)) > 0);
 
     o.url = front;
     o.counter = "soak";
@@ -191,7 +149,7 @@ soak(harness *h, load_mode mode, int width, int default_seconds)
     batched += harness_batch_entries(h);
     kill(proxy, SIGTERM);
     waitpid(proxy, &status, 0);
-    if (!proxy_replies(proxy_log, &rep_in, &rep_dropped)) {
+    if (!proxy_proc_replies(proxy_log, &rep_in, &rep_dropped)) {
         print_error("soak: once_proxy printed no counts (%s)\n", proxy_log);
     }
     if (err[0] != '\0') {

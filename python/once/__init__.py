@@ -31,6 +31,9 @@ What is here:
                 some per reason (OutcomeUnknown, Conflict, LeaseExpired,
                 PermissionDenied, AlreadyOwned, GrantConflict, ...), each
                 carrying code, reason, message and rpc_id
+  reasons       every status reason as a constant (once.reasons.STALE_RPC)
+                and TABLE: codes, meaning, what to do next; generated
+                from the one table of reasons
   messages      the generated protobuf messages (once.v1), also as
                 once.once_pb2, once.grants_pb2 and once.kv_pb2
 
@@ -51,7 +54,7 @@ from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      WindowFull)
 from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
-from . import kv, messages
+from . import kv, messages, reasons
 from .proto import grants_pb2, kv_pb2, once_pb2
 
 __version__ = "0.1.0"
@@ -59,8 +62,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
-    "ResumeReport", "CredentialInfo", "verify_credential", "messages", "kv",
-    "once_pb2", "grants_pb2", "kv_pb2", "OnceError", "Cancelled", "Unknown",
+    "ResumeReport", "CredentialInfo", "verify_credential", "messages",
+    "reasons", "kv", "once_pb2", "grants_pb2", "kv_pb2", "OnceError",
+    "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
     "ResourceExhausted", "WindowFull", "FailedPrecondition", "LeaseExpired",

@@ -4,7 +4,9 @@ Owns: finding and loading libonce.so (once/client.h, once/grants.h,
 once/inputs.h), the ctypes mirrors of the structs callers allocate, and the
 argument/return types of every function bound.
 Invariant: the structs mirror the C layouts field for field (the C headers
-promise they keep size and layout); every function is declared before use,
+promise they keep size and layout; tests/python/test_py_layout.py compiles
+the headers and compares every class's size and offsets); every function is
+declared before use,
 so ctypes never guesses an int where C has a pointer or a 64-bit value.
 Never: calls into libonce itself (that is client.py's and inputs.py's job),
 or loads a library that lacks a function bound here.

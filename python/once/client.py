@@ -28,6 +28,7 @@ from typing import (Any, Callable, Generic, Optional, Type, TypeVar, Union,
 from google.protobuf.message import DecodeError, Message
 
 from . import _lib
+from . import reasons as R
 from ._grants import GrantsMixin
 from ._kv import KvMixin
 from ._methods import METHODS
@@ -291,7 +292,7 @@ class Client(GrantsMixin, KvMixin):
     def _enter(self) -> int:
         with self._cv:
             if self._h is None:
-                raise ClientClosed("CLIENT_CLOSED", "the client is closed")
+                raise ClientClosed(R.CLIENT_CLOSED, "the client is closed")
             self._busy += 1
             return self._h
 
@@ -625,7 +626,7 @@ def decode(response_type: Optional[Type[Message]], data: bytes) -> Any:
     try:
         msg.ParseFromString(data)
     except DecodeError as e:
-        raise error_for(13, "BAD_RESPONSE",
+        raise error_for(13, R.BAD_RESPONSE,
                         f"the reply is not a {response_type.__name__}: "
                         f"{e}") from None
     return msg

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
 from . import _lib
+from . import reasons as R
 from .errors import bad_argument, error_for
 
 PUBLIC_KEY_BYTES = 32
@@ -84,7 +85,8 @@ def verify_credential(public_key: bytes,
                                                min_epoch, byref(out),
                                                byref(st))
     info = None
-    if rv == 0 or st.reason in (b"CREDENTIAL_EXPIRED", b"STALE_EPOCH"):
+    if rv == 0 or _lib.text(st.reason) in (R.CREDENTIAL_EXPIRED,
+                                              R.STALE_EPOCH):
         info = CredentialInfo(out.grant_id, _lib.text(out.surface),
                               _lib.text(out.machine), _lib.text(out.location),
                               out.generation, out.epoch, out.issued_unix_ms,

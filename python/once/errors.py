@@ -2,7 +2,8 @@
 
 Owns: the exception classes (one per gRPC status code, and a few finer
 ones by reason), the RpcId value type, and turning a C once_status into
-the right exception.
+the right exception. The reasons themselves are once.reasons, generated
+from the one table of reasons (proto/reasons.tsv).
 Invariant: an exception's code, reason and message are exactly those
 libonce reported; rpc_id is set whenever the call carried one (mutating
 calls), so an OutcomeUnknown can always be retried with that id.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import enum
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Type
+
+from . import reasons as R
 
 
 class Code(enum.IntEnum):
@@ -59,9 +62,9 @@ class RpcId(NamedTuple):
             rid = cls(int(a, 10), int(b, 10))
         except ValueError:
             raise InvalidArgument(
-                "BAD_RPC_ID", f"{text!r} is not CLIENT:SEQ") from None
+                R.BAD_RPC_ID, f"{text!r} is not CLIENT:SEQ") from None
         if rid.client_id <= 0 or rid.seq <= 0:
-            raise InvalidArgument("BAD_RPC_ID",
+            raise InvalidArgument(R.BAD_RPC_ID,
                                   f"{text!r}: client and seq must be > 0")
         return rid
 
@@ -252,17 +255,17 @@ _BY_CODE: Dict[int, Type[OnceError]] = {
 }
 
 _BY_REASON: Dict[Tuple[int, str], Type[OnceError]] = {
-    (Code.UNKNOWN, "OUTCOME_UNKNOWN"): OutcomeUnknown,
-    (Code.ALREADY_EXISTS, "RPC_ID_CONFLICT"): Conflict,
-    (Code.ALREADY_EXISTS, "GRANT_CONFLICT"): GrantConflict,
-    (Code.RESOURCE_EXHAUSTED, "WINDOW_FULL"): WindowFull,
-    (Code.FAILED_PRECONDITION, "LEASE_EXPIRED"): LeaseExpired,
-    (Code.FAILED_PRECONDITION, "STALE_RPC"): StaleRpc,
-    (Code.FAILED_PRECONDITION, "ALREADY_OWNED"): AlreadyOwned,
-    (Code.FAILED_PRECONDITION, "CREDENTIAL_EXPIRED"): CredentialExpired,
-    (Code.FAILED_PRECONDITION, "STALE_EPOCH"): StaleEpoch,
-    (Code.FAILED_PRECONDITION, "CLIENT_CLOSED"): ClientClosed,
-    (Code.UNAUTHENTICATED, "BAD_CREDENTIAL"): BadCredential,
+    (Code.UNKNOWN, R.OUTCOME_UNKNOWN): OutcomeUnknown,
+    (Code.ALREADY_EXISTS, R.RPC_ID_CONFLICT): Conflict,
+    (Code.ALREADY_EXISTS, R.GRANT_CONFLICT): GrantConflict,
+    (Code.RESOURCE_EXHAUSTED, R.WINDOW_FULL): WindowFull,
+    (Code.FAILED_PRECONDITION, R.LEASE_EXPIRED): LeaseExpired,
+    (Code.FAILED_PRECONDITION, R.STALE_RPC): StaleRpc,
+    (Code.FAILED_PRECONDITION, R.ALREADY_OWNED): AlreadyOwned,
+    (Code.FAILED_PRECONDITION, R.CREDENTIAL_EXPIRED): CredentialExpired,
+    (Code.FAILED_PRECONDITION, R.STALE_EPOCH): StaleEpoch,
+    (Code.FAILED_PRECONDITION, R.CLIENT_CLOSED): ClientClosed,
+    (Code.UNAUTHENTICATED, R.BAD_CREDENTIAL): BadCredential,
 }
 
 
@@ -278,4 +281,4 @@ def error_for(code: int, reason: str, message: str, *,
 
 def bad_argument(message: str) -> InvalidArgument:
     """An argument refused before anything was sent."""
-    return InvalidArgument("BAD_ARGUMENT", message)
+    return InvalidArgument(R.BAD_ARGUMENT, message)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 from . import _lib
+from . import reasons as R
 from .client import Client, c_bytes, c_str, c_uint, decode, status_error
 from .errors import ClientClosed, OnceError, RpcId
 from .proto import grants_pb2 as g
@@ -151,7 +152,7 @@ class InputStore:
     def _enter(self) -> int:
         with self._cv:
             if self._h is None:
-                raise ClientClosed("CLIENT_CLOSED", "the store is closed")
+                raise ClientClosed(R.CLIENT_CLOSED, "the store is closed")
             self._busy += 1
             return self._h
 
@@ -285,7 +286,7 @@ class InputStore:
                                                     info.rpc_id)))
             except Exception as e:  # never into C
                 got.append(Resumed(_info(in_p.contents), None,
-                                   OnceError("BAD_RESPONSE", str(e),
+                                   OnceError(R.BAD_RESPONSE, str(e),
                                              code=13)))
 
         cb = _lib.INPUT_RESUMED_FN(on_one)

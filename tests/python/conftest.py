@@ -66,6 +66,10 @@ class Onced:
         self.args = list(args) + (["--dev"] if dev else [])
         self.dev = dev
         self.proc: Optional[subprocess.Popen] = None
+        # The test SIGKILLed onced itself (kill(), stop_signal(SIGKILL)):
+        # then a -9 exit is expected. A SIGTERM that hangs is not.
+        self.killed = False
+        self.hung = False
 
     @property
     def dev_key(self) -> str:
@@ -95,14 +99,17 @@ class Onced:
             return False
 
     def stop_signal(self, sig: int) -> None:
+        self.killed = self.killed or sig == signal.SIGKILL
         os.kill(self.proc.pid, sig)
 
     def kill(self) -> None:
+        self.killed = True
         self.proc.kill()
         self.proc.wait(timeout=10 * SLOW)
 
     def stop(self) -> int:
-        """SIGTERM, then waits; returns the exit status."""
+        """SIGTERM, then waits; returns the exit status. onced that does not
+        exit within the bound is SIGKILLed and marked hung."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGCONT)
@@ -110,6 +117,7 @@ class Onced:
         try:
             return self.proc.wait(timeout=30 * SLOW)
         except subprocess.TimeoutExpired:
+            self.hung = True
             self.proc.kill()
             self.proc.wait()
             return -9
@@ -176,7 +184,10 @@ def onced_factory():
     bad = []
     for o in started:
         rc = o.stop()
-        if rc != 0 and o.proc.returncode != -signal.SIGKILL:
+        if o.hung:
+            bad.append(f"onced did not stop within {30 * SLOW} s of SIGTERM "
+                       f"(SIGKILLed):\n{o.log.read_text()}")
+        elif rc != 0 and not (o.killed and rc == -signal.SIGKILL):
             bad.append(f"onced exited {rc}:\n{o.log.read_text()}")
         o.cleanup()
     assert not bad, "\n".join(bad)

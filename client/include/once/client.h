@@ -67,6 +67,7 @@
 #include <stdint.h>
 
 #include <once/export.h>
+#include <once/reasons.h>
 #include <once/version.h>
 
 #ifdef __cplusplus
@@ -112,66 +113,13 @@ typedef struct once_status {
 } once_status;
 
 /*
- * Reasons: the machine-readable half of a status, named here so no caller
- * has to spell (or strcmp) the strings. The list is the reasons a caller
- * acts on; a server may send others (see its documentation), which
- * once_status_is compares as well.
+ * Reasons: the machine-readable half of a status, named so no caller has
+ * to spell (or strcmp) the strings: ONCE_REASON_OUTCOME_UNKNOWN,
+ * ONCE_REASON_LEASE_EXPIRED, ... Each is defined, with its code, meaning
+ * and what to do next, in <once/reasons.h> (included above), generated
+ * from the one table of reasons (proto/reasons.tsv; docs/spec.md lists
+ * it). A server may send others, which once_status_is compares as well.
  */
-/* The call may or may not have taken effect: retry the same rpc id
- * (once_call_retry) to learn which. Code ONCE_UNKNOWN. */
-#define ONCE_REASON_OUTCOME_UNKNOWN "OUTCOME_UNKNOWN"
-/* Nothing was sent (no connection, or refused before sending). */
-#define ONCE_REASON_NOT_SENT "NOT_SENT"
-/* A read-only call got no reply. */
-#define ONCE_REASON_NO_REPLY "NO_REPLY"
-/* The lease of the call's client id has ended (FAILED_PRECONDITION). */
-#define ONCE_REASON_LEASE_EXPIRED "LEASE_EXPIRED"
-/* With authentication on: the client id is not a live lease of the
- * caller's principal — another principal's, collected or never issued, one
- * answer for all three (PERMISSION_DENIED). Refused before execution. For
- * the handle's own lease it means the lease is gone: libonce treats it as
- * LEASE_EXPIRED (the lease is lost; a call that may have run earlier ends
- * OUTCOME_UNKNOWN). */
-#define ONCE_REASON_NOT_YOUR_LEASE "NOT_YOUR_LEASE"
-/* Too many unacknowledged seqs; nothing was executed. */
-#define ONCE_REASON_WINDOW_FULL "WINDOW_FULL"
-/* The rpc id was used before with a different request. */
-#define ONCE_REASON_RPC_ID_CONFLICT "RPC_ID_CONFLICT"
-/* The seq is below the client's acknowledged watermark: its reply was
- * delivered and the server no longer keeps its result. */
-#define ONCE_REASON_STALE_RPC "STALE_RPC"
-/* once_call / once_counter_incr named an id whose reply this handle
- * already delivered (nothing sent): a new call wants id->seq = 0 or
- * once_call_new; reading that result again wants once_call_retry. */
-#define ONCE_REASON_RPC_ID_COMPLETED "RPC_ID_COMPLETED"
-/* A mutating call with no rpc id on a handle opened without a lease. */
-#define ONCE_REASON_NO_LEASE     "NO_LEASE"
-#define ONCE_REASON_BAD_ARGUMENT "BAD_ARGUMENT"
-#define ONCE_REASON_BAD_RPC_ID   "BAD_RPC_ID"
-#define ONCE_REASON_NO_MEMORY    "NO_MEMORY"
-/* The request is larger than onced reads (its --recv-max). */
-#define ONCE_REASON_REQUEST_TOO_LARGE "REQUEST_TOO_LARGE"
-/* An OK reply whose payload is not the method's response. */
-#define ONCE_REASON_BAD_RESPONSE "BAD_RESPONSE"
-/* The client id was never issued (NOT_FOUND). */
-#define ONCE_REASON_UNKNOWN_CLIENT "UNKNOWN_CLIENT"
-/* A replica of a cluster that is not its leader refused the call without
- * running it (UNAVAILABLE; the message names the leader's URL, or says
- * none is known / etcd cannot be reached). libonce retries under the same
- * rpc id; the next attempt reaches another replica (docs/replication.md). */
-#define ONCE_REASON_NOT_LEADER       "NOT_LEADER"
-#define ONCE_REASON_NO_LEADER        "NO_LEADER"
-#define ONCE_REASON_ETCD_UNAVAILABLE "ETCD_UNAVAILABLE"
-/* tls+tcp:// (code ONCE_UNAVAILABLE, nothing sent): the server's
- * certificate does not chain to the CA file (or none was given), or is
- * outside its validity; */
-#define ONCE_REASON_TLS_UNTRUSTED "TLS_UNTRUSTED"
-/* ... it chains to the CA but does not carry the server name (the URL's
- * host or once_security.tls_server_name) as a DNS name; */
-#define ONCE_REASON_TLS_NAME_MISMATCH "TLS_NAME_MISMATCH"
-/* ... or the handshake fails whatever the certificate (not a TLS
- * listener, no common protocol version or cipher). */
-#define ONCE_REASON_TLS_HANDSHAKE "TLS_HANDSHAKE"
 
 typedef struct once_options {
     const char *url;             /* required: "ipc:///tmp/once.ipc"; or

@@ -68,18 +68,8 @@ enum once_kv_kind {
     ONCE_KV_EMIT = 5,
 };
 
-/* KV reasons a caller acts on (the server's full list: docs/protocol.md). */
-#define ONCE_REASON_KV_QUOTA         "KV_QUOTA"
-#define ONCE_REASON_KV_PREFIX_DENIED "KV_PREFIX_DENIED"
-/* Bounds and malformed Txns (INVALID_ARGUMENT; the builder refuses the
- * bounds itself), and emit before the outbox (UNIMPLEMENTED). */
-#define ONCE_REASON_KV_EMPTY_KEY        "KV_EMPTY_KEY"
-#define ONCE_REASON_KV_KEY_TOO_LARGE    "KV_KEY_TOO_LARGE"
-#define ONCE_REASON_KV_VALUE_TOO_LARGE  "KV_VALUE_TOO_LARGE"
-#define ONCE_REASON_KV_TOO_MANY_OPS     "KV_TOO_MANY_OPS"
-#define ONCE_REASON_KV_BAD_COMPARE      "KV_BAD_COMPARE"
-#define ONCE_REASON_KV_BAD_CONTINUATION "KV_BAD_CONTINUATION"
-#define ONCE_REASON_KV_EMIT_UNAVAILABLE "KV_EMIT_UNAVAILABLE"
+/* The KV reasons (ONCE_REASON_KV_QUOTA, ONCE_REASON_KV_PREFIX_DENIED, ...)
+ * are in <once/reasons.h> with every other reason. */
 
 typedef struct once_kv_txn once_kv_txn;
 
