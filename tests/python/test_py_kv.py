@@ -98,12 +98,14 @@ def test_lossy_transitions_apply_once(onced, proxy_factory):
                              [kv.put("row", str(n + 1))], [kv.get("row")])
             except once.OutcomeUnknown as e:
                 lost += 1
-                while True:  # the same id until it is answered
+                for _ in range(100):  # the same id until it is answered
                     try:
                         r = c.retry(e)
                         break
                     except once.OutcomeUnknown:
                         continue
+                else:
+                    raise AssertionError(f"{e.rpc_id} unanswered 100 times")
             assert r.succeeded, "a retry took the other branch"
             n, ver = n + 1, r.revision
         assert lost > 0, "no reply was lost"
