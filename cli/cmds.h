@@ -36,6 +36,9 @@ int cmd_admin_backup(const cli *g, int argc, char **argv);
 /* `grants SUBCOMMAND ...` (cmd_grants.c). */
 int cmd_grants(const cli *g, int argc, char **argv);
 
+/* `kv put|get|del|range|txn` (cmd_kv.c). */
+int cmd_kv(const cli *g, int argc, char **argv);
+
 /* `key show` (cmd_key.c). */
 int cmd_key(const cli *g, int argc, char **argv);
 
