@@ -130,15 +130,15 @@ t_refusal_is_kept(void **state)
     assert_int_equal(count_keys(c), 0);
     once_kv_txn_free(b);
 
-    /* emit goes out, and onced refuses it until it has the outbox:
-     * nothing of the Txn is written. */
+    /* emit goes out, and onced refuses an emit to one of its own topics
+     * (docs/outbox.md): nothing of the Txn is written. */
     assert_int_equal(once_kv_txn_new(&b), ONCE_OK);
     assert_int_equal(once_kv_txn_put(b, ONCE_KV_THEN, "e", 1, "1", 1, false),
                      ONCE_OK);
-    assert_int_equal(once_kv_txn_emit(b, ONCE_KV_THEN, "jobs", "x", 1),
+    assert_int_equal(once_kv_txn_emit(b, ONCE_KV_THEN, "once.system", "x", 1),
                      ONCE_OK);
-    assert_int_equal(once_kv_txn_exec(c, b, NULL, &st), ONCE_UNIMPLEMENTED);
-    assert_string_equal(st.reason, ONCE_REASON_KV_EMIT_UNAVAILABLE);
+    assert_int_equal(once_kv_txn_exec(c, b, NULL, &st), ONCE_PERMISSION_DENIED);
+    assert_string_equal(st.reason, ONCE_REASON_OUTBOX_RESERVED_TOPIC);
     assert_int_equal(count_keys(c), 0);
     once_kv_txn_free(b);
 

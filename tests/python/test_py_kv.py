@@ -130,9 +130,9 @@ def test_refusals_write_nothing(onced):
         with pytest.raises(once.InvalidArgument) as ei:
             c.kv_put("k" * 1025, "v")
         assert ei.value.reason == "KV_KEY_TOO_LARGE"
-        with pytest.raises(once.Unimplemented) as ei:
-            c.kv_txn([], [kv.put("a", "1"), kv.emit("jobs", b"x")])
-        assert ei.value.reason == "KV_EMIT_UNAVAILABLE"
+        with pytest.raises(once.PermissionDenied) as ei:
+            c.kv_txn([], [kv.put("a", "1"), kv.emit("once.system", b"x")])
+        assert ei.value.reason == "OUTBOX_RESERVED_TOPIC"
         with pytest.raises(TypeError):
             c.kv_txn([kv.put("a", "1")])  # an op where a compare goes
         assert c.kv_range("") == []
