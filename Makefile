@@ -18,7 +18,7 @@ JOBS       ?= 2
 DATA       ?= ./data
 BENCH_ARGS ?=
 
-.PHONY: all deps build run test asan fuzz tsan valgrind bench deb format clean install
+.PHONY: all deps build run test asan fuzz tsan valgrind bench deb format clean install campaign
 
 all: build
 
@@ -191,3 +191,20 @@ retransmit: deps
 	$(MAKE) build
 	$(BUILD)/bench/bench_retransmit --csv $(BUILD)/retransmit.csv \
 	    --png $(BUILD)/retransmit.png $(RETRANSMIT_ARGS)
+
+# campaign: a fault campaign (tests/history/campaign.py): 3 etcd members, 3
+# onced_test replicas, clients recording a history while a seeded schedule
+# of faults plays (NEMESES: all, none, or a comma list of kill-leader,
+# stop-leader, kill-replica, stop-replica, kill-etcd-leader,
+# stop-etcd-leader, kill-etcd, stop-etcd, kill-etcd-quorum,
+# stop-etcd-quorum), then the checker
+# (tests/history/check.py). Report, history and plot in
+# build/campaign/seed-SEED/; exits 0 only on the verdict "valid".
+SEED     ?= 1
+DURATION ?= 60
+NEMESES  ?= all
+
+campaign: deps build
+	/usr/bin/python3 tests/history/campaign.py --build $(BUILD) \
+	    --seed $(SEED) --duration $(DURATION) --nemeses $(NEMESES)
+	@echo "report in $(BUILD)/campaign/seed-$(SEED)/report.txt, plot plot.png"

@@ -69,11 +69,18 @@ static const compare_peer *const all_peers[] = {
     &compare_peer_postgres,
     &compare_peer_echo,
     &compare_peer_leveldb,
-    /* after the first five: opt.selected indexes them by position */
     &compare_peer_etcd,
     &compare_peer_once_repl,
     &compare_peer_once_shared,
     &compare_peer_once_async,
+    /* --workload job (job_row.h): a job row per caller, read-modify-written
+     * under its version with an idempotency key */
+    &compare_peer_redis_job,
+    &compare_peer_postgres_job,
+    &compare_peer_etcd_job,
+    &compare_peer_once_kv,
+    &compare_peer_once_kv_async,
+    &compare_peer_once_kv_repl,
 };
 #define NPEERS ((int)(sizeof(all_peers) / sizeof(all_peers[0])))
 
@@ -84,6 +91,8 @@ static struct {
     int nlevels;
     int seconds;
     bool selected[NPEERS];
+    bool systems_given; /* --systems: it decides, not --workload */
+    bool job_workload;  /* --workload job */
     const char *csv;
     const char *png; /* NULL: next to the CSV; "none": no plot */
     const char *plot_script;
@@ -100,8 +109,6 @@ static struct {
     .levels = {1, 16, 64},
     .nlevels = 3,
     .seconds = 5,
-    .selected = {true, true, true, true, true, true, true, true,
-                 true}, /* all NPEERS */
     .csv = "compare.csv",
     .plot_script = COMPARE_GP,
     .onced = ONCED_PATH,
@@ -135,9 +142,13 @@ usage(FILE *f)
         "\n"
         "  --callers LIST      concurrency levels (default 1,16,64)\n"
         "  --seconds S         per system and level (default 5)\n"
-        "  --systems LIST      subset of once,redis,postgres,echo,leveldb,\n"
-        "                      etcd,once-replicated,once-shared,once-async\n"
-        "                      (default all)\n"
+        "  --systems LIST      the systems above to run, by name (default:\n"
+        "                      every system of the workload)\n"
+        "  --workload W        'counter' (default): increments; 'job': the\n"
+        "                      job transition (read the row, write it if\n"
+        "                      still at that version, idempotency key) on\n"
+        "                      the *-job systems and once KV, with the\n"
+        "                      once counter as the latency reference\n"
         "  --csv FILE          results (default compare.csv)\n"
         "  --png FILE          plot (default: the CSV's name with .png;\n"
         "                      'none': no plot)\n"
@@ -220,6 +231,7 @@ parse_args(int argc, char **argv)
         {"callers", required_argument, NULL, 'c'},
         {"seconds", required_argument, NULL, 's'},
         {"systems", required_argument, NULL, 'y'},
+        {"workload", required_argument, NULL, 'w'},
         {"csv", required_argument, NULL, 'C'},
         {"png", required_argument, NULL, 'P'},
         {"plot-script", required_argument, NULL, 'g'},
@@ -261,6 +273,14 @@ parse_args(int argc, char **argv)
             if (parse_systems(optarg) != 0) {
                 return -1;
             }
+            opt.systems_given = true;
+            break;
+        case 'w':
+            if (strcmp(optarg, "counter") != 0 && strcmp(optarg, "job") != 0) {
+                fprintf(stderr, "bench_compare: --workload counter|job\n");
+                return -1;
+            }
+            opt.job_workload = strcmp(optarg, "job") == 0;
             break;
         case 'C':
             opt.csv = optarg;
@@ -318,6 +338,11 @@ parse_args(int argc, char **argv)
     if (optind != argc) {
         usage(stderr);
         return -1;
+    }
+    for (int i = 0; i < NPEERS && !opt.systems_given; i++) {
+        opt.selected[i] =
+            all_peers[i]->job == opt.job_workload ||
+            (opt.job_workload && all_peers[i] == &compare_peer_once);
     }
     return 0;
 }
@@ -797,14 +822,28 @@ out:
 
 static char topdir[64];
 
+/* Whether a selected system is Redis or PostgreSQL (each has a counter
+ * and a job row). */
+static bool
+selected_system(const char *name)
+{
+    for (int p = 0; p < NPEERS; p++) {
+        if (opt.selected[p] &&
+            strncmp(all_peers[p]->name, name, strlen(name)) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool
 needs_install(void)
 {
     char initdb[300];
 
     snprintf(initdb, sizeof(initdb), "%s/initdb", opt.pg_bin);
-    return (opt.selected[1] && access(opt.redis_bin, X_OK) != 0) ||
-           (opt.selected[2] && access(initdb, X_OK) != 0);
+    return (selected_system("redis") && access(opt.redis_bin, X_OK) != 0) ||
+           (selected_system("postgres") && access(initdb, X_OK) != 0);
 }
 
 static void
@@ -964,6 +1003,41 @@ load_average(void)
     return buf;
 }
 
+/* The job workload's ratios: once KV (per-caller handles, async,
+ * replicated) over the peer of the same kind. */
+static void
+job_ratios(void)
+{
+    static const char *const pairs[][2] = {
+        {"once-kv", "redis-job"},           {"once-kv-async", "redis-job"},
+        {"once-kv", "postgres-job"},        {"once-kv-async", "postgres-job"},
+        {"once-kv-replicated", "etcd-job"},
+    };
+    const int n = (int)(sizeof(pairs) / sizeof(pairs[0]));
+
+    printf("\njob transition: once KV / peer, calls/s (above 1: once is "
+           "faster)\n%-7s",
+           "callers");
+    for (int i = 0; i < n; i++) {
+        printf(" %s/%s", pairs[i][0], pairs[i][1]);
+    }
+    printf("\n");
+    for (int l = 0; l < opt.nlevels; l++) {
+        printf("%-7d", opt.levels[l]);
+        for (int i = 0; i < n; i++) {
+            const result *o = find(pairs[i][0], l);
+            int w = (int)(strlen(pairs[i][0]) + strlen(pairs[i][1]) + 1);
+            const result *r = find(pairs[i][1], l);
+            if (o != NULL && r != NULL) {
+                printf(" %*.2f", w, o->per_s / r->per_s);
+            } else {
+                printf(" %*s", w, "-");
+            }
+        }
+        printf("\n");
+    }
+}
+
 static void
 report(void)
 {
@@ -1007,10 +1081,14 @@ report(void)
                    r->srv_csw, r->calls_per_fsync);
         }
     }
-    printf("\nonce / peer, calls/s (above 1: once is faster)\n");
-    printf("%-7s %13s %13s %13s %13s %13s\n", "callers", "once/redis",
-           "once/postgres", "once/echo", "once/leveldb", "p50 redis/once");
-    for (int l = 0; l < opt.nlevels; l++) {
+    if (opt.job_workload) {
+        job_ratios();
+    } else {
+        printf("\nonce / peer, calls/s (above 1: once is faster)\n");
+        printf("%-7s %13s %13s %13s %13s %13s\n", "callers", "once/redis",
+               "once/postgres", "once/echo", "once/leveldb", "p50 redis/once");
+    }
+    for (int l = 0; l < opt.nlevels && !opt.job_workload; l++) {
         const result *once = find("once", l), *redis = find("redis", l);
         printf("%-7d", opt.levels[l]);
         print_ratio(once, "redis", l);
@@ -1029,7 +1107,8 @@ report(void)
      * The targets in force, where this run measured both sides: calls/s
      * ratios at 16 and 64 callers (issue 17: per-caller handles, one
      * shared handle, async; issue 14: replicated once against the etcd
-     * idempotency-key peer), and p50 ratios at one caller.
+     * idempotency-key peer; issue 23: the job transition on once KV
+     * against Redis, PostgreSQL and etcd), and p50 ratios at one caller.
      */
     static const struct {
         const char *mine, *peer;
@@ -1039,6 +1118,9 @@ report(void)
         {"once-shared", "redis", 1.0, 1.3},
         {"once-async", "redis", 1.0, 1.3},
         {"once-replicated", "etcd", 1.0, 1.0},
+        {"once-kv-async", "redis-job", 0, 1.2},
+        {"once-kv-async", "postgres-job", 2.0, 0},
+        {"once-kv-replicated", "etcd-job", 2.0, 0},
     };
     printf("\ntargets\n");
     for (int l = 0; l < opt.nlevels; l++) {
@@ -1066,9 +1148,14 @@ report(void)
                              once->p50_us / (e->p50_us + db->p50_us), 1.1,
                              false);
             }
+            const result *kv = find("once-kv", l);
             if (rep != NULL && etcd != NULL && etcd->p50_us > 0) {
                 print_target("p50 once-replicated/etcd at 1 (lower better)",
                              rep->p50_us / etcd->p50_us, 1.5, false);
+            }
+            if (kv != NULL && once != NULL && once->p50_us > 0) {
+                print_target("p50 once-kv/once (counter) at 1 (lower better)",
+                             kv->p50_us / once->p50_us, 1.2, false);
             }
         }
     }

@@ -1,6 +1,7 @@
 /*
  * compare_peer.h — one system that bench_compare measures: once, Redis,
- * PostgreSQL, or one of the raw limits (an nng echo, LevelDB synced puts).
+ * PostgreSQL, etcd, or one of the raw limits (an nng echo, LevelDB synced
+ * puts), on one of two workloads: counter increments or job transitions.
  *
  * Owns: the interface only. Each peer_*.c fills one compare_peer.
  * Invariant: call() returns only after the effect is on disk (or, for the
@@ -45,6 +46,11 @@ typedef struct compare_peer {
     const char *name;  /* "once", "redis", "postgres", "echo", "leveldb" */
     const char *what;  /* one line for --help and the report */
     bool exactly_once; /* counters to read back and a replay to check */
+    /* The job-transition workload (job_row.h) instead of increments:
+     * call() is one transition of the caller's job row (who->counter names
+     * it), *value the row's transitions count after it, and read() reads
+     * that count back. Selected by --workload job. */
+    bool job;
 
     /* Starts the system on cfg->dir. *env is the peer's state for the
      * other calls. 0, or -1 after saying why on stderr (nothing left
@@ -94,5 +100,11 @@ extern const compare_peer compare_peer_etcd;
 extern const compare_peer compare_peer_once_repl;
 extern const compare_peer compare_peer_once_shared;
 extern const compare_peer compare_peer_once_async;
+extern const compare_peer compare_peer_redis_job;
+extern const compare_peer compare_peer_postgres_job;
+extern const compare_peer compare_peer_etcd_job;
+extern const compare_peer compare_peer_once_kv;
+extern const compare_peer compare_peer_once_kv_async;
+extern const compare_peer compare_peer_once_kv_repl;
 
 #endif /* BENCH_COMPARE_PEER_H */

@@ -7,6 +7,13 @@
  * the key is read back (a replay) or the counter was moved by another
  * caller (read again and retry).
  *
+ * etcd-job (--workload job, job_row.h): the job transition in one Txn,
+ * "if the call's key is absent and the job row's mod_revision is the one
+ * the caller read: put the key (holding the result) and the new row"; the
+ * revision the Txn answers is the row's next version, so while nobody
+ * else moves the row a transition is one round trip. A failed Txn reads
+ * the key (a replay) or the row (moved: attempt again).
+ *
  * Owns: the etcd members (their temp dir) and one etcd handle per caller.
  * Invariant: a call returns only after etcd committed it (a Raft majority,
  * each member fsyncing its WAL); a resend of the same n finds its key and
@@ -20,6 +27,7 @@
 #include <string.h>
 
 #include "bench/compare_peer.h"
+#include "bench/job_row.h"
 #include "repl/etcd.h"
 #include "tests/etcd_procs.h"
 
@@ -36,6 +44,7 @@ typedef struct etcdp_conn {
     char counter[128];
     char prefix[64]; /* idem/<level>/<caller>/ */
     uint64_t last_n;
+    job_cache job; /* etcd-job */
 } etcdp_conn;
 
 static int
@@ -76,10 +85,33 @@ etcdp_open(void *env, const compare_caller *who, void **connp, char *err)
         return -1;
     }
     k->e = e;
+    job_cache_init(&k->job);
     snprintf(k->counter, sizeof(k->counter), "ctr/%s", who->counter);
     snprintf(k->prefix, sizeof(k->prefix), "idem/%d/%d/", who->level,
              who->index);
     *connp = k;
+    return 0;
+}
+
+/* One key's raw value: *found, and the value copied into buf (size bytes,
+ * NUL-terminated) with its mod_revision. */
+static int
+etcdp_get_raw(etcd *c, const char *key, bool *found, char *buf, size_t size,
+              int64_t *rev, char *err)
+{
+    etcd_kv *kvs = NULL;
+    size_t n = 0;
+
+    if (etcd_range(c, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL, NULL) !=
+        0) {
+        snprintf(err, COMPARE_ERR_LEN, "range %s: %s", key, etcd_last_error(c));
+        return -1;
+    }
+    *found = n == 1;
+    *rev = n == 1 ? kvs[0].mod_rev : 0;
+    snprintf(buf, size, "%.*s", n == 1 ? (int)kvs[0].vlen : 0,
+             n == 1 ? kvs[0].val : "");
+    etcd_kvs_free(kvs, n);
     return 0;
 }
 
@@ -88,22 +120,39 @@ static int
 etcdp_get(etcd *c, const char *key, int64_t *value, int64_t *rev, bool *found,
           char *err)
 {
-    etcd_kv *kvs = NULL;
-    size_t n = 0;
-    int rv;
+    char buf[64];
+    int64_t r;
 
-    if ((rv = etcd_range(c, key, strlen(key), NULL, 0, 1, &kvs, &n, NULL,
-                         NULL)) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "range %s: %s", key, etcd_last_error(c));
+    if (etcdp_get_raw(c, key, found, buf, sizeof(buf), &r, err) != 0) {
         return -1;
     }
-    *found = n == 1;
-    *value = n == 1 ? strtoll(kvs[0].val, NULL, 10) : 0;
+    *value = *found ? strtoll(buf, NULL, 10) : 0;
     if (rev != NULL) {
-        *rev = n == 1 ? kvs[0].mod_rev : 0;
+        *rev = r;
     }
-    etcd_kvs_free(kvs, n);
     return 0;
+}
+
+/* The value stored for counter (a counter, or a job row) into buf, read
+ * on a handle of its own. */
+static int
+etcdp_read_raw(void *env, const char *counter, bool *found, char *buf,
+               size_t size, char *err)
+{
+    etcdp_env *e = env;
+    etcd *c = NULL;
+    char key[160];
+    int64_t rev;
+    int rv;
+
+    if (etcd_open(&c, e->cl->endpoints, 5000) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "etcd_open failed");
+        return -1;
+    }
+    snprintf(key, sizeof(key), "ctr/%s", counter);
+    rv = etcdp_get_raw(c, key, found, buf, size, &rev, err);
+    etcd_close(c);
+    return rv;
 }
 
 static int
@@ -190,21 +239,121 @@ etcdp_close(void *conn)
 static int
 etcdp_read(void *env, const char *counter, int64_t *value, char *err)
 {
-    etcdp_env *e = env;
-    etcd *c = NULL;
-    char key[160];
-    bool found;
-    int rv;
+    char buf[64];
+    bool found = false;
 
-    if (etcd_open(&c, e->cl->endpoints, 5000) != 0) {
-        snprintf(err, COMPARE_ERR_LEN, "etcd_open failed");
+    if (etcdp_read_raw(env, counter, &found, buf, sizeof(buf), err) != 0) {
         return -1;
     }
-    snprintf(key, sizeof(key), "ctr/%s", counter);
-    rv = etcdp_get(c, key, value, NULL, &found, err);
-    etcd_close(c);
-    return rv;
+    *value = found ? strtoll(buf, NULL, 10) : 0;
+    return 0;
 }
+
+/* ---- etcd-job ------------------------------------------------------------ */
+
+/* One Txn, and on failure the reads that say why (job_attempt_fn). */
+static int
+job_attempt(void *conn, uint64_t n, int64_t expect, const char *row,
+            size_t rlen, int64_t t, job_outcome *out, int64_t *version,
+            int64_t *transitions, char *err)
+{
+    etcdp_conn *k = conn;
+    char idem[128], ts[32], buf[JOB_ROW_MAX + 1];
+    bool ok = false, found = false;
+    int64_t rev = 0;
+    etcd_txn *tx;
+    int rv;
+
+    snprintf(idem, sizeof(idem), "%s%" PRIu64, k->prefix, n);
+    snprintf(ts, sizeof(ts), "%" PRId64, t);
+    if (expect >= 0) { /* -1: not known yet, read it first */
+        if ((tx = etcd_txn_alloc()) == NULL) {
+            snprintf(err, COMPARE_ERR_LEN, "out of memory");
+            return -1;
+        }
+        etcd_txn_if_created(tx, idem, strlen(idem), 0);
+        etcd_txn_if_modified(tx, k->counter, strlen(k->counter), expect);
+        etcd_txn_put(tx, idem, strlen(idem), ts, strlen(ts), 0);
+        etcd_txn_put(tx, k->counter, strlen(k->counter), row, rlen, 0);
+        rv = etcd_txn_run(k->c, tx, &ok, &rev);
+        etcd_txn_free(tx);
+        if (rv != 0) {
+            snprintf(err, COMPARE_ERR_LEN, "txn: %s", etcd_last_error(k->c));
+            return -1;
+        }
+        if (ok) {
+            *out = JOB_APPLIED;
+            *version = rev;
+            return 0;
+        }
+        if (etcdp_get_raw(k->c, idem, &found, buf, sizeof(buf), &rev, err) !=
+            0) {
+            return -1;
+        }
+        if (found) {
+            *out = JOB_REPLAYED;
+            *transitions = strtoll(buf, NULL, 10);
+            return 0;
+        }
+    }
+    if (etcdp_get_raw(k->c, k->counter, &found, buf, sizeof(buf), version,
+                      err) != 0) {
+        return -1;
+    }
+    *out = JOB_MOVED;
+    *transitions = 0;
+    if (found && job_row_parse(buf, strlen(buf), transitions) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "%s is not a job row", k->counter);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+job_call(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    return job_transition(conn, job_attempt, &((etcdp_conn *)conn)->job, n,
+                          value, err);
+}
+
+static int
+job_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    return job_replay(conn, job_attempt, &((etcdp_conn *)conn)->job, replayed,
+                      value, err);
+}
+
+static int
+job_read(void *env, const char *job, int64_t *value, char *err)
+{
+    char buf[JOB_ROW_MAX + 1];
+    bool found = false;
+
+    if (etcdp_read_raw(env, job, &found, buf, sizeof(buf), err) != 0) {
+        return -1;
+    }
+    *value = 0;
+    if (found && job_row_parse(buf, strlen(buf), value) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "%s is not a job row", job);
+        return -1;
+    }
+    return 0;
+}
+
+const compare_peer compare_peer_etcd_job = {
+    .name = "etcd-job",
+    .what = "3 etcd members, one Txn per transition: key absent and row "
+            "at the read mod_revision",
+    .exactly_once = true,
+    .job = true,
+    .start = etcdp_start,
+    .stop = etcdp_stop,
+    .open = etcdp_open,
+    .call = job_call,
+    .replay_last = job_replay_last,
+    .close = etcdp_close,
+    .read = job_read,
+};
 
 const compare_peer compare_peer_etcd = {
     .name = "etcd",

@@ -11,6 +11,14 @@
  * on a shared handle a caller's last id is acknowledged away by the other
  * callers' later calls, as it should be; test_async checks async replays.
  *
+ * once-kv, once-kv-async, once-kv-replicated (--workload job,
+ * job_row.h): the job transition as one once.v1.KV Txn — "the row is at
+ * the version I read: put the new row, else get it" — whose rpc id is the
+ * idempotency key: no key of its own to store or check. The Txn's
+ * revision is the row's next version, so while nobody else moves the row
+ * a transition is one round trip. Per-caller handles (once-kv, and
+ * replicated), or one handle with N async Txns in flight (once-kv-async).
+ *
  * Owns: the onced child and the clients. A call is once_counter_incr with
  * an rpc id the library assigns (client_id, seq): the stable per-call id.
  * Invariant: the reply of a call leaves onced only after the synced
@@ -23,9 +31,11 @@
 #include <string.h>
 
 #include <once/client.h>
+#include <once/kv.h>
 
 #include "bench/bench_env.h"
 #include "bench/compare_peer.h"
+#include "bench/job_row.h"
 #include "tests/etcd_procs.h"
 
 #define ONCE_REPLICAS 3
@@ -51,6 +61,14 @@ typedef struct once_conn {
     int64_t last_value;
     once_client *on;  /* the handle calls go to: c, or the env's shared */
     once_future *fut; /* once-async: the call in flight */
+    /* once-kv: the row as last seen, the last transition's id and
+     * revision (what its replay must answer), a builder for results. */
+    job_cache job;
+    once_rpc_id job_last;
+    uint64_t job_last_rev;
+    bool job_resend;   /* the attempt resends job_last (replay_last) */
+    once_kv_txn *view; /* async: the reply of the call in flight */
+    int64_t job_t;     /* async: the transition in flight */
 } once_conn;
 
 static void
@@ -193,6 +211,7 @@ once_open(void *env, const compare_caller *who, void **connp, char *err)
         return -1;
     }
     k->e = env;
+    job_cache_init(&k->job);
     snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
     if (client_open(env, true, &k->c, err) != 0) {
         free(k);
@@ -216,6 +235,7 @@ shared_open(void *env, const compare_caller *who, void **connp, char *err)
         return -1;
     }
     k->e = e;
+    job_cache_init(&k->job);
     snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
     pthread_mutex_lock(&e->mu);
     if (e->shared == NULL) {
@@ -244,6 +264,8 @@ shared_close(void *conn)
         return;
     }
     once_future_free(k->fut);
+    once_kv_txn_free(k->view);
+    once_client_close(k->resender);
     pthread_mutex_lock(&k->e->mu);
     if (--k->e->shared_refs == 0) {
         last = k->e->shared;
@@ -356,6 +378,7 @@ once_close(void *conn)
     once_conn *k = conn;
 
     if (k != NULL) {
+        once_kv_txn_free(k->view);
         once_client_close(k->resender);
         once_client_close(k->c);
         free(k);
@@ -389,6 +412,231 @@ static uint64_t
 once_server_fsyncs(void *env)
 {
     return bench_server_fsyncs(((once_env *)env)->url);
+}
+
+/* ---- once-kv --------------------------------------------------------------
+ */
+
+/* The transition Txn: row at version expect → put row, else get it. */
+static int
+kv_job_txn(const once_conn *k, int64_t expect, const char *row, size_t rlen,
+           once_kv_txn **tp, char *err)
+{
+    const char *key = k->counter;
+    once_kv_txn *t;
+    once_status st;
+
+    if (once_kv_txn_new(&t) != ONCE_OK) {
+        snprintf(err, COMPARE_ERR_LEN, "out of memory");
+        return -1;
+    }
+    once_kv_txn_compare_version(t, key, strlen(key), ONCE_KV_EQUAL,
+                                (uint64_t)expect);
+    once_kv_txn_put(t, ONCE_KV_THEN, key, strlen(key), row, rlen, false);
+    once_kv_txn_get(t, ONCE_KV_ELSE, key, strlen(key));
+    if (once_kv_txn_status(t, &st) != ONCE_OK) {
+        say(err, st.code, &st);
+        once_kv_txn_free(t);
+        return -1;
+    }
+    *tp = t;
+    return 0;
+}
+
+/* A Txn's answer as a job outcome: applied (the revision is the row's new
+ * version) or moved (the else branch's get says where the row is). */
+static int
+kv_job_outcome(const once_kv_txn *t, job_outcome *out, int64_t *version,
+               int64_t *transitions, char *err)
+{
+    once_kv_result r;
+
+    if (once_kv_txn_succeeded(t)) {
+        *out = JOB_APPLIED;
+        *version = (int64_t)once_kv_txn_revision(t);
+        return 0;
+    }
+    *out = JOB_MOVED;
+    *version = 0;
+    *transitions = 0;
+    if (once_kv_txn_result(t, 0, &r) != ONCE_OK || r.kind != ONCE_KV_GET) {
+        snprintf(err, COMPARE_ERR_LEN, "Txn: no get in the else branch");
+        return -1;
+    }
+    if (r.found) {
+        *version = (int64_t)r.version;
+        if (job_row_parse(r.value, r.value_len, transitions) != 0) {
+            snprintf(err, COMPARE_ERR_LEN, "the row is not a job row");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One Txn (job_attempt_fn): a new rpc id, or job_last again on a handle
+ * without a lease when replay_last asks. The row's version is not known
+ * before the first attempt: compare against 0 then (the else branch reads
+ * it). */
+static int
+kv_job_attempt(void *conn, uint64_t n, int64_t expect, const char *row,
+               size_t rlen, int64_t t, job_outcome *out, int64_t *version,
+               int64_t *transitions, char *err)
+{
+    once_conn *k = conn;
+    once_rpc_id id = k->job_resend ? k->job_last : (once_rpc_id){0, 0};
+    once_client *on = k->on;
+    once_kv_txn *tx;
+    once_status st;
+    int rv;
+
+    (void)n;
+    (void)t;
+    if (k->job_resend && k->resender == NULL &&
+        client_open(k->e, false, &k->resender, err) != 0) {
+        return -1;
+    }
+    if (k->job_resend) {
+        on = k->resender;
+    }
+    if (kv_job_txn(k, expect < 0 ? 0 : expect, row, rlen, &tx, err) != 0) {
+        return -1;
+    }
+    if ((rv = once_kv_txn_exec(on, tx, &id, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+        once_kv_txn_free(tx);
+        return -1;
+    }
+    rv = kv_job_outcome(tx, out, version, transitions, err);
+    once_kv_txn_free(tx);
+    if (rv != 0) {
+        return -1;
+    }
+    if (k->job_resend) {
+        /* The stored answer: the same branch at the same revision. */
+        *out = st.replayed && *out == JOB_APPLIED &&
+                       (uint64_t)*version == k->job_last_rev
+                   ? JOB_REPLAYED
+                   : JOB_MOVED;
+        *transitions = k->job.last_t;
+    } else if (*out == JOB_APPLIED) {
+        k->job_last = id;
+        k->job_last_rev = (uint64_t)*version;
+    }
+    return 0;
+}
+
+static int
+kv_job_call(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+
+    return job_transition(k, kv_job_attempt, &k->job, n, value, err);
+}
+
+static int
+kv_job_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+    int rv;
+
+    k->job_resend = true;
+    rv = job_replay(k, kv_job_attempt, &k->job, replayed, value, err);
+    k->job_resend = false;
+    return rv;
+}
+
+/* once-kv-async: the transition from the cached version, in flight. */
+static int
+kv_job_start(void *conn, uint64_t n, char *err)
+{
+    once_conn *k = conn;
+    char row[JOB_ROW_MAX];
+    once_kv_txn *tx;
+    once_status st;
+    size_t rlen;
+    int rv;
+
+    (void)n;
+    once_future_free(k->fut);
+    k->fut = NULL;
+    k->job_t = k->job.transitions + 1;
+    rlen = job_row_format(row, k->job_t);
+    if (k->view == NULL && once_kv_txn_new(&k->view) != ONCE_OK) {
+        snprintf(err, COMPARE_ERR_LEN, "out of memory");
+        return -1;
+    }
+    if (kv_job_txn(k, k->job.version < 0 ? 0 : k->job.version, row, rlen, &tx,
+                   err) != 0) {
+        return -1;
+    }
+    rv = once_kv_txn_exec_async(k->on, tx, NULL, NULL, NULL, &k->fut, &st);
+    once_kv_txn_free(tx); /* its bytes were copied */
+    if (rv != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    return 0;
+}
+
+/* Ends the call in flight; a row another caller moved (--one-counter)
+ * finishes with blocking attempts. */
+static int
+kv_job_end(void *conn, int64_t *value, char *err)
+{
+    once_conn *k = conn;
+    int64_t version = 0, tr = 0;
+    job_outcome out;
+    once_status st;
+    int rv;
+
+    if (k->fut == NULL) {
+        snprintf(err, COMPARE_ERR_LEN, "no call in flight");
+        return -1;
+    }
+    if ((rv = once_kv_txn_finish(k->view, k->fut, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    if (kv_job_outcome(k->view, &out, &version, &tr, err) != 0) {
+        return -1;
+    }
+    if (out == JOB_MOVED) {
+        k->job.version = version;
+        k->job.transitions = tr;
+        return job_transition(k, kv_job_attempt, &k->job, 0, value, err);
+    }
+    k->job.version = version;
+    k->job.transitions = k->job_t;
+    *value = k->job_t;
+    return 0;
+}
+
+static int
+kv_job_read(void *env, const char *job, int64_t *value, char *err)
+{
+    once_client *c = NULL;
+    once_kv_range *r = NULL;
+    once_status st;
+    once_kv e;
+    int rv;
+
+    if (client_open(env, false, &c, err) != 0) {
+        return -1;
+    }
+    rv = once_kv_range_get(c, job, strlen(job), false, 1, NULL, 0, &r, &st);
+    once_client_close(c);
+    if (rv != ONCE_OK) {
+        say(err, rv, &st);
+        return -1;
+    }
+    *value = 0;
+    if (once_kv_range_at(r, 0, &e) == ONCE_OK &&
+        job_row_parse(e.value, e.value_len, value) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "%s is not a job row", job);
+        rv = -1;
+    }
+    once_kv_range_free(r);
+    return rv == ONCE_OK ? 0 : -1;
 }
 
 const compare_peer compare_peer_once = {
@@ -449,4 +697,54 @@ const compare_peer compare_peer_once_async = {
     .call_end = async_end,
     .server_pid = once_server_pid,
     .server_fsyncs = once_server_fsyncs,
+};
+
+const compare_peer compare_peer_once_kv = {
+    .name = "once-kv",
+    .what = "onced + libonce, one once_client per caller, one KV Txn per "
+            "transition (the rpc id is the key)",
+    .exactly_once = true,
+    .job = true,
+    .start = once_start,
+    .stop = once_stop,
+    .open = once_open,
+    .call = kv_job_call,
+    .replay_last = kv_job_replay_last,
+    .close = once_close,
+    .read = kv_job_read,
+    .server_pid = once_server_pid,
+    .server_fsyncs = once_server_fsyncs,
+};
+
+const compare_peer compare_peer_once_kv_async = {
+    .name = "once-kv-async",
+    .what = "onced + libonce, ONE thread, N async KV Txns in flight on one "
+            "once_client",
+    .exactly_once = true,
+    .job = true,
+    .start = once_start,
+    .stop = once_stop,
+    .open = shared_open,
+    .call = kv_job_call,
+    .close = shared_close,
+    .read = kv_job_read,
+    .call_start = kv_job_start,
+    .call_end = kv_job_end,
+    .server_pid = once_server_pid,
+    .server_fsyncs = once_server_fsyncs,
+};
+
+const compare_peer compare_peer_once_kv_repl = {
+    .name = "once-kv-replicated",
+    .what = "3 onced --replicate on 3 etcd members, one once_client per "
+            "caller, one KV Txn per transition",
+    .exactly_once = true,
+    .job = true,
+    .start = once_repl_start,
+    .stop = once_repl_stop,
+    .open = once_open,
+    .call = kv_job_call,
+    .replay_last = kv_job_replay_last,
+    .close = once_close,
+    .read = kv_job_read,
 };

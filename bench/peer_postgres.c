@@ -11,6 +11,12 @@
  *   --pg-mode statements  BEGIN; the three prepared statements; COMMIT:
  *                         five round trips, as most application code does.
  *
+ * postgres-job (--workload job, job_row.h): the job transition as one
+ * PL/pgSQL function, one round trip: the idempotency key's stored result
+ * if it exists; else UPDATE of the job row WHERE its version is the one
+ * the caller read, and the result stored under the key; else the row as
+ * it is, for the caller to read again.
+ *
  * Owns: a PostgreSQL 15 cluster of its own: initdb into the peer's temp dir
  * and pg_ctl start with the socket in that dir and no TCP listener
  * (listen_addresses=''), synchronous_commit=on and fsync=on: COMMIT returns
@@ -32,6 +38,7 @@
 
 #include "bench/compare_peer.h"
 #include "bench/compare_proc.h"
+#include "bench/job_row.h"
 
 #define PG_INITDB_MS 120000
 #define PG_START_S   "60"
@@ -57,6 +64,32 @@ static const char SCHEMA[] =
     "  UPDATE counters SET v = v + d WHERE name = ctr RETURNING v INTO value;\n"
     "  UPDATE idem SET result = value WHERE key = k;\n"
     "  replayed := false;\n"
+    "END $$;\n"
+    /* outcome: job_outcome's numbers; the row exists (pg_open). The lock taken
+     * by the UPDATE orders two attempts of one key: the second finds the
+     * version moved and, attempting again, the key. */
+    "CREATE TABLE jobs (id text PRIMARY KEY, row text NOT NULL,\n"
+    "                   ver bigint NOT NULL);\n"
+    "CREATE TABLE job_idem (key text PRIMARY KEY, result bigint NOT NULL);\n"
+    "CREATE FUNCTION job_transition(k text, job text, expect bigint,\n"
+    "                               newrow text, t bigint,\n"
+    "                               OUT outcome int, OUT version bigint,\n"
+    "                               OUT payload text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  SELECT result::text INTO payload FROM job_idem WHERE key = k;\n"
+    "  IF FOUND THEN outcome := 1; version := 0; RETURN; END IF;\n"
+    "  UPDATE jobs SET row = newrow, ver = jobs.ver + 1\n"
+    "    WHERE id = job AND jobs.ver = expect RETURNING jobs.ver INTO "
+    "version;\n"
+    "  IF NOT FOUND THEN\n"
+    "    outcome := 2;\n"
+    "    SELECT j.ver, j.row INTO version, payload FROM jobs j WHERE id = "
+    "job;\n"
+    "    RETURN;\n"
+    "  END IF;\n"
+    "  INSERT INTO job_idem(key, result) VALUES (k, t);\n"
+    "  outcome := 0; payload := t::text;\n"
     "END $$;\n";
 
 typedef struct pg_env {
@@ -76,6 +109,7 @@ typedef struct pg_conn {
     char counter[96];
     int level, index;
     uint64_t last_n; /* the last call that returned OK; 0: none */
+    job_cache job;   /* postgres-job */
 } pg_conn;
 
 static void
@@ -280,6 +314,7 @@ pg_open(void *env, const compare_caller *who, void **connp, char *err)
         return -1;
     }
     k->function = e->function;
+    job_cache_init(&k->job);
     k->level = who->level;
     k->index = who->index;
     snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
@@ -298,20 +333,30 @@ pg_open(void *env, const compare_caller *who, void **connp, char *err)
         prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
                 err) != 0 ||
         prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
-                err) != 0) {
+                err) != 0 ||
+        prepare(k->c, "job",
+                "SELECT outcome, version, payload "
+                "FROM job_transition($1, $2, $3, $4, $5)",
+                5, err) != 0) {
         goto fail;
     }
+    /* The caller's counter and job row (a job peer uses the latter). */
     params[0] = k->counter;
-    r = PQexecParams(k->c,
-                     "INSERT INTO counters(name, v) VALUES ($1, 0) "
-                     "ON CONFLICT DO NOTHING",
-                     1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        pg_err(err, "counter row", k->c, r);
+    for (int i = 0; i < 2; i++) {
+        static const char *const rows[] = {
+            "INSERT INTO counters(name, v) VALUES ($1, 0) "
+            "ON CONFLICT DO NOTHING",
+            "INSERT INTO jobs(id, row, ver) VALUES ($1, '', 0) "
+            "ON CONFLICT DO NOTHING",
+        };
+        r = PQexecParams(k->c, rows[i], 1, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            pg_err(err, "counter or job row", k->c, r);
+            PQclear(r);
+            goto fail;
+        }
         PQclear(r);
-        goto fail;
     }
-    PQclear(r);
     *connp = k;
     return 0;
 fail:
@@ -484,6 +529,106 @@ pg_read(void *env, const char *counter, int64_t *value, char *err)
     PQfinish(c);
     return rv;
 }
+
+/* ---- postgres-job -------------------------------------------------------- */
+
+/* One call of job_transition (job_attempt_fn). */
+static int
+job_attempt(void *conn, uint64_t n, int64_t expect, const char *row,
+            size_t rlen, int64_t t, job_outcome *out, int64_t *version,
+            int64_t *transitions, char *err)
+{
+    pg_conn *k = conn;
+    char key[96], ex[32], ts[32], text[JOB_ROW_MAX];
+    const char *params[] = {key, k->counter, ex, text, ts};
+    const char *payload;
+    PGresult *r;
+    int o, rv = 0;
+
+    snprintf(key, sizeof(key), "%d/%d/%llu", k->level, k->index,
+             (unsigned long long)n);
+    snprintf(ex, sizeof(ex), "%lld", (long long)expect);
+    snprintf(ts, sizeof(ts), "%lld", (long long)t);
+    snprintf(text, sizeof(text), "%.*s", (int)rlen, row);
+    if (run(k, "job", 5, params, PGRES_TUPLES_OK, &r, err) != 0) {
+        return -1;
+    }
+    if (PQntuples(r) != 1 || (o = atoi(PQgetvalue(r, 0, 0))) < 0 ||
+        o > JOB_MOVED) {
+        snprintf(err, COMPARE_ERR_LEN, "postgres: job_transition: odd row");
+        PQclear(r);
+        return -1;
+    }
+    *out = (job_outcome)o;
+    *version = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    payload = PQgetvalue(r, 0, 2);
+    *transitions = strtoll(payload, NULL, 10);
+    if (*out == JOB_MOVED && payload[0] != '\0' &&
+        job_row_parse(payload, strlen(payload), transitions) != 0) {
+        snprintf(err, COMPARE_ERR_LEN, "postgres: not a job row");
+        rv = -1;
+    }
+    PQclear(r);
+    return rv;
+}
+
+static int
+job_call(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    return job_transition(conn, job_attempt, &((pg_conn *)conn)->job, n, value,
+                          err);
+}
+
+static int
+job_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    return job_replay(conn, job_attempt, &((pg_conn *)conn)->job, replayed,
+                      value, err);
+}
+
+static int
+job_read(void *env, const char *job, int64_t *value, char *err)
+{
+    const char *params[] = {job};
+    PGconn *c = connect_to(env, err);
+    PGresult *r;
+    int rv = -1;
+
+    if (c == NULL) {
+        return -1;
+    }
+    r = PQexecParams(c, "SELECT row FROM jobs WHERE id = $1", 1, NULL, params,
+                     NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK &&
+        (PQntuples(r) == 0 || PQgetlength(r, 0, 0) == 0)) {
+        *value = 0; /* no transition yet */
+        rv = 0;
+    } else if (PQresultStatus(r) == PGRES_TUPLES_OK &&
+               job_row_parse(PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0),
+                             value) == 0) {
+        rv = 0;
+    } else {
+        pg_err(err, "read job", c, r);
+    }
+    PQclear(r);
+    PQfinish(c);
+    return rv;
+}
+
+const compare_peer compare_peer_postgres_job = {
+    .name = "postgres-job",
+    .what = "PostgreSQL 15, synchronous_commit=on, job_transition(): key "
+            "check + UPDATE ... WHERE ver = read",
+    .exactly_once = true,
+    .job = true,
+    .start = pg_start,
+    .stop = pg_stop,
+    .open = pg_open,
+    .call = job_call,
+    .replay_last = job_replay_last,
+    .close = pg_close,
+    .read = job_read,
+};
 
 const compare_peer compare_peer_postgres = {
     .name = "postgres",

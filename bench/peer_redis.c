@@ -4,6 +4,12 @@
  * of the counter, and stores the result under the key; a resend of the key
  * gets the stored result. One hiredis connection per caller.
  *
+ * redis-job (--workload job, job_row.h): the job transition as a Redis
+ * user would write it, one Lua script: the idempotency key's stored
+ * result if it exists; else the job row (a hash: row, ver) written only if
+ * it is still at the version the caller read, and the result stored under
+ * the key; else the row as it is, for the caller to read again.
+ *
  * Owns: a redis-server of its own, started in the foreground on a unix
  * socket in the peer's temp dir (no TCP port), with --appendonly yes
  * --appendfsync always --save '': Redis writes and fsyncs the AOF in
@@ -26,6 +32,7 @@
 #include "bench/bench_env.h"
 #include "bench/compare_peer.h"
 #include "bench/compare_proc.h"
+#include "bench/job_row.h"
 
 #define REDIS_READY_MS 10000
 #define REDIS_STOP_MS  10000
@@ -41,19 +48,38 @@ static const char SCRIPT[] =
     "end\n"
     "return {1, tonumber(redis.call('GET', KEYS[1]))}\n";
 
+/* KEYS[1] idempotency key, KEYS[2] job row (a hash: row, ver); ARGV[1]
+ * the version the caller read, ARGV[2] the new row, ARGV[3] its
+ * transitions count. Returns {outcome, version, payload} as job_outcome:
+ * 0 applied (the new version), 1 replayed (payload: the stored count),
+ * 2 moved (version and row as they are). */
+static const char JOB_SCRIPT[] =
+    "local done = redis.call('GET', KEYS[1])\n"
+    "if done then return {1, 0, done} end\n"
+    "local v = tonumber(redis.call('HGET', KEYS[2], 'ver') or '0')\n"
+    "if v ~= tonumber(ARGV[1]) then\n"
+    "  return {2, v, redis.call('HGET', KEYS[2], 'row') or ''}\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], 'row', ARGV[2], 'ver', v + 1)\n"
+    "redis.call('SET', KEYS[1], ARGV[3])\n"
+    "return {0, v + 1, ARGV[3]}\n";
+
 typedef struct redis_env {
     char sock[300];
     char log[300];
     char sha[48];
+    char job_sha[48];
     pid_t pid;
 } redis_env;
 
 typedef struct redis_conn {
     redisContext *c;
     const char *sha;
+    const char *job_sha;
     char counter[96];
     int level, index;
     uint64_t last_n; /* the last call that returned OK; 0: none */
+    job_cache job;   /* redis-job */
 } redis_conn;
 
 static redisContext *
@@ -150,10 +176,11 @@ wait_ready(redis_env *e, char *err)
     return -1;
 }
 
+/* SCRIPT LOAD of script; its sha into sha (48 bytes). */
 static int
-load_script(redis_env *e, char *err)
+load_script(redis_env *e, const char *script, char *sha, char *err)
 {
-    const char *argv[] = {"SCRIPT", "LOAD", SCRIPT};
+    const char *argv[] = {"SCRIPT", "LOAD", script};
     redisContext *c = connect_to(e, err);
     redisReply *r;
     int rv = -1;
@@ -162,8 +189,8 @@ load_script(redis_env *e, char *err)
         return -1;
     }
     if ((r = command(c, 3, argv, err)) != NULL) {
-        if (r->type == REDIS_REPLY_STRING && r->len < sizeof(e->sha)) {
-            snprintf(e->sha, sizeof(e->sha), "%s", r->str);
+        if (r->type == REDIS_REPLY_STRING && r->len < 48) {
+            snprintf(sha, 48, "%s", r->str);
             rv = 0;
         } else {
             snprintf(err, COMPARE_ERR_LEN, "redis: SCRIPT LOAD: odd reply");
@@ -214,7 +241,8 @@ redis_start(const compare_config *cfg, void **envp)
         free(e);
         return -1;
     }
-    if (wait_ready(e, err) != 0 || load_script(e, err) != 0) {
+    if (wait_ready(e, err) != 0 || load_script(e, SCRIPT, e->sha, err) != 0 ||
+        load_script(e, JOB_SCRIPT, e->job_sha, err) != 0) {
         fprintf(stderr, "bench_compare: %s\n", err);
         compare_proc_tail(e->log, 1500);
         compare_proc_stop(e->pid, REDIS_STOP_MS);
@@ -250,6 +278,8 @@ redis_open(void *env, const compare_caller *who, void **connp, char *err)
         return -1;
     }
     k->sha = ((redis_env *)env)->sha;
+    k->job_sha = ((redis_env *)env)->job_sha;
+    job_cache_init(&k->job);
     k->level = who->level;
     k->index = who->index;
     snprintf(k->counter, sizeof(k->counter), "%s", who->counter);
@@ -356,6 +386,98 @@ redis_read(void *env, const char *counter, int64_t *value, char *err)
     return rv;
 }
 
+/* ---- redis-job ---------------------------------------------------------- */
+
+/* One EVALSHA of the job script (job_attempt_fn). */
+static int
+job_attempt(void *conn, uint64_t n, int64_t expect, const char *row,
+            size_t rlen, int64_t t, job_outcome *out, int64_t *version,
+            int64_t *transitions, char *err)
+{
+    redis_conn *k = conn;
+    char key[96], ex[32], ts[32];
+    const char *argv[] = {"EVALSHA",  k->job_sha, "2", key,
+                          k->counter, ex,         row, ts};
+    size_t lens[8];
+    redisReply *r, **el;
+    int rv = -1;
+
+    snprintf(key, sizeof(key), "idem/%d/%d/%llu", k->level, k->index,
+             (unsigned long long)n);
+    snprintf(ex, sizeof(ex), "%lld", (long long)expect);
+    snprintf(ts, sizeof(ts), "%lld", (long long)t);
+    for (int i = 0; i < 8; i++) {
+        lens[i] = argv[i] == row ? rlen : strlen(argv[i]);
+    }
+    if ((r = redisCommandArgv(k->c, 8, argv, lens)) == NULL ||
+        r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, COMPARE_ERR_LEN, "redis: %s",
+                 r != NULL ? r->str : k->c->errstr);
+        freeReplyObject(r);
+        return -1;
+    }
+    el = r->element;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        el[0]->type == REDIS_REPLY_INTEGER && el[0]->integer >= 0 &&
+        el[0]->integer <= JOB_MOVED && el[1]->type == REDIS_REPLY_INTEGER &&
+        el[2]->type == REDIS_REPLY_STRING) {
+        *out = (job_outcome)el[0]->integer;
+        *version = el[1]->integer;
+        *transitions = strtoll(el[2]->str, NULL, 10);
+        rv = 0;
+        if (*out == JOB_MOVED && el[2]->len > 0 &&
+            job_row_parse(el[2]->str, el[2]->len, transitions) != 0) {
+            snprintf(err, COMPARE_ERR_LEN, "redis: not a job row");
+            rv = -1;
+        }
+    } else {
+        snprintf(err, COMPARE_ERR_LEN, "redis: odd reply to the job script");
+    }
+    freeReplyObject(r);
+    return rv;
+}
+
+static int
+job_call(void *conn, uint64_t n, int64_t *value, char *err)
+{
+    return job_transition(conn, job_attempt, &((redis_conn *)conn)->job, n,
+                          value, err);
+}
+
+static int
+job_replay_last(void *conn, bool *replayed, int64_t *value, char *err)
+{
+    return job_replay(conn, job_attempt, &((redis_conn *)conn)->job, replayed,
+                      value, err);
+}
+
+static int
+job_read(void *env, const char *job, int64_t *value, char *err)
+{
+    const char *argv[] = {"HGET", job, "row"};
+    redisContext *c = connect_to(env, err);
+    redisReply *r;
+    int rv = -1;
+
+    if (c == NULL) {
+        return -1;
+    }
+    if ((r = command(c, 3, argv, err)) != NULL) {
+        if (r->type == REDIS_REPLY_NIL) {
+            *value = 0;
+            rv = 0;
+        } else if (r->type == REDIS_REPLY_STRING &&
+                   job_row_parse(r->str, r->len, value) == 0) {
+            rv = 0;
+        } else {
+            snprintf(err, COMPARE_ERR_LEN, "redis: %s is not a job row", job);
+        }
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rv;
+}
+
 static pid_t
 redis_server_pid(void *env)
 {
@@ -374,5 +496,21 @@ const compare_peer compare_peer_redis = {
     .replay_last = redis_replay_last,
     .close = redis_close,
     .read = redis_read,
+    .server_pid = redis_server_pid,
+};
+
+const compare_peer compare_peer_redis_job = {
+    .name = "redis-job",
+    .what = "Redis, appendfsync always, EVALSHA: key check + job row "
+            "written if at the read version",
+    .exactly_once = true,
+    .job = true,
+    .start = redis_start,
+    .stop = redis_stop,
+    .open = redis_open,
+    .call = job_call,
+    .replay_last = job_replay_last,
+    .close = redis_close,
+    .read = job_read,
     .server_pid = redis_server_pid,
 };

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/json_out.h"
 #include "proto/number.h"
@@ -77,7 +78,7 @@ error_hint(const cli *g, const once_status *st, const once_rpc_id *id,
     }
     if (once_status_is(st, ONCE_REASON_RPC_ID_CONFLICT)) {
         return "this rpc id belongs to a call with other arguments; retry "
-               "with the original NAME and --by to get its result";
+               "with the original arguments to get its result";
     }
     if (once_status_is(st, ONCE_REASON_LEASE_EXPIRED)) {
         return "the lease of this client id has ended; its calls can no "
@@ -272,6 +273,47 @@ call_end(const cli *g, once_client *c, int rv, const once_status *st, int *ex)
         return false;
     }
     return true;
+}
+
+/* The wall-clock time left_ms from now, "2026-12-01T15:04:05Z", into
+ * buf. */
+static void
+time_from_now(uint64_t left_ms, char *buf, size_t len)
+{
+    time_t t = time(NULL) + (time_t)(left_ms / 1000);
+    struct tm tm;
+
+    if (gmtime_r(&t, &tm) == NULL ||
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+        buf[0] = '\0';
+    }
+}
+
+bool
+call_end_keep_lease(const cli *g, once_client *c, int rv, const once_status *st,
+                    bool explicit_id, const once_rpc_id *id, char *until,
+                    size_t len, int *ex)
+{
+    uint64_t left = 0;
+    bool show;
+
+    once_client_close_keep_lease(c, &left);
+    until[0] = '\0';
+    if (!explicit_id && left > 0) {
+        time_from_now(left, until, len);
+    }
+    if (rv == ONCE_OK) {
+        return true;
+    }
+    /* The id is worth printing only if it may have reached the server. */
+    show = explicit_id || (id->seq != 0 && st->attempts > 0);
+    *ex = report_error(g, st, show ? id : NULL);
+    if (show && !g->json && until[0] != '\0') {
+        fprintf(stderr,
+                "rpc id %" PRIu64 ":%" PRIu64 " can be retried until %s\n",
+                id->client_id, id->seq, until);
+    }
+    return false;
 }
 
 int

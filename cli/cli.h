@@ -91,6 +91,18 @@ int open_client(const cli *g, bool no_lease, once_client **cp, once_status *st);
 bool call_end(const cli *g, once_client *c, int rv, const once_status *st,
               int *ex);
 
+/* The end of a mutating one-shot call (counter incr, kv put|del|txn):
+ * closes c leaving its lease alive for its TTL, so the printed rpc id can
+ * still be retried after oncectl exits; until (len bytes) receives the UTC
+ * time it can be retried until (RFC 3339), or "" for a retry of an
+ * explicit id. When rv is not ONCE_OK, reports st with the id when it may
+ * have reached the server, and returns false with the exit status in *ex.
+ */
+bool call_end_keep_lease(const cli *g, once_client *c, int rv,
+                         const once_status *st, bool explicit_id,
+                         const once_rpc_id *id, char *until, size_t len,
+                         int *ex);
+
 /* One subcommand of a command family. */
 typedef struct cli_sub {
     const char *name;

@@ -13,7 +13,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
@@ -72,20 +71,6 @@ counter_name_arg(const cli *g, const char *sub, int argc, char **argv, int *i,
     return 0;
 }
 
-/* The wall-clock time left_ms from now, "2026-12-01T15:04:05Z", into
- * buf. */
-static void
-counter_until(uint64_t left_ms, char *buf, size_t len)
-{
-    time_t t = time(NULL) + (time_t)(left_ms / 1000);
-    struct tm tm;
-
-    if (gmtime_r(&t, &tm) == NULL ||
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
-        buf[0] = '\0';
-    }
-}
-
 static int
 cmd_counter_incr(const cli *g, int argc, char **argv)
 {
@@ -96,7 +81,6 @@ cmd_counter_incr(const cli *g, int argc, char **argv)
     once_client *c = NULL;
     once_status st;
     char idbuf[48], until[32];
-    uint64_t left = 0;
     int rv;
 
     for (int i = 0; i < argc; i++) {
@@ -137,20 +121,8 @@ cmd_counter_incr(const cli *g, int argc, char **argv)
     }
     /* A one-shot tool: the lease stays alive for its TTL, so the rpc id it
      * prints can still be retried (and replays) after it exits. */
-    once_client_close_keep_lease(c, &left);
-    until[0] = '\0';
-    if (!explicit_id && left > 0) {
-        counter_until(left, until, sizeof(until));
-    }
-    if (rv != ONCE_OK) {
-        /* The id is worth printing only if it may have reached the server. */
-        bool show = explicit_id || (id.seq != 0 && st.attempts > 0);
-        rv = report_error(g, &st, show ? &id : NULL);
-        if (show && !g->json && until[0] != '\0') {
-            fprintf(stderr,
-                    "rpc id %" PRIu64 ":%" PRIu64 " can be retried until %s\n",
-                    id.client_id, id.seq, until);
-        }
+    if (!call_end_keep_lease(g, c, rv, &st, explicit_id, &id, until,
+                             sizeof(until), &rv)) {
         return rv;
     }
     snprintf(idbuf, sizeof(idbuf), "%" PRIu64 ":%" PRIu64, id.client_id,

@@ -17,6 +17,9 @@
 /* `counter incr|get` (cmd_counter.c). */
 int cmd_counter(const cli *g, int argc, char **argv);
 
+/* `outbox subscribe|read|ack|topics` (cmd_outbox.c). */
+int cmd_outbox(const cli *g, int argc, char **argv);
+
 /* `lease open|renew|close|info` (cmd_lease.c). */
 int cmd_lease(const cli *g, int argc, char **argv);
 
@@ -33,8 +36,15 @@ int cmd_admin_backup(const cli *g, int argc, char **argv);
 /* `grants SUBCOMMAND ...` (cmd_grants.c). */
 int cmd_grants(const cli *g, int argc, char **argv);
 
+/* `kv put|get|del|range|txn` (cmd_kv.c). */
+int cmd_kv(const cli *g, int argc, char **argv);
+
 /* `key show` (cmd_key.c). */
 int cmd_key(const cli *g, int argc, char **argv);
+
+/* `oncectl chain list|show --journal DIR` (cmd_chain.c): a chain journal,
+ * read only. */
+int cmd_chain(const cli *g, int argc, char **argv);
 
 /* `principal add|list|revoke|restore` (cmd_principal.c): editing the
  * principals file of a local onced data folder, no RPC. Exit status 0 OK,

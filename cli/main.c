@@ -48,6 +48,15 @@ static const char usage_top[] =
     "  counter incr NAME [--by N] [--rpc-id CLIENT:SEQ]\n"
     "                                     increment a counter exactly once\n"
     "  counter get NAME                   read a counter\n"
+    "  kv put KEY VALUE [--if-version N | --if-absent] [--lease]\n"
+    "     [--rpc-id CLIENT:SEQ]           set a key exactly once\n"
+    "  kv get KEY                         read a key: value, version\n"
+    "  kv del KEY [--prefix]              delete a key (or a prefix)\n"
+    "  kv range PREFIX [--limit N]        list keys under a prefix\n"
+    "  kv txn --file TXN.json [--rpc-id CLIENT:SEQ]\n"
+    "                                     compares, then/else ops, once\n"
+    "  outbox subscribe|read|ack|topics   durable consumers of the outbox\n"
+    "                                     (oncectl outbox --help)\n"
     "  grants SUBCOMMAND ...              start grants: set-placement, "
     "request,\n"
     "                                     enqueue, claim, finish, get-surface,"
@@ -64,6 +73,8 @@ static const char usage_top[] =
     "into DIR\n"
     "  principal add|list|revoke|restore  the principals of a local data\n"
     "                                     folder (oncectl principal --help)\n"
+    "  chain list|show --journal DIR      a chain journal of libonce, read\n"
+    "                                     only (oncectl chain --help)\n"
     "\n"
     "Global options (before the command):\n"
     "  --server URL        default: $ONCE_SERVER, else the first listener\n"
@@ -127,19 +138,28 @@ dispatch(const cli *g, int argc, char **argv)
     if (strcmp(cmd, "key") == 0) {
         return cmd_key(g, argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "chain") == 0) {
+        return cmd_chain(g, argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "lease") == 0) {
         return cmd_lease(g, argc - 1, argv + 1);
     }
     if (strcmp(cmd, "counter") == 0) {
         return cmd_counter(g, argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "outbox") == 0) {
+        return cmd_outbox(g, argc - 1, argv + 1);
+    }
     if (strcmp(cmd, "records") == 0) {
         return cmd_records(g, argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "kv") == 0) {
+        return cmd_kv(g, argc - 1, argv + 1);
+    }
     return usage_error(g,
                        "commands are: lease open|renew|close|info, counter "
-                       "incr, counter get, records list, stats, admin "
-                       "compact",
+                       "incr, counter get, kv put|get|del|range|txn, records "
+                       "list, stats, admin compact",
                        "unknown command '%s'", cmd);
 }
 

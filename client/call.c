@@ -215,7 +215,7 @@ call_give_up(call_loop *L, once_status *st)
 
     rv = call_give_up_status(L, passed, st, &complete);
     st->attempts = L->cst.sent;
-    if (complete && L->cs->mutating) {
+    if (complete && L->cs->mutating && !L->cs->held) {
         gate_seq_complete(&L->c->gate, L->cs->client_id, L->cs->seq);
     }
     return rv;
@@ -259,7 +259,7 @@ call_final(call_loop *L, Once__V1__Response *r, const classify_reply_out *out,
                              cs->client_id, cs->seq)
                 : status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                              "out of memory for the reply");
-    } else if (cs->mutating) {
+    } else if (cs->mutating && !cs->held) {
         gate_seq_complete(&L->c->gate, cs->client_id, cs->seq);
     }
     once__v1__response__free_unpacked(r, NULL);

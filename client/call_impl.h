@@ -35,6 +35,7 @@ typedef struct call_spec {
     const void *req;
     size_t req_len;
     bool tracked; /* mutating under the handle's own lease (lease_gate.h) */
+    bool held;    /* CALL_HELD: the engine never completes the seq */
 } call_spec;
 
 /* The state of one call across attempts. */

@@ -17,6 +17,10 @@ typedef enum call_kind {
     CALL_RETRY,  /* exactly *id */
     CALL_EITHER, /* once_call's rule: id NULL or seq 0 is NEW, else RETRY,
                     refusing an own id whose reply was delivered */
+    CALL_HELD,   /* exactly *id, as RETRY, but its seq is left incomplete
+                    at the end: the caller (the journal) completes it once
+                    the reply is durable, so no later call acknowledges
+                    away a record whose reply could still be lost */
 } call_kind;
 
 #endif /* CLIENT_CALL_KIND_H */

@@ -13,9 +13,12 @@
  * Layer: the top; it may use every layer below, none uses it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
 #include <sodium.h>
 
 #include "client/async.h"
@@ -122,6 +125,23 @@ once_client_open(once_client **cp, const once_options *o, once_status *st)
     return once_client_open_secure(cp, o, NULL, st);
 }
 
+/* nng 1.5.2 initialises itself on first use behind a flag it reads without
+ * synchronisation: two threads opening their first handles at once race
+ * there (TSan saw it in test_soak: one thread's pthread_mutex_init of an
+ * nng global against another's lock of it). Every handle's first nng call
+ * comes after this one initialisation, made once under pthread_once. */
+static pthread_once_t client_nng_once = PTHREAD_ONCE_INIT;
+
+static void
+client_nng_init(void)
+{
+    nng_socket s;
+
+    if (nng_req0_open(&s) == 0) {
+        nng_close(s); /* no dialer, no pipe: nothing to wait for */
+    }
+}
+
 int
 once_client_open_secure(once_client **cp, const once_options *o,
                         const once_security *sec, once_status *st)
@@ -129,6 +149,7 @@ once_client_open_secure(once_client **cp, const once_options *o,
     once_client *c = NULL;
     int rv;
 
+    pthread_once(&client_nng_once, client_nng_init);
     status_clear(st);
     if (cp == NULL || o == NULL || o->url == NULL || o->url[0] == '\0') {
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,

@@ -32,8 +32,10 @@
 
 #include <sodium.h>
 
+#include "client/answer.h"
 #include "client/client_impl.h"
 #include "client/lease_gate.h"
+#include "client/retry.h"
 #include "proto/grants.pb-c.h"
 #include "client/inputs.pb-c.h"
 #include "client/status.h"
@@ -52,15 +54,6 @@ struct once_inputs {
 };
 
 typedef Once__Client__KeptInput kept;
-
-static uint64_t
-wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 const char *
 once_input_state_name(int state)
@@ -255,22 +248,14 @@ once_inputs_close(once_inputs *s)
 
 /* ---- answers ------------------------------------------------------------ */
 
-/* What an answer (not OK) makes of a kept input. */
+/* What an answer (not OK) makes of a kept input (answer.h's rule). */
 static int
 classify(int rv, const once_status *st)
 {
-    if (rv == ONCE_FAILED_PRECONDITION &&
-        (once_status_is(st, ONCE_REASON_LEASE_EXPIRED) ||
-         once_status_is(st, ONCE_REASON_STALE_RPC))) {
+    switch (answer_classify(rv, st)) {
+    case ANSWER_LEASE_ENDED:
         return ONCE_INPUT_LEASE_ENDED;
-    }
-    switch (rv) {
-    case ONCE_UNKNOWN:
-    case ONCE_UNAVAILABLE:
-    case ONCE_DEADLINE_EXCEEDED:
-    case ONCE_RESOURCE_EXHAUSTED:
-    case ONCE_ABORTED:
-    case ONCE_CANCELLED:
+    case ANSWER_UNDECIDED:
         return ONCE_INPUT_PENDING;
     default:
         return ONCE_INPUT_REJECTED;
@@ -295,7 +280,7 @@ file_answer(once_inputs *s, const char *name, const kept *k, int rv,
         w.code = rv;
         w.reason = st->reason;
         w.message = st->message;
-        w.updated_unix_ms = wall_ms();
+        w.updated_unix_ms = retry_wall_ms();
         e = file_write(s, name, &w);
     }
     pthread_mutex_unlock(&s->lock);
@@ -413,7 +398,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     k.seq = seq;
     k.principal = c->principal;
     k.state = ONCE_INPUT_PENDING;
-    k.kept_unix_ms = k.updated_unix_ms = wall_ms();
+    k.kept_unix_ms = k.updated_unix_ms = retry_wall_ms();
     k.sends = 1;
     k.method = (char *)method;
     e = file_write(s, name, &k);
@@ -592,7 +577,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     pthread_mutex_lock(&s->lock);
     w.sends++;
-    w.updated_unix_ms = wall_ms();
+    w.updated_unix_ms = retry_wall_ms();
     e = file_write(s, name, &w);
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {

@@ -6,9 +6,13 @@
  * made here, the request bytes packed at the first exec and kept until
  * the builder changes (so a retry sends the same bytes, as the protocol
  * asks: the payload is compared as sent), and the last reply, unpacked.
+ * The bounds are checked as things are added, and the first refusal is
+ * kept: exec and async send nothing while the builder holds one.
  * Never: keeps a pointer the caller passed; re-packs a request between a
- * call and its retry.
+ * call and its retry; sends a builder that refused something.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +29,8 @@ struct once_kv_txn {
                                    a change */
     size_t packed_len;
     Once__V1__KvTxnResponse *resp; /* the last OK reply */
+    size_t key_max, value_max, ops_max;
+    once_status refused; /* the first refusal; code ONCE_OK: none */
 };
 
 struct once_kv_range {
@@ -40,7 +46,105 @@ once_kv_txn_new(once_kv_txn **tp)
         return ONCE_RESOURCE_EXHAUSTED;
     }
     once__v1__kv_txn_request__init(&t->req);
+    t->key_max = ONCE_KV_KEY_MAX;
+    t->value_max = ONCE_KV_VALUE_MAX;
+    t->ops_max = ONCE_KV_OPS_MAX;
     *tp = t;
+    return ONCE_OK;
+}
+
+void
+once_kv_txn_limits(once_kv_txn *t, size_t key_max, size_t value_max,
+                   size_t ops_max)
+{
+    if (t != NULL) {
+        t->key_max = key_max > 0 ? key_max : t->key_max;
+        t->value_max = value_max > 0 ? value_max : t->value_max;
+        t->ops_max = ops_max > 0 ? ops_max : t->ops_max;
+    }
+}
+
+int
+once_kv_txn_status(const once_kv_txn *t, once_status *st)
+{
+    if (t == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "no transaction");
+    }
+    if (st != NULL) {
+        *st = t->refused;
+    }
+    return t->refused.code;
+}
+
+/* Keeps the builder's first refusal (code, reason, message); returns the
+ * code kept. */
+static int
+refuse(once_kv_txn *t, int code, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (t->refused.code == ONCE_OK) {
+        t->refused.code = code;
+        snprintf(t->refused.reason, sizeof(t->refused.reason), "%s", reason);
+        va_start(ap, fmt);
+        vsnprintf(t->refused.message, sizeof(t->refused.message), fmt, ap);
+        va_end(ap);
+    }
+    return t->refused.code;
+}
+
+/* An adder's failure rv (not a bound: those say more) kept. */
+static int
+refuse_rv(once_kv_txn *t, int rv)
+{
+    if (rv == ONCE_OK) {
+        return ONCE_OK;
+    }
+    return rv == ONCE_RESOURCE_EXHAUSTED
+               ? refuse(t, rv, ONCE_REASON_NO_MEMORY,
+                        "out of memory building the Txn; nothing is sent")
+               : refuse(t, rv, ONCE_REASON_BAD_ARGUMENT,
+                        "a NULL key or value with a length, a bad compare "
+                        "op or a bad branch; nothing is sent");
+}
+
+/* Whether one more compare or op with key (klen bytes; what names it) and
+ * value (vlen bytes) may go in: the builder holds no refusal, the key is
+ * 1..key_max bytes, the value at most value_max, the count below ops_max.
+ * Otherwise the refusal is kept and returned. */
+static int
+admit(once_kv_txn *t, const char *what, size_t klen, size_t vlen)
+{
+    size_t n = t->req.n_compares + t->req.n_then_ops + t->req.n_else_ops;
+
+    if (t->refused.code != ONCE_OK) {
+        return t->refused.code;
+    }
+    if (n >= t->ops_max) {
+        return refuse(t, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_TOO_MANY_OPS,
+                      "more than %zu compares and ops in one Txn (onced "
+                      "--kv-ops-max); nothing is sent",
+                      t->ops_max);
+    }
+    if (klen == 0) {
+        return refuse(t, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_EMPTY_KEY,
+                      "%s: a key (or prefix) needs at least one byte; "
+                      "nothing is sent",
+                      what);
+    }
+    if (klen > t->key_max) {
+        return refuse(t, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_KEY_TOO_LARGE,
+                      "%s: key of %zu bytes; at most %zu (onced "
+                      "--kv-key-max); nothing is sent",
+                      what, klen, t->key_max);
+    }
+    if (vlen > t->value_max) {
+        return refuse(t, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_VALUE_TOO_LARGE,
+                      "%s: value of %zu bytes; at most %zu (onced "
+                      "--kv-value-max); nothing is sent",
+                      what, vlen, t->value_max);
+    }
     return ONCE_OK;
 }
 
@@ -124,11 +228,20 @@ compare_add(once_kv_txn *t, const void *key, size_t key_len,
     Once__V1__KvCompare *c;
     int rv;
 
-    if (cmp < ONCE_KV_EQUAL || cmp > ONCE_KV_GREATER) {
+    if (t == NULL) {
         return ONCE_INVALID_ARGUMENT;
     }
+    if ((rv = admit(t, "compare", key_len, value_len)) != ONCE_OK) {
+        return rv;
+    }
+    if (cmp < ONCE_KV_EQUAL || cmp > ONCE_KV_GREATER) {
+        return refuse(t, ONCE_INVALID_ARGUMENT, ONCE_REASON_KV_BAD_COMPARE,
+                      "compare: op %d is not ONCE_KV_EQUAL, _LESS or "
+                      "_GREATER; nothing is sent",
+                      cmp);
+    }
     if ((c = calloc(1, sizeof(*c))) == NULL) {
-        return ONCE_RESOURCE_EXHAUSTED;
+        return refuse_rv(t, ONCE_RESOURCE_EXHAUSTED);
     }
     once__v1__kv_compare__init(c);
     c->target = target;
@@ -140,7 +253,7 @@ compare_add(once_kv_txn *t, const void *key, size_t key_len,
         (rv = array_push((void ***)&t->req.compares, &t->req.n_compares, c)) !=
             ONCE_OK) {
         protobuf_c_message_free_unpacked(&c->base, NULL);
-        return rv;
+        return refuse_rv(t, rv);
     }
     txn_changed(t);
     return ONCE_OK;
@@ -151,7 +264,8 @@ once_kv_txn_compare_value(once_kv_txn *t, const void *key, size_t key_len,
                           int cmp, const void *value, size_t value_len)
 {
     return compare_add(t, key, key_len, ONCE__V1__KV_COMPARE__TARGET__VALUE,
-                       cmp, value != NULL ? value : "", value_len, 0);
+                       cmp, value != NULL || value_len > 0 ? value : "",
+                       value_len, 0);
 }
 
 int
@@ -191,15 +305,15 @@ op_add(once_kv_txn *t, int branch, Once__V1__KvOp *op, int rv)
     }
     if (rv != ONCE_OK) {
         op_free(op);
-        return rv;
+        return refuse_rv(t, rv);
     }
     txn_changed(t);
     return ONCE_OK;
 }
 
 /* A new op of case oc holding a new message of type d whose first field
- * (key or prefix: every op message starts with it) is a copy of key.
- * NULL with *rv set, or the op with *rv the copy's outcome. */
+ * (key or prefix: every op message but emit starts with it) is a copy of
+ * key. NULL with *rv set, or the op with *rv the copy's outcome. */
 static Once__V1__KvOp *
 op_new(Once__V1__KvOp__OpCase oc, const ProtobufCMessageDescriptor *d,
        const void *key, size_t key_len, int *rv)
@@ -229,9 +343,16 @@ op_keyed(once_kv_txn *t, int branch, Once__V1__KvOp__OpCase oc,
          const ProtobufCMessageDescriptor *d, const void *key, size_t key_len)
 {
     int rv;
-    Once__V1__KvOp *op = op_new(oc, d, key, key_len, &rv);
+    Once__V1__KvOp *op;
 
-    return op == NULL ? rv : op_add(t, branch, op, rv);
+    if (t == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    if ((rv = admit(t, d->short_name, key_len, 0)) != ONCE_OK) {
+        return rv;
+    }
+    op = op_new(oc, d, key, key_len, &rv);
+    return op == NULL ? refuse_rv(t, rv) : op_add(t, branch, op, rv);
 }
 
 int
@@ -241,9 +362,15 @@ once_kv_txn_put(once_kv_txn *t, int branch, const void *key, size_t key_len,
     Once__V1__KvOp *op;
     int rv;
 
+    if (t == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    if ((rv = admit(t, "KvPut", key_len, value_len)) != ONCE_OK) {
+        return rv;
+    }
     if ((op = op_new(ONCE__V1__KV_OP__OP_PUT, &once__v1__kv_put__descriptor,
                      key, key_len, &rv)) == NULL) {
-        return rv;
+        return refuse_rv(t, rv);
     }
     op->put->lease = lease;
     if (rv == ONCE_OK) {
@@ -275,10 +402,54 @@ once_kv_txn_get(once_kv_txn *t, int branch, const void *key, size_t key_len)
                     &once__v1__kv_get__descriptor, key, key_len);
 }
 
-/* Packs t's request unless the bytes of the last exec are still its. */
+int
+once_kv_txn_emit(once_kv_txn *t, int branch, const char *topic,
+                 const void *payload, size_t payload_len)
+{
+    Once__V1__KvEmit *e;
+    Once__V1__KvOp *op;
+    int rv;
+
+    if (t == NULL) {
+        return ONCE_INVALID_ARGUMENT;
+    }
+    /* The topic stands where a key is checked: 1..key_max bytes. */
+    if ((rv = admit(t, "KvEmit", topic != NULL ? strlen(topic) : 0,
+                    payload_len)) != ONCE_OK) {
+        return rv;
+    }
+    /* Its first field is the topic (a string), not a key: built here. */
+    op = calloc(1, sizeof(*op));
+    e = calloc(1, sizeof(*e));
+    if (op == NULL || e == NULL) {
+        free(op);
+        free(e);
+        return refuse_rv(t, ONCE_RESOURCE_EXHAUSTED);
+    }
+    once__v1__kv_op__init(op);
+    once__v1__kv_emit__init(e);
+    op->op_case = ONCE__V1__KV_OP__OP_EMIT;
+    op->emit = e;
+    rv = (e->topic = strdup(topic)) == NULL
+             ? ONCE_RESOURCE_EXHAUSTED
+             : bytes_copy(&e->payload, payload, payload_len);
+    return op_add(t, branch, op, rv);
+}
+
+/* t's request bytes, packed once while t is unchanged (the bytes of the
+ * last exec are still its), or t's kept refusal. */
 static int
 txn_pack(once_kv_txn *t, once_status *st)
 {
+    if (t == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "no transaction");
+    }
+    if (t->refused.code != ONCE_OK) {
+        status_clear(st); /* nothing was sent: no attempts */
+        return status_take(st, t->refused.code, t->refused.reason,
+                           t->refused.message);
+    }
     if (t->packed != NULL) {
         return ONCE_OK;
     }
@@ -318,10 +489,6 @@ once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
     size_t out_len = 0;
     int rv;
 
-    if (t == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "no transaction");
-    }
     if ((rv = txn_pack(t, st)) != ONCE_OK ||
         (rv = once_call(c, KV_TXN_METHOD, true, id, t->packed, t->packed_len,
                         &out, &out_len, st)) != ONCE_OK) {
@@ -337,9 +504,8 @@ once_kv_txn_exec_async(once_client *c, once_kv_txn *t, const once_rpc_id *id,
 {
     int rv;
 
-    if (t == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "no transaction");
+    if (fp != NULL) {
+        *fp = NULL;
     }
     if ((rv = txn_pack(t, st)) != ONCE_OK) {
         return rv;
@@ -418,12 +584,17 @@ once_kv_txn_result(const once_kv_txn *t, size_t i, once_kv_result *out)
         out->kind = ONCE_KV_GET;
         out->found = r->get->found;
         if (r->get->kv != NULL) {
+            out->key = r->get->kv->key.data;
+            out->key_len = r->get->kv->key.len;
             out->value = r->get->kv->value.data;
             out->value_len = r->get->kv->value.len;
             out->version = r->get->kv->version;
             out->create_revision = r->get->kv->create_revision;
             out->lease = r->get->kv->lease;
         }
+        break;
+    case ONCE__V1__KV_OP_RESULT__RESULT_EMIT:
+        out->kind = ONCE_KV_EMIT;
         break;
     default:
         return ONCE_INVALID_ARGUMENT;

@@ -51,6 +51,15 @@ retry_rand(uint64_t *rng)
 }
 
 uint64_t
+retry_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
 retry_seed(void)
 {
     struct timespec ts;

@@ -25,6 +25,10 @@ typedef struct retry_policy {
 /* Milliseconds on a monotonic clock (CLOCK_MONOTONIC). */
 uint64_t retry_now_ms(void);
 
+/* Wall-clock milliseconds since the epoch (CLOCK_REALTIME), for times
+ * written to disk (the input store's files, the journal's records). */
+uint64_t retry_wall_ms(void);
+
 /* Milliseconds left before deadline_ms (a retry_now_ms() value), or 0. */
 uint64_t retry_remaining_ms(uint64_t deadline_ms);
 

@@ -96,7 +96,8 @@ rpc_id_settle(once_client *c, call_kind kind, once_rpc_id *id, call_spec *cs,
     if (either) {
         kind = (id != NULL && id->seq != 0) ? CALL_RETRY : CALL_NEW;
     }
-    if (kind == CALL_RETRY) {
+    if (kind == CALL_RETRY || kind == CALL_HELD) {
+        cs->held = kind == CALL_HELD;
         return rpc_id_retry(c, id, either, cs, st);
     }
     return rpc_id_new(c, id, cs, assigned, st);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "outbox/outbox.h"
 #include "store/fault.h"
 #include "lease/lease.h"
 #include "store/records.h"
@@ -40,6 +41,7 @@ struct gc {
     pthread_mutex_t mtx; /* protects everything below */
     pthread_cond_t cv;
     bool stopping;
+    bool joined; /* gc_stop joined the thread */
     bool kicked;
     bool in_flight;   /* a pass is between step 1 and its end */
     bool ended_any;   /* step 1 of the pass in flight ended a lease */
@@ -223,6 +225,7 @@ gc_step_reclaim(void *arg)
     gc *g = arg;
     reclaim_pass p;
     store_txn *txn;
+    uint64_t events = 0, event_bytes = 0;
 
     memset(&p, 0, sizeof(p));
     if ((txn = store_txn_begin(g->st)) == NULL) {
@@ -241,6 +244,11 @@ gc_step_reclaim(void *arg)
         p.err = lease_forget(g->lt, txn, p.forget[i]);
     }
     free(p.forget);
+    /* Outbox events every consumer acknowledged, in the same batch and
+     * out of the same budget. */
+    if (p.err == 0) {
+        p.err = outbox_reclaim(txn, &p.rc.budget, &events, &event_bytes);
+    }
     if (p.err != 0) {
         /* The table may already say "deleted" for some records; a restart
          * recounts from LevelDB. Nothing unsafe was staged on its own. */
@@ -251,8 +259,10 @@ gc_step_reclaim(void *arg)
     pthread_mutex_lock(&g->mtx);
     g->deleted_any = p.rc.budget < g->cfg.budget || p.nforget > 0;
     g->raised_any = p.rc.raised;
-    g->stats.reclaimed_total += g->cfg.budget - p.rc.budget;
+    g->stats.reclaimed_total += g->cfg.budget - p.rc.budget - events;
     g->stats.leases_forgotten += p.nforget;
+    g->stats.events_reclaimed += events;
+    g->stats.event_bytes_reclaimed += event_bytes;
     pthread_mutex_unlock(&g->mtx);
     /* Reclaimed bytes are counted by the lease entries themselves. */
     store_txn_commit(txn, gc_pass_done, g);
@@ -448,16 +458,31 @@ gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
 }
 
 void
-gc_close(gc *g)
+gc_stop(gc *g)
 {
+    bool joined;
+
     if (g == NULL) {
         return;
     }
     pthread_mutex_lock(&g->mtx);
     g->stopping = true;
+    joined = g->joined;
+    g->joined = true;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mtx);
-    pthread_join(g->thread, NULL);
+    if (!joined) {
+        pthread_join(g->thread, NULL);
+    }
+}
+
+void
+gc_close(gc *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    gc_stop(g);
     pthread_mutex_destroy(&g->mtx);
     pthread_cond_destroy(&g->cv);
     free(g);

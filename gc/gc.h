@@ -13,7 +13,9 @@
  *      and visible in LevelDB): for a live lease, delete its records with
  *      seq below the acknowledged watermark and persist that watermark in
  *      the same batch; for an ended lease, delete all its records, then
- *      forget the lease. At most `budget` deletions per pass.
+ *      forget the lease; then outbox events every consumer of their
+ *      topic has acknowledged (outbox/reclaim.c), with each topic's new
+ *      low-water mark. At most `budget` deletions per pass.
  * Invariant: a record is deleted only if its seq is below the watermark
  * written in the same batch, or its lease's end is already durable. Never
  * for age alone.
@@ -45,6 +47,8 @@ typedef struct gc_stats {
     uint64_t reclaimed_bytes_total;
     uint64_t leases_expired;
     uint64_t leases_forgotten;
+    uint64_t events_reclaimed; /* outbox events (outbox_reclaim) */
+    uint64_t event_bytes_reclaimed;
     double reclaimed_per_sec; /* over the last ~10 s, or the last 64
                                  passes when those took less */
 } gc_stats;
@@ -54,7 +58,12 @@ int gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
             gc_post_fn post, void *post_arg, const gc_config *cfg);
 
 /* Stops the thread and waits for a pass in flight to finish; the executor
- * and its store_sync calls must still run. NULL is ok. */
+ * and its store_sync calls must still run. g stays readable
+ * (gc_stats_get: an Admin.Stats still queued) until gc_close. Called by
+ * one thread; NULL is ok. */
+void gc_stop(gc *g);
+
+/* gc_stop, then frees g. NULL is ok. */
 void gc_close(gc *g);
 
 /* Asks for a pass now (unless one is in flight). */

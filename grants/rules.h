@@ -38,6 +38,7 @@
 #ifndef GRANTS_RULES_H
 #define GRANTS_RULES_H
 
+#include "outbox/outbox.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,5 +178,13 @@ void grants_ok(grants_outcome *o, const ProtobufCMessage *m);
 /* The end of a handler that jumps to its err label on a failed step:
  * o->err = rv when rv is not 0, else m as o's OK response (grants_ok). */
 void grants_end(grants_outcome *o, int rv, const ProtobufCMessage *m);
+
+/* events.c: after method's rule succeeded with the packed reply resp,
+ * appends its lifecycle events to the outbox's system topic in txn (none
+ * for methods without any). 0 or a store error; a refusal (OUTBOX_FULL)
+ * in o, and then the call must be refused with nothing kept. */
+int grants_emit(store_txn *txn, const outbox_limits *l, outbox_producer *p,
+                const char *method, const uint8_t *resp, size_t len,
+                outbox_outcome *o);
 
 #endif /* GRANTS_RULES_H */

@@ -6,7 +6,8 @@
  * the shape of compares and ops. Each refusal names the bound and the
  * offending compare or op (1-based, in the order compares, then, else).
  * Invariant: a request that passes holds only keys of 1..key_max bytes,
- * values of at most value_max, known targets and ops, no emit.
+ * values of at most value_max, known targets and ops, emit topics named
+ * by the name rule.
  * Never: reads the store; a refusal here is never recorded.
  */
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "kv/kv_impl.h"
+#include "outbox/outbox.h"
 #include "proto/reasons.h"
 #include "proto/once.pb-c.h"
 
@@ -47,6 +49,28 @@ key_ok(const ProtobufCBinaryData *k, const kv_limits *l, const char *what,
                       "%s: key of %zu bytes; at most %llu (onced "
                       "--kv-key-max)",
                       what, k->len, (unsigned long long)l->key_max);
+    }
+    return true;
+}
+
+/* An emit's topic follows the name rule and is not onced's own (no
+ * forged system event); its payload's bound is the outbox's
+ * (outbox_append). */
+static bool
+emit_ok(const Once__V1__KvEmit *e, const char *what, kv_outcome *o)
+{
+    outbox_outcome oo = {0};
+
+    if (!outbox_name_ok(e->topic, "topic", &oo)) {
+        return refuse(o, oo.code, oo.reason, "%s: %s", what, oo.message);
+    }
+    if (strncmp(e->topic, OUTBOX_RESERVED_PREFIX,
+                strlen(OUTBOX_RESERVED_PREFIX)) == 0) {
+        return refuse(o, ONCE__V1__CODE__PERMISSION_DENIED,
+                      REASON_OUTBOX_RESERVED_TOPIC,
+                      "%s: topics named \"" OUTBOX_RESERVED_PREFIX
+                      "...\" are onced's own (%s); emit to a topic of yours",
+                      what, OUTBOX_SYSTEM_TOPIC);
     }
     return true;
 }
@@ -102,11 +126,7 @@ op_ok(const Once__V1__KvOp *op, const kv_limits *l, const char *what,
     case ONCE__V1__KV_OP__OP_GET:
         return key_ok(&op->get->key, l, what, o);
     case ONCE__V1__KV_OP__OP_EMIT:
-        return refuse(o, ONCE__V1__CODE__UNIMPLEMENTED,
-                      REASON_KV_EMIT_UNAVAILABLE,
-                      "%s: emit needs the outbox, which this onced does not "
-                      "have yet; nothing ran",
-                      what);
+        return emit_ok(op->emit, what, o);
     default:
         return refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_KV_BAD_OP,
                       "%s: an op must be one of put, delete, delete_prefix, "

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outbox/outbox.h"
 #include "proto/kv.pb-c.h"
 #include "store/store.h"
 
@@ -60,6 +61,7 @@ typedef struct kv_outcome {
     size_t resp_len;
     bool compare_failed; /* Txn: the else branch ran */
     kv_totals totals;    /* Txn, OK: the totals it leaves */
+    uint64_t emitted;    /* Txn, OK: events appended to the outbox */
 } kv_outcome;
 
 /* The call as the rules see it. */
@@ -68,6 +70,10 @@ typedef struct kv_env {
     const kv_limits *limits;
     const char *principal; /* the caller's lease's principal */
     uint64_t client_id;    /* the Txn's rpc id's client (lease binding) */
+    /* emit: the outbox's bounds and the producing call, whose event
+     * index grows with each emit of the branch that runs. */
+    const outbox_limits *outbox;
+    outbox_producer *producer;
 } kv_env;
 
 /* check.c: the request alone — sizes, counts, enums, emit. true when it

@@ -4,12 +4,15 @@
  *
  * Owns the order of a Txn: read the totals; evaluate every compare
  * against the keys as they are (compare.c); run the `then` ops when all
- * hold, else the `else` ops, each seeing the ops before it; stage the
+ * hold, else the `else` ops, each seeing the ops before it (an emit
+ * appends its event to the outbox here, outbox_append); stage the
  * revision and the byte counts (acct.c), refusing the whole Txn when the
  * caller's principal would pass --kv-quota; pack the reply, which the
  * executor records as the call's completion record.
  * Invariant: every key written by one Txn gets the same version, the new
- * revision; a Txn that changes no key leaves the revision where it was.
+ * revision; a Txn that changes no key leaves the revision where it was;
+ * its events are staged with its keys, so the two commit together or not
+ * at all, and a refused emit (OUTBOX_FULL) refuses the whole Txn.
  * Never: decides who may touch a key (svc_kv.c asks the policy first);
  * keeps a write when the outcome is not OK.
  */
@@ -28,6 +31,7 @@ typedef struct op_slot {
     Once__V1__KvPutResult put;
     Once__V1__KvDeleteResult del;
     Once__V1__KvGetResult get;
+    Once__V1__KvEmitResult emit;
     Once__V1__KeyValue kv;
     kv_entry *held; /* get: the entry kv's value points into */
 } op_slot;
@@ -35,6 +39,7 @@ typedef struct op_slot {
 typedef struct txn_run {
     const kv_env *e;
     kv_acct a;
+    kv_outcome *o; /* an emit's refusal lands here */
 } txn_run;
 
 static int
@@ -162,6 +167,29 @@ op_get(txn_run *x, const Once__V1__KvGet *g, op_slot *s)
     return 0;
 }
 
+/* Appends the event to the outbox in this transaction; a refusal
+ * (OUTBOX_FULL, a payload too large) refuses the whole Txn. */
+static int
+op_emit(txn_run *x, const Once__V1__KvEmit *m, op_slot *s)
+{
+    outbox_outcome oo = {0};
+    int rv;
+
+    once__v1__kv_emit_result__init(&s->emit);
+    rv = outbox_append(x->e->txn, x->e->outbox, x->e->producer, m->topic,
+                       m->payload.data, m->payload.len, &s->emit.offset, &oo);
+    if (rv == 0 && oo.code != ONCE__V1__CODE__OK) {
+        x->o->code = oo.code;
+        x->o->reason = oo.reason;
+        memcpy(x->o->message, oo.message, sizeof(x->o->message));
+        return 0;
+    }
+    x->o->emitted += rv == 0;
+    s->r.result_case = ONCE__V1__KV_OP_RESULT__RESULT_EMIT;
+    s->r.emit = &s->emit;
+    return rv;
+}
+
 static int
 op_run(txn_run *x, const Once__V1__KvOp *op, op_slot *s)
 {
@@ -175,6 +203,8 @@ op_run(txn_run *x, const Once__V1__KvOp *op, op_slot *s)
         return op_delete_prefix(x, op->delete_prefix, s);
     case ONCE__V1__KV_OP__OP_GET:
         return op_get(x, op->get, s);
+    case ONCE__V1__KV_OP__OP_EMIT:
+        return op_emit(x, op->emit, s);
     default:
         return EINVAL; /* check.c refused it */
     }
@@ -222,10 +252,10 @@ branch_run(txn_run *x, Once__V1__KvOp *const *ops, size_t n, op_slot *slots,
     uint64_t over = 0;
     int rv = 0;
 
-    for (size_t i = 0; i < n && rv == 0; i++) {
+    for (size_t i = 0; i < n && rv == 0 && o->code == ONCE__V1__CODE__OK; i++) {
         rv = op_run(x, ops[i], &slots[i]);
     }
-    if (rv == 0) {
+    if (rv == 0 && o->code == ONCE__V1__CODE__OK) {
         rv = kv_acct_finish(x->e->txn, &x->a, x->e->principal,
                             x->e->limits->quota, &over);
     }
@@ -246,7 +276,7 @@ void
 kv_txn(const kv_env *e, const Once__V1__KvTxnRequest *r, kv_outcome *o)
 {
     Once__V1__KvTxnResponse resp = ONCE__V1__KV_TXN_RESPONSE__INIT;
-    txn_run x = {.e = e};
+    txn_run x = {.e = e, .o = o};
     Once__V1__KvOp *const *ops;
     Once__V1__KvOpResult **results = NULL;
     op_slot *slots = NULL;

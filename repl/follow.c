@@ -511,14 +511,14 @@ follow_store_open(follower *f, const char *data_dir)
  * watch on every key of the cluster (*w NULL when it cannot be had: the
  * loop polls instead). 0, or the responder's error. */
 static int
-follow_listen(const repl_config *cfg, uint64_t applied, notleader **nl,
+follow_listen(const repl_config *cfg, follower *f, notleader **nl,
               repl_watch **w)
 {
     char prefix[REPL_KEY_MAX]; /* every key of the cluster */
     int rv;
 
     if ((rv = notleader_open(nl, cfg->listen, cfg->nlisten, cfg->tls_cert,
-                             cfg->tls_key)) != 0) {
+                             cfg->tls_key, &f->st)) != 0) {
         return rv;
     }
     snprintf(prefix, sizeof(prefix), "/once/%s/", cfg->cluster);
@@ -527,7 +527,7 @@ follow_listen(const repl_config *cfg, uint64_t applied, notleader **nl,
     }
     log_info("repl: following cluster \"%s\" on %s from log index "
              "%" PRIu64 "",
-             cfg->cluster, cfg->endpoints, applied);
+             cfg->cluster, cfg->endpoints, f->applied);
     return 0;
 }
 
@@ -684,7 +684,7 @@ repl_follow(repl **rp, const repl_config *cfg, const sigset_t *stop, int *sig)
     }
     /* Re-executed after winning (handover.c)? Then lead, if still ours. */
     if ((rv = repl_handover_take(r, &won)) != 0 ||
-        (!won && (rv = follow_listen(cfg, f.applied, &nl, &w)) != 0)) {
+        (!won && (rv = follow_listen(cfg, &f, &nl, &w)) != 0)) {
         goto out;
     }
     while (!won) {

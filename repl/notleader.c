@@ -40,6 +40,9 @@
 #include "proto/log.h"
 #include "proto/tls_server.h"
 #include "proto/reasons.h"
+#include "store/fault.h"
+#include "store/store.h"
+#include "proto/wire.h"
 
 /* Contexts answering at once. Each answer is a memcpy and a send, so a
  * few keep up with any number of clients; more than one so a send waiting
@@ -71,6 +74,7 @@ struct notleader {
     uint8_t reply[NOTLEADER_REPLY_MAX];
     size_t reply_len;
     _Atomic bool stopping;
+    struct store **reads; /* broken on purpose (notleader_open) */
 };
 
 /* Packs the refusal into nl->reply. Under nl->mtx. */
@@ -105,6 +109,45 @@ notleader_recv(notleader_ctx *nc)
     nng_ctx_recv(nc->ctx, nc->aio);
 }
 
+/* Broken on purpose (FAULT_BROKEN_FOLLOWER_READS): a Counter.Get in m is
+ * answered OK from the follower's own store, however far behind it is,
+ * and m becomes the reply. False for anything else (refused as usual). */
+static bool
+notleader_read(notleader *nl, nng_msg *m)
+{
+    Once__V1__Request *req =
+        once__v1__request__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+    Once__V1__GetRequest *g = NULL;
+    Once__V1__Response r = ONCE__V1__RESPONSE__INIT;
+    Once__V1__Status s = ONCE__V1__STATUS__INIT;
+    Once__V1__GetResponse gr = ONCE__V1__GET_RESPONSE__INIT;
+    uint8_t out[64], pay[16];
+    char key[300], *v = NULL;
+    size_t vlen = 0;
+    store_txn *t;
+    bool ok = false;
+
+    if (req != NULL && strcmp(req->method, "/once.v1.Counter/Get") == 0 &&
+        (g = once__v1__get_request__unpack(NULL, req->payload.len,
+                                           req->payload.data)) != NULL &&
+        *nl->reads != NULL && (t = store_txn_begin(*nl->reads)) != NULL) {
+        int n = snprintf(key, sizeof(key), "c/%s", g->name);
+        if (store_txn_get(t, key, (size_t)n, &v, &vlen) == 0 && vlen == 8) {
+            gr.value = (int64_t)wire_get_be64((uint8_t *)v);
+        }
+        free(v);
+        store_txn_abort(t);
+        r.status = &s; /* code OK */
+        r.payload.data = pay;
+        r.payload.len = once__v1__get_response__pack(&gr, pay);
+        nng_msg_clear(m);
+        ok = nng_msg_append(m, out, once__v1__response__pack(&r, out)) == 0;
+    }
+    once__v1__get_request__free_unpacked(g, NULL);
+    once__v1__request__free_unpacked(req, NULL);
+    return ok;
+}
+
 static void
 notleader_cb(void *arg)
 {
@@ -131,10 +174,12 @@ notleader_cb(void *arg)
         return;
     }
     m = nng_aio_get_msg(nc->aio);
-    nng_msg_clear(m);
-    pthread_mutex_lock(&nl->mtx);
-    rv = nng_msg_append(m, nl->reply, nl->reply_len);
-    pthread_mutex_unlock(&nl->mtx);
+    if (nl->reads == NULL || !notleader_read(nl, m)) {
+        nng_msg_clear(m);
+        pthread_mutex_lock(&nl->mtx);
+        rv = nng_msg_append(m, nl->reply, nl->reply_len);
+        pthread_mutex_unlock(&nl->mtx);
+    }
     if (rv != 0) {
         nng_msg_free(m);
         nng_aio_set_msg(nc->aio, NULL);
@@ -149,7 +194,7 @@ notleader_cb(void *arg)
 
 int
 notleader_open(notleader **np, const char *const *urls, size_t n,
-               const char *tls_cert, const char *tls_key)
+               const char *tls_cert, const char *tls_key, struct store **reads)
 {
     notleader *nl = calloc(1, sizeof(*nl));
     int rv;
@@ -158,6 +203,7 @@ notleader_open(notleader **np, const char *const *urls, size_t n,
         return ENOMEM;
     }
     pthread_mutex_init(&nl->mtx, NULL);
+    nl->reads = FAULT_BROKEN(FAULT_BROKEN_FOLLOWER_READS) ? reads : NULL;
     notleader_pack(nl, REASON_NO_LEADER,
                    "this replica is not the leader and none is known yet",
                    NULL);

@@ -114,10 +114,15 @@ bool repl_watch_wait(repl_watch *w, uint64_t poll_ms, uint64_t idle_ms);
  * about a second); w must not be used after. NULL is ok. */
 void repl_watch_close(repl_watch *w);
 
-/* notleader.c: answers every request UNAVAILABLE while following. */
+/* notleader.c: answers every request UNAVAILABLE while following. Broken
+ * on purpose (the test build's FAULT_BROKEN_FOLLOWER_READS): Counter.Get
+ * answered from *reads, the follower's store however stale (NULL: never;
+ * a seeding that replaces the store races it). */
 typedef struct notleader notleader;
+struct store;
 int notleader_open(notleader **np, const char *const *urls, size_t n,
-                   const char *tls_cert, const char *tls_key);
+                   const char *tls_cert, const char *tls_key,
+                   struct store **reads);
 /* The hint in replies: the leader's URL, or NULL with why (reason code). */
 void notleader_set(notleader *nl, const char *leader_url, const char *reason);
 /* Stops answering and closes the socket, waiting for nng at most a few

@@ -34,6 +34,7 @@ PACKAGES=(
     etcd-server
     etcd-client
     gdb
+    gnuplot-nox
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

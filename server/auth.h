@@ -83,10 +83,24 @@ void auth_request_reload(auth *a);
  * with the key of the principal named by the principal_len bytes at
  * principal (envelope_scan found them). Sets c->who and returns true, or
  * sets UNAUTHENTICATED on c and returns false. Reads the tables in force
- * only.
+ * only. verified: the generation auth_verify passed the tag under (0:
+ * none); when those tables are still in force the tag is not hashed again.
+ * Executor thread.
  */
 bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
-                const uint8_t *principal, size_t principal_len);
+                const uint8_t *principal, size_t principal_len,
+                uint64_t verified);
+
+/*
+ * The tag check of auth_check, on any thread (the verifier's): against a
+ * copy of the keys in force (auth_verify.c). True when the tag verifies,
+ * or onced runs OPEN; *gen is then the generation of the tables it used.
+ * Otherwise sets UNAUTHENTICATED on c as auth_check would and returns
+ * false. Never looks at the policy or revocation: auth_check and
+ * auth_permit still run on the executor.
+ */
+bool auth_verify(auth *a, server_call *c, const uint8_t *body, size_t len,
+                 const uint8_t *principal, size_t principal_len, uint64_t *gen);
 
 /* The policy: may c->who call method (a full name)? Otherwise sets
  * PERMISSION_DENIED on c and returns false. */

@@ -12,11 +12,12 @@
  * auth.c's policy reader hands kv lines to auth_kv.c, which matches a
  * rule's WHO with auth.c's auth_rule_mine); scripts/check_layers.py reads
  * this line:
- * Module: auth.c auth_kv.c auth_watch.c
+ * Module: auth.c auth_kv.c auth_verify.c auth_watch.c
  */
 #ifndef SERVER_AUTH_IMPL_H
 #define SERVER_AUTH_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,7 @@
  * of this header, not below it). */
 typedef struct auth auth;
 typedef struct auth_who auth_who;
+typedef struct server_call server_call;
 
 #define AUTH_PATH_MAX   4096
 #define AUTH_RULES_MAX  4096
@@ -64,6 +66,12 @@ typedef struct file_sig {
     struct timespec ctim;
 } file_sig;
 
+/* One principal's key as the verifier thread sees it (auth_verify.c). */
+typedef struct auth_key {
+    char name[PRINCIPAL_NAME_MAX + 1];
+    uint8_t key[AUTH_KEY_BYTES];
+} auth_key;
+
 /* The tables of one load: entries sorted by name, whos[i] about v[i]. */
 typedef struct auth_tables {
     principal_list plist;
@@ -84,6 +92,17 @@ struct auth {
      * (auth_watch.c's install task replaces them there, between calls). */
     bool enabled;
     auth_tables t;
+    uint64_t gen; /* bumped each time tables are put in force */
+
+    /* A copy of the keys in force for the verifier thread (auth_verify):
+     * names sorted, the mode and the generation they belong to. Written
+     * by whoever puts tables in force (auth_keyring_publish), read by
+     * auth_verify; kr_mtx protects the four. */
+    pthread_mutex_t kr_mtx;
+    auth_key *kr;
+    size_t nkr;
+    bool kr_enabled;
+    uint64_t kr_gen;
 
     /* The watcher (auth_watch.c); NULL unless it runs (set and read by
      * the owner's thread, which also calls auth_request_reload). */
@@ -119,6 +138,26 @@ int auth_kv_line(auth_tables *t, const char *who, const char *verb, char **save,
 
 /* auth_kv.c: the key-prefix rules of the built-in default policy. */
 int auth_kv_defaults(auth_tables *t);
+/* auth_verify.c: puts a copy of a->t's keys, a->enabled and a new
+ * generation (a->gen + 1) where auth_verify reads them. Call after the
+ * tables in force changed, on the thread that changed them. 0 or ENOMEM
+ * (the previous copy stays; the executor then checks every tag itself,
+ * as the generations differ). */
+int auth_keyring_publish(auth *a);
+void auth_keyring_fini(auth *a);
+
+/* auth_verify.c: the principal named by principal[0, principal_len) cut
+ * to a C string in pname (PRINCIPAL_NAME_MAX + 1 bytes; "" when it cannot
+ * name one) and the tag trailer of body split off (*signed_len, *tag).
+ * False with UNAUTHENTICATED (MISSING_TAG, MISSING_PRINCIPAL) set on c. */
+bool auth_tag_parts(server_call *c, const uint8_t *body, size_t len,
+                    const uint8_t *principal, size_t principal_len, char *pname,
+                    size_t *signed_len, const uint8_t **tag);
+
+/* auth_verify.c: sets UNAUTHENTICATED/BAD_TAG on c for the principal
+ * named (as received) by principal[0, principal_len). */
+void auth_fail_bad_tag(server_call *c, const uint8_t *principal,
+                       size_t principal_len);
 
 /* auth.c: logs the mode tables t (enabled or OPEN) put in force. */
 void auth_log_mode(const auth *a, const auth_tables *t, bool enabled,

@@ -49,6 +49,10 @@ auth_install_run(void *arg)
     auth_tables_fini(&a->t);
     a->t = in->t;
     a->enabled = in->enabled;
+    if (auth_keyring_publish(a) != 0) {
+        log_warn("out of memory copying the keys for the verifier: the "
+                 "executor checks every tag itself until the next reload");
+    }
     free(in);
 }
 

@@ -44,6 +44,9 @@ typedef struct server_call {
                          error): never recorded, the client may retry */
     bool keep_writes; /* a non-OK outcome that still commits what it
                          staged (a lease found expired is ended) */
+    uint64_t park_ms; /* a read with nothing to return yet (Outbox.Read):
+                         the executor may hold the request this long and
+                         run it again when an event is committed */
 } server_call;
 
 /* Sets a non-OK outcome: code, a machine-readable reason, a message. */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "kv/kv.h"
+#include "outbox/outbox.h"
 #include "server/disk_floor.h"
 #include "server/stats.h"
 #include "store/store.h"
@@ -37,6 +38,9 @@ typedef struct exec_config {
     uint64_t lease_max_principal; /* live leases of one principal */
     size_t recv_max;              /* largest request (OpenLease says it) */
     kv_limits kv;                 /* once.v1.KV's bounds (kv/kv.h) */
+    outbox_limits outbox;         /* the outbox's (outbox/outbox.h) */
+    size_t park_max;  /* long-poll reads parked at once: half the nng
+                         contexts, so parked reads never take every one */
 } exec_config;
 
 typedef struct exec_env {

@@ -28,6 +28,9 @@
 
 #include "server/auth.h"
 #include "server/dispatch.h"
+#include "server/fair_queue.h"
+#include "server/verify.h"
+#include "proto/duration.h"
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
@@ -49,6 +52,12 @@ typedef struct exec_task {
 /* Calls executed before a group is synced even if more are queued: bounds
  * the wait of the first call of a group under a steady stream. */
 #define EXEC_GROUP_MAX 1024
+/* ... and the time a group may take: a reply waits for its group's sync,
+ * so under a flood of large requests (milliseconds each) a call executed
+ * early in a group would otherwise wait for up to EXEC_GROUP_MAX of them.
+ * An fsync here costs 1-10 ms, so groups of 20 ms still spread it over
+ * many calls under load; a quiet onced syncs as soon as it runs dry. */
+#define EXEC_GROUP_MS 20
 
 struct executor {
     exec_env *env; /* the server's parts a call may use (exec_env.h) */
@@ -56,11 +65,16 @@ struct executor {
     pthread_t thread;
     pthread_mutex_t mtx; /* protects the two queues and stopping */
     pthread_cond_t cv;
-    listener_req *head;
-    listener_req *tail;
+    fair_queue q; /* a lane per principal (fair_queue.h) */
     exec_task *task_head;
     exec_task *task_tail;
     bool stopping;
+    /* Parked reads (exec_park), executor thread only: they hold their
+     * request and no transaction, and go back to the queue after a sync
+     * that made an outbox event durable, or at their deadline. */
+    listener_req *parked;
+    size_t nparked;
+    uint64_t parked_seen; /* stats->outbox_events when last looked at */
 };
 
 /* A reply waiting for its transaction to become durable. */
@@ -110,8 +124,8 @@ exec_dedup(server_call *c, const service_method *de,
     record *rec = NULL;
     int rv;
 
-    if (c->seq > le->max_seq) {
-        return false;
+    if (c->seq > le->max_seq || FAULT_BROKEN(FAULT_BROKEN_REPLAY)) {
+        return false; /* (broken on purpose: a retry runs again) */
     }
     rv = records_get(c->txn, c->client_id, c->seq, &rec);
 
@@ -307,36 +321,25 @@ exec_fields_ok(server_call *c, const ProtobufCMessageDescriptor *d,
     return false;
 }
 
-/* The envelope body[0, len) scanned, authenticated, checked against the
- * field caps and decoded, in that order; its text fields checked in the
- * bytes as received. Returns it (the caller frees it with
+/* The envelope body[0, len) scanned, authenticated (verified: the
+ * generation the verifier passed its tag under, 0 for none), checked
+ * against the field caps and decoded, in that order; its text fields checked in
+ * the bytes as received. Returns it (the caller frees it with
  * once__v1__request__free_unpacked), or NULL with c failed. */
 static Once__V1__Request *
-exec_decode(server_call *c, const void *body, size_t len)
+exec_decode(server_call *c, const void *body, size_t len, uint64_t verified)
 {
     Once__V1__Request *req;
     envelope_shape shape;
 
     /* Shape, then tag, then decode: what an unauthenticated request
      * costs is one bounded scan of its bytes (envelope.h), never a
-     * protobuf-c allocation per field. */
-    switch (envelope_scan(body, len, &shape)) {
-    case ENVELOPE_OK:
-        break;
-    case ENVELOPE_TOO_MANY_METADATA:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_TOO_MANY_METADATA,
-                  "the envelope carries more than %d metadata entries",
-                  ENVELOPE_METADATA_MAX);
-        return NULL;
-    case ENVELOPE_MALFORMED:
-    default:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT,
-                  REASON_MALFORMED_ENVELOPE,
-                  "the %zu bytes received are not a once.v1.Request", len);
-        return NULL;
-    }
-    if (!auth_check(c->env->auth, c, body, len, shape.principal,
-                    shape.principal_len)) {
+     * protobuf-c allocation per field; the verifier thread did both
+     * before (verify.h), so the tag is hashed here only when the tables
+     * changed since, or for a batch's entries. */
+    if (!verify_shape(c, body, len, &shape) ||
+        !auth_check(c->env->auth, c, body, len, shape.principal,
+                    shape.principal_len, verified)) {
         return NULL;
     }
     if (!exec_fields_ok(c, &once__v1__request__descriptor, body, len,
@@ -396,7 +399,8 @@ exec_payload(server_call *c, const Once__V1__Request *req)
  * NESTED_BATCH. */
 static void
 exec_call(const executor *ex, server_call *c, const void *body, size_t len,
-          uint64_t recv_ms, bool *replayed, Once__V1__Request **batch)
+          uint64_t recv_ms, uint64_t verified, bool *replayed,
+          Once__V1__Request **batch)
 {
     Once__V1__Request *req;
     ProtobufCMessage *payload = NULL;
@@ -406,7 +410,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     lease_entry *le;
     bool mutating;
 
-    if ((req = exec_decode(c, body, len)) == NULL) {
+    if ((req = exec_decode(c, body, len, verified)) == NULL) {
         return;
     }
     /* The batch envelope carries no authority of its own: each entry is
@@ -512,7 +516,8 @@ out:
  */
 static store_txn *
 exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
-              Once__V1__Request **batch, uint8_t **buf, size_t *blen)
+              uint64_t verified, Once__V1__Request **batch, uint8_t **buf,
+              size_t *blen, uint64_t *park_ms)
 {
     exec_env *env = ex->env;
     server_call c;
@@ -525,10 +530,13 @@ exec_envelope(executor *ex, const void *body, size_t len, uint64_t recv_ms,
         log_error("out of memory executing a call");
         abort();
     }
-    exec_call(ex, &c, body, len, recv_ms, &replayed, batch);
+    exec_call(ex, &c, body, len, recv_ms, verified, &replayed, batch);
     if (batch != NULL && *batch != NULL) {
         store_txn_commit(c.txn, NULL, NULL); /* empty: nothing ran */
         return NULL;
+    }
+    if (park_ms != NULL) {
+        *park_ms = c.code == ONCE__V1__CODE__OK ? c.park_ms : 0;
     }
     STATS_INC(env->stats, requests);
     stats_calls_count(&env->stats->calls, c.wm, c.code);
@@ -621,8 +629,10 @@ exec_batch(executor *ex, listener_req *lr, Once__V1__Request *req,
     STATS_INC(ex->env->stats, batches);
     atomic_fetch_add(&ex->env->stats->batch_entries, b->n_entries);
     for (size_t i = 0; i < b->n_entries; i++) {
+        /* (A batch entry never waits: park_ms NULL.) */
         t = exec_envelope(ex, b->entries[i].data, b->entries[i].len,
-                          lr->recv_ms, NULL, &resps[i].data, &resps[i].len);
+                          lr->recv_ms, 0, NULL, &resps[i].data, &resps[i].len,
+                          NULL);
         bool dirty = store_txn_dirty(t);
 
         wrote = wrote || dirty;
@@ -667,12 +677,97 @@ commit:
     store_txn_commit(t, exec_reply_send, r);
 }
 
+/* Holds lr, a read with nothing to return that asked to wait park_ms:
+ * true when parked (its reply is not sent now), false when it must be
+ * answered now — its deadline has passed, too many are parked, or the
+ * executor stops. */
+static bool
+exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
+{
+    uint64_t now = duration_now_ms();
+    bool stopping;
+
+    pthread_mutex_lock(&ex->mtx);
+    stopping = ex->stopping;
+    pthread_mutex_unlock(&ex->mtx);
+    if (lr->park_until_ms == 0) {
+        lr->park_until_ms = now + park_ms;
+    }
+    /* Past cfg.park_max (half the nng contexts: parked reads must leave
+     * contexts for every other call) a read is answered at once. */
+    if (stopping || now >= lr->park_until_ms ||
+        ex->nparked >= ex->env->cfg.park_max) {
+        return false;
+    }
+    if (ex->parked == NULL) {
+        ex->parked_seen = atomic_load(&ex->env->stats->outbox_events);
+    }
+    lr->next = ex->parked;
+    ex->parked = lr;
+    ex->nparked++;
+    return true;
+}
+
+/* After a sync: parked reads go back to the front of the queue, every one
+ * when an outbox event was made durable since they parked (they run again
+ * and see it), else those whose deadline passed (they answer with
+ * nothing); all of them when the executor stops. */
+static void
+exec_unpark(executor *ex)
+{
+    uint64_t now = duration_now_ms();
+    uint64_t events = atomic_load(&ex->env->stats->outbox_events);
+    bool all = events != ex->parked_seen;
+    listener_req **pp = &ex->parked;
+
+    pthread_mutex_lock(&ex->mtx);
+    all = all || ex->stopping;
+    while (*pp != NULL) {
+        listener_req *lr = *pp;
+
+        if (!all && now < lr->park_until_ms) {
+            pp = &lr->next;
+            continue;
+        }
+        *pp = lr->next;
+        ex->nparked--;
+        if (ex->stopping) {
+            lr->park_until_ms = 1; /* answered, never parked again */
+        }
+        /* Back in its principal's lane, so a parked read keeps the
+         * fairness every call has. */
+        if (fair_queue_push(&ex->q, lr->principal, strlen(lr->principal), lr) !=
+            0) {
+            log_error("out of memory queueing a parked read");
+            abort();
+        }
+    }
+    pthread_mutex_unlock(&ex->mtx);
+    ex->parked_seen = events;
+}
+
+/* How long the executor may sleep with nothing queued: until the first
+ * parked read's deadline (UINT64_MAX: none parked). */
+static uint64_t
+exec_park_wait_ms(const executor *ex)
+{
+    uint64_t now = duration_now_ms(), first = UINT64_MAX;
+
+    for (const listener_req *lr = ex->parked; lr != NULL; lr = lr->next) {
+        if (lr->park_until_ms < first) {
+            first = lr->park_until_ms;
+        }
+    }
+    return first == UINT64_MAX ? first : first > now ? first - now : 0;
+}
+
 static void
 exec_one(executor *ex, listener_req *lr)
 {
     exec_reply *r;
     Once__V1__Request *batch = NULL;
     store_txn *t;
+    uint64_t park_ms = 0;
 
     if ((r = calloc(1, sizeof(*r))) == NULL) {
         log_error("out of memory executing a call");
@@ -681,9 +776,16 @@ exec_one(executor *ex, listener_req *lr)
     r->stats = ex->env->stats;
     r->req = lr;
     t = exec_envelope(ex, nng_msg_body(lr->msg), nng_msg_len(lr->msg),
-                      lr->recv_ms, &batch, &r->buf, &r->len);
+                      lr->recv_ms, lr->auth_gen, &batch, &r->buf, &r->len,
+                      &park_ms);
     if (t == NULL) {
         exec_batch(ex, lr, batch, r);
+        return;
+    }
+    if (park_ms > 0 && !store_txn_dirty(t) && exec_park(ex, lr, park_ms)) {
+        store_txn_abort(t); /* a read: it staged nothing */
+        free(r->buf);
+        free(r);
         return;
     }
     nng_msg_free(lr->msg);
@@ -712,23 +814,41 @@ static void *
 exec_main(void *arg)
 {
     executor *ex = arg;
+    uint64_t group_ms = 0; /* nng_clock() of the group's first call */
 
     for (;;) {
         listener_req *lr;
         exec_task *t;
+        bool late =
+            group_ms != 0 && (uint64_t)nng_clock() - group_ms >= EXEC_GROUP_MS;
 
         pthread_mutex_lock(&ex->mtx);
-        if ((ex->head == NULL && ex->task_head == NULL) ||
+        if ((ex->q.queued == 0 && ex->task_head == NULL) || late ||
             store_pending(ex->env->st) >= EXEC_GROUP_MAX) {
-            /* Out of queued calls (or a full group): make everything
-             * executed durable, one fsync, and reply. Calls that arrive
-             * meanwhile form the next group. */
+            /* Out of queued calls (or a full or late group): make
+             * everything executed durable, one fsync, and reply. Calls
+             * that arrive meanwhile form the next group. */
             pthread_mutex_unlock(&ex->mtx);
             exec_sync(ex);
+            group_ms = 0;
+            if (ex->parked != NULL) {
+                exec_unpark(ex);
+            }
             pthread_mutex_lock(&ex->mtx);
         }
-        while (ex->head == NULL && ex->task_head == NULL && !ex->stopping) {
-            pthread_cond_wait(&ex->cv, &ex->mtx);
+        while (ex->q.queued == 0 && ex->task_head == NULL && !ex->stopping) {
+            uint64_t wait = exec_park_wait_ms(ex);
+            struct timespec ts;
+
+            if (wait == UINT64_MAX) {
+                pthread_cond_wait(&ex->cv, &ex->mtx);
+                continue;
+            }
+            ts = duration_deadline(wait);
+            if (wait == 0 ||
+                pthread_cond_timedwait(&ex->cv, &ex->mtx, &ts) == ETIMEDOUT) {
+                break; /* a parked read's deadline: sync and unpark */
+            }
         }
         if ((t = ex->task_head) != NULL) {
             if ((ex->task_head = t->next) == NULL) {
@@ -739,14 +859,23 @@ exec_main(void *arg)
             free(t);
             continue;
         }
-        if ((lr = ex->head) == NULL) {
+        /* Round-robin over the principals with calls queued: one
+         * principal's flood delays another's call by at most one call
+         * of each principal ahead of it. */
+        if ((lr = fair_queue_pop(&ex->q)) == NULL) {
+            bool done = ex->stopping && ex->parked == NULL;
+
             pthread_mutex_unlock(&ex->mtx);
-            return NULL;
-        }
-        if ((ex->head = lr->next) == NULL) {
-            ex->tail = NULL;
+            if (done) {
+                return NULL;
+            }
+            continue; /* a deadline, or stopping with reads parked: the
+                         next round unparks them */
         }
         pthread_mutex_unlock(&ex->mtx);
+        if (group_ms == 0) {
+            group_ms = (uint64_t)nng_clock();
+        }
         exec_one(ex, lr);
     }
 }
@@ -756,15 +885,11 @@ executor_submit(void *arg, listener_req *r)
 {
     executor *ex = arg;
 
-    r->recv_us = stats_now_us();
-    r->next = NULL;
     pthread_mutex_lock(&ex->mtx);
-    if (ex->tail != NULL) {
-        ex->tail->next = r;
-    } else {
-        ex->head = r;
+    if (fair_queue_push(&ex->q, r->principal, strlen(r->principal), r) != 0) {
+        log_error("out of memory queueing a call");
+        abort();
     }
-    ex->tail = r;
     pthread_cond_signal(&ex->cv);
     pthread_mutex_unlock(&ex->mtx);
 }
@@ -808,7 +933,7 @@ executor_open(executor **ep, exec_env *env)
         return rv;
     }
     pthread_mutex_init(&ex->mtx, NULL);
-    pthread_cond_init(&ex->cv, NULL);
+    duration_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
         pthread_mutex_destroy(&ex->mtx);
         pthread_cond_destroy(&ex->cv);

@@ -3,6 +3,8 @@
  */
 #include "server/listen_watch.h"
 
+#include "proto/endpoint_stats.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,13 +19,19 @@
 #include "proto/log.h"
 #include "proto/periodic.h"
 
-#define WATCH_MAX      8  /* ipc:// listeners watched (--listen is bounded) */
-#define WATCH_POLL_MS  10 /* how often a probe looks at the pipe count */
+#include <nng/supplemental/util/platform.h>
+
+#define WATCH_MAX      8   /* ipc:// listeners watched (--listen is bounded) */
+#define WATCH_POLL_MS  10  /* how often a probe looks at the pipe count */
+#define WATCH_STATS_MS 200 /* how often the listeners' statistics are read */
+#define WATCH_QUICK_MS 300 /* a probe's wait once nng counted an error */
 #define IPC_PREFIX     "ipc://"
 #define IPC_PREFIX_LEN (sizeof(IPC_PREFIX) - 1)
 
 typedef struct watch_entry {
     char *url;
+    uint64_t other_seen;          /* its listener's "other" errors last read
+                                     (watch thread) */
     nng_listener nl;              /* the listener now serving url */
     _Atomic uint32_t listener_id; /* its id, for the pipe callback */
     _Atomic uint64_t pipes;       /* pipes it has added */
@@ -37,19 +45,16 @@ struct listen_watch {
                          the pipe callback may already run */
     _Atomic uint64_t *restarts; /* the caller's counter */
     periodic *thread;           /* NULL until started */
+    uint64_t next_probe_ms;     /* nng_clock() of the next round of probes
+                                   (watch thread) */
 };
 
-/* nng's thread, for every new pipe of the socket: count it against its
- * listener. Only atomics: never blocks. */
-static void
-watch_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
+void
+listen_watch_pipe_added(listen_watch *w, nng_pipe p)
 {
-    listen_watch *w = arg;
     int id = nng_listener_id(nng_pipe_listener(p));
-
     size_t n = atomic_load(&w->n);
 
-    (void)ev;
     if (id <= 0) {
         return; /* not from a listener */
     }
@@ -93,7 +98,7 @@ watch_connect(const char *path)
 }
 
 /*
- * Connects to e's path and waits up to LISTEN_WATCH_PROBE_MS for a new
+ * Connects to e's path and waits up to wait_ms for a new
  * pipe of its listener (any client's counts: it shows the listener
  * accepts). Returns false only when none came; true also when it could
  * not tell. The wait is counted in polls of WATCH_POLL_MS, not read off a
@@ -107,7 +112,7 @@ watch_connect(const char *path)
  * wait ran out, so a live listener never sees it hang up mid-handshake.
  */
 static bool
-watch_probe(listen_watch *w, watch_entry *e)
+watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
 {
     uint64_t before = atomic_load(&e->pipes);
     bool accepted;
@@ -116,7 +121,7 @@ watch_probe(listen_watch *w, watch_entry *e)
     if ((fd = watch_connect(e->url + IPC_PREFIX_LEN)) < 0) {
         return watch_stopping(w); /* no listener there at all */
     }
-    for (int i = 0; i < LISTEN_WATCH_PROBE_MS / WATCH_POLL_MS + 1; i++) {
+    for (int i = 0; i < wait_ms / WATCH_POLL_MS + 1; i++) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         uint8_t buf[64];
 
@@ -164,6 +169,7 @@ watch_relisten(listen_watch *w, watch_entry *e)
         return;
     }
     e->nl = nl;
+    e->other_seen = 0; /* a new listener's statistics */
     atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
     atomic_fetch_add(w->restarts, 1);
     log_warn("the listener on %s stopped accepting new connections (nng "
@@ -172,20 +178,59 @@ watch_relisten(listen_watch *w, watch_entry *e)
              e->url);
 }
 
-/* The watch thread, every interval. */
+/* The "other" errors nng counted for e's listener in snapshot snap (0 when
+ * it is not there). nng 1.5.2 counts there the error that ends an ipc
+ * listener (the peer's hang-up mid-handshake, which its accept callback
+ * takes for a close), and also failures it retries after (EMFILE). */
+static uint64_t
+watch_other_errors(nng_stat *snap, const watch_entry *e)
+{
+    nng_stat *ls = endpoint_stats_find(snap, "listener",
+                                       (uint64_t)atomic_load(&e->listener_id));
+    nng_stat *other = ls != NULL ? endpoint_stats_child(ls, "other") : NULL;
+
+    return other != NULL ? nng_stat_value(other) : 0;
+}
+
+/* The watch thread, every WATCH_STATS_MS: a listener whose "other" error
+ * count grew is probed at once, briefly, and started again unless the
+ * probe is accepted (a retried EMFILE counts there too); every interval,
+ * every listener is probed (a stop nng did not count). */
 static void
 watch_tick(void *arg, unsigned why)
 {
     listen_watch *w = arg;
+    uint64_t now = (uint64_t)nng_clock();
+    bool probes = now >= w->next_probe_ms;
+    nng_stat *snap = NULL;
 
     (void)why;
-    /* Two probes in a row must go unanswered: one alone may have met
-     * a moment when onced could not run. */
+    if (nng_stats_get(&snap) != 0) {
+        snap = NULL;
+    }
     for (size_t i = 0; i < atomic_load(&w->n); i++) {
-        if (!watch_probe(w, &w->entries[i]) &&
-            !watch_probe(w, &w->entries[i])) {
-            watch_relisten(w, &w->entries[i]);
+        watch_entry *e = &w->entries[i];
+        uint64_t other = snap != NULL ? watch_other_errors(snap, e) : 0;
+
+        if (other > e->other_seen) {
+            e->other_seen = other;
+            if (!watch_probe(w, e, WATCH_QUICK_MS)) {
+                watch_relisten(w, e);
+                continue;
+            }
         }
+        /* Two probes in a row must go unanswered: one alone may have met
+         * a moment when onced could not run. */
+        if (probes && !watch_probe(w, e, LISTEN_WATCH_PROBE_MS) &&
+            !watch_probe(w, e, LISTEN_WATCH_PROBE_MS)) {
+            watch_relisten(w, e);
+        }
+    }
+    if (snap != NULL) {
+        nng_stats_free(snap);
+    }
+    if (probes) {
+        w->next_probe_ms = (uint64_t)nng_clock() + w->interval_ms;
     }
 }
 
@@ -194,7 +239,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
                   _Atomic uint64_t *restarts)
 {
     listen_watch *w;
-    int rv;
 
     if ((w = calloc(1, sizeof(*w))) == NULL) {
         return NNG_ENOMEM;
@@ -202,11 +246,6 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     w->sock = sock;
     w->interval_ms = interval_ms;
     w->restarts = restarts;
-    if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, watch_pipe_added,
-                              w)) != 0) {
-        listen_watch_free(w);
-        return rv;
-    }
     *wp = w;
     return 0;
 }
@@ -237,7 +276,10 @@ listen_watch_start(listen_watch *w)
     if (atomic_load(&w->n) == 0) {
         return 0;
     }
-    return periodic_start(&w->thread, watch_tick, w, w->interval_ms, 0) != 0
+    return periodic_start(&w->thread, watch_tick, w,
+                          w->interval_ms < WATCH_STATS_MS ? w->interval_ms
+                                                          : WATCH_STATS_MS,
+                          0) != 0
                ? NNG_ENOMEM
                : 0;
 }

@@ -12,7 +12,10 @@
  * are never answered. (tcp:// sees ECONNRESET there, after which nng
  * accepts again.)
  *
- * The watch: a thread of its own probes each ipc:// listener every
+ * The watch: a thread of its own reads each ipc:// listener's "other"
+ * error count in nng's statistics every 200 ms (nng counts there the
+ * error that ends it) and, when it grew, probes the listener at once with
+ * a short wait (300 ms); and it probes each ipc:// listener every
  * interval — it connects to the socket path as an SP REQ peer (a plain
  * socket, see watch_probe) and waits for the REP socket to report a new
  * pipe from that listener (NNG_PIPE_EV_ADD_POST). No new pipe within
@@ -54,6 +57,12 @@ int listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
 /* Watches nl, an ipc:// listener of the socket on url (copied). Before
  * listen_watch_start only. Returns 0 or NNG_ENOMEM. */
 int listen_watch_add(listen_watch *w, const char *url, nng_listener nl);
+
+/* nng's thread, for every pipe a listener of the socket negotiated
+ * (NNG_PIPE_EV_ADD_PRE, before conns.h may refuse it: a refused probe
+ * still proves the listener accepts): counts it against its listener.
+ * Only atomics: never blocks. The listener's pipe callback calls it. */
+void listen_watch_pipe_added(listen_watch *w, nng_pipe p);
 
 /* Starts the thread (none when nothing was added). Returns 0 or an nng
  * error. */

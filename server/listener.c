@@ -6,12 +6,14 @@
  * handshakes (tls_watch.h).
  *
  * What one connection may hold: a context that receives a request notes
- * the pipe it came from until its reply has been handed to that pipe. A
- * request from a pipe that already holds cfg->conn_inflight contexts is
- * dropped unread (counted in Stats.conn_limit_drops): a peer that never
- * reads its replies holds at most that many contexts, whatever it sends.
- * Each reply is sent with an aio timeout of cfg->send_timeout_ms; when it
- * expires (the peer has not read for that long) the pipe is closed, which
+ * the pipe it came from until its reply has been handed to that pipe
+ * (counted in the connection table, conns.h, which also admits, caps,
+ * idles out and penalises connections). A request from a pipe that
+ * already holds its limit of contexts (cfg->conn_inflight, 1 for a
+ * penalised peer) is dropped unread (counted in Stats.conn_limit_drops): a peer
+ * that never reads its replies holds at most that many contexts, whatever it
+ * sends. Each reply is sent with an aio timeout of cfg->send_timeout_ms; when
+ * it expires (the peer has not read for that long) the pipe is closed, which
  * completes every other reply queued on it, so its contexts come back.
  * The calls those replies answer were executed and synced before: a retry
  * gets the stored result.
@@ -32,6 +34,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "store/fault.h"
+#include "server/conns.h"
 #include "server/listen_watch.h"
 #include "proto/close_bounded.h"
 #include "proto/log.h"
@@ -57,7 +60,8 @@ typedef struct lctx {
     nng_pipe pipe;    /* the request's connection, from receipt until its
                          reply left */
     uint32_t held;    /* pipe's id while this context holds one of its
-                         requests, else 0; l->mtx */
+                         requests (conns_hold), else 0; the context's
+                         own (one request at a time) */
 } lctx;
 
 struct listener {
@@ -67,7 +71,7 @@ struct listener {
     size_t nctx;
     listener_submit_fn submit;
     void *arg;
-    pthread_mutex_t mtx; /* protects closed and every lctx's held */
+    pthread_mutex_t mtx; /* protects closed */
     bool closed;
     bool leaked; /* nng_close did not return in time: listener_free keeps l
                     (written by listener_shutdown only) */
@@ -76,6 +80,7 @@ struct listener {
     size_t conn_inflight;    /* --conn-inflight */
     nng_duration send_to_ms; /* --send-timeout */
     server_stats *stats;     /* conn_limit_drops, conns_dropped */
+    conns *conns;            /* the open connections and their bounds */
     _Atomic uint64_t drop_log_ms; /* nng_clock() of the last drop logged */
     uint32_t dropped[LISTENER_DROPPED_MAX]; /* ids of the pipes closed last
                                                for not reading; l->mtx */
@@ -124,39 +129,51 @@ listener_log_drop(listener *l, const char *what, uint32_t pipe_id)
 
 typedef enum { HOLD_OK, HOLD_FULL, HOLD_CLOSED } hold_result;
 
+static bool listener_is_closed(listener *l);
+
 /*
- * Takes a request from pipe p for context c unless p already holds
- * conn_inflight contexts or the listener is shutting down. O(contexts)
- * under l->mtx: a few hundred comparisons, no allocation, never blocks.
+ * Takes a request from pipe p for context c unless p already holds its
+ * limit of contexts (conns.h: --conn-inflight, or 1 for a penalised peer),
+ * p is gone, or the listener is shutting down. Never blocks.
  */
 static hold_result
 listener_hold(listener *l, lctx *c, nng_pipe p)
 {
     uint32_t id = (uint32_t)nng_pipe_id(p);
-    size_t n = 0;
-    bool ok;
 
-    pthread_mutex_lock(&l->mtx);
-    if (l->closed) {
-        pthread_mutex_unlock(&l->mtx);
+    if (listener_is_closed(l)) {
         return HOLD_CLOSED;
     }
-    for (size_t i = 0; i < l->nctx && n < l->conn_inflight; i++) {
-        n += l->ctxs[i].held == id;
-    }
-    if ((ok = n < l->conn_inflight)) {
+    switch (conns_hold(l->conns, id)) {
+    case CONNS_HOLD_OK:
         c->held = id;
+        return HOLD_OK;
+    case CONNS_HOLD_GONE:
+        return HOLD_CLOSED; /* no reply could reach it */
+    case CONNS_HOLD_FULL:
+    default:
+        return HOLD_FULL;
     }
+}
+
+static bool
+listener_is_closed(listener *l)
+{
+    bool closed;
+
+    pthread_mutex_lock(&l->mtx);
+    closed = l->closed;
     pthread_mutex_unlock(&l->mtx);
-    return ok ? HOLD_OK : HOLD_FULL;
+    return closed;
 }
 
 static void
 listener_release(listener *l, lctx *c)
 {
-    pthread_mutex_lock(&l->mtx);
-    c->held = 0;
-    pthread_mutex_unlock(&l->mtx);
+    if (c->held != 0) {
+        conns_release(l->conns, c->held);
+        c->held = 0;
+    }
 }
 
 /* Back to receiving, without a timeout: a context waits for requests as
@@ -190,8 +207,11 @@ lctx_cb(void *arg)
         case HOLD_OK:
             break;
         case HOLD_CLOSED:
-            nng_msg_free(c->req.msg); /* shutting down: never submitted */
+            nng_msg_free(c->req.msg); /* never submitted */
             c->req.msg = NULL;
+            if (!listener_is_closed(c->l)) {
+                nng_ctx_recv(c->ctx, c->aio); /* its pipe is gone */
+            }
             return;
         case HOLD_FULL:
             /* Its connection holds enough contexts already: dropped as
@@ -207,7 +227,11 @@ lctx_cb(void *arg)
             return;
         }
         c->req.recv_ms = (uint64_t)nng_clock();
+        c->req.pipe_id = (uint32_t)nng_pipe_id(c->pipe);
+        c->req.auth_gen = 0;
+        c->req.principal[0] = '\0';
         c->req.wrote = false;
+        c->req.park_until_ms = 0; /* a new request: never parked yet */
         c->req.next = NULL;
         c->state = LCTX_WAIT;
         c->l->submit(c->l->arg, &c->req);
@@ -235,6 +259,7 @@ lctx_cb(void *arg)
                              (unsigned long long)atomic_load(
                                  &c->l->stats->conns_dropped));
                 }
+                conns_not_reading(c->l->conns, (uint32_t)nng_pipe_id(c->pipe));
                 nng_pipe_close(c->pipe);
             }
         } else if (c->req.wrote) {
@@ -260,8 +285,10 @@ listener_fault_drop(lctx *c)
     if (!FAULT_DROP(FAULT_BATCH_WRITTEN) && !FAULT_DROP(FAULT_REPLY_SENT)) {
         return false;
     }
+    /* Lost on its way: the context takes the next request and the client
+     * times out and retries the same id. */
+    listener_release(l, c);
     pthread_mutex_lock(&l->mtx);
-    c->held = 0;
     if (!l->closed) {
         lctx_recv(c);
     }
@@ -290,8 +317,8 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     if (l->closed || nng_msg_alloc(&m, 0) != 0 ||
         nng_msg_append(m, buf, len) != 0) {
         /* Dropped: the client times out and retries the same id. */
-        c->held = 0;
         pthread_mutex_unlock(&l->mtx);
+        listener_release(l, c);
         return;
     }
     c->state = LCTX_SEND;
@@ -299,6 +326,16 @@ listener_reply(listener_req *r, const void *buf, size_t len)
     nng_aio_set_msg(c->aio, m);
     nng_ctx_send(c->ctx, c->aio);
     pthread_mutex_unlock(&l->mtx);
+}
+
+bool
+listener_auth_result(listener *l, const listener_req *r, bool ok)
+{
+    if (!conns_auth_result(l->conns, r->pipe_id, ok)) {
+        return true;
+    }
+    nng_pipe_close((nng_pipe){.id = r->pipe_id});
+    return false;
 }
 
 /* The server TLS configuration from cfg's certificate and key. */
@@ -340,6 +377,47 @@ listener_listen(listener *l, const listener_config *cfg, const char *url)
     return tls_watch_add(l->tls_log, url, nl);
 }
 
+/* nng's thread, for every pipe of the socket: counted by the ipc watch
+ * (a pipe a listener negotiated, admitted or not), then admitted or
+ * refused, and forgotten, by the connection table. Never blocks. */
+static void
+listener_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    listener *l = arg;
+
+    if (ev == NNG_PIPE_EV_ADD_PRE && l->watch != NULL) {
+        listen_watch_pipe_added(l->watch, p);
+    }
+    conns_pipe_event(l->conns, p, ev);
+}
+
+/* The connection table (conns.h), watching the socket before it listens,
+ * and its thread. A peer penalised for not reading gets a window of four
+ * --send-timeout at first (one second at least). */
+static int
+listener_conns(listener *l, const listener_config *cfg)
+{
+    conns_config cc;
+    int rv;
+
+    memset(&cc, 0, sizeof(cc));
+    cc.max = cfg->conn_max;
+    cc.max_per_peer = cfg->conn_max_per_peer;
+    cc.idle_ms = cfg->conn_idle_ms;
+    cc.inflight = l->conn_inflight;
+    cc.penalty_ms =
+        4 * cfg->send_timeout_ms > 1000 ? 4 * cfg->send_timeout_ms : 1000;
+    if ((rv = conns_open(&l->conns, &cc, l->stats)) != 0 ||
+        (rv = nng_pipe_notify(l->sock, NNG_PIPE_EV_ADD_PRE, listener_pipe_cb,
+                              l)) != 0 ||
+        (rv = nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, listener_pipe_cb,
+                              l)) != 0 ||
+        (rv = conns_start(l->conns)) != 0) {
+        log_error("cannot watch the connections: %s", nng_strerror(rv));
+    }
+    return rv;
+}
+
 int
 listener_open(listener **lp, const listener_config *cfg,
               listener_submit_fn submit, void *arg, server_stats *stats)
@@ -365,6 +443,9 @@ listener_open(listener **lp, const listener_config *cfg,
         return rv;
     }
     nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, cfg->recv_max);
+    if ((rv = listener_conns(l, cfg)) != 0) {
+        goto fail;
+    }
     if (cfg->listen_check_ms > 0 &&
         (rv = listen_watch_open(&l->watch, l->sock, cfg->listen_check_ms,
                                 &stats->listener_restarts)) != 0) {
@@ -420,6 +501,7 @@ listener_shutdown(listener *l)
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
     listen_watch_stop(l->watch); /* no probe or new listener from here */
+    conns_stop(l->conns);        /* no idle close from here */
     tls_watch_stop(l->tls_log);  /* reads the socket's listeners' stats */
     /* Cancel every receive and send and wait for running callbacks, so no
      * request reaches the executor after this, however nng_close goes. */
@@ -449,6 +531,7 @@ listener_free(listener *l)
     }
     free(l->ctxs);
     listen_watch_free(l->watch); /* after nng_close: no pipe callback left */
+    conns_free(l->conns);
     tls_watch_free(l->tls_log);
     if (l->tls != NULL) {
         nng_tls_config_free(l->tls);

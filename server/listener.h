@@ -41,20 +41,38 @@ typedef struct listener_config {
                                  flight */
     uint64_t send_timeout_ms; /* a reply not taken by its connection in
                                  this long drops that connection */
+    size_t conn_max;          /* open connections in all (conns.h) */
+    size_t conn_max_per_peer; /* and of one peer */
+    uint64_t conn_idle_ms;    /* a connection without a request this long
+                                 is closed; 0: never */
 } listener_config;
 
 typedef struct listener listener;
 
+/* The principal a request names, cut to this (with its NUL): a
+ * principal's name is at most PRINCIPAL_NAME_MAX (128) bytes. The key of
+ * the request's lane in the executor (fair_queue.h cuts keys the same). */
+#define LISTENER_PRINCIPAL_MAX 132
+
 /* One received request waiting for its reply. Owned by its context; lent
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
-    nng_msg *msg;     /* the request; the executor frees it */
-    uint64_t recv_ms; /* nng_clock() at receipt */
-    uint64_t recv_us; /* stats_now_us() at receipt, set by the submit
-                         function (the call latency histogram) */
-    bool wrote;       /* set by the executor: the call's transaction wrote
-                         something (what the reply fault points count) */
-    struct listener_req *next; /* executor queue link */
+    nng_msg *msg;           /* the request; the executor frees it */
+    uint64_t recv_ms;       /* nng_clock() at receipt */
+    uint64_t recv_us;       /* stats_now_us() at receipt, set by the submit
+                               function (the call latency histogram) */
+    bool wrote;             /* set by the executor: the call's transaction wrote
+                               something (what the reply fault points count) */
+    uint64_t park_until_ms; /* executor: a parked read's deadline
+                               (duration_now_ms); 0: never parked */
+    uint32_t pipe_id;       /* the connection it came from */
+    uint64_t auth_gen;      /* set by the verifier: the generation of the
+                               tables its tag verified under (0: not) */
+    char principal[LISTENER_PRINCIPAL_MAX]; /* set by the verifier: the
+                                      principal
+                                      it names (cut), the executor's lane */
+    struct listener_req *next; /* queue link (verifier, executor, parked
+                                  reads) */
 } listener_req;
 
 typedef void (*listener_submit_fn)(void *arg, listener_req *r);
@@ -72,6 +90,12 @@ int listener_open(listener **lp, const listener_config *cfg,
  * wrote (r->wrote) it passes the reply fault points (store/fault.h):
  * batch_written before sending, reply_sent once the send completed. */
 void listener_reply(listener_req *r, const void *buf, size_t len);
+
+/* The verdict of the verifier on r's authentication (ok), counted for
+ * r's connection: false when that connection has now failed it
+ * CONNS_AUTH_FAILS_MAX times in a row and was closed (conns.h). Any
+ * thread; never blocks. */
+bool listener_auth_result(listener *l, const listener_req *r, bool ok);
 
 /* Closes the socket: no more requests, replies not yet sent are dropped
  * (clients retry and get the stored result). */

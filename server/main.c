@@ -48,6 +48,41 @@
 #define DEFAULT_LEASE_MAX_PRINCIPAL 10000
 #define DEFAULT_DISK_FREE_MIN       (64ULL << 20)
 
+/* usage's part on replication. */
+static void
+usage_replication(FILE *f)
+{
+    fputs("replication (docs/replication.md; off unless --replicate):\n"
+          "  --replicate URLS  etcd endpoints, http://HOST:PORT,...: this\n"
+          "                    onced is one replica; the leader appends\n"
+          "                    every commit to a log in etcd, followers\n"
+          "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
+          "  --cluster NAME    the replicas' common name (default once)\n"
+          "  --advertise URL   the URL clients reach this replica on\n"
+          "                    (default the first --listen)\n"
+          "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
+          "                    failover takes about this long)\n"
+          "  --replicate-retain N  log entries the leader keeps in etcd\n"
+          "                    for replicas that lag or are gone (default\n"
+          "                    10000); entries every replica applied are\n"
+          "                    deleted, a replica behind them reseeds from\n"
+          "                    a snapshot\n"
+          "  --replicate-key FILE  a key file (\"NAME KEYHEX\", oncectl\n"
+          "                    principal add --key-out) whose principal\n"
+          "                    signs this replica's Admin.Snapshot\n"
+          "                    requests when it seeds: needed when the\n"
+          "                    cluster has principals; the policy must\n"
+          "                    allow it /once.v1.Admin/Snapshot. Read at\n"
+          "                    the start (mode 0600, owned by this user)\n"
+          "  --etcd-cacert FILE  CA (PEM) of the etcd members'\n"
+          "                    certificates (https://; default: the\n"
+          "                    system's CAs)\n"
+          "  --etcd-cert FILE  client certificate (PEM) for etcd's\n"
+          "                    --client-cert-auth; with --etcd-key\n"
+          "  --etcd-key FILE   its private key (PEM)\n",
+          f);
+}
+
 static void
 usage(FILE *f)
 {
@@ -73,6 +108,16 @@ usage(FILE *f)
             "  --send-timeout DUR  a reply its connection has not taken in\n"
             "                    this long closes that connection (default\n"
             "                    10s); the call stays executed and recorded\n"
+            "  --conn-max N      open connections in all (default 1000, and\n"
+            "                    at most the open-file limit less 128); a\n"
+            "                    new one beyond it closes the longest-idle\n"
+            "                    one (idle 1s at least), else is refused\n"
+            "  --conn-max-per-peer N  open connections of one peer (an IP\n"
+            "                    address; for ipc:// a uid), the same way\n"
+            "                    (default 128)\n"
+            "  --conn-idle-timeout DUR  a connection without a request in\n"
+            "                    flight or received for this long is closed\n"
+            "                    (default 2m; 0: never)\n"
             "  --recv-max BYTES  largest request accepted (default 1048576);\n"
             "                    larger ones are dropped unread\n"
             "  --lease-ttl DUR   TTL of a lease that asks for none (default "
@@ -105,6 +150,12 @@ usage(FILE *f)
             "  --kv-quota BYTES  keys and values one principal may store\n"
             "                    (default 256M; 0: no cap); past it a Txn is\n"
             "                    refused RESOURCE_EXHAUSTED/KV_QUOTA\n"
+            "  --outbox-max-bytes BYTES  events one outbox topic may retain\n"
+            "                    (default 64M; 0: no bound); past it an\n"
+            "                    emit is refused RESOURCE_EXHAUSTED/\n"
+            "                    OUTBOX_FULL\n"
+            "  --outbox-payload-max BYTES  largest event payload (default\n"
+            "                    64K)\n"
             "  --dev             development mode: on first start create\n"
             "                    DIR/principals with the operator \"dev\" and\n"
             "                    write its key to DIR/dev.key (make run)\n"
@@ -123,51 +174,25 @@ usage(FILE *f)
             "                    (http://HOST:PORT, e.g. "
             "http://127.0.0.1:9464;\n"
             "                    default: none)\n"
-            "\n"
-            "replication (docs/replication.md; off unless --replicate):\n"
-            "  --replicate URLS  etcd endpoints, http://HOST:PORT,...: this\n"
-            "                    onced is one replica; the leader appends\n"
-            "                    every commit to a log in etcd, followers\n"
-            "                    apply it and answer UNAVAILABLE/NOT_LEADER\n"
-            "  --cluster NAME    the replicas' common name (default once)\n"
-            "  --advertise URL   the URL clients reach this replica on\n"
-            "                    (default the first --listen)\n"
-            "  --replicate-ttl SECONDS  the leader's etcd lease (default 5;\n"
-            "                    failover takes about this long)\n"
-            "  --replicate-retain N  log entries the leader keeps in etcd\n"
-            "                    for replicas that lag or are gone (default\n"
-            "                    10000); entries every replica applied are\n"
-            "                    deleted, a replica behind them reseeds from\n"
-            "                    a snapshot\n"
-            "  --replicate-key FILE  a key file (\"NAME KEYHEX\", oncectl\n"
-            "                    principal add --key-out) whose principal\n"
-            "                    signs this replica's Admin.Snapshot\n"
-            "                    requests when it seeds: needed when the\n"
-            "                    cluster has principals; the policy must\n"
-            "                    allow it /once.v1.Admin/Snapshot. Read at\n"
-            "                    the start (mode 0600, owned by this user)\n"
-            "  --etcd-cacert FILE  CA (PEM) of the etcd members'\n"
-            "                    certificates (https://; default: the\n"
-            "                    system's CAs)\n"
-            "  --etcd-cert FILE  client certificate (PEM) for etcd's\n"
-            "                    --client-cert-auth; with --etcd-key\n"
-            "  --etcd-key FILE   its private key (PEM)\n"
-            "\n"
-            "Authentication is on when DIR/principals exists (oncectl\n"
-            "principal add --data DIR); without it onced runs OPEN and says\n"
-            "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
-            "file (window, lease-ttl, lease-ttl-max and log-format change at\n"
-            "once; other keys at the next start).\n"
-            "\n"
-            "Durations are written 200ms, 2s, 5m, 1h.\n"
-            "  --version         the versions of onced, nng and LevelDB\n"
-            "  -h, --help        this text\n"
-            "\n"
-            "Stop with SIGINT or SIGTERM: received calls finish and are "
-            "synced.\n",
+            "\n",
             DEFAULT_DATA, DEFAULT_IPC, DEFAULT_TCP, DEFAULT_LEASE_MAX,
             DEFAULT_LEASE_MAX_PRINCIPAL,
             (unsigned long long)DEFAULT_DISK_FREE_MIN);
+    usage_replication(f);
+    fputs("\n"
+          "Authentication is on when DIR/principals exists (oncectl\n"
+          "principal add --data DIR); without it onced runs OPEN and says\n"
+          "so. SIGHUP re-reads DIR/principals, DIR/policy and the --config\n"
+          "file (window, lease-ttl, lease-ttl-max and log-format change at\n"
+          "once; other keys at the next start).\n"
+          "\n"
+          "Durations are written 200ms, 2s, 5m, 1h.\n"
+          "  --version         the versions of onced, nng and LevelDB\n"
+          "  -h, --help        this text\n"
+          "\n"
+          "Stop with SIGINT or SIGTERM: received calls finish and are "
+          "synced.\n",
+          f);
 }
 
 /* An option's whole number in [lo, hi] (strict decimal, number.h). */
@@ -252,6 +277,73 @@ parse_kv_option(int ch, const char *s, kv_limits *kv)
     }
     *(ch == 1001 ? &kv->key_max : &kv->value_max) = v;
     return 0;
+}
+
+/* One of the connection options (--contexts, --conn-inflight,
+ * --send-timeout, --conn-max, --conn-max-per-peer, --conn-idle-timeout)
+ * into cfg. 0 or -1 (said on stderr). */
+static int
+parse_conn_option(int ch, const char *s, server_config *cfg)
+{
+    uint64_t v;
+
+    switch (ch) {
+    case 'c':
+        if (opt_u64("--contexts", s, 1, 65536, &v) != 0) {
+            return -1;
+        }
+        cfg->contexts = (size_t)v;
+        return 0;
+    case 'i':
+        if (opt_u64("--conn-inflight", s, 1, 65536, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_inflight = (size_t)v;
+        return 0;
+    case 's':
+        if (parse_dur("--send-timeout", s, 100, 3600000, &v) != 0) {
+            return -1;
+        }
+        cfg->send_timeout_ms = v;
+        return 0;
+    case 'x':
+        if (opt_u64("--conn-max", s, 1, 1000000, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_max = (size_t)v;
+        return 0;
+    case 'X':
+        if (opt_u64("--conn-max-per-peer", s, 1, 1000000, &v) != 0) {
+            return -1;
+        }
+        cfg->conn_max_per_peer = (size_t)v;
+        return 0;
+    case 'I':
+        if (strcmp(s, "0") == 0) {
+            cfg->conn_idle_ms = 0;
+        } else if (parse_dur("--conn-idle-timeout", s, 100, 86400000, &v) !=
+                   0) {
+            return -1;
+        } else {
+            cfg->conn_idle_ms = v;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* One of the --kv-* (ch 1001..1004) or --outbox-* (1005, 1006) options
+ * into cfg. 0 or -1 (said on stderr). */
+static int
+parse_limit_option(int ch, const char *s, server_config *cfg)
+{
+    if (ch == 1005) {
+        return opt_bytes("--outbox-max-bytes", s, &cfg->outbox.max_bytes);
+    }
+    if (ch == 1006) {
+        return opt_bytes("--outbox-payload-max", s, &cfg->outbox.payload_max);
+    }
+    return parse_kv_option(ch, s, &cfg->kv);
 }
 
 /* --replicate's endpoints and the --etcd-* files: checked before onced
@@ -343,6 +435,9 @@ static const struct option onced_opts[] = {
     {"contexts", required_argument, NULL, 'c'},
     {"conn-inflight", required_argument, NULL, 'i'},
     {"send-timeout", required_argument, NULL, 's'},
+    {"conn-max", required_argument, NULL, 'x'},
+    {"conn-max-per-peer", required_argument, NULL, 'X'},
+    {"conn-idle-timeout", required_argument, NULL, 'I'},
     {"recv-max", required_argument, NULL, 'r'},
     {"lease-ttl", required_argument, NULL, 't'},
     {"lease-ttl-max", required_argument, NULL, 'T'},
@@ -364,6 +459,8 @@ static const struct option onced_opts[] = {
     {"kv-value-max", required_argument, NULL, 1002},
     {"kv-ops-max", required_argument, NULL, 1003},
     {"kv-quota", required_argument, NULL, 1004},
+    {"outbox-max-bytes", required_argument, NULL, 1005},
+    {"outbox-payload-max", required_argument, NULL, 1006},
     {"replicate", required_argument, NULL, 'R'},
     {"cluster", required_argument, NULL, 'U'},
     {"advertise", required_argument, NULL, 'A'},
@@ -396,6 +493,9 @@ config_defaults(server_config *cfg)
     cfg->contexts = 256;
     cfg->conn_inflight = 64;
     cfg->send_timeout_ms = 10000;
+    cfg->conn_max = 1000;
+    cfg->conn_max_per_peer = 128;
+    cfg->conn_idle_ms = 120000;
     cfg->recv_max = 1u << 20;
     cfg->lease_ttl_ms = 30000;
     cfg->lease_ttl_max_ms = 3600000;
@@ -410,6 +510,8 @@ config_defaults(server_config *cfg)
     cfg->kv.value_max = KV_VALUE_MAX_DEFAULT;
     cfg->kv.ops_max = KV_OPS_MAX_DEFAULT;
     cfg->kv.quota = KV_QUOTA_DEFAULT;
+    cfg->outbox.max_bytes = OUTBOX_MAX_BYTES_DEFAULT;
+    cfg->outbox.payload_max = OUTBOX_PAYLOAD_MAX_DEFAULT;
 }
 
 /* Parses argv (the merged vector of config_file.h) into *out, which holds
@@ -446,22 +548,14 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
             cfg.listen[cfg.nlisten++] = optarg;
             break;
         case 'c':
-            if (opt_u64("--contexts", optarg, 1, 65536, &v) != 0) {
-                return 2;
-            }
-            cfg.contexts = (size_t)v;
-            break;
         case 'i':
-            if (opt_u64("--conn-inflight", optarg, 1, 65536, &v) != 0) {
-                return 2;
-            }
-            cfg.conn_inflight = (size_t)v;
-            break;
         case 's':
-            if (parse_dur("--send-timeout", optarg, 100, 3600000, &v) != 0) {
+        case 'x':
+        case 'X':
+        case 'I':
+            if (parse_conn_option(ch, optarg, &cfg) != 0) {
                 return 2;
             }
-            cfg.send_timeout_ms = v;
             break;
         case 'r':
             if (opt_u64("--recv-max", optarg, 1024, 64u << 20, &v) != 0) {
@@ -554,11 +648,8 @@ parse_options(int argc, char **argv, server_config *out, bool *json,
                 return 2;
             }
             break;
-        case 1001:
-        case 1002:
-        case 1003:
-        case 1004:
-            if (parse_kv_option(ch, optarg, &cfg.kv) != 0) {
+        case 1001 ... 1006:
+            if (parse_limit_option(ch, optarg, &cfg) != 0) {
                 return 2;
             }
             break;

@@ -17,6 +17,7 @@
 
 #include "server/executor.h"
 #include "gc/gc.h"
+#include "outbox/outbox.h"
 #include "proto/log.h"
 #include "proto/periodic.h"
 #include "server/prom_text.h"
@@ -53,10 +54,41 @@ struct metrics {
     _Atomic uint64_t gc_reclaimed;
     _Atomic uint64_t gc_reclaimed_bytes;
     _Atomic uint64_t gc_leases_expired;
+
+    pthread_mutex_t topics_mtx; /* protects topics */
+    /* The outbox's topics as the executor last read them (published
+     * every METRICS_PUBLISH_MS); outbox_topics_fini frees them. */
+    Once__V1__OutboxTopicsResponse topics;
 };
+
+/* Topics rendered at most (the rest are left out of /metrics). */
+#define METRICS_TOPICS_MAX 256
 
 /* ---- publishing ---------------------------------------------------------
  */
+
+/* The executor thread: the outbox's topics, read through a transaction
+ * that stages nothing. */
+static void
+metrics_publish_topics(metrics *m)
+{
+    Once__V1__OutboxTopicsResponse fresh =
+        ONCE__V1__OUTBOX_TOPICS_RESPONSE__INIT;
+    store_txn *t = store_txn_begin(m->srv->env.st);
+
+    if (t == NULL) {
+        return;
+    }
+    if (outbox_topics(t, &fresh) == 0) {
+        pthread_mutex_lock(&m->topics_mtx);
+        outbox_topics_fini(&m->topics);
+        m->topics = fresh;
+        pthread_mutex_unlock(&m->topics_mtx);
+    } else {
+        outbox_topics_fini(&fresh);
+    }
+    store_txn_abort(t);
+}
 
 /* The executor thread: the lease table is its alone. */
 static void
@@ -68,6 +100,7 @@ metrics_publish_leases(void *arg)
     lease_sum sum;
 
     lease_table_sum(srv->env.leases, now, &sum);
+    metrics_publish_topics(m);
     atomic_store(&m->records, sum.records);
     atomic_store(&m->bytes, sum.bytes);
     atomic_store(&m->oldest_age_ms, lease_sum_oldest_age_ms(&sum, now));
@@ -206,6 +239,44 @@ metrics_render_refusals(prom_text *t, server_stats *ss)
     }
 }
 
+/* The outbox, per topic (published by the executor). */
+static void
+metrics_render_outbox(prom_text *t, metrics *m)
+{
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } g[] = {
+        {"once_outbox_head", "The highest offset given on the topic.",
+         offsetof(Once__V1__OutboxTopic, head)},
+        {"once_outbox_low_water",
+         "The topic's low-water mark: no event below it is delivered "
+         "again.",
+         offsetof(Once__V1__OutboxTopic, low_water)},
+        {"once_outbox_retained_events", "Events the topic still stores.",
+         offsetof(Once__V1__OutboxTopic, retained_events)},
+        {"once_outbox_retained_bytes",
+         "Bytes of the events the topic still stores (--outbox-max-bytes).",
+         offsetof(Once__V1__OutboxTopic, retained_bytes)},
+    };
+
+    metrics_counter(t, "once_outbox_events_total",
+                    "Outbox events appended (replays add none).",
+                    atomic_load(&m->srv->stats.outbox_events));
+    pthread_mutex_lock(&m->topics_mtx);
+    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+        prom_text_family(t, g[k].name, "gauge", g[k].help);
+        for (size_t i = 0; i < m->topics.n_topics && i < METRICS_TOPICS_MAX;
+             i++) {
+            const Once__V1__OutboxTopic *tp = m->topics.topics[i];
+            const char *labels[2] = {"topic", tp->name};
+            prom_text_u64(t, g[k].name, labels, 1,
+                          *(const uint64_t *)((const char *)tp + g[k].off));
+        }
+    }
+    pthread_mutex_unlock(&m->topics_mtx);
+}
+
 /* once.v1.KV (svc_kv.c keeps these). */
 static void
 metrics_render_kv(prom_text *t, server_stats *ss)
@@ -228,6 +299,34 @@ metrics_render_kv(prom_text *t, server_stats *ss)
                     "KV keys deleted because the lease they were bound to "
                     "ended.",
                     atomic_load(&ss->kv_lease_deleted));
+}
+
+/* The connection table's figures (conns.h, verify.h). */
+static void
+metrics_render_conns(prom_text *t, server_stats *ss)
+{
+    metrics_gauge(t, "once_connections_open", "Connections open now.",
+                  (double)atomic_load(&ss->conns_open));
+    metrics_counter(t, "once_connections_refused_total",
+                    "Connections refused as they opened: --conn-max or "
+                    "--conn-max-per-peer reached and none idle to close.",
+                    atomic_load(&ss->conns_refused));
+    metrics_counter(t, "once_connections_evicted_total",
+                    "Idle connections closed to make room for a new one.",
+                    atomic_load(&ss->conns_evicted));
+    metrics_counter(t, "once_connections_idle_closed_total",
+                    "Connections closed after --conn-idle-timeout without "
+                    "a request.",
+                    atomic_load(&ss->conns_idle_closed));
+    metrics_counter(t, "once_peers_penalised_total",
+                    "Peers held to one request per new connection for a "
+                    "back-off window (did not read, or kept failing "
+                    "authentication).",
+                    atomic_load(&ss->peers_penalised));
+    metrics_counter(t, "once_auth_disconnects_total",
+                    "Connections closed after 32 requests in a row failed "
+                    "authentication.",
+                    atomic_load(&ss->auth_disconnects));
 }
 
 static void
@@ -300,6 +399,7 @@ metrics_render(metrics *m, prom_text *t)
                     "ipc:// listeners started again after they stopped "
                     "accepting (--listen-check).",
                     atomic_load(&ss->listener_restarts));
+    metrics_render_conns(t, ss);
     metrics_gauge(t, "once_disk_bytes",
                   "Size of the files in the LevelDB folder.",
                   (double)atomic_load(&m->disk_bytes));
@@ -309,6 +409,7 @@ metrics_render(metrics *m, prom_text *t)
     metrics_gauge(t, "once_compacting", "1 while a full-range compaction runs.",
                   compacting ? 1 : 0);
     metrics_render_kv(t, ss);
+    metrics_render_outbox(t, m);
     if (summed != 0) {
         metrics_gauge(t, "once_metrics_published_age_seconds",
                       "Age of the published retention and disk figures "
@@ -386,6 +487,8 @@ metrics_open(metrics **mp, const char *url, server *srv)
         return NNG_ENOMEM;
     }
     m->srv = srv;
+    once__v1__outbox_topics_response__init(&m->topics);
+    pthread_mutex_init(&m->topics_mtx, NULL);
     pthread_mutex_init(&m->mtx, NULL);
     pthread_cond_init(&m->cv, NULL);
     if ((rv = nng_url_parse(&m->url, url)) != 0 ||
@@ -462,6 +565,8 @@ metrics_free(metrics *m)
         nng_http_handler_free(m->handler); /* not added: still ours */
     }
     nng_url_free(m->url);
+    outbox_topics_fini(&m->topics);
+    pthread_mutex_destroy(&m->topics_mtx);
     pthread_mutex_destroy(&m->mtx);
     pthread_cond_destroy(&m->cv);
     free(m);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 
 #include "server/auth.h"
@@ -17,8 +18,13 @@
 #include "lease/lease.h"
 #include "server/listener.h"
 #include "server/test_seams.h"
+#include "server/verify.h"
 #include "proto/log.h"
 #include "proto/trust.h"
+
+/* Descriptors kept for the store, the listeners and the metrics endpoint
+ * when --conn-max is fitted under the open-file limit. */
+#define SERVER_FDS_SPARE 128
 
 _Static_assert(SERVER_LISTEN_MAX == LISTENER_URLS_MAX,
                "server_config.listen and listener_config.listen differ");
@@ -67,6 +73,32 @@ server_exec_config(const server_config *cfg, exec_config *x)
     x->lease_max_principal = cfg->lease_max_principal;
     x->recv_max = cfg->recv_max;
     x->kv = cfg->kv;
+    x->outbox = cfg->outbox;
+    x->park_max = cfg->contexts / 2;
+}
+
+/* --conn-max, lowered to what the descriptor limit leaves after
+ * SERVER_FDS_SPARE for the store and the listeners (a connection past the
+ * limit would fail every accept, and with it every new client). */
+static size_t
+server_conn_max(size_t want)
+{
+    struct rlimit rl;
+    size_t room;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur < 2 * SERVER_FDS_SPARE) {
+        return want;
+    }
+    room = (size_t)rl.rlim_cur - SERVER_FDS_SPARE;
+    if (want > room) {
+        log_warn("--conn-max %zu is above what the open-file limit (%llu) "
+                 "leaves for connections; using %zu (raise the limit, e.g. "
+                 "LimitNOFILE=, to allow more)",
+                 want, (unsigned long long)rl.rlim_cur, room);
+        return room;
+    }
+    return want;
 }
 
 /* The listener's settings out of the server's configuration. */
@@ -85,6 +117,9 @@ server_listener_config(const server_config *cfg, listener_config *l)
     l->listen_check_ms = cfg->listen_check_ms;
     l->conn_inflight = cfg->conn_inflight;
     l->send_timeout_ms = cfg->send_timeout_ms;
+    l->conn_max = server_conn_max(cfg->conn_max);
+    l->conn_max_per_peer = cfg->conn_max_per_peer;
+    l->conn_idle_ms = cfg->conn_idle_ms;
 }
 
 int
@@ -176,10 +211,16 @@ server_open(server **sp, const server_config *cfg)
         goto fail;
     }
     server_listener_config(cfg, &lc);
-    if ((rv = listener_open(&s->ls, &lc, executor_submit, s->ex, &s->stats)) !=
+    if ((rv = verifier_open(&s->vf, env->auth, &s->stats, executor_submit,
+                            s->ex)) != 0) {
+        log_error("cannot start the verifier thread");
+        goto fail;
+    }
+    if ((rv = listener_open(&s->ls, &lc, verifier_submit, s->vf, &s->stats)) !=
         0) {
         goto fail;
     }
+    verifier_set_listener(s->vf, s->ls);
     log_info("data %s: %llu completion records (%llu bytes), %zu leases "
              "(live ones get a fresh TTL after a restart)",
              cfg->data_dir, (unsigned long long)nrec,
@@ -189,6 +230,7 @@ server_open(server **sp, const server_config *cfg)
 fail:
     gc_close(env->gc);
     auth_watch_stop(env->auth);
+    verifier_close(s->vf);
     executor_close(s->ex);
     store_close(env->st);
     lease_table_free(env->leases);
@@ -203,10 +245,12 @@ server_close(server *s)
     if (s == NULL) {
         return;
     }
-    gc_close(s->env.gc);          /* a pass in flight finishes first */
+    gc_stop(s->env.gc);           /* a pass in flight finishes first */
     auth_watch_stop(s->env.auth); /* posts nothing after this */
     listener_shutdown(s->ls);
+    verifier_close(s->vf); /* hands what it holds to the executor */
     executor_close(s->ex); /* closes the services after the last call */
+    gc_close(s->env.gc);   /* after the last Admin.Stats that reads it */
     store_close(s->env.st);
     listener_free(s->ls);
     lease_table_free(s->env.leases);

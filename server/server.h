@@ -17,6 +17,7 @@
 
 #include "server/disk_floor.h"
 #include "kv/kv.h"
+#include "outbox/outbox.h"
 #include "server/exec_env.h"
 #include "server/stats.h"
 #include "store/store.h"
@@ -49,11 +50,18 @@ typedef struct server_config {
     /* once.v1.KV's bounds: --kv-key-max, --kv-value-max, --kv-ops-max,
      * --kv-quota (kv/kv.h). */
     kv_limits kv;
+    /* The outbox's bounds: --outbox-max-bytes, --outbox-payload-max
+     * (outbox/outbox.h). */
+    outbox_limits outbox;
 
     size_t conn_inflight;     /* requests one connection may have in
                                  flight (listener.h) */
     uint64_t send_timeout_ms; /* a reply not taken by its connection in
                                  this long drops that connection */
+    size_t conn_max;          /* open connections in all (conns.h) */
+    size_t conn_max_per_peer; /* and of one peer */
+    uint64_t conn_idle_ms;    /* closed after this long without a request;
+                                 0: never */
 
     /* onced --replicate (repl/replica.h): every group is appended to the
      * replicated log before it is written (store.h, "replicate.c"). NULL:
@@ -65,6 +73,7 @@ typedef struct server_config {
 typedef struct server server;
 typedef struct executor executor;
 typedef struct listener listener;
+typedef struct verifier verifier;
 
 struct server {
     server_config cfg;
@@ -75,6 +84,7 @@ struct server {
     server_stats stats;
     disk_floor disk; /* the free-space floor (disk_floor.h) */
     executor *ex;
+    verifier *vf; /* between the listener and the executor (verify.h) */
     listener *ls;
 };
 

@@ -10,7 +10,8 @@
 #include "server/service.h"
 
 #define SERVICES(X)                                                            \
-    X(svc_counter) X(svc_lease) X(svc_admin) X(svc_grants) X(svc_kv)
+    X(svc_counter)                                                             \
+    X(svc_lease) X(svc_admin) X(svc_grants) X(svc_kv) X(svc_outbox)
 
 #define SERVICE_DECLARE(n) extern const service_ops n##_ops;
 #define SERVICE_ENTRY(n)   &n##_ops,

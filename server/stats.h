@@ -1,7 +1,8 @@
 /*
  * stats.h — the server's counters, read by Admin.Stats.
  *
- * Plain atomics: written by the executor, read by anyone.
+ * Plain atomics: written by the executor, the listener, the connection
+ * table and the verifier; read by anyone.
  */
 #ifndef SERVER_STATS_H
 #define SERVER_STATS_H
@@ -43,6 +44,20 @@ typedef struct server_stats {
     _Atomic uint64_t kv_keys;
     _Atomic uint64_t kv_bytes;
     _Atomic uint64_t kv_revision;
+    /* The outbox (svc_kv.c, svc_outbox.c): events appended (replays add
+     * none), Reads answered after a wait (long-poll). */
+    _Atomic uint64_t outbox_events;
+    _Atomic uint64_t outbox_waits;
+    /* Connections (conns.h): open now; refused when they opened;
+     * closed to make room for a new one; closed after
+     * --conn-idle-timeout; peers penalised; connections closed after
+     * CONNS_AUTH_FAILS_MAX failed authentications in a row. */
+    _Atomic uint64_t conns_open;
+    _Atomic uint64_t conns_refused;
+    _Atomic uint64_t conns_evicted;
+    _Atomic uint64_t conns_idle_closed;
+    _Atomic uint64_t peers_penalised;
+    _Atomic uint64_t auth_disconnects;
     stats_calls calls; /* by method and code, latency, group commit
                           (the metrics endpoint, metrics.h) */
 } server_stats;

@@ -71,6 +71,12 @@ admin_stats(server_call *c)
     resp.disk_low_refused = atomic_load(&c->env->disk->refused);
     resp.conn_limit_drops = atomic_load(&ss->conn_limit_drops);
     resp.conns_dropped = atomic_load(&ss->conns_dropped);
+    resp.conns_open = atomic_load(&ss->conns_open);
+    resp.conns_refused = atomic_load(&ss->conns_refused);
+    resp.conns_evicted = atomic_load(&ss->conns_evicted);
+    resp.conns_idle_closed = atomic_load(&ss->conns_idle_closed);
+    resp.peers_penalised = atomic_load(&ss->peers_penalised);
+    resp.auth_disconnects = atomic_load(&ss->auth_disconnects);
     resp.batches = atomic_load(&ss->batches);
     resp.batch_entries = atomic_load(&ss->batch_entries);
     resp.kv_keys = atomic_load(&ss->kv_keys);

@@ -249,6 +249,36 @@ v_permission(server_call *c)
 
 /* ---- execute ------------------------------------------------------------ */
 
+/* After a rule succeeded: its lifecycle events, on the outbox's system
+ * topic, in the call's transaction (grants/events.c). A full topic
+ * refuses the call, nothing kept and nothing recorded (transient). */
+static void
+svc_emit(server_call *c)
+{
+    outbox_producer p = {
+        .client_id = c->client_id,
+        .seq = c->seq,
+        .method = c->wm->full_name,
+        .now_ms = c->now_ms,
+    };
+    outbox_outcome o;
+    int rv;
+
+    if (c->code != ONCE__V1__CODE__OK || c->replaying || c->client_id == 0) {
+        return;
+    }
+    rv = grants_emit(c->txn, &c->env->cfg.outbox, &p, c->wm->method->name,
+                     c->resp, c->resp_len, &o);
+    if (rv != 0) {
+        call_store_error(c, rv);
+    } else if (o.code != ONCE__V1__CODE__OK) {
+        call_fail(c, o.code, o.reason, "%s", o.message);
+        c->transient = true;
+    } else if (p.next_index > 0) {
+        atomic_fetch_add(&c->env->stats->outbox_events, p.next_index);
+    }
+}
+
 #define EXEC(name, fn, type)                                                   \
     static void name(server_call *c)                                           \
     {                                                                          \
@@ -257,6 +287,7 @@ v_permission(server_call *c)
         svc_env(c, &env, &o);                                                  \
         fn(&env, REQ(type), &o);                                               \
         svc_done(c, &o);                                                       \
+        svc_emit(c);                                                           \
     }
 
 EXEC(x_placement, grants_set_placement, Once__V1__SetPlacementRequest)

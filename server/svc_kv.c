@@ -9,8 +9,9 @@
  * the executor stages with its writes, so a retry gets the same branch
  * and values back. A quota refusal is not recorded (transient, like
  * DISK_LOW): nothing ran, the same rpc id may run once space is freed.
- * Owns the lease-end hook that deletes lease-bound keys (set at open on
- * the lease table) and the KV figures of Stats.
+ * Owns the lease-end hook that deletes lease-bound keys and reports the
+ * end on the outbox's system topic (set at open on the lease table), and
+ * the KV figures of Stats.
  * Never: decides anything about keys itself.
  */
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include "proto/reasons.h"
 #include "lease/lease.h"
 #include "proto/kv.pb-c.h"
+#include "proto/outbox.pb-c.h"
 #include "proto/once.pb-c.h"
 #include "server/auth.h"
 #include "server/service.h"
@@ -33,11 +35,17 @@ totals_publish(server_stats *ss, const kv_totals *t)
 }
 
 /* The lease table's end hook: the keys bound to the lease go in the
- * batch that ends it. */
+ * batch that ends it, and the end is reported on the outbox's system
+ * topic in that batch (past any bound: a lease end is never refused). */
 static int
 kv_on_lease_end(void *arg, store_txn *txn, uint64_t client_id)
 {
-    server_stats *ss = arg;
+    const exec_env *env = arg;
+    server_stats *ss = env->stats;
+    static const outbox_limits unbounded = {0, UINT64_MAX};
+    outbox_producer p = {.client_id = client_id, .method = "lease.end"};
+    Once__V1__SystemEvent ev = ONCE__V1__SYSTEM_EVENT__INIT;
+    outbox_outcome o = {0};
     kv_totals t;
     uint64_t n;
     int rv = kv_lease_end(txn, client_id, &n, &t);
@@ -45,6 +53,14 @@ kv_on_lease_end(void *arg, store_txn *txn, uint64_t client_id)
     if (rv == 0 && n > 0) {
         atomic_fetch_add(&ss->kv_lease_deleted, n);
         totals_publish(ss, &t);
+    }
+    if (rv == 0) {
+        p.now_ms = env->now_ms();
+        ev.kind = "lease.ended";
+        ev.client_id = client_id;
+        ev.kv_keys_deleted = n;
+        rv = outbox_system_append(txn, &unbounded, &p, &ev, &o);
+        atomic_fetch_add(&ss->outbox_events, rv == 0);
     }
     return rv;
 }
@@ -65,7 +81,7 @@ svc_kv_open(const exec_env *env, void **state)
         return rv;
     }
     totals_publish(env->stats, &tot);
-    lease_table_on_end(env->leases, kv_on_lease_end, env->stats);
+    lease_table_on_end(env->leases, kv_on_lease_end, (void *)env);
     *state = (void *)env;
     return 0;
 }
@@ -172,11 +188,19 @@ kv_txn_exec(server_call *c)
 {
     const Once__V1__KvTxnRequest *r = (const void *)c->req;
     lease_entry *le = lease_table_find(c->env->leases, c->client_id);
+    outbox_producer p = {
+        .client_id = c->client_id,
+        .seq = c->seq,
+        .method = c->wm->full_name,
+        .now_ms = c->now_ms,
+    };
     kv_env e = {
         .txn = c->txn,
         .limits = &c->env->cfg.kv,
         .principal = le != NULL && le->principal != NULL ? le->principal : "",
         .client_id = c->client_id,
+        .outbox = &c->env->cfg.outbox,
+        .producer = &p,
     };
     kv_outcome o;
 
@@ -188,6 +212,9 @@ kv_txn_exec(server_call *c)
         return;
     }
     STATS_INC(c->env->stats, kv_txns);
+    if (o.emitted > 0) {
+        atomic_fetch_add(&c->env->stats->outbox_events, o.emitted);
+    }
     if (o.compare_failed) {
         STATS_INC(c->env->stats, kv_compares_failed);
     }

@@ -79,6 +79,7 @@ test_seams_apply(void)
                    test_seams_ms("ONCED_COMPACT_HOLD_MS", 60000,
                                  "compactions, before starting,"));
     fault_arm(getenv("ONCED_FAULT"));
+    fault_break(getenv("ONCED_BROKEN"));
 }
 
 test_seams_clock_fn

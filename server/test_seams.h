@@ -9,7 +9,8 @@
  * signed milliseconds in that file, read at every reading),
  * ONCED_EXEC_HOLD_MS (a call with a deadline waits this long before it
  * runs, at most 10000), ONCED_COMPACT_HOLD_MS (a compaction waits this long
- * before it starts, at most 60000) and ONCED_FAULT (store/fault.h).
+ * before it starts, at most 60000), ONCED_FAULT and ONCED_BROKEN (the
+ * broken-on-purpose switches; store/fault.h).
  * Never: part of the shipped onced.
  */
 #ifndef SERVER_TEST_SEAMS_H

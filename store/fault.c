@@ -1,10 +1,12 @@
 /*
- * fault.c — the armed fault point and the holds (fault.h); compiled into
- * the test build only (once_store_test, store/CMakeLists.txt).
+ * fault.c — the armed fault point, the holds and the broken-on-purpose
+ * switches (fault.h); compiled into the test build only (once_store_test,
+ * store/CMakeLists.txt).
  *
  * Owns fault_name/fault_at/fault_drop_armed/fault_fail_armed and
  * fault_holds, written once by fault_arm and fault_hold_set before any
- * thread starts, and the hit counter of the armed point.
+ * thread starts, and the hit counter of the armed point;
+ * fault_broken_list, written once by fault_break likewise.
  * Never: reads the environment (the test build's server/test_seams.c
  * does, and arms), counts hits of points that are not armed, or is
  * linked into the shipped onced.
@@ -26,6 +28,7 @@ static bool fault_drop_armed; /* ":drop": lose the reply, do not crash */
 static bool fault_fail_armed; /* ":fail": the operation fails, no crash */
 static _Atomic long fault_hits;
 static uint64_t fault_holds[FAULT_HOLD_COUNT]; /* ms, 0 = none */
+static char fault_broken_list[128]; /* ",a,b," of fault_break; "" none */
 
 void
 fault_arm(const char *v)
@@ -113,4 +116,25 @@ fault_hold(fault_hold_at at)
     if (at < FAULT_HOLD_COUNT && fault_holds[at] > 0) {
         duration_sleep_ms(fault_holds[at]);
     }
+}
+
+void
+fault_break(const char *list)
+{
+    if (list != NULL && list[0] != '\0') {
+        snprintf(fault_broken_list, sizeof(fault_broken_list), ",%s,", list);
+        log_warn("broken on purpose: %s", list);
+    }
+}
+
+bool
+fault_broken(const char *name)
+{
+    char pat[72];
+
+    if (fault_broken_list[0] == '\0') {
+        return false;
+    }
+    snprintf(pat, sizeof(pat), ",%s,", name);
+    return strstr(fault_broken_list, pat) != NULL;
 }

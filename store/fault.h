@@ -1,6 +1,7 @@
 /*
  * fault.h — named fault points and holds for the crash-matrix and timing
- * tests (tests/README.md); they exist in the test build only.
+ * tests, and switches that break onced on purpose for the history checker
+ * (tests/README.md); they exist in the test build only.
  *
  * Owns the one armed fault point and the holds, set once at start-up by
  * the test build of onced (server/test_seams.c, from the environment
@@ -45,6 +46,16 @@
 /* Fail points (armed with ":fail"; every hit counts, written or not). */
 #define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
 
+/* Broken-on-purpose switches, for showing that the history checker
+ * (tests/history/check.py) catches a wrong onced: ONCED_BROKEN="a,b" in
+ * the test build's environment turns on each named one for the life of
+ * the process (and of its re-executions); the shipped onced never turns
+ * one on. Each costs one compare when none is on. */
+#define FAULT_BROKEN_ACK_EARLY      "ack_before_append" /* store/replicate.c */
+#define FAULT_BROKEN_FOLLOWER_READS "follower_reads"    /* repl/notleader.c */
+#define FAULT_BROKEN_REPLAY         "replay_executes"   /* server/executor.c */
+#define FAULT_BROKEN_TWO_GRANTS     "two_grants"        /* grants/start.c */
+
 /* Holds: the thread passing one waits the hold's milliseconds (0: not at
  * all), so a test can act while it certainly waits. */
 typedef enum fault_hold_at {
@@ -67,6 +78,13 @@ typedef enum fault_hold_at {
 #define FAULT_FAIL(name) fault_fail(name)
 /* A hold is passed: wait its milliseconds. */
 #define FAULT_HOLD(at) fault_hold(at)
+/* Whether the broken-on-purpose switch name is on. */
+#define FAULT_BROKEN(name) fault_broken(name)
+
+/* Turns on the switches list names ("a,b"; NULL or "" none). Call at most
+ * once, at start-up, before any thread. */
+void fault_break(const char *list);
+bool fault_broken(const char *name);
 
 /* Arms the point spec names (the syntax above; NULL or "" arms nothing).
  * Call at most once, at start-up, before any thread. */
@@ -82,10 +100,11 @@ void fault_hold(fault_hold_at at);
 
 #else /* the shipped build: no seam */
 
-#define FAULT_POINT(name) ((void)0)
-#define FAULT_DROP(name)  false
-#define FAULT_FAIL(name)  false
-#define FAULT_HOLD(at)    ((void)0)
+#define FAULT_POINT(name)  ((void)0)
+#define FAULT_DROP(name)   false
+#define FAULT_FAIL(name)   false
+#define FAULT_HOLD(at)     ((void)0)
+#define FAULT_BROKEN(name) false
 
 #endif /* ONCE_TEST_SEAMS */
 

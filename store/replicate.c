@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fault.h"
 #include "proto/wire.h"
 #include "proto/log.h"
 
@@ -109,6 +110,32 @@ store_set_log_durable(store *s)
     }
 }
 
+/* Broken on purpose (FAULT_BROKEN_ACK_EARLY, the test build): the group
+ * is answered now and its entry appended later, with the next groups',
+ * REPL_LATE_MAX at a time (so a leader killed meanwhile loses what it
+ * acknowledged). Executor thread only. */
+#define REPL_LATE_MAX 32
+static void
+replicate_late(store *s, leveldb_writebatch_t *merged, entry_buf b)
+{
+    static entry_buf held[REPL_LATE_MAX];
+    static size_t nheld;
+    uint64_t index = 0;
+
+    held[nheld++] = b;
+    if (nheld < REPL_LATE_MAX) {
+        return;
+    }
+    for (size_t i = 0; i < nheld; i++) {
+        if (s->append_fn(s->append_arg, held[i].p, held[i].len, &index) != 0) {
+            abort();
+        }
+        free(held[i].p);
+    }
+    nheld = 0;
+    applied_put(merged, index);
+}
+
 void
 replicate_group(store *s, leveldb_writebatch_t *merged)
 {
@@ -121,6 +148,10 @@ replicate_group(store *s, leveldb_writebatch_t *merged)
     if (b.nomem) {
         log_error("out of memory encoding a log entry");
         abort();
+    }
+    if (FAULT_BROKEN(FAULT_BROKEN_ACK_EARLY)) {
+        replicate_late(s, merged, b);
+        return;
     }
     if (s->append_fn(s->append_arg, b.p, b.len, &index) != 0) {
         /* The appender returns only when the entry is in the log. */

@@ -106,6 +106,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.kv.value_max = KV_VALUE_MAX_DEFAULT;
     cfg.kv.ops_max = KV_OPS_MAX_DEFAULT;
     cfg.kv.quota = KV_QUOTA_DEFAULT;
+    cfg.outbox.max_bytes = OUTBOX_MAX_BYTES_DEFAULT;
+    cfg.outbox.payload_max = OUTBOX_PAYLOAD_MAX_DEFAULT;
     if (server_open(&fz_srv, &cfg) != 0) {
         abort();
     }

@@ -192,6 +192,23 @@ void harness_collector_stats(once_client *c, once_stats *s,
 /* The value of counter name (once_counter_get). */
 int64_t harness_get(once_client *c, const char *name);
 
+/* A well-behaved caller beside an attack: its calls, how many answered
+ * OK, and their latencies. */
+typedef struct harness_calls {
+    int calls;
+    int ok;
+    int64_t worst_ms;
+    int64_t median_ms;
+} harness_calls;
+
+/* Increments counter name through c once every period_ms (a call that
+ * took longer is followed at once by the next) until dur_ms have passed
+ * or max calls were made (at most 4096), timing each. A call that does
+ * not answer OK is printed, never asserted: the caller asserts p->ok ==
+ * p->calls and the counter's value. */
+void harness_probe_run(once_client *c, const char *name, int period_ms,
+                       int64_t dur_ms, int max, harness_calls *p);
+
 /* harness_get through a client of its own (no lease), opened and closed. */
 int64_t harness_counter(const harness *h, const char *name);
 
@@ -288,6 +305,13 @@ int harness_oncectl_run(const char *const *args, char *out, size_t cap,
  * race that reload. */
 void harness_add_principal(const harness *h, const char *name,
                            const char *role);
+
+/* Signs the envelope buf[0, len) as principal name with its key file
+ * (DIR/name.key): appends the tag trailer (buf must have
+ * AUTH_TAG_TRAILER bytes of room after len) and returns the new length.
+ * Asserts the key file reads. */
+size_t harness_sign(const harness *h, const char *name, uint8_t *buf,
+                    size_t len);
 
 /* The oncectl half of harness_add_principal, without the wait. */
 void harness_add_principal_nowait(const harness *h, const char *name,

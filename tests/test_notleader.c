@@ -131,7 +131,7 @@ test_refusal_and_hint(void **state)
     char buf[1024];
     int n;
 
-    assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL), 0);
+    assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL, NULL), 0);
     n = nl_ask(f->url, buf, sizeof(buf));
     assert_true(n > 0);
     assert_true(nl_has(buf, n, "NO_LEADER"));
@@ -178,7 +178,7 @@ test_close_cycles(void **state)
         notleader *nl = NULL;
         struct timespec ts = {0, (long)(c % 5) * 1000000L};
 
-        assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL), 0);
+        assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL, NULL), 0);
         nanosleep(&ts, NULL);
         notleader_close(nl);
     }

@@ -44,6 +44,20 @@
 #define CALLS       20    /* signed calls measured, quiet and flooded */
 #define METADATA_OK 64    /* ENVELOPE_METADATA_MAX */
 
+/*
+ * LeakSanitizer (make asan), in this test process only: nng 1.5.2 does not
+ * free a message it accepted from a sender's socket when the socket closes
+ * while the message waits on a connection onced closed (a sender of
+ * forged or unsigned requests is disconnected after 32 of them). Only
+ * messages the sender threads allocated are matched; onced runs under its
+ * own sanitizer and nothing of it is suppressed.
+ */
+__attribute__((used)) const char *
+__lsan_default_suppressions(void)
+{
+    return "leak:sender_tx\n";
+}
+
 /* Appends a varint. */
 static size_t
 put_varint(uint8_t *p, uint64_t v)
@@ -400,8 +414,7 @@ signed_envelope(const harness *h, const char *method, const uint8_t *payload,
                 size_t plen, size_t junk, size_t *out_len)
 {
     Once__V1__Request r = ONCE__V1__REQUEST__INIT;
-    char kp[512], kname[PRINCIPAL_NAME_MAX + 1], err[256];
-    uint8_t key[AUTH_KEY_BYTES], *b;
+    uint8_t *b;
     size_t n;
 
     r.method = (char *)method;
@@ -415,10 +428,7 @@ signed_envelope(const harness *h, const char *method, const uint8_t *payload,
         b[n++] = FIELD15_ZERO;
         b[n++] = 0x00;
     }
-    snprintf(kp, sizeof(kp), "%s/mallory.key", h->dir);
-    assert_int_equal(keyfile_read(kp, kname, key, err, sizeof(err)), 0);
-    auth_tag_append(b, n, key);
-    *out_len = n + AUTH_TAG_TRAILER;
+    *out_len = harness_sign(h, "mallory", b, n);
     return b;
 }
 
@@ -560,6 +570,191 @@ t_authenticated_flood(void **state)
     harness_free(h);
 }
 
+/* ---- forged and fair (issue 21, findings 3 and item 3) ----------------- */
+
+#define FLOODERS 4
+
+/* alice's median over CALLS signed Increments of counter name, one
+ * every 50 ms (harness_probe_run), all OK. */
+static int64_t
+probe_median(once_client *c, const char *name)
+{
+    harness_calls p;
+
+    harness_probe_run(c, name, 50, 60000, CALLS, &p);
+    assert_int_equal(p.ok, p.calls);
+    assert_int_equal(p.calls, CALLS);
+    return p.median_ms;
+}
+
+/* How long env takes alone (its reply read), in ms; asserts its code. */
+static int64_t
+one_alone(const harness *h, const uint8_t *env, size_t n, int code)
+{
+    int64_t t0 = harness_now_ms();
+    Once__V1__Response *r = rpc(h, env, n);
+    int64_t dt = harness_now_ms() - t0;
+
+    assert_non_null(r->status);
+    assert_int_equal(r->status->code, code);
+    once__v1__response__free_unpacked(r, NULL);
+    return dt;
+}
+
+/*
+ * FLOODERS senders of env (each its own copy, reading every reply, as many
+ * in flight as onced takes); alice's median meanwhile. Asserts the flood
+ * went on (each sender had replies before and during her calls).
+ */
+static int64_t
+flood_probe(const harness *h, once_client *c, const uint8_t *env, size_t n,
+            const char *name)
+{
+    sender s[FLOODERS];
+    int64_t busy, end;
+    uint64_t before = 0, after = 0;
+
+    for (int i = 0; i < FLOODERS; i++) {
+        uint8_t *copy = malloc(n);
+
+        assert_non_null(copy);
+        memcpy(copy, env, n);
+        s[i].lockstep = false;
+        sender_start_env(&s[i], h->url, copy, n);
+    }
+    end = harness_now_ms() + 30000;
+    for (int i = 0; i < 3000 && harness_now_ms() < end; i++) {
+        bool all = true;
+        for (int k = 0; k < FLOODERS; k++) {
+            all = all && atomic_load(&s[k].replies) >= 3;
+        }
+        if (all) {
+            break;
+        }
+        harness_sleep_ms(10);
+    }
+    for (int i = 0; i < FLOODERS; i++) {
+        before += atomic_load(&s[i].replies);
+    }
+    busy = probe_median(c, name);
+    for (int i = 0; i < FLOODERS; i++) {
+        after += atomic_load(&s[i].replies);
+    }
+    for (int i = 0; i < FLOODERS; i++) {
+        sender_stop(&s[i]);
+    }
+    print_message("  %llu flood replies before alice's calls, %llu during\n",
+                  (unsigned long long)before,
+                  (unsigned long long)(after - before));
+    assert_true(before >= FLOODERS * 3 && after > before);
+    return busy;
+}
+
+/*
+ * Finding 3: 1 MiB requests that name alice, a real principal, with a tag
+ * that does not verify, from FLOODERS connections. Their tags are checked
+ * by the verifier thread, a connection's request behind at most one of
+ * every other connection's, never on the executor: alice's median over
+ * CALLS signed calls (one every 50 ms) stays within 5 times her quiet
+ * median plus 8 times what one forged request costs alone, plus 50 ms.
+ * (Before, the executor checked every tag in arrival order: 395 ms
+ * against 0.7 ms quiet in the finding.) Each connection that keeps
+ * failing is closed (Stats auth_disconnects).
+ */
+static void
+t_forged_large(void **state)
+{
+    harness *h = start_auth();
+    once_client *c = NULL;
+    once_status st;
+    Once__V1__Request r = ONCE__V1__REQUEST__INIT;
+    Once__V1__StatsResponse *sr = NULL;
+    uint8_t *pl, *env;
+    size_t pn = ENV_BYTES - 256, n;
+    int64_t quiet, one, busy, bound;
+
+    (void)state;
+    assert_int_equal(harness_client_as(h, "alice", false, &c, &st), ONCE_OK);
+    assert_non_null(pl = calloc(1, pn));
+    r.method = "/once.v1.Admin/Stats";
+    r.principal = "alice";
+    r.payload.data = pl;
+    r.payload.len = pn;
+    n = once__v1__request__get_packed_size(&r);
+    assert_non_null(env = malloc(n + AUTH_TAG_TRAILER));
+    once__v1__request__pack(&r, env);
+    env[n] = 0x42; /* field 8, 32 bytes: a tag, not alice's */
+    env[n + 1] = 0x20;
+    memset(env + n + 2, 0x5a, AUTH_TAG_TRAILER - 2);
+    n += AUTH_TAG_TRAILER;
+    free(pl);
+
+    quiet = probe_median(c, "quiet");
+    one = one_alone(h, env, n, ONCE__V1__CODE__UNAUTHENTICATED);
+    busy = flood_probe(h, c, env, n, "signed");
+    bound = 5 * quiet + 8 * one + 50;
+    print_message("  alice's median: quiet %lld ms, beside %d floods of "
+                  "forged 1 MiB requests %lld ms (bound %lld ms; one forged "
+                  "request alone %lld ms)\n",
+                  (long long)quiet, FLOODERS, (long long)busy, (long long)bound,
+                  (long long)one);
+    assert_true(busy <= bound);
+    assert_int_equal(harness_get(c, "signed"), CALLS);
+    assert_int_equal(harness_stats_all(c, &sr), ONCE_OK);
+    print_message("  Stats: unauthenticated %llu, auth_disconnects %llu, "
+                  "peers_penalised %llu\n",
+                  (unsigned long long)sr->unauthenticated,
+                  (unsigned long long)sr->auth_disconnects,
+                  (unsigned long long)sr->peers_penalised);
+    assert_true(sr->auth_disconnects >= 1);
+    once__v1__stats_response__free_unpacked(sr, NULL);
+    free(env);
+    once_client_close(c);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
+/*
+ * Item 3: mallory, authenticated, floods from FLOODERS connections with
+ * valid 1 MiB requests (Admin.Stats carrying one large unknown field),
+ * as many in flight as onced takes. The executor serves principals
+ * round-robin and syncs a group at least every 20 ms, so alice's median
+ * over CALLS signed calls (one every 50 ms) stays within 5 times her
+ * quiet median plus 8 times what one of mallory's requests costs alone,
+ * plus 50 ms (docs/security.md states this bound). Before, her calls
+ * waited behind every request queued (up to --contexts of them).
+ */
+static void
+t_principal_flood(void **state)
+{
+    harness *h = start_auth();
+    once_client *c = NULL;
+    once_status st;
+    uint8_t *env;
+    size_t n;
+    int64_t quiet, one, busy, bound;
+
+    (void)state;
+    harness_add_principal(h, "mallory", "operator");
+    assert_int_equal(harness_client_as(h, "alice", false, &c, &st), ONCE_OK);
+    env = attack_envelope(h, BASELINE, &n);
+    quiet = probe_median(c, "quiet");
+    one = one_alone(h, env, n, ONCE__V1__CODE__OK);
+    busy = flood_probe(h, c, env, n, "signed");
+    bound = 5 * quiet + 8 * one + 50;
+    print_message("  alice's median: quiet %lld ms, beside mallory's %d "
+                  "floods of valid 1 MiB requests %lld ms (bound %lld ms; "
+                  "one of them alone %lld ms)\n",
+                  (long long)quiet, FLOODERS, (long long)busy, (long long)bound,
+                  (long long)one);
+    assert_true(busy <= bound);
+    assert_int_equal(harness_get(c, "signed"), CALLS);
+    free(env);
+    once_client_close(c);
+    assert_int_equal(harness_stop(h), 0);
+    harness_free(h);
+}
+
 int
 main(void)
 {
@@ -567,6 +762,8 @@ main(void)
         cmocka_unit_test(t_metadata_cap),
         cmocka_unit_test(t_flood_latency),
         cmocka_unit_test(t_authenticated_flood),
+        cmocka_unit_test(t_forged_large),
+        cmocka_unit_test(t_principal_flood),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) {
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));

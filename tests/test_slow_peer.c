@@ -15,6 +15,7 @@
  * touches atomics and its own socket.
  * Never: asserts from the peer thread; relies on a fixed sleep to decide.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,13 +29,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "proto/auth_tag.h"
 #include "tests/certs.h"
 #include "tests/harness.h"
 
@@ -146,17 +152,36 @@ peer_main(void *arg)
     return NULL;
 }
 
-/* Dials url (tls+tcp:// with the test CA) and starts flooding. */
+/* Dials url (tls+tcp:// with the test CA) and starts flooding Admin.Stats
+ * requests, signed as principal signer of h when signer is not NULL. */
 static peer *
-peer_start(const char *url)
+peer_start_as(const char *url, const harness *h, const char *signer)
 {
     peer *pr = calloc(1, sizeof(*pr));
     nng_dialer d;
+    uint8_t *b;
 
     assert_non_null(pr);
     assert_int_equal(harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0,
                                       &pr->body, &pr->body_len),
                      0);
+    if (signer != NULL) { /* the same request, as signer */
+        Once__V1__Request *r =
+            once__v1__request__unpack(NULL, pr->body_len, pr->body);
+        char *own;
+
+        assert_non_null(r);
+        own = r->principal;
+        r->principal = (char *)signer;
+        pr->body_len = once__v1__request__get_packed_size(r);
+        assert_non_null(b = malloc(pr->body_len + AUTH_TAG_TRAILER));
+        once__v1__request__pack(r, b);
+        r->principal = own;
+        once__v1__request__free_unpacked(r, NULL);
+        free(pr->body);
+        pr->body = b;
+        pr->body_len = harness_sign(h, signer, b, pr->body_len);
+    }
     assert_int_equal(nng_req0_open_raw(&pr->sock), 0);
     assert_int_equal(nng_socket_set_ms(pr->sock, NNG_OPT_SENDTIMEO, 100), 0);
     assert_int_equal(
@@ -451,7 +476,7 @@ slow_peer_on(int t)
     print_message("  quiet: slowest call %lld ms; bound %lld ms\n",
                   (long long)quiet, (long long)bound);
 
-    pr = peer_start(fx_urls[t]);
+    pr = peer_start_as(fx_urls[t], f->h, "alice");
     assert_true(wait_stuck(f, pr));
     for (int i = 0; i < 3; i++) {
         int64_t w = calls(f, i, "busy", &ok);
@@ -507,7 +532,7 @@ sigterm_with_peer(int t, bool gone)
     for (int i = 0; i < 3; i++) {
         calls(f, i, "kept", &ok);
     }
-    pr = peer_start(fx_urls[t]);
+    pr = peer_start_as(fx_urls[t], f->h, "alice");
     assert_true(wait_stuck(f, pr));
     if (gone) {
         wait_dropped(f, pr);
@@ -631,7 +656,7 @@ t_drop_counted_once(void **state)
 
     (void)state;
     for (int i = 0; i < DROP_PEERS; i++) {
-        pr[i] = peer_start(f->tcp);
+        pr[i] = peer_start_as(f->tcp, f->h, "alice");
     }
     /* Waits for onced's own count: a peer notices a close only while it
      * still reads its socket's events, so under load (CI's TSan run beside
@@ -673,6 +698,303 @@ t_drop_counted_once(void **state)
     fixture_free(f);
 }
 
+/* ---- reconnecting non-readers lose their slots (issue 21, finding 2) --- */
+
+#define NONREADERS 8
+#define NR_SEND_S  4    /* --send-timeout of these cases, in seconds */
+#define NR_RCVBUF  4096 /* a raw non-reader's receive buffer */
+
+/*
+ * A raw non-reader: a socket of its own (tcp to 127.0.0.1, or ipc) with a
+ * receive buffer of NR_RCVBUF bytes, so that onced's replies stop going
+ * out after a few kilobytes; it shakes hands as a REQ socket, then writes
+ * requests and never reads, and connects again at once when onced closes
+ * the connection — what an attacker would write.
+ */
+typedef struct rawpeer {
+    int port;         /* tcp port, or 0: ipc path */
+    const char *path; /* the ipc socket file */
+    const uint8_t *body;
+    size_t body_len;
+    pthread_t thread;
+    _Atomic bool stop;
+    _Atomic uint64_t sent, lost;
+} rawpeer;
+
+static int
+rawpeer_connect(const rawpeer *rp)
+{
+    static const uint8_t hdr[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+    int fd, rcv = NR_RCVBUF;
+    uint8_t got[8];
+    size_t n = 0;
+
+    if (rp->port > 0) {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)rp->port)};
+
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) {
+            return -1;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+            close(fd);
+            return -1;
+        }
+    } else {
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", rp->path);
+        if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
+            return -1;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL) != (ssize_t)sizeof(hdr)) {
+        close(fd);
+        return -1;
+    }
+    for (int i = 0; i < 20 && n < sizeof(got); i++) {
+        ssize_t k = recv(fd, got + n, sizeof(got) - n, 0);
+        if (k == 0) {
+            break;
+        }
+        n += k > 0 ? (size_t)k : 0;
+    }
+    if (n != sizeof(got)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One framed request: [ipc: 0x01] length (8 bytes, big endian), request
+ * id (4 bytes, top bit set), the envelope. */
+static size_t
+rawpeer_frame(const rawpeer *rp, uint32_t id, uint8_t *f)
+{
+    uint64_t len = 4 + rp->body_len;
+    size_t n = 0;
+
+    if (rp->port == 0) {
+        f[n++] = 0x01;
+    }
+    for (int i = 7; i >= 0; i--) {
+        f[n++] = (uint8_t)(len >> (8 * i));
+    }
+    id |= 0x80000000u;
+    for (int i = 3; i >= 0; i--) {
+        f[n++] = (uint8_t)(id >> (8 * i));
+    }
+    memcpy(f + n, rp->body, rp->body_len);
+    return n + rp->body_len;
+}
+
+/* Whether onced has shut the connection down: it may only shut it (nng
+ * closes the descriptor later), and a peer that never reads sees that as
+ * the end of the stream it is not reading. */
+static bool
+rawpeer_hung_up(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+    return poll(&p, 1, 0) > 0 &&
+           (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+static void *
+rawpeer_main(void *arg)
+{
+    rawpeer *rp = arg;
+    int64_t end = harness_now_ms() + PEER_MAX_MS;
+    uint8_t frame[1024];
+    int fd = -1;
+
+    for (uint32_t id = 1; !atomic_load(&rp->stop) && harness_now_ms() < end &&
+                          id < PEER_MAX_SENDS;
+         id++) {
+        size_t n;
+
+        if (fd < 0 && (fd = rawpeer_connect(rp)) < 0) {
+            harness_sleep_ms(10);
+            continue;
+        }
+        n = rawpeer_frame(rp, id, frame);
+        for (size_t off = 0; off < n && fd >= 0 && !atomic_load(&rp->stop) &&
+                             harness_now_ms() < end;) {
+            ssize_t k = send(fd, frame + off, n - off, MSG_NOSIGNAL);
+
+            if (k > 0) {
+                off += (size_t)k;
+            } else if ((k < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                        errno != EINTR) ||
+                       rawpeer_hung_up(fd)) { /* closed by onced */
+                close(fd);
+                fd = -1;
+                atomic_fetch_add(&rp->lost, 1);
+            }
+        }
+        if (fd >= 0) {
+            atomic_fetch_add(&rp->sent, 1);
+        }
+        if (fd >= 0 && rawpeer_hung_up(fd)) {
+            close(fd);
+            fd = -1;
+            atomic_fetch_add(&rp->lost, 1);
+        }
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return NULL;
+}
+
+static uint64_t
+rawpeers_lost(rawpeer *rp)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < NONREADERS; i++) {
+        n += atomic_load(&rp[i].lost) > 0;
+    }
+    return n;
+}
+
+static uint64_t
+rawpeers_sent(rawpeer *rp)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < NONREADERS; i++) {
+        n += atomic_load(&rp[i].sent);
+    }
+    return n;
+}
+
+/*
+ * NONREADERS raw non-readers on transport t (0 ipc, 1 tcp), sending
+ * unsigned Admin.Stats requests: together they may hold more contexts than the
+ * pool has (8 x --conn-inflight 64 > 256). Beside them alice, on the same
+ * transport, makes one signed Increment every 50 ms. The first round of
+ * the attack may hold the pool for one --send-timeout
+ * (docs/security.md); once every non-reader has lost a connection (or
+ * four send timeouts passed, one at least having lost one), her
+ * calls over the next two send timeouts all answer OK, the counter is
+ * exact, and her slowest call is within ten times her slowest quiet call
+ * (at least 1 s: this machine is shared, and one group's fsync has taken
+ * 600 ms here; at most half a send timeout: a pool refilled by the
+ * reconnected non-readers costs her a whole one).
+ */
+static void
+nonreaders_on(int t)
+{
+    const char *extra[] = {"--send-timeout", "4s", NULL};
+    fixture *f = fixture_start(extra);
+    rawpeer rp[NONREADERS];
+    harness_calls quiet, busy;
+    int64_t bound, end;
+    uint64_t sent0, sent1;
+    uint8_t *body;
+    size_t len;
+    Once__V1__StatsResponse *r;
+    int port = 0;
+
+    assert_int_equal(
+        harness_envelope("/once.v1.Admin/Stats", 0, 0, NULL, 0, &body, &len),
+        0);
+    if (t == 1) {
+        assert_int_equal(sscanf(f->tcp, "tcp://127.0.0.1:%d", &port), 1);
+    }
+    harness_probe_run(f->c[t], "quiet", 50, 2000, 40, &quiet);
+    assert_int_equal(quiet.ok, quiet.calls);
+    bound = 10 * quiet.worst_ms > 1000 ? 10 * quiet.worst_ms : 1000;
+    bound = bound < NR_SEND_S * 500 ? bound : NR_SEND_S * 500;
+    memset(rp, 0, sizeof(rp));
+    for (int i = 0; i < NONREADERS; i++) {
+        rp[i].port = port;
+        rp[i].path = f->h->path;
+        rp[i].body = body;
+        rp[i].body_len = len;
+        assert_int_equal(
+            pthread_create(&rp[i].thread, NULL, rawpeer_main, &rp[i]), 0);
+    }
+    /* The first round: until every non-reader lost a connection, or four
+     * send timeouts (a peer may not notice a close at once: nng shuts
+     * the connection down and closes it later). */
+    end = harness_now_ms() + 4 * NR_SEND_S * 1000;
+    while (rawpeers_lost(rp) < NONREADERS && harness_now_ms() < end) {
+        harness_sleep_ms(50);
+    }
+    print_message("  %s: %llu of the non-readers lost a connection\n",
+                  f->name[t], (unsigned long long)rawpeers_lost(rp));
+    assert_true(rawpeers_lost(rp) >= 1);
+    sent0 = rawpeers_sent(rp);
+    harness_probe_run(f->c[t], "busy", 50, 2 * NR_SEND_S * 1000, 4096, &busy);
+    sent1 = rawpeers_sent(rp);
+    print_message("  %s: alice quiet median %lld ms, slowest %lld ms; "
+                  "attacked: %d calls, %d OK, median %lld ms, slowest %lld "
+                  "ms (bound %lld ms); non-readers sent %llu meanwhile\n",
+                  f->name[t], (long long)quiet.median_ms,
+                  (long long)quiet.worst_ms, busy.calls, busy.ok,
+                  (long long)busy.median_ms, (long long)busy.worst_ms,
+                  (long long)bound, (unsigned long long)(sent1 - sent0));
+    assert_int_equal(busy.ok, busy.calls);
+    assert_true(busy.calls >= 10);
+    assert_true(busy.worst_ms <= bound);
+    /* The attack happened. Whether it went on during her calls depends on
+     * the peers learning of their closes: nng 1.5.2 closes a pipe's
+     * descriptor on its one reaper thread, which a pipe that never
+     * finishes closing can hold for good (docs/design.md), and a peer
+     * whose descriptor stays open just stops sending (seen under TSan
+     * over tcp), which costs alice nothing. */
+    assert_true(sent0 > 0);
+    if (sent1 == sent0) {
+        print_message("  (the non-readers were stopped: onced closed their "
+                      "connections and they were never told)\n");
+    }
+    assert_int_equal(harness_get(f->c[t], "busy"), busy.ok);
+    assert_non_null(r = stats(f));
+    print_message("  Stats: conns_dropped %llu, peers_penalised %llu, "
+                  "auth_disconnects %llu, conn_limit_drops %llu\n",
+                  (unsigned long long)r->conns_dropped,
+                  (unsigned long long)r->peers_penalised,
+                  (unsigned long long)r->auth_disconnects,
+                  (unsigned long long)r->conn_limit_drops);
+    assert_true(r->peers_penalised >= 1);
+    once__v1__stats_response__free_unpacked(r, NULL);
+    for (int i = 0; i < NONREADERS; i++) {
+        atomic_store(&rp[i].stop, true);
+    }
+    for (int i = 0; i < NONREADERS; i++) {
+        pthread_join(rp[i].thread, NULL);
+    }
+    free(body);
+    assert_int_equal(harness_stop(f->h), 0);
+    fixture_free(f);
+}
+
+static void
+t_nonreaders_tcp(void **state)
+{
+    (void)state;
+    nonreaders_on(1);
+}
+
+static void
+t_nonreaders_ipc(void **state)
+{
+    (void)state;
+    nonreaders_on(0);
+}
+
 int
 main(void)
 {
@@ -683,6 +1005,8 @@ main(void)
         cmocka_unit_test(t_sigterm_peer_attached),
         cmocka_unit_test(t_sigterm_peer_gone),
         cmocka_unit_test(t_drop_counted_once),
+        cmocka_unit_test(t_nonreaders_tcp),
+        cmocka_unit_test(t_nonreaders_ipc),
     };
     if (getenv("ONCE_TEST_FILTER") != NULL) { /* e.g. "t_sigterm*" */
         cmocka_set_test_filter(getenv("ONCE_TEST_FILTER"));

@@ -13,9 +13,9 @@ if (!exists("csv")) csv = "compare.csv"
 if (!exists("png")) png = "compare.png"
 if (!exists("seconds")) seconds = 0
 
-systems = "once redis postgres echo leveldb etcd once-replicated once-shared once-async"
-labels  = "once(handle-per-caller) redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC) etcd(3-members,Txn) once-replicated(3+3-etcd) once-shared(N-threads,1-handle) once-async(1-thread,N-in-flight)"
-colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd #ff7f0e #8c564b #e377c2 #17becf"
+systems = "once redis postgres echo leveldb etcd once-replicated once-shared once-async once-kv once-kv-async once-kv-replicated redis-job postgres-job etcd-job"
+labels  = "once(handle-per-caller) redis(AOF-always+Lua) postgres(sync-commit) nng-echo(no-disk) leveldb-sync-put(no-RPC) etcd(3-members,Txn) once-replicated(3+3-etcd) once-shared(N-threads,1-handle) once-async(1-thread,N-in-flight) once-kv(job,handle-per-caller) once-kv-async(job,1-thread) once-kv-replicated(job,3+3-etcd) redis-job(Lua) postgres-job(plpgsql) etcd-job(Txn)"
+colors  = "#d62728 #1f77b4 #2ca02c #7f7f7f #9467bd #ff7f0e #8c564b #e377c2 #17becf #b2182b #00cccc #7b3f00 #4393c3 #5aae61 #fdb863"
 
 set datafile separator ","
 set terminal pngcairo size 1400,560 font ",10"

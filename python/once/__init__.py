@@ -19,9 +19,17 @@ What is here:
   Client        a handle (thread-safe, a context manager): counter_incr,
                 call/invoke (any method), the Grants methods (request_grant,
                 enqueue, claim, renew_credential, finish, get_surface, ...),
-                retry of a known rpc id, lease state and lease-lost callback
+                the KV methods (kv_txn, kv_put, kv_get, kv_range,
+                kv_delete), retry of a known rpc id, lease state and
+                lease-lost callback
+  kv            the parts of a KV transaction: kv.version(k) == 7,
+                kv.absent(k), kv.put(k, v), kv.get(k), ...
   InputStore    keeps start requests / queued work on disk until accepted;
                 resume() after a crash re-sends them under the same ids
+  Journal       chains that survive the client (journal.chain(client,
+                id)): step, send, commit(context, next=...), state;
+                after a crash the pending step is re-sent under its
+                recorded id and an unconsumed reply handed back
   verify_credential  checks a grant's credential offline
   OnceError     the base of every error; one subclass per status code and
                 some per reason (OutcomeUnknown, Conflict, LeaseExpired,
@@ -31,7 +39,7 @@ What is here:
                 and TABLE: codes, meaning, what to do next; generated
                 from the one table of reasons
   messages      the generated protobuf messages (once.v1), also as
-                once.once_pb2 and once.grants_pb2
+                once.once_pb2, once.grants_pb2 and once.kv_pb2
 
 docs/python.md in the repository has the whole story.
 """
@@ -50,16 +58,19 @@ from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      WindowFull)
 from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
-from . import messages, reasons
-from .proto import grants_pb2, once_pb2
+from .journal import Chain, ChainInfo, ChainState, Journal, counter_request
+from . import kv, messages, reasons
+from .proto import grants_pb2, kv_pb2, once_pb2
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
-    "ResumeReport", "CredentialInfo", "verify_credential", "messages",
-    "reasons", "once_pb2", "grants_pb2", "OnceError", "Cancelled", "Unknown",
+    "ResumeReport", "Journal", "Chain", "ChainState", "ChainInfo",
+    "counter_request", "CredentialInfo", "verify_credential", "messages",
+    "reasons", "kv", "once_pb2", "grants_pb2", "kv_pb2", "OnceError",
+    "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
     "ResourceExhausted", "WindowFull", "FailedPrecondition", "LeaseExpired",

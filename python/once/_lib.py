@@ -128,6 +128,27 @@ class once_input_info(Structure):
     ]
 
 
+class once_chain_info(Structure):
+    _fields_ = [
+        ("chain_id", c_char * 257),
+        ("principal", c_char * 160),
+        ("state", c_int),
+        ("steps", c_uint64),
+        ("method", c_char * 128),
+        ("id", once_rpc_id),
+        ("lease_ttl_ms", c_uint64),
+        ("sends", c_uint32),
+        ("code", c_int),
+        ("reason", c_char * 64),
+        ("message", c_char * 256),
+        ("context_len", c_size_t),
+        ("request_len", c_size_t),
+        ("reply_len", c_size_t),
+        ("created_unix_ms", c_uint64),
+        ("updated_unix_ms", c_uint64),
+    ]
+
+
 # void (*)(once_client *c, uint64_t client_id, const once_status *why, void *arg)
 LEASE_LOST_FN = CFUNCTYPE(None, c_void_p, c_uint64, POINTER(once_status),
                           c_void_p)
@@ -188,6 +209,24 @@ _PROTOTYPES = {
                                        _SZP, _ST]),
     "once_grant_input_forget": (c_int, [c_void_p, c_char_p, c_uint32, _ST]),
     "once_input_state_name": (c_char_p, [c_int]),
+    "once_journal_open": (c_int, [c_char_p, POINTER(c_void_p), _ST]),
+    "once_journal_close": (None, [c_void_p]),
+    "once_journal_list": (c_int, [c_void_p,
+                                  POINTER(POINTER(once_chain_info)), _SZP,
+                                  _ST]),
+    "once_journal_show": (c_int, [c_void_p, c_char_p, POINTER(once_chain_info),
+                                  _VPP, _SZP, _VPP, _SZP, _ST]),
+    "once_chain_open": (c_int, [c_void_p, c_void_p, c_char_p,
+                                POINTER(c_void_p), _ST]),
+    "once_chain_close": (None, [c_void_p]),
+    "once_chain_forget": (c_int, [c_void_p, _ST]),
+    "once_chain_step": (c_int, [c_void_p, c_char_p, c_void_p, c_size_t, _ID,
+                                _VPP, _SZP, _ST]),
+    "once_chain_send": (c_int, [c_void_p, _ID, _VPP, _SZP, _ST]),
+    "once_chain_commit": (c_int, [c_void_p, c_void_p, c_size_t, c_char_p,
+                                  c_void_p, c_size_t, _ID, _ST]),
+    "once_chain_state": (c_int, [c_void_p, POINTER(once_chain_info), _VPP,
+                                 _SZP, _VPP, _SZP, _ST]),
 }
 
 def _candidates() -> List[str]:

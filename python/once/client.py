@@ -30,6 +30,7 @@ from google.protobuf.message import DecodeError, Message
 from . import _lib
 from . import reasons as R
 from ._grants import GrantsMixin
+from ._kv import KvMixin
 from ._methods import METHODS
 from .errors import (ClientClosed, LeaseExpired, OnceError, RpcId,
                      bad_argument, error_for)
@@ -139,7 +140,7 @@ def _close_handle(h: int, keep: Any) -> None:
     _lib.lib.once_client_close(h)
 
 
-class Client(GrantsMixin):
+class Client(GrantsMixin, KvMixin):
     """A connection to onced, with a lease, shared by any number of threads.
 
     ::

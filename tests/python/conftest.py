@@ -199,6 +199,17 @@ def onced(onced_factory) -> Onced:
     return onced_factory()
 
 
+def client_through(p: "Proxy", tries: int = 50, **opts) -> once.Client:
+    """A Client on a lossy proxy: its OpenLease reply may be lost too, so
+    opening is tried again (at most tries times)."""
+    for _ in range(tries):
+        try:
+            return once.Client(p.url, **opts)
+        except once.OnceError:
+            continue
+    raise AssertionError(f"no lease through the proxy in {tries} tries")
+
+
 @pytest.fixture
 def proxy_factory():
     """proxy_factory(onced, args) starts once_proxy in front of onced."""

@@ -12,7 +12,7 @@ import pytest
 
 import once
 
-from conftest import SLOW, wait_for
+from conftest import SLOW, client_through, wait_for
 
 
 def test_outcome_unknown_then_explicit_retry(onced, proxy_factory):
@@ -21,14 +21,7 @@ def test_outcome_unknown_then_explicit_retry(onced, proxy_factory):
     p = proxy_factory(onced, ["--drop-rep", "0.5", "--seed", "7"])
     opts = dict(max_attempts=1, attempt_timeout_ms=300 * SLOW,
                 deadline_ms=2000 * SLOW, lease_ttl_ms=3_600_000)
-    c = None
-    for _ in range(50):  # OpenLease's reply may be lost too
-        try:
-            c = once.Client(p.url, **opts)
-            break
-        except once.OnceError:
-            continue
-    assert c is not None, "no lease through the proxy in 50 tries"
+    c = client_through(p, **opts)
     unknown, values = [], []
     with c:
         for i in range(200):

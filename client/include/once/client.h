@@ -43,7 +43,8 @@
  * once_call_new). So a program built against an older header keeps
  * working with a newer libonce.so.0. Exported: exactly the functions
  * marked ONCE_API in the installed headers (once/client.h, once/admin.h,
- * once/grants.h, once/inputs.h); nothing else is supported API.
+ * once/grants.h, once/inputs.h, once/journal.h, once/kv.h); nothing else is
+ * supported API.
  *
  * New calls and retries: once_call_new / once_counter_incr_new always make
  * a new call (a fresh rpc id, written back); once_call_retry /

@@ -20,7 +20,12 @@
  *
  * Keys and values are bytes; the server bounds them (onced --kv-key-max,
  * --kv-value-max, --kv-ops-max) and answers INVALID_ARGUMENT with a
- * KV_* reason past a bound, nothing written.
+ * KV_* reason past a bound, nothing written. The builder checks the same
+ * bounds as things are added (onced's defaults, or once_kv_txn_limits)
+ * and keeps its first refusal — a bound, a bad argument, no memory: the
+ * refused compare or op is not added, and every exec of that builder
+ * then returns the refusal with nothing sent, so a caller that ignores an
+ * adder's return can never send a Txn missing one of its compares.
  */
 #ifndef ONCE_KV_H
 #define ONCE_KV_H
@@ -34,6 +39,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* onced's default bounds (--kv-key-max, --kv-value-max, --kv-ops-max:
+ * compares and ops of one Txn together). */
+#define ONCE_KV_KEY_MAX   1024u
+#define ONCE_KV_VALUE_MAX (64u * 1024u)
+#define ONCE_KV_OPS_MAX   128u
 
 /* What a compare looks at, and how. */
 enum once_kv_cmp {
@@ -54,6 +65,7 @@ enum once_kv_kind {
     ONCE_KV_DELETE = 2,
     ONCE_KV_DELETE_PREFIX = 3,
     ONCE_KV_GET = 4,
+    ONCE_KV_EMIT = 5,
 };
 
 /* The KV reasons (ONCE_REASON_KV_QUOTA, ONCE_REASON_KV_PREFIX_DENIED, ...)
@@ -67,11 +79,22 @@ ONCE_API int once_kv_txn_new(once_kv_txn **tp);
 /* NULL is accepted. */
 ONCE_API void once_kv_txn_free(once_kv_txn *t);
 
+/* The bounds the adders check (0: keep that one; the defaults are
+ * onced's), for an onced started with other --kv-* bounds. Things added
+ * before are not checked again. */
+ONCE_API void once_kv_txn_limits(once_kv_txn *t, size_t key_max,
+                                 size_t value_max, size_t ops_max);
+
+/* The builder's kept refusal: ONCE_OK when none, else its code, with the
+ * reason and message in *st (may be NULL). */
+ONCE_API int once_kv_txn_status(const once_kv_txn *t, once_status *st);
+
 /* Compares: the key's value (bytewise) or version against the operand;
  * the key exists; the key is absent. An absent key has version 0 and
  * fails every value compare. Each returns ONCE_OK, or
- * ONCE_INVALID_ARGUMENT (NULL key with a length, bad cmp) /
- * ONCE_RESOURCE_EXHAUSTED, leaving the builder as it was. */
+ * ONCE_INVALID_ARGUMENT (an empty key or one past the bound, a value past
+ * it, too many compares and ops, NULL with a length, bad cmp) /
+ * ONCE_RESOURCE_EXHAUSTED; the refusal is kept (see above). */
 ONCE_API int once_kv_txn_compare_value(once_kv_txn *t, const void *key,
                                        size_t key_len, int cmp,
                                        const void *value, size_t value_len);
@@ -95,6 +118,10 @@ ONCE_API int once_kv_txn_del_prefix(once_kv_txn *t, int branch,
                                     const void *prefix, size_t prefix_len);
 ONCE_API int once_kv_txn_get(once_kv_txn *t, int branch, const void *key,
                              size_t key_len);
+/* An outbox event on topic (SPEC section 12). onced refuses a Txn with
+ * one (UNIMPLEMENTED / KV_EMIT_UNAVAILABLE) until it has the outbox. */
+ONCE_API int once_kv_txn_emit(once_kv_txn *t, int branch, const char *topic,
+                              const void *payload, size_t payload_len);
 
 /*
  * Executes the Txn (/once.v1.KV/Txn) under an rpc id, as once_call does:
@@ -103,7 +130,8 @@ ONCE_API int once_kv_txn_get(once_kv_txn *t, int branch, const void *key,
  * packed once and kept while the builder is unchanged, so a retry sends
  * the same bytes. On ONCE_OK the result accessors below read the reply
  * (st->replayed says it was the stored one); a failed compare is ONCE_OK
- * with once_kv_txn_succeeded false.
+ * with once_kv_txn_succeeded false. A builder holding a refusal sends
+ * nothing and returns it.
  */
 ONCE_API int once_kv_txn_exec(once_client *c, once_kv_txn *t, once_rpc_id *id,
                               once_status *st);
@@ -145,6 +173,8 @@ typedef struct once_kv_result {
     uint64_t create_revision; /* get */
     uint64_t lease;           /* get: the client id it is bound to (0: none) */
     uint64_t deleted;         /* delete, delete_prefix: keys deleted */
+    const void *key;          /* get, found: the key */
+    size_t key_len;
 } once_kv_result;
 
 /* How many results the branch that ran has (one per op), and the i-th.

@@ -1,0 +1,395 @@
+/*
+ * journal.c — libonce's journal (once/journal.h): a directory holding a
+ * LevelDB, one ChainRecord (journal.proto) per chain under the key
+ * "chain/<chain_id>", and the read-only views of it (list, show) that
+ * oncectl uses without a client.
+ *
+ * Owns: the LevelDB handle and its options; the set of chains open in this
+ * process (under claim_lock).
+ * Invariant: every write is one leveldb_write of one whole record (or its
+ * removal), so a crash leaves the record before or after it, never a mix;
+ * every write that records a request or consumes a reply is synced (only
+ * a reply's own write may be unsynced: chain.c says why). Writes from many
+ * threads and chains share fsyncs through LevelDB's own write grouping:
+ * concurrent synced writers queue in DBImpl::Write, and the one at the
+ * head writes the batches queued behind it (BuildBatchGroup) with one log
+ * append and one fsync. A single writer thread of our own (store/commit.c's
+ * shape) was measured against it with bench/bench_chains
+ * (docs/performance.md, "Chains"): no difference beyond the run-to-run
+ * spread of the machine, so the simpler one stays and there is no thread
+ * here.
+ * Never: holds claim_lock across a LevelDB call; sends anything.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <leveldb/c.h>
+
+#include "client/journal_impl.h"
+#include "client/status.h"
+
+#define KEY_PREFIX "chain/"
+#define KEY_MAX    (sizeof(KEY_PREFIX) + 256)
+
+struct once_journal {
+    leveldb_t *db; /* read-only pointers after open */
+    leveldb_options_t *opts;
+    leveldb_readoptions_t *ropts;
+    leveldb_writeoptions_t *wsync;
+    leveldb_writeoptions_t *wnosync;
+    pthread_mutex_t claim_lock; /* protects open_ids, nopen */
+    char **open_ids;            /* chains with a handle open */
+    size_t nopen;
+};
+
+const char *
+once_chain_state_name(int state)
+{
+    switch (state) {
+    case ONCE_CHAIN_IDLE:
+        return "IDLE";
+    case ONCE_CHAIN_PENDING:
+        return "PENDING";
+    case ONCE_CHAIN_REPLIED:
+        return "REPLIED";
+    case ONCE_CHAIN_LEASE_ENDED:
+        return "LEASE_ENDED";
+    default:
+        return "?";
+    }
+}
+
+/* Fills st from a LevelDB error (freed here). */
+static int
+journal_error(once_status *st, int code, const char *what, char *err)
+{
+    int rv = status_set(st, code, ONCE_REASON_JOURNAL, "journal: %s: %s", what,
+                        err != NULL ? err : "?");
+    leveldb_free(err);
+    return rv;
+}
+
+/* "chain/<id>" into key[KEY_MAX]; its length, or 0 when id is too long. */
+static size_t
+journal_key(const char *chain_id, char *key)
+{
+    int n = snprintf(key, KEY_MAX, KEY_PREFIX "%s", chain_id);
+
+    return n > 0 && (size_t)n < KEY_MAX ? (size_t)n : 0;
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+int
+once_journal_open(const char *dir, once_journal **jp, once_status *st)
+{
+    once_journal *j;
+    char *err = NULL;
+
+    status_clear(st);
+    if (dir == NULL || dir[0] == '\0' || jp == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "once_journal_open needs a directory");
+    }
+    *jp = NULL;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_JOURNAL,
+                          "journal: cannot create %s: %s", dir,
+                          strerror(errno));
+    }
+    if ((j = calloc(1, sizeof(*j))) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "journal");
+    }
+    j->opts = leveldb_options_create();
+    leveldb_options_set_create_if_missing(j->opts, 1);
+    j->ropts = leveldb_readoptions_create();
+    j->wsync = leveldb_writeoptions_create();
+    leveldb_writeoptions_set_sync(j->wsync, 1);
+    j->wnosync = leveldb_writeoptions_create();
+    pthread_mutex_init(&j->claim_lock, NULL);
+    if ((j->db = leveldb_open(j->opts, dir, &err)) == NULL) {
+        once_journal_close(j);
+        return journal_error(st, ONCE_FAILED_PRECONDITION, dir, err);
+    }
+    *jp = j;
+    return ONCE_OK;
+}
+
+void
+once_journal_close(once_journal *j)
+{
+    if (j == NULL) {
+        return;
+    }
+    if (j->db != NULL) {
+        leveldb_close(j->db);
+    }
+    leveldb_writeoptions_destroy(j->wsync);
+    leveldb_writeoptions_destroy(j->wnosync);
+    leveldb_readoptions_destroy(j->ropts);
+    leveldb_options_destroy(j->opts);
+    pthread_mutex_destroy(&j->claim_lock);
+    free(j->open_ids);
+    free(j);
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+int
+journal_get(once_journal *j, const char *chain_id, chain_rec **out,
+            once_status *st)
+{
+    char key[KEY_MAX], *err = NULL, *v;
+    size_t klen = journal_key(chain_id, key), vlen = 0;
+
+    *out = NULL;
+    if (klen == 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a chain id is 1 to 256 bytes");
+    }
+    v = leveldb_get(j->db, j->ropts, key, klen, &vlen, &err);
+    if (err != NULL) {
+        return journal_error(st, ONCE_INTERNAL, "read", err);
+    }
+    if (v == NULL) {
+        return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_CHAIN,
+                          "the journal keeps no chain %s", chain_id);
+    }
+    *out = once__client__chain_record__unpack(NULL, vlen, (uint8_t *)v);
+    leveldb_free(v);
+    if (*out == NULL) {
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
+                          "journal: the record of chain %s does not decode",
+                          chain_id);
+    }
+    return ONCE_OK;
+}
+
+int
+journal_put(once_journal *j, const chain_rec *r, bool sync, once_status *st)
+{
+    size_t len = once__client__chain_record__get_packed_size(r);
+    char key[KEY_MAX], *err = NULL;
+    size_t klen = journal_key(r->chain_id, key);
+    uint8_t *buf;
+
+    if (klen == 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a chain id is 1 to 256 bytes");
+    }
+    if ((buf = malloc(len + 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "journal record");
+    }
+    once__client__chain_record__pack(r, buf);
+    leveldb_put(j->db, sync ? j->wsync : j->wnosync, key, klen,
+                (const char *)buf, len, &err);
+    free(buf);
+    return err != NULL ? journal_error(st, ONCE_INTERNAL, "write", err)
+                       : ONCE_OK;
+}
+
+int
+journal_del(once_journal *j, const char *chain_id, once_status *st)
+{
+    char key[KEY_MAX], *err = NULL;
+    size_t klen = journal_key(chain_id, key);
+
+    leveldb_delete(j->db, j->wsync, key, klen, &err);
+    return err != NULL ? journal_error(st, ONCE_INTERNAL, "delete", err)
+                       : ONCE_OK;
+}
+
+/* ---- claims -------------------------------------------------------------- */
+
+bool
+journal_claim(once_journal *j, const char *chain_id)
+{
+    char *dup, **grown;
+    bool ok = false;
+
+    pthread_mutex_lock(&j->claim_lock);
+    for (size_t i = 0; i < j->nopen; i++) {
+        if (strcmp(j->open_ids[i], chain_id) == 0) {
+            goto out;
+        }
+    }
+    grown = realloc(j->open_ids, (j->nopen + 1) * sizeof(*grown));
+    if (grown != NULL) {
+        j->open_ids = grown;
+        if ((dup = strdup(chain_id)) != NULL) {
+            j->open_ids[j->nopen++] = dup;
+            ok = true;
+        }
+    }
+out:
+    pthread_mutex_unlock(&j->claim_lock);
+    return ok;
+}
+
+void
+journal_release(once_journal *j, const char *chain_id)
+{
+    pthread_mutex_lock(&j->claim_lock);
+    for (size_t i = 0; i < j->nopen; i++) {
+        if (strcmp(j->open_ids[i], chain_id) == 0) {
+            free(j->open_ids[i]);
+            j->open_ids[i] = j->open_ids[--j->nopen];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->claim_lock);
+}
+
+/* ---- views --------------------------------------------------------------- */
+
+void
+journal_info_fill(once_chain_info *o, const chain_rec *r)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->chain_id, sizeof(o->chain_id), "%s", r->chain_id);
+    snprintf(o->principal, sizeof(o->principal), "%s", r->principal);
+    o->state = (int)r->state;
+    o->steps = r->steps;
+    snprintf(o->method, sizeof(o->method), "%s", r->method);
+    o->id.client_id = r->client_id;
+    o->id.seq = r->seq;
+    o->lease_ttl_ms = r->lease_ttl_ms;
+    o->sends = r->sends;
+    o->code = r->code;
+    snprintf(o->reason, sizeof(o->reason), "%s", r->reason);
+    snprintf(o->message, sizeof(o->message), "%s", r->message);
+    o->context_len = r->context.len;
+    o->request_len = r->request.len;
+    o->reply_len = r->reply.len;
+    o->created_unix_ms = r->created_unix_ms;
+    o->updated_unix_ms = r->updated_unix_ms;
+}
+
+int
+journal_copy_out(const void *p, size_t len, void **out, size_t *out_len)
+{
+    if (out_len != NULL) {
+        *out_len = 0;
+    }
+    if (out == NULL) {
+        return 0;
+    }
+    *out = NULL;
+    if (len == 0) {
+        return 0;
+    }
+    if ((*out = malloc(len)) == NULL) {
+        return ENOMEM;
+    }
+    memcpy(*out, p, len);
+    if (out_len != NULL) {
+        *out_len = len;
+    }
+    return 0;
+}
+
+/* Appends the record at (v, vlen) to *rows; ENOMEM. Undecodable values
+ * are skipped. */
+static int
+list_add(once_chain_info **rows, size_t *n, size_t *cap, const char *v,
+         size_t vlen)
+{
+    chain_rec *r =
+        once__client__chain_record__unpack(NULL, vlen, (const uint8_t *)v);
+    if (r == NULL) {
+        return 0;
+    }
+    if (*n == *cap) {
+        once_chain_info *g =
+            realloc(*rows, (*cap = *cap != 0 ? *cap * 2 : 16) * sizeof(*g));
+        if (g == NULL) {
+            once__client__chain_record__free_unpacked(r, NULL);
+            return ENOMEM;
+        }
+        *rows = g;
+    }
+    journal_info_fill(&(*rows)[(*n)++], r);
+    once__client__chain_record__free_unpacked(r, NULL);
+    return 0;
+}
+
+int
+once_journal_list(once_journal *j, once_chain_info **rows, size_t *n,
+                  once_status *st)
+{
+    size_t cap = 0, plen = strlen(KEY_PREFIX);
+    leveldb_iterator_t *it;
+    int e = 0;
+
+    status_clear(st);
+    if (j == NULL || rows == NULL || n == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "once_journal_list needs a journal and outputs");
+    }
+    *rows = NULL;
+    *n = 0;
+    it = leveldb_create_iterator(j->db, j->ropts);
+    for (leveldb_iter_seek(it, KEY_PREFIX, plen);
+         e == 0 && leveldb_iter_valid(it); leveldb_iter_next(it)) {
+        size_t klen, vlen;
+        const char *k = leveldb_iter_key(it, &klen);
+        const char *v = leveldb_iter_value(it, &vlen);
+
+        if (klen < plen || memcmp(k, KEY_PREFIX, plen) != 0) {
+            break;
+        }
+        e = list_add(rows, n, &cap, v, vlen);
+    }
+    leveldb_iter_destroy(it);
+    if (e != 0) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "journal list");
+    }
+    return ONCE_OK;
+}
+
+int
+once_journal_show(once_journal *j, const char *chain_id, once_chain_info *info,
+                  void **context, size_t *context_len, void **payload,
+                  size_t *payload_len, once_status *st)
+{
+    chain_rec *r;
+    int rv;
+
+    status_clear(st);
+    if (j == NULL || chain_id == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "once_journal_show needs a journal and a chain id");
+    }
+    if ((rv = journal_get(j, chain_id, &r, st)) != ONCE_OK) {
+        return rv;
+    }
+    if (info != NULL) {
+        journal_info_fill(info, r);
+    }
+    const ProtobufCBinaryData *p = r->state == ONCE_CHAIN_REPLIED ? &r->reply
+                                   : r->state == ONCE_CHAIN_IDLE  ? NULL
+                                                                  : &r->request;
+    if (journal_copy_out(r->context.data, r->context.len, context,
+                         context_len) != 0 ||
+        journal_copy_out(p != NULL ? p->data : NULL, p != NULL ? p->len : 0,
+                         payload, payload_len) != 0) {
+        if (context != NULL) {
+            free(*context);
+            *context = NULL;
+        }
+        rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                        "chain state");
+    }
+    once__client__chain_record__free_unpacked(r, NULL);
+    return rv;
+}

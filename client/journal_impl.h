@@ -1,0 +1,50 @@
+/*
+ * journal_impl.h — the journal's store as the chain layer sees it: one
+ * ChainRecord per chain in a LevelDB, read and written whole, every write
+ * synced (journal.c). Layers above include once/journal.h, never this.
+ *
+ * Owns: declarations of journal.c's record access and the in-process
+ * claim of a chain (one open handle per chain per journal).
+ * Invariant: a record is replaced in one LevelDB write, so a reader after
+ * any crash sees a whole record, the one before or the one after.
+ * Never: sends anything; included by the call engine.
+ */
+#ifndef CLIENT_JOURNAL_IMPL_H
+#define CLIENT_JOURNAL_IMPL_H
+
+#include <stdbool.h>
+
+#include "client/journal.pb-c.h"
+#include <once/journal.h>
+
+typedef Once__Client__ChainRecord chain_rec;
+
+/* Reads chain_id's record. ONCE_OK (*out freed with
+ * once__client__chain_record__free_unpacked), NOT_FOUND / NO_CHAIN, or
+ * INTERNAL / JOURNAL. */
+int journal_get(once_journal *j, const char *chain_id, chain_rec **out,
+                once_status *st);
+
+/* Replaces r's record (key r->chain_id) in one write, synced when sync
+ * (an unsynced write survives the process, not the machine; the next
+ * synced write makes it durable too: LevelDB's log is one sequence).
+ * ONCE_OK or INTERNAL / JOURNAL. */
+int journal_put(once_journal *j, const chain_rec *r, bool sync,
+                once_status *st);
+
+/* Removes chain_id's record in one synced write. */
+int journal_del(once_journal *j, const char *chain_id, once_status *st);
+
+/* Marks chain_id open in this process; false when it already is. */
+bool journal_claim(once_journal *j, const char *chain_id);
+
+/* Undoes journal_claim. */
+void journal_release(once_journal *j, const char *chain_id);
+
+/* *o from r (strings truncated). */
+void journal_info_fill(once_chain_info *o, const chain_rec *r);
+
+/* A malloc'd copy of (p, len) into *out (NULL when len is 0); ENOMEM. */
+int journal_copy_out(const void *p, size_t len, void **out, size_t *out_len);
+
+#endif /* CLIENT_JOURNAL_IMPL_H */

@@ -1,0 +1,550 @@
+#!/usr/bin/python3
+"""campaign.py — a fault campaign: a 3-member etcd cluster and 3 onced
+replicas (cluster.py), clients recording a history (recorder.py) of
+counter increments and reads and start grants, a seeded random schedule
+of faults (the nemesis), then the checker (check.py), a text report with
+the faults on a time line, and a gnuplot plot of throughput and latency
+with the fault windows marked.
+
+Usage: campaign.py --build BUILD [--seed N] [--duration S]
+       [--nemeses all|none|kind,kind] [--broken SWITCH] [--expect V]
+       [--out DIR]
+
+Nemeses (one fault at a time, each bounded in time, all healed at the
+end): kill-leader, stop-leader (the onced leader, found as a client finds
+it), kill-replica, stop-replica (a random replica), kill-etcd-leader,
+stop-etcd-leader (etcdctl endpoint status), kill-etcd, stop-etcd (a
+random member), kill-etcd-quorum, stop-etcd-quorum (two members of
+three: no quorum while clients write).
+
+Owns: the run: its processes (through cluster.py), the workload threads,
+the nemesis thread, and the files in --out (history.jsonl, report.txt,
+verdict.json, rates.csv, faults.dat, plot.png).
+Invariant: the same seed gives the same fault schedule and the same
+choices of operations (not the same interleaving); every fault ends
+within its bound; every process is stopped on the way out, also on an
+exception or SIGTERM.
+Never: decides the verdict itself (check.py does); tolerates a run where
+the faults asked for did not happen.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+KINDS = ["kill-leader", "stop-leader", "kill-replica", "stop-replica",
+         "kill-etcd-leader", "stop-etcd-leader", "kill-etcd", "stop-etcd",
+         "kill-etcd-quorum", "stop-etcd-quorum"]
+COUNTERS = ["c0", "c1", "c2"]
+SURFACES = ["s0", "s1"]
+
+
+def setup_path(build: str) -> None:
+    sys.path.insert(0, os.path.join(build, "python"))
+
+
+# ---- the workload ----------------------------------------------------------
+
+
+class Workload:
+    """Writer processes (a leased handle each: increments, reads, grants,
+    renewals, and resends of acknowledged ids through a lease-less handle)
+    reader processes (a lease-less handle each, its URLs starting at
+    another replica: reads only) and one lease prober (leases left to
+    expire)."""
+
+    def __init__(self, urls: List[str], writer, seed: int, writers: int,
+                 readers: int, resend_p: float) -> None:
+        import once
+        self.once = once
+        self.urls, self.w, self.seed = urls, writer, seed
+        self.nw, self.nr, self.resend_p = writers, readers, resend_p
+        self.stop = threading.Event()
+        self.threads: List[threading.Thread] = []
+        self.gen: Dict[str, int] = {}
+        self.errors: List[str] = []
+
+    def client(self, start: int, lease: bool):
+        n = len(self.urls)
+        urls = ",".join(self.urls[(start + k) % n] for k in range(n))
+        return self.once.Client(urls, lease=lease, lease_ttl_ms=120000,
+                                deadline_ms=4000, attempt_timeout_ms=1000,
+                                max_attempts=1000, backoff_initial_ms=5,
+                                backoff_max_ms=100)
+
+    def setup(self) -> None:
+        with self.client(0, True) as c:
+            for s in SURFACES:
+                self.gen[s] = c.set_placement(s, "m1", "/w").generation
+
+    def start(self) -> None:
+        for i in range(self.nw):
+            t = threading.Thread(target=self._guard, args=(self.writer, i),
+                                 daemon=True)
+            self.threads.append(t)
+        for j in range(self.nr):
+            t = threading.Thread(target=self._guard,
+                                 args=(self.reader, self.nw + j), daemon=True)
+            self.threads.append(t)
+        self.threads.append(threading.Thread(
+            target=self._guard, args=(self.lease_prober, self.nw + self.nr),
+            daemon=True))
+        for t in self.threads:
+            t.start()
+
+    def join(self, timeout: float) -> bool:
+        self.stop.set()
+        end = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, end - time.monotonic()))
+        return not any(t.is_alive() for t in self.threads)
+
+    def _guard(self, fn, i: int) -> None:
+        try:
+            fn(i)
+        except Exception as e:  # noqa: BLE001 — reported, not hidden
+            import traceback
+            self.errors.append(f"process {i}: {traceback.format_exc()}")
+            del e
+
+    def writer(self, i: int) -> None:
+        from recorder import Recorder
+        from history import OK, UNKNOWN
+        rng = random.Random(self.seed * 1000 + i)
+        rec = Recorder(self.w, i)
+        rr = self.client(i, False)  # resends of known ids
+        c = None
+        n = 0
+        while not self.stop.is_set():
+            if c is None or c.lease_state == self.once.LeaseState.LOST:
+                if c is not None:
+                    c.close()
+                c, res, _ = rec.lease_open(lambda: self.client(i, True))
+                if c is None:
+                    time.sleep(0.2)
+                    continue
+            n += 1
+            x = rng.random()
+            name = rng.choice(COUNTERS)
+            if x < 0.6:
+                res, v, err = rec.incr(c, name)
+                for _ in range(3):
+                    if res != UNKNOWN or err is None or \
+                            getattr(err, "rpc_id", None) is None:
+                        break
+                    res, v, err2 = rec.retry(c, name, 1, err)
+                    err = err2 if err2 is not None else err
+                if res == UNKNOWN and getattr(err, "rpc_id", None):
+                    c.release(err.rpc_id.seq)
+                elif res == OK and rng.random() < self.resend_p:
+                    cid, seq = rec.last_args["rpc"].split(":")
+                    rec.incr(rr, name, 1, rpc=(int(cid), int(seq)))
+            elif x < 0.85:
+                rec.read(c, name)
+            elif x < 0.95:
+                self.grant(rec, c, rng.choice(SURFACES), f"p{i}-{n}",
+                           rng.uniform(0, 0.05))
+            else:
+                rec.lease_renew(c)
+        if c is not None:
+            cid, seq = c.client_id, c.first_incomplete + 100
+            res, _, _ = rec.lease_close(c)
+            if res == OK:  # a new call under the ended lease must fail
+                rec.incr(rr, COUNTERS[0], 1, rpc=(cid, seq))
+            c.close()
+        rr.close()
+
+    @staticmethod
+    def settle(call):
+        """call(rpc) once with a new id, then up to 3 times under its id
+        while the outcome is unknown; the last (result, value, err)."""
+        from history import UNKNOWN
+        res, v, err = call(None)
+        for _ in range(3):
+            if res != UNKNOWN or getattr(err, "rpc_id", None) is None:
+                break
+            rid = (err.rpc_id.client_id, err.rpc_id.seq)
+            res, v, err2 = call(rid)
+            err = err2 or err
+        return res, v, err
+
+    def grant(self, rec, c, surface: str, request_id: str,
+              work: float) -> None:
+        """A grant on surface, held for work seconds, then finished."""
+        from history import OK
+        res, gid, _ = self.settle(lambda rpc: rec.grant_request(
+            c, surface, request_id, self.gen[surface], rpc=rpc))
+        if res == OK:
+            time.sleep(work)
+            self.settle(lambda rpc: rec.grant_finish(c, surface, gid, rpc=rpc))
+
+    def lease_prober(self, i: int) -> None:
+        """Leases left to expire: OpenLease (TTL 1.5 s) on a lease-less
+        handle, a few increments under explicit ids of it, no renewal for
+        2.5 s, then RenewLease (LEASE_EXPIRED once the server saw it end)
+        and one more increment under it, which must then fail — also
+        across failovers, where a new leader gives live leases a fresh
+        TTL."""
+        from recorder import Recorder
+        from history import OK
+        rng = random.Random(self.seed * 1000 + i)
+        rec = Recorder(self.w, i)
+        with self.client(0, False) as c:
+            while not self.stop.is_set():
+                res, cid, _ = rec.lease_open_bare(c, 1500)
+                if res != OK:
+                    self.stop.wait(0.5)
+                    continue
+                for seq in range(1, 4):
+                    rec.incr(c, rng.choice(COUNTERS), 1, rpc=(cid, seq))
+                if self.stop.wait(2.5):
+                    break
+                rec.lease_renew(c, cid)
+                rec.incr(c, rng.choice(COUNTERS), 1, rpc=(cid, 4))
+
+    def reader(self, i: int) -> None:
+        from recorder import Recorder
+        rng = random.Random(self.seed * 1000 + i)
+        rec = Recorder(self.w, i)
+        with self.client(i - self.nw, False) as c:
+            while not self.stop.is_set():
+                rec.read(c, rng.choice(COUNTERS))
+                time.sleep(rng.random() * 0.01)
+
+    def final_reads(self, timeout: float = 60) -> bool:
+        """After every fault healed: each counter read (final) until ok."""
+        from recorder import Recorder
+        from history import OK
+        rec = Recorder(self.w, 999)
+        end = time.monotonic() + timeout
+        with self.client(0, False) as c:
+            for name in COUNTERS:
+                while True:
+                    res, _, _ = rec.read(c, name, final=True)
+                    if res == OK:
+                        break
+                    if time.monotonic() > end:
+                        return False
+                    time.sleep(0.2)
+        return True
+
+
+# ---- the nemesis -----------------------------------------------------------
+
+
+class Nemesis:
+    """One fault at a time from a seeded schedule; each ends (healed)
+    within its bound: a pause lasts 0.5-4 s, a killed process is started
+    again after 0.3-2 s (at least hold_min)."""
+
+    def __init__(self, cluster, writer, seed: int, kinds: List[str],
+                 hold_min: float = 0) -> None:
+        self.c, self.w, self.kinds = cluster, writer, kinds
+        self.hold_min = hold_min
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.faults: List[dict] = []
+        self.deaths: List[str] = []  # processes that died by themselves
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def target(self, kind: str) -> List:
+        """The processes the kind's fault hits ([] when there is none now:
+        no leader known). A quorum fault hits two etcd members of three:
+        clients keep writing while etcd cannot commit."""
+        if kind.endswith("etcd-leader"):
+            i = self.c.etcd_leader()
+            return [] if i is None else [self.c.etcd[i]]
+        if kind.endswith("etcd-quorum"):
+            return self.rng.sample(self.c.etcd, 2)
+        if kind.endswith("etcd"):
+            return [self.rng.choice(self.c.etcd)]
+        if kind.endswith("leader"):
+            i = self.c.onced_leader(timeout=5)
+            return [] if i is None else [self.c.replicas[i]]
+        return [self.rng.choice(self.c.replicas)]
+
+    def run(self) -> None:
+        while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
+            self.deaths += self.c.heal()
+            kind = self.rng.choice(self.kinds)
+            hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
+                else self.rng.uniform(0.3, 2.0)
+            hold = max(hold, self.hold_min)
+            ps = self.target(kind)
+            if not ps or not all(p.running for p in ps):
+                continue
+            t0 = time.monotonic_ns()
+            for p in ps:
+                p.signal(signal.SIGKILL if kind.startswith("kill")
+                         else signal.SIGSTOP)
+            self.stop.wait(hold)
+            for p in ps:
+                if kind.startswith("kill"):
+                    self.c.restart(p)
+                else:
+                    p.signal(signal.SIGCONT)
+            f = {"type": "fault", "kind": kind,
+                 "target": "+".join(p.name for p in ps),
+                 "start": t0, "end": time.monotonic_ns(),
+                 "detail": f"{hold:.2f}s"}
+            self.faults.append(f)
+            self.w.write(f)
+
+
+# ---- report and plot -------------------------------------------------------
+
+
+def percentile(xs: List[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def write_rates(ops, t0: int, path: str) -> None:
+    """Per second: ok operations completed, p50 and p99 latency (ms)."""
+    buckets: Dict[int, List[float]] = {}
+    for o in ops:
+        if o.result == "ok" and o.complete is not None:
+            s = int((o.complete - t0) / 1e9)
+            buckets.setdefault(s, []).append((o.complete - o.invoke) / 1e6)
+    with open(path, "w") as f:
+        f.write("# second ok_ops p50_ms p99_ms\n")
+        for s in range(0, max(buckets, default=0) + 1):
+            lat = buckets.get(s, [])
+            f.write(f"{s} {len(lat)} {percentile(lat, 0.5):.2f} "
+                    f"{percentile(lat, 0.99):.2f}\n")
+
+
+def plot(out: str, title: str) -> Optional[str]:
+    png = os.path.join(out, "plot.png")
+    gp = os.path.join(HERE, "campaign.gp")
+    try:
+        r = subprocess.run(["gnuplot", "-e",
+                            f"rates='{out}/rates.csv'; "
+                            f"faults='{out}/faults.dat'; png='{png}'; "
+                            f"title_text='{title}'", gp],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"gnuplot: {e}"
+    return None if r.returncode == 0 else f"gnuplot: {r.stderr.strip()}"
+
+
+def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
+    import check
+    import io
+    lines = [f"campaign: seed {args.seed}, {args.duration:g} s, nemeses "
+             f"{args.nemeses}, onced {os.path.basename(args.onced)}"
+             + (f", broken on purpose: {args.broken}" if args.broken else ""),
+             "", "faults (seconds from the first operation):"]
+    for f in sorted(faults, key=lambda f: f["start"]):
+        lines.append(f"  {(f['start'] - t0) / 1e9:7.2f} .. "
+                     f"{(f['end'] - t0) / 1e9:7.2f}  {f['kind']:<17} "
+                     f"{f['target']}")
+    by_kind: Dict[str, int] = {}
+    for f in faults:
+        by_kind[f["kind"]] = by_kind.get(f["kind"], 0) + 1
+    lines.append("faults by kind: " + (", ".join(
+        f"{k} {v}" for k, v in sorted(by_kind.items())) or "none"))
+    ok = [o for o in ops if o.result == "ok" and o.complete]
+    span = max((o.complete for o in ok), default=t0) - t0
+    lat = [(o.complete - o.invoke) / 1e6 for o in ok]
+    lines.append(f"throughput: {len(ok) / max(span / 1e9, 1e-9):.0f} ok "
+                 f"ops/s; latency p50 {percentile(lat, 0.5):.1f} ms, p99 "
+                 f"{percentile(lat, 0.99):.1f} ms, max "
+                 f"{max(lat, default=0):.0f} ms")
+    lines += extra
+    buf = io.StringIO()
+    check.report(res, ops, buf)
+    lines += ["", buf.getvalue().rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the run ---------------------------------------------------------------
+
+
+def start_cluster(args, env):
+    """The cluster, started; on other ports again when a start failed (a
+    port probed free can be taken before a member binds it), 3 tries."""
+    from cluster import Cluster
+    for attempt in range(1, 4):
+        cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep)
+        try:
+            cl.start()
+            return cl
+        except TimeoutError as e:
+            print(f"campaign: the cluster did not start (attempt {attempt}): "
+                  f"{e}\n{cl.dump_logs()}", file=sys.stderr)
+            cl.stop()
+    raise TimeoutError("the cluster did not start in 3 attempts")
+
+
+def run(args) -> int:
+    """One campaign; on any exit status but 0 the tail of every etcd
+    member's and replica's log is printed (then the folder removed)."""
+    box: Dict[str, object] = {}
+    rv = run_once(args, box)
+    cl = box.get("cluster")
+    if cl is not None:
+        if rv != 0:
+            print(cl.dump_logs(), file=sys.stderr)
+        cl.remove()
+    return rv
+
+
+def run_once(args, box) -> int:
+    setup_path(args.build)
+    import check
+    from history import Writer, load_file
+
+    kinds = [] if args.nemeses == "none" else (
+        KINDS if args.nemeses == "all" else args.nemeses.split(","))
+    for k in kinds:
+        if k not in KINDS:
+            print(f"campaign: unknown nemesis {k} ({', '.join(KINDS)})",
+                  file=sys.stderr)
+            return 2
+    os.makedirs(args.out, exist_ok=True)
+    hist = os.path.join(args.out, "history.jsonl")
+    if os.path.exists(hist):
+        os.unlink(hist)
+    w = Writer(hist)
+    w.write({"type": "meta", "seed": args.seed, "duration": args.duration,
+             "nemeses": kinds, "broken": args.broken, "onced": args.onced})
+    env = {"ONCED_BROKEN": args.broken} if args.broken else {}
+    cl = nem = wl = None
+    extra: List[str] = []
+
+    def on_term(sig, frame):
+        raise KeyboardInterrupt(signal.Signals(sig).name)
+    # SIGTERM, or the run's own bound (ctest's TIMEOUT would SIGKILL this
+    # process and leave its children, each in a session of its own):
+    # everything is stopped on the way out.
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGALRM, on_term)
+    signal.alarm(int(args.duration) + args.bound)
+    try:
+        cl = box["cluster"] = start_cluster(args, env)
+        wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
+                      args.resend)
+        wl.setup()
+        wl.start()
+        nem = Nemesis(cl, w, args.seed, kinds, args.hold_min)
+        if kinds:
+            nem.thread.start()
+        time.sleep(args.duration)
+        nem.stop.set()
+        if kinds:
+            nem.thread.join(30)
+        extra += nem.deaths + cl.heal()
+        if not wl.join(30):
+            extra.append("workload: a process did not stop within 30 s")
+        if not wl.final_reads():
+            extra.append("final reads: no replica answered within 60 s")
+        extra += [f"workload error: {e}" for e in wl.errors]
+    except BaseException as e:  # noqa: BLE001
+        extra.append(f"campaign stopped: {type(e).__name__}: {e}")
+    finally:
+        if nem is not None:
+            nem.stop.set()
+            if nem.thread.is_alive():  # it may be restarting a process
+                nem.thread.join(30)
+        if wl is not None:
+            wl.stop.set()
+        statuses = cl.stop(remove=False) if cl is not None else {}
+        w.close()
+        signal.alarm(0)
+    bad = {k: v for k, v in statuses.items() if v != 0}
+    if bad:
+        extra.append(f"replica exits on SIGTERM: {bad}")
+    ops, faults, _ = load_file(hist)
+    fdicts = [f.__dict__ for f in faults]
+    t0 = min((o.invoke for o in ops), default=0)
+    res = check.check(ops)
+    write_rates(ops, t0, os.path.join(args.out, "rates.csv"))
+    with open(os.path.join(args.out, "faults.dat"), "w") as f:
+        f.write("# start_s end_s kind target\n")
+        for x in fdicts:
+            f.write(f"{(x['start'] - t0) / 1e9:.3f} {(x['end'] - t0) / 1e9:.3f}"
+                    f" {x['kind']} {x['target']}\n")
+    if not args.no_plot:
+        err = plot(args.out, f"seed {args.seed}"
+                   + (f", broken: {args.broken}" if args.broken else ""))
+        if err:
+            extra.append(err)
+    text = report(args, ops, fdicts, res, t0, extra)
+    with open(os.path.join(args.out, "report.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "verdict.json"), "w") as f:
+        json.dump({"verdict": res["verdict"], "figures": res["figures"],
+                   "faults": len(fdicts), "seed": args.seed,
+                   "broken": args.broken}, f, indent=1)
+    print(text, end="")
+    problems = [x for x in extra if not x.startswith("gnuplot")]
+    if kinds and not fdicts:
+        problems.append("no fault was injected")
+    if res["figures"]["ok"] < args.min_ok:
+        problems.append(f"only {res['figures']['ok']} ok operations "
+                        f"(at least {args.min_ok} wanted)")
+    if problems:
+        print("campaign: the run itself failed: " + "; ".join(problems))
+        return 2
+    if args.expect and res["verdict"] != args.expect:
+        print(f"campaign: expected verdict {args.expect}, got "
+              f"{res['verdict']}")
+        return 1
+    failed = {v.check for v in res["violations"]}
+    for name in filter(None, args.expect_check.split(",")):
+        if name not in failed:
+            print(f"campaign: expected the check {name} to fail; failed: "
+                  f"{sorted(failed) or 'none'}")
+            return 1
+    return 0 if args.expect or res["verdict"] == "valid" else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--onced", help="default: BUILD/tests/onced_test")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=30)
+    ap.add_argument("--nemeses", default="all")
+    ap.add_argument("--broken", default="",
+                    help="ONCED_BROKEN for the replicas (store/fault.h)")
+    ap.add_argument("--expect", choices=["valid", "invalid"])
+    ap.add_argument("--expect-check", default="",
+                    help="checks that must be among the failed ones")
+    ap.add_argument("--hold-min", type=float, default=0,
+                    help="every fault lasts at least this long (s)")
+    ap.add_argument("--writers", type=int, default=4)
+    ap.add_argument("--readers", type=int, default=2)
+    ap.add_argument("--resend", type=float, default=0.1,
+                    help="chance an acknowledged increment is resent")
+    ap.add_argument("--min-ok", type=int, default=100)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--bound", type=int, default=180,
+                    help="seconds beyond --duration before the run stops "
+                    "itself (SIGALRM), everything cleaned up")
+    ap.add_argument("--no-plot", action="store_true")
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    a.onced = a.onced or os.path.join(a.build, "tests", "onced_test")
+    a.out = a.out or os.path.join(a.build, "campaign", f"seed-{a.seed}"
+                                  + (f"-{a.broken}" if a.broken else ""))
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
