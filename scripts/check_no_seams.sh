@@ -19,7 +19,8 @@ onced_test=$2
 # holds (store/fault.h: fault_point, fault_drop, fault_fail, fault_hold,
 # fault_arm and their state), the environment hooks (server/test_seams.c:
 # test_seams_*), and any other *_hold* symbol (a hold of its own, outside
-# fault.c). nng's own *_hold functions are not ours.
+# fault.c). nng's own *_hold functions are not ours, nor conns_hold
+# (server/conns.c: a request holding its connection's slot, shipped).
 seams='^(fault_|test_seams_)|(^|_)hold($|_)'
 
 symbols() {
@@ -28,7 +29,7 @@ symbols() {
         echo "test_no_seams: nm cannot read $1" >&2
         exit 1
     }
-    awk '{print $NF}' "$tmp" | grep -E "$seams" | grep -v '^nng_' | sort -u
+    awk '{print $NF}' "$tmp" | grep -E "$seams" | grep -v -E '^(nng_|conns_hold$)' | sort -u
 }
 
 tmp=$(mktemp)
