@@ -20,18 +20,33 @@
 #include "proto/grants.pb-c.h"
 #include "proto/outbox.pb-c.h"
 
-/* Appends one event of kind with grant and work (either may be NULL). */
+/* Appends one event of kind with grant and work (either may be NULL). A
+ * work row's job payload is left out: it is the submitter's, as large as
+ * a request may be (test_replication enqueues 900 KB), while an event's
+ * payload is bounded by --outbox-payload-max; a consumer that needs it
+ * reads the row (Grants.GetSurface) by its request id. */
 static int
 emit(store_txn *txn, const outbox_limits *l, outbox_producer *p,
      const char *kind, Once__V1__Grant *grant, Once__V1__WorkRow *work,
      outbox_outcome *o)
 {
     Once__V1__SystemEvent ev = ONCE__V1__SYSTEM_EVENT__INIT;
+    ProtobufCBinaryData kept = {0, NULL};
+    int rv;
 
+    if (work != NULL) { /* put back below: the unpacked reply frees it */
+        kept = work->payload;
+        work->payload.data = NULL;
+        work->payload.len = 0;
+    }
     ev.kind = (char *)kind;
     ev.grant = grant;
     ev.work = work;
-    return outbox_system_append(txn, l, p, &ev, o);
+    rv = outbox_system_append(txn, l, p, &ev, o);
+    if (work != NULL) {
+        work->payload = kept;
+    }
+    return rv;
 }
 
 static int
