@@ -558,7 +558,11 @@ t_authenticated_flood(void **state)
     (void)signed_calls_median(c, &quiet);
     plain = flood_median(h, c, true);
     busy = flood_median(h, c, false);
-    bound = 3 * plain + 50;
+    /* Generous: with the tag checked on the verifier thread the plain
+     * flood got cheap (TSan: 76 ms) and the attacks, still scanned on the
+     * executor, cost more than three times it (580 ms); before the field
+     * caps the first call under them ended after its 5 s deadline. */
+    bound = 3 * plain + 1000;
     print_message("  alice's median: quiet %lld ms, plain flood %lld ms, "
                   "attack flood %lld ms (bound %lld ms)\n",
                   (long long)quiet, (long long)plain, (long long)busy,
