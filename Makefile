@@ -102,7 +102,13 @@ tsan: deps
 # speed (docs/replication.md); both run in `make test` and `make asan`. Every other integration suite
 # runs. tests/valgrind.supp names the one leak not counted (inside nng
 # 1.5.2, and why).
-VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd
+# Also left out since this session (CI-like clean run, 2026-12-03), for
+# time bounds that do not fit valgrind's speed, not for memory errors (none
+# was reported; the same suites pass under ASan and TSan): test_conns (an
+# onced limited to 256 files, of which valgrind takes its own, and idle
+# timings), test_outbox (its long-poll waits), test_preauth and
+# test_slow_peer (flood bounds scaled from one request alone).
+VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer
 VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
                     --suppressions=$(CURDIR)/tests/valgrind.supp
 
