@@ -42,7 +42,8 @@ verify_shape(server_call *c, const void *body, size_t len,
         return false;
     case ENVELOPE_MALFORMED:
     default:
-        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_MALFORMED_ENVELOPE,
+        call_fail(c, ONCE__V1__CODE__INVALID_ARGUMENT,
+                  REASON_MALFORMED_ENVELOPE,
                   "the %zu bytes received are not a once.v1.Request", len);
         return false;
     }

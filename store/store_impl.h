@@ -4,7 +4,7 @@
  *
  * The files that include it are the inside of one module, the store, and
  * may call each other both ways (scripts/check_layers.py reads this line):
- * Module: store.c commit.c compact.c load.c replicate.c snapshot.c split.c txn.c
+ * Module: store.c commit.c snapshot.c txn.c
  */
 #ifndef STORE_STORE_IMPL_H
 #define STORE_STORE_IMPL_H
