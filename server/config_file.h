@@ -2,9 +2,10 @@
  * config_file.h — onced's configuration file: the long options, one a line.
  *
  * Owns: reading `--config FILE` and turning it into command-line arguments
- * that go through the same getopt table as the flags. A key is any long
- * option of that table (so an option added to onced is a config key without
- * further work); the file's lines come first and the command line after, so
+ * that go through the same getopt table as the flags (onced's is built
+ * from its options table, server/options.h). A key is any long option of
+ * that table (so an option added to onced is a config key without further
+ * work); the file's lines come first and the command line after, so
  * flags win; a key given on the command line drops every line of the file
  * for that key (so a repeatable flag such as --listen replaces the file's
  * list instead of adding to it).
