@@ -433,37 +433,25 @@ defaults(onced_options *o)
     }
 }
 
-/* A whole number in [lo, hi] (strict decimal, number.h). */
+/* A whole number (strict decimal, number.h) or a duration (duration.h),
+ * by the row's kind, in [lo, hi]. */
 static int
-parse_count(const opt_def *d, const char *s, uint64_t *out)
+parse_ranged(const opt_def *d, const char *s, uint64_t *out)
 {
+    bool dur = d->kind == OPT_DURATION;
     uint64_t v;
 
-    if (number_parse_u64_all(s, &v) != 0 || v < d->lo || v > d->hi) {
-        fprintf(stderr,
-                "onced: --%s wants a whole number from %llu to %llu, got "
-                "\"%s\"\n",
-                d->name, (unsigned long long)d->lo, (unsigned long long)d->hi,
-                s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int
-parse_duration(const opt_def *d, const char *s, uint64_t *out)
-{
-    uint64_t v;
-
-    if ((d->flags & OPT_ZERO_OFF) && strcmp(s, "0") == 0) {
+    if (dur && (d->flags & OPT_ZERO_OFF) && strcmp(s, "0") == 0) {
         *out = 0;
         return 0;
     }
-    if (duration_parse(s, &v) != 0 || v < d->lo || v > d->hi) {
+    if ((dur ? duration_parse(s, &v) : number_parse_u64_all(s, &v)) != 0 ||
+        v < d->lo || v > d->hi) {
         fprintf(stderr,
-                "onced: --%s wants a duration from %llums to %llums written "
-                "like 200ms, 2s, 5m or 1h, got \"%s\"\n",
+                dur ? "onced: --%s wants a duration from %llums to %llums "
+                      "written like 200ms, 2s, 5m or 1h, got \"%s\"\n"
+                    : "onced: --%s wants a whole number from %llu to %llu, "
+                      "got \"%s\"\n",
                 d->name, (unsigned long long)d->lo, (unsigned long long)d->hi,
                 s);
         return -1;
@@ -571,9 +559,8 @@ apply(const opt_def *d, char *arg, onced_options *o)
     case OPT_COUNT:
     case OPT_DURATION:
     case OPT_BYTES:
-        rv = d->kind == OPT_COUNT      ? parse_count(d, arg, &v)
-             : d->kind == OPT_DURATION ? parse_duration(d, arg, &v)
-                                       : parse_bytes(d, arg, &v);
+        rv = d->kind == OPT_BYTES ? parse_bytes(d, arg, &v)
+                                  : parse_ranged(d, arg, &v);
         if (rv == 0) {
             put_u64(o, d, v);
         }
