@@ -60,8 +60,8 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
     if (cur->file == NULL) {
         return;
     }
-    if (config_args_build(options_getopt(), argc, argv, &next, err,
-                          sizeof(err)) != 0) {
+    if (config_args_build(options_getopt(), options_file_key, argc, argv, &next,
+                          err, sizeof(err)) != 0) {
         log_error("SIGHUP: %s; the configuration in force stays", err);
         return;
     }
@@ -99,8 +99,8 @@ main(int argc, char **argv)
     char err[512];
     int sig, rv;
 
-    if (config_args_build(options_getopt(), argc, argv, &boot, err,
-                          sizeof(err)) != 0) {
+    if (config_args_build(options_getopt(), options_file_key, argc, argv, &boot,
+                          err, sizeof(err)) != 0) {
         fprintf(stderr, "onced: %s\n", err);
         return 2;
     }

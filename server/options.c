@@ -45,6 +45,7 @@ typedef enum opt_kind {
 
 #define OPT_RELOAD   1u /* a SIGHUP puts a change in force */
 #define OPT_ZERO_OFF 2u /* OPT_DURATION: "0" is accepted (off) */
+#define OPT_NO_KEY   4u /* not a key of the configuration file */
 
 typedef struct opt_def opt_def;
 
@@ -198,7 +199,7 @@ static const opt_def OPTIONS[] = {
              "when a peer hangs up during its handshake)"),
     SETTER("no-listen-check", NULL, set_no_listen_check, NULL, 0,
            "do not probe"),
-    ACTION("config", "FILE", OPT_CONFIG, OPT_RELOAD,
+    ACTION("config", "FILE", OPT_CONFIG, OPT_RELOAD | OPT_NO_KEY,
            "read options from FILE: one \"key = value\"\n"
            "a line, the keys being these long options\n"
            "without the dashes; flags given here win"),
@@ -254,9 +255,9 @@ static const opt_def OPTIONS[] = {
          "once; other keys at the next start).\n"
          "\n"
          "Durations are written 200ms, 2s, 5m, 1h.\n"),
-    ACTION("version", NULL, OPT_VERSION, 0,
+    ACTION("version", NULL, OPT_VERSION, OPT_NO_KEY,
            "the versions of onced, nng and LevelDB"),
-    ACTION("help", NULL, OPT_HELP, 0, "this text"),
+    ACTION("help", NULL, OPT_HELP, OPT_NO_KEY, "this text"),
     TEXT("\n"
          "Stop with SIGINT or SIGTERM: received calls finish and are "
          "synced.\n"),
@@ -358,10 +359,11 @@ options_dump(FILE *f)
         const char *def = fmt_default(d, buf, sizeof(buf));
 
         if (d->kind != OPT_TEXT) {
-            fprintf(f, "%s\t%s\t%s\t%s\t%s\n", d->name,
+            fprintf(f, "%s\t%s\t%s\t%s\t%s\t%s\n", d->name,
                     d->arg != NULL ? d->arg : "-", kinds[d->kind],
                     *def != '\0' ? def : "-",
-                    (d->flags & OPT_RELOAD) ? "reload" : "restart");
+                    (d->flags & OPT_RELOAD) ? "reload" : "restart",
+                    (d->flags & OPT_NO_KEY) ? "flag-only" : "key");
         }
     }
 }
@@ -391,15 +393,32 @@ options_getopt(void)
     return table;
 }
 
-bool
-options_reloadable(const char *name)
+/* The row of the long option name, or NULL. */
+static const opt_def *
+row_named(const char *name)
 {
     for (size_t i = 0; i < NROWS; i++) {
         if (OPTIONS[i].kind != OPT_TEXT && strcmp(OPTIONS[i].name, name) == 0) {
-            return (OPTIONS[i].flags & OPT_RELOAD) != 0;
+            return &OPTIONS[i];
         }
     }
-    return false;
+    return NULL;
+}
+
+bool
+options_file_key(const char *name)
+{
+    const opt_def *d = row_named(name);
+
+    return d != NULL && !(d->flags & OPT_NO_KEY);
+}
+
+bool
+options_reloadable(const char *name)
+{
+    const opt_def *d = row_named(name);
+
+    return d != NULL && (d->flags & OPT_RELOAD) != 0;
 }
 
 /* --- parsing ------------------------------------------------------------ */

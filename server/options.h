@@ -45,6 +45,10 @@ int options_parse(int argc, char **argv, onced_options *out);
  * thread only; lives as long as the process. */
 const struct option *options_getopt(void);
 
+/* Whether the long option name may be a key of the configuration file
+ * (all but config, help and version). */
+bool options_file_key(const char *name);
+
 /* Whether a SIGHUP puts a change of the long option name in force. */
 bool options_reloadable(const char *name);
 
@@ -52,7 +56,8 @@ bool options_reloadable(const char *name);
 void options_usage(FILE *f);
 
 /* The table, one row a line: name, argument, kind, default as --help
- * writes it ("-" for none), "reload" or "restart" (tab-separated); for
+ * writes it ("-" for none), "reload" or "restart", "key" or "flag-only"
+ * (whether the configuration file may set it; tab-separated); for
  * tests/test_options.sh. */
 void options_dump(FILE *f);
 

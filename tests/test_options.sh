@@ -13,8 +13,8 @@
 #  - the SIGHUP sentences of the man page, of `onced --help` and of
 #    packaging/onced.conf's header name exactly the reloadable options
 #    (--config aside: it names the file);
-#  - every key in packaging/onced.conf, commented out or not, is a row,
-#    and each of its "Defaults, shown for reference" is the table's;
+#  - every key in packaging/onced.conf, commented out or not, is a row
+#    the file may set (config, help and version are not), and each of its "Defaults, shown for reference" is the table's;
 #  - the global options of `oncectl --help` (printed from cli/globals.c's
 #    table) are exactly the .TP tags of oncectl(1)'s GLOBAL OPTIONS.
 # So an option added to the table but not to the page, or a default or
@@ -66,7 +66,7 @@ paragraph() {
         }
         { prev = $0 }'
 }
-while IFS=$'\t' read -r name arg kind def reload; do
+while IFS=$'\t' read -r name arg kind def _; do
     case "$kind" in count | duration | bytes | string) ;; *) continue ;; esac
     [ "$def" != "-" ] || continue
     p=$(paragraph "$name")
@@ -99,8 +99,9 @@ d=$(diff "$tmp/reload" "$tmp/conf-reload") ||
 sed -nE 's/^#? *([a-z][a-z-]*) = (.*)$/\1\t\2/p' "$conf" >"$tmp/conf"
 [ -s "$tmp/conf" ] || fail "no key read from $conf"
 while IFS=$'\t' read -r key value; do
-    grep -q "^$key"$'\t' "$tmp/table" ||
-        fail "packaging/onced.conf: $key is no option of the table"
+    awk -F'\t' -v k="$key" '$1 == k && $6 == "key" { f = 1 } END { exit !f }' \
+        "$tmp/table" ||
+        fail "packaging/onced.conf: $key is no configuration key of the table"
 done <"$tmp/conf"
 sed -n '/^# Defaults/,$p' "$conf" |
     sed -nE 's/^# ([a-z][a-z-]*) = (.*)$/\1\t\2/p' >"$tmp/conf-defaults"
