@@ -278,18 +278,25 @@ def kill_randomly(o, p, agent: Agent, journal, jobs: int, seed: int,
         return kills
 
 
-@timed
-def test_workflow_random_kills(onced_factory, proxy_factory, tmp_path):
-    """Issue 25's random kills: examples/workflow.py SIGKILLed at random
-    moments (at least 10 times), onced SIGKILLed too, replies dropped by
-    once_proxy: every row finished once, each job's grant started once,
-    each Txn written once."""
+def lossy_world(onced_factory, proxy_factory):
+    """(seed, onced, once_proxy dropping 15% of replies, a started Agent);
+    ONCE_TEST_SEED repeats a run."""
     seed = int(os.environ.get("ONCE_TEST_SEED", random.randrange(1 << 30)))
     print(f"seed {seed}")
     o = onced_factory()
     p = proxy_factory(o, ["--drop-rep", "0.15", "--seed", str(seed)])
     agent = Agent(o.url)
     agent.start()
+    return seed, o, p, agent
+
+
+@timed
+def test_workflow_random_kills(onced_factory, proxy_factory, tmp_path):
+    """Issue 25's random kills: examples/workflow.py SIGKILLed at random
+    moments (at least 10 times), onced SIGKILLed too, replies dropped by
+    once_proxy: every row finished once, each job's grant started once,
+    each Txn written once."""
+    seed, o, p, agent = lossy_world(onced_factory, proxy_factory)
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     try:
         kills = kill_randomly(o, p, agent, tmp_path / "j", JOBS, seed, env)
@@ -312,12 +319,7 @@ def test_workflow_random_kills_catch_a_resend_under_a_new_id(
     again under a new id, and the checks catch it — a Txn's compare fails
     (the workflow exits 4, "moved by someone else") or the surface's
     generation is 2."""
-    seed = int(os.environ.get("ONCE_TEST_SEED", random.randrange(1 << 30)))
-    print(f"seed {seed}")
-    o = onced_factory()
-    p = proxy_factory(o, ["--drop-rep", "0.15", "--seed", str(seed)])
-    agent = Agent(o.url)
-    agent.start()
+    seed, o, p, agent = lossy_world(onced_factory, proxy_factory)
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"),
                ONCE_LIBRARY=str(SEAMS), ONCE_CHAIN_WRITE_AFTER_SEND="1")
     try:
