@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <once/kv.h>
 #include <once/outbox.h>
@@ -53,21 +52,6 @@
 #define POLICY_RULES                                                           \
     "scheduler outbox-emit billing/\n"                                         \
     "billing outbox-read billing/ once.system\n"
-
-static void
-write_policy(const harness *h, const char *text)
-{
-    char path[400], tmp[420];
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/policy", h->data);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    assert_non_null(f = fopen(tmp, "w"));
-    fputs(text, f);
-    fclose(f);
-    assert_int_equal(chmod(tmp, 0600), 0);
-    assert_int_equal(rename(tmp, path), 0);
-}
 
 /* Fails naming the caller's line unless rv/st is code/reason. */
 static void
@@ -188,6 +172,28 @@ read_count(once_client *c, const char *topic, const char *consumer,
     return n;
 }
 
+/* c's Txn putting ok_key and emitting to ok_topic runs; the one putting
+ * bad_key and emitting to bad_topic is refused. */
+static void
+emits(once_client *c, const char *ok_key, const char *ok_topic,
+      const char *bad_key, const char *bad_topic)
+{
+    once_rpc_id id = {0, 0};
+    once_status st;
+
+    assert_int_equal(emit_txn(c, ok_key, ONCE_KV_THEN, ok_topic, &id, &st),
+                     ONCE_OK);
+    id.seq = 0;
+    assert_denied(emit_txn(c, bad_key, ONCE_KV_THEN, bad_topic, &id, &st), &st);
+}
+
+/* {name}: agent m3 emits under agents/m3/, not agents/m4/. */
+static void
+agent_emits_own(once_client *m3)
+{
+    emits(m3, "agents/m3/a", "agents/m3/ev", "agents/m3/b", "agents/m4/ev");
+}
+
 /* Emitting: by the outbox-emit rules only, in both branches; a refusal
  * writes neither the key nor the event. */
 static void
@@ -197,13 +203,7 @@ check_emit(const harness *h, once_client *op)
     once_rpc_id id = {0, 0};
     once_status st;
 
-    assert_int_equal(
-        emit_txn(sched, "jobs/1", ONCE_KV_THEN, "billing/done", &id, &st),
-        ONCE_OK);
-    id.seq = 0;
-    assert_denied(
-        emit_txn(sched, "jobs/2", ONCE_KV_THEN, "agents/m3/ev", &id, &st), &st);
-    id.seq = 0;
+    emits(sched, "jobs/1", "billing/done", "jobs/2", "agents/m3/ev");
     assert_denied(emit_txn(sched, "jobs/3", ONCE_KV_ELSE, "other/x", &id, &st),
                   &st);
     assert_true(strstr(st.message, "scheduler outbox-emit") != NULL);
@@ -212,15 +212,7 @@ check_emit(const harness *h, once_client *op)
     assert_int_equal(topic_head(op, "agents/m3/ev", NULL, NULL, NULL), 0);
     assert_int_equal(topic_head(op, "other/x", NULL, NULL, NULL), 0);
 
-    /* {name}: an agent emits under agents/<its name>/ only. */
-    id.seq = 0;
-    assert_int_equal(
-        emit_txn(m3, "agents/m3/a", ONCE_KV_THEN, "agents/m3/ev", &id, &st),
-        ONCE_OK);
-    id.seq = 0;
-    assert_denied(
-        emit_txn(m3, "agents/m3/b", ONCE_KV_THEN, "agents/m4/ev", &id, &st),
-        &st);
+    agent_emits_own(m3);
     assert_false(key_exists(op, "agents/m3/b"));
     assert_int_equal(topic_head(op, "agents/m4/ev", NULL, NULL, NULL), 0);
     assert_int_equal(topic_head(op, "billing/done", NULL, NULL, NULL), 1);
@@ -310,7 +302,8 @@ check_every_attempt(const harness *h, once_client *op)
         once_outbox_ack(bill, "billing/done", "b", 2, &aid, &acked, &st),
         ONCE_OK);
     assert_int_equal(acked, 2);
-    write_policy(h, POLICY_BASE); /* no billing read, no scheduler emit */
+    harness_write_policy(h,
+                         POLICY_BASE); /* no billing read, no scheduler emit */
     probe = as(h, "bill");
     again = as(h, "sched");
     /* Bounded: until onced has the new policy in force. */
@@ -329,7 +322,7 @@ check_every_attempt(const harness *h, once_client *op)
         &st);
     assert_false(st.replayed);
     /* The rule is back: the same ids are answered from their records. */
-    write_policy(h, POLICY_BASE POLICY_RULES);
+    harness_write_policy(h, POLICY_BASE POLICY_RULES);
     rv = ONCE_PERMISSION_DENIED;
     for (int i = 0; i < 100 && rv != ONCE_OK; i++) {
         rv = once_outbox_ack(probe, "billing/done", "b", 2, &aid, &acked, &st);
@@ -360,7 +353,7 @@ t_topic_permissions(void **state)
     once_client *bill, *dash;
     once_status st;
 
-    write_policy(h, POLICY_BASE POLICY_RULES);
+    harness_write_policy(h, POLICY_BASE POLICY_RULES);
     harness_add_principal(h, "op", "operator");
     harness_add_principal(h, "sched", "scheduler");
     harness_add_principal(h, "m3", "agent");
@@ -401,14 +394,7 @@ t_default_policy(void **state)
     assert_int_equal(
         emit_txn(sched, "jobs/1", ONCE_KV_THEN, "anything/x", &id, &st),
         ONCE_OK);
-    id.seq = 0;
-    assert_int_equal(
-        emit_txn(m3, "agents/m3/k", ONCE_KV_THEN, "agents/m3/x", &id, &st),
-        ONCE_OK);
-    id.seq = 0;
-    assert_denied(
-        emit_txn(m3, "agents/m3/j", ONCE_KV_THEN, "agents/m4/x", &id, &st),
-        &st);
+    agent_emits_own(m3);
     once_client_close(sched);
     once_client_close(m3);
 }
