@@ -1170,6 +1170,21 @@ harness_client_as(const harness *h, const char *name, bool no_lease,
 }
 
 void
+harness_write_policy(const harness *h, const char *text)
+{
+    char path[400], tmp[420];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/policy", h->data);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    assert_non_null(f = fopen(tmp, "w"));
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(tmp, 0600), 0);
+    assert_int_equal(rename(tmp, path), 0);
+}
+
+void
 harness_add_principal_nowait(const harness *h, const char *name,
                              const char *role)
 {
