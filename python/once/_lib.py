@@ -1,8 +1,8 @@
 """once._lib — loading libonce with ctypes and declaring its C API.
 
 Owns: finding and loading libonce.so (once/client.h, once/grants.h,
-once/inputs.h, once/outbox.h), the ctypes mirrors of the structs callers allocate, and the
-argument/return types of every function bound.
+once/inputs.h, once/outbox.h), the ctypes mirrors of the structs callers
+allocate, and the argument/return types of every function bound.
 Invariant: the structs mirror the C layouts field for field (the C headers
 promise they keep size and layout; tests/python/test_py_layout.py compiles
 the headers and compares every class's size and offsets); every function is

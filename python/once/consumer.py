@@ -27,8 +27,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Iterator, NamedTuple,
 
 from . import _lib
 from .client import c_str, c_uint, rpc_id_arg, status_error
-from .errors import (DeadlineExceeded, OnceError, OutcomeUnknown, RpcId,
-                     Unavailable)
+from .errors import DeadlineExceeded, OutcomeUnknown, RpcId, Unavailable
 from .proto import outbox_pb2
 
 if TYPE_CHECKING:

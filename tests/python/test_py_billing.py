@@ -1,7 +1,8 @@
-"""test_py_billing.py — the PostgreSQL receiver (examples/billing_receiver.py,
-pattern 1 of docs/outbox.md) billing every finished grant exactly once
-while it is SIGKILLed at random points, producers run through a lossy
-proxy, and onced itself is SIGKILLed and restarted.
+"""test_py_billing.py — the PostgreSQL receiver
+(examples/billing_receiver.py, pattern 1 of docs/outbox.md) billing every
+finished grant exactly once while it is SIGKILLed at random points,
+producers run through a lossy proxy, and onced itself is SIGKILLed and
+restarted.
 
 Owns: one real PostgreSQL 15 (initdb + pg_ctl in a temp dir, unix socket
 only, started with the example's own start_postgres), one onced, a
@@ -29,7 +30,6 @@ import importlib.util
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
