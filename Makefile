@@ -107,8 +107,10 @@ tsan: deps
 # was reported; the same suites pass under ASan and TSan): test_conns (an
 # onced limited to 256 files, of which valgrind takes its own, and idle
 # timings), test_outbox (its long-poll waits), test_preauth and
-# test_slow_peer (flood bounds scaled from one request alone).
-VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer
+# test_slow_peer (flood bounds scaled from one request alone);
+# test_py_billing (its receiver must bill within bounded waits between a
+# dozen kills, and the whole test within 120 s).
+VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer|test_py_billing
 VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
                     --suppressions=$(CURDIR)/tests/valgrind.supp
 

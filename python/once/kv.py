@@ -107,8 +107,9 @@ def get(key: Bytes) -> kv_pb2.KvOp:
 
 
 def emit(topic: str, payload: Bytes = b"") -> kv_pb2.KvOp:
-    """An outbox event; refused (Unimplemented, KV_EMIT_UNAVAILABLE) until
-    onced has the outbox."""
+    """An outbox event on topic, committed with the Txn's other ops (its
+    offset is in the op's result, ``results[i].emit.offset``); read it
+    with once.Consumer (docs/outbox.md)."""
     return kv_pb2.KvOp(emit=kv_pb2.KvEmit(topic=topic,
                                           payload=b(payload, "payload")))
 
