@@ -110,6 +110,12 @@ tsan: deps
 # test_slow_peer (flood bounds scaled from one request alone);
 # test_py_billing (its receiver must bill within bounded waits between a
 # dozen kills, and the whole test within 120 s).
+# One suite at a time (VALGRIND_JOBS): two suites side by side, each onced
+# under memcheck, left raw calls of test_leases, test_crash_matrix and
+# test_tls_errors without an answer within their bounds in a CI-like clean
+# run (2026-12-03: a connection closed, a 5 s call timed out, a TLS
+# handshake outlasting oncectl's attempts).
+VALGRIND_JOBS    ?= 1
 VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer|test_py_billing
 VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
                     --suppressions=$(CURDIR)/tests/valgrind.supp
@@ -117,8 +123,8 @@ VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full -
 valgrind: deps build
 	scripts/deps.sh valgrind
 	ONCE_TEST_ONCED_WRAPPER="$(VALGRIND_CMD)" \
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -L integration \
-	    -E '$(VALGRIND_EXCLUDE)'
+	ctest --test-dir $(BUILD) --output-on-failure -j$(VALGRIND_JOBS) \
+	    -L integration -E '$(VALGRIND_EXCLUDE)'
 
 bench: deps build
 	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)
