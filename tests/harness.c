@@ -327,9 +327,12 @@ spawn(harness *h)
 }
 
 /* One Stats probe: does onced answer with an OK Response (or, when it
- * authenticates requests, with UNAUTHENTICATED to this unsigned one)? */
+ * authenticates requests, with UNAUTHENTICATED to this unsigned one)?
+ * It waits up to wait_ms: a probe that gives up while onced is still in
+ * its handshake hangs up mid-handshake, which ends an ipc listener in nng
+ * 1.5.2 (onced's watch then listens again, closing what it held). */
 static bool
-probe(const harness *h)
+probe(const harness *h, int wait_ms)
 {
     uint8_t *req = NULL;
     size_t len;
@@ -340,7 +343,7 @@ probe(const harness *h)
         0) {
         return false;
     }
-    if (harness_raw_rpc(h->url, req, len, &r, 250) == 0) {
+    if (harness_raw_rpc(h->url, req, len, &r, wait_ms) == 0) {
         ok = r->status == NULL || r->status->code == ONCE__V1__CODE__OK ||
              r->status->code == ONCE__V1__CODE__UNAUTHENTICATED;
         once__v1__response__free_unpacked(r, NULL);
@@ -358,6 +361,9 @@ wait_ready(harness *h)
                            ? 3 * HARNESS_READY_MS
                            : HARNESS_READY_MS;
     int64_t deadline = harness_now_ms() + ready_ms;
+    /* Under a wrapper a handshake can take seconds: each probe waits
+     * long enough for one (a probe only waits while onced listens). */
+    int probe_ms = getenv("ONCE_TEST_ONCED_WRAPPER") != NULL ? 3000 : 1000;
 
     for (int i = 0; i < 3000 && harness_now_ms() < deadline; i++) {
         int status;
@@ -371,7 +377,7 @@ wait_ready(harness *h)
             harness_dump_log(h);
             return -1;
         }
-        if (probe(h)) {
+        if (probe(h, probe_ms)) {
             return 0;
         }
         harness_sleep_ms(20);
