@@ -154,17 +154,17 @@ watch_connect(const char *path)
  * A plain socket rather than an nng dialer: closing an nng socket whose
  * dialer is still in its handshake leaks the dialer in nng 1.5.2, and a
  * probe that times out does exactly that. The probe's own header is sent
- * at once; the socket is closed once onced accepted it (its pipe, or its
- * header back), and otherwise kept open (watch_park) until onced answers
- * or hangs up, for at most WATCH_PARK_MS: a live listener that is merely
- * slow (valgrind, a loaded machine) never sees a probe hang up
- * mid-handshake, which would end it.
+ * at once; the socket is closed once onced added its pipe, and otherwise
+ * kept open (watch_park) until onced's header comes back (its side of the
+ * handshake is then done) or it hangs up, for at most WATCH_PARK_MS: a live
+ * listener that is merely slow (valgrind, a loaded machine) never sees a probe
+ * hang up mid-handshake, which would end it.
  */
 static bool
 watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
 {
     uint64_t before = atomic_load(&e->pipes);
-    bool accepted, heard = false;
+    bool accepted;
     int fd;
 
     if ((fd = watch_connect(e->url + IPC_PREFIX_LEN)) < 0) {
@@ -179,20 +179,18 @@ watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
             break;
         }
         /* Drain what onced sends (its header); poll doubles as the wait. */
-        if (poll(&p, 1, WATCH_POLL_MS) > 0) {
-            if ((n = recv(fd, buf, sizeof(buf), 0)) == 0) {
-                break; /* onced hung up on the probe */
-            }
-            heard = heard || n > 0;
+        if (poll(&p, 1, WATCH_POLL_MS) > 0 &&
+            (n = recv(fd, buf, sizeof(buf), 0)) == 0) {
+            break; /* onced hung up on the probe */
         }
     }
-    /* onced's header came: its listener accepted the probe, even when a
-     * slow onced (valgrind) had not added the pipe within the wait. */
-    accepted = atomic_load(&e->pipes) != before || heard;
+    /* Only a new pipe shows the listener accepts: a stopped one still
+     * answers the handshake of what it took, and never hands it on. */
+    accepted = atomic_load(&e->pipes) != before;
     if (accepted) {
         close(fd);
     } else {
-        watch_park(w, fd); /* no answer yet: never hang up mid-handshake */
+        watch_park(w, fd); /* no pipe yet: never hang up mid-handshake */
     }
     return accepted || watch_stopping(w);
 }
