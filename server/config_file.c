@@ -4,10 +4,9 @@
  * Owns: reading the file, checking each key against the getopt table, and
  * merging file and flags into one argument vector.
  * Invariant: a key is accepted only when it names a long option of the
- * table that is_key allows; the result parses exactly as if the file's lines had been typed
- * before the flags.
- * Never: knows any option by name but `config` (to find the file); which
- * options are no keys is the caller's (is_key).
+ * table that is_key allows; the result parses exactly as if the file's lines
+ * had been typed before the flags. Never: knows any option by name but `config`
+ * (to find the file); which options are no keys is the caller's (is_key).
  */
 #include "server/config_file.h"
 
