@@ -173,14 +173,13 @@ watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
     for (int i = 0; i < wait_ms / WATCH_POLL_MS + 1; i++) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         uint8_t buf[64];
-        ssize_t n;
 
         if (atomic_load(&e->pipes) != before || watch_stopping(w)) {
             break;
         }
         /* Drain what onced sends (its header); poll doubles as the wait. */
         if (poll(&p, 1, WATCH_POLL_MS) > 0 &&
-            (n = recv(fd, buf, sizeof(buf), 0)) == 0) {
+            recv(fd, buf, sizeof(buf), 0) == 0) {
             break; /* onced hung up on the probe */
         }
     }

@@ -142,7 +142,7 @@ void
 verifier_submit(void *arg, listener_req *r)
 {
     verifier *v = arg;
-    bool inline_ok;
+    bool small = nng_msg_len(r->msg) <= VERIFY_INLINE_MAX;
 
     r->recv_us = stats_now_us();
     pthread_mutex_lock(&v->mtx);
@@ -150,9 +150,7 @@ verifier_submit(void *arg, listener_req *r)
      * on the receiving thread: its scan and HMAC cost a few microseconds
      * (bounded by VERIFY_INLINE_MAX), where the hand-off to the verifier
      * thread cost a wake-up per call. */
-    inline_ok = v->q.queued == 0 && !v->stopping &&
-                nng_msg_len(r->msg) <= VERIFY_INLINE_MAX;
-    if (inline_ok) {
+    if (small && v->q.queued == 0 && !v->stopping) {
         pthread_mutex_unlock(&v->mtx);
         verify_one(v, r);
         return;
