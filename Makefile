@@ -102,15 +102,29 @@ tsan: deps
 # speed (docs/replication.md); both run in `make test` and `make asan`. Every other integration suite
 # runs. tests/valgrind.supp names the one leak not counted (inside nng
 # 1.5.2, and why).
-VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd
+# Also left out since this session (CI-like clean run, 2026-12-03), for
+# time bounds that do not fit valgrind's speed, not for memory errors (none
+# was reported; the same suites pass under ASan and TSan): test_conns (an
+# onced limited to 256 files, of which valgrind takes its own, and idle
+# timings), test_outbox (its long-poll waits), test_preauth and
+# test_slow_peer (flood bounds scaled from one request alone);
+# test_py_billing (its receiver must bill within bounded waits between a
+# dozen kills, and the whole test within 120 s).
+# One suite at a time (VALGRIND_JOBS): two suites side by side, each onced
+# under memcheck, left raw calls of test_leases, test_crash_matrix and
+# test_tls_errors without an answer within their bounds in a CI-like clean
+# run (2026-12-03: a connection closed, a 5 s call timed out, a TLS
+# handshake outlasting oncectl's attempts).
+VALGRIND_JOBS    ?= 1
+VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer|test_py_billing
 VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
                     --suppressions=$(CURDIR)/tests/valgrind.supp
 
 valgrind: deps build
 	scripts/deps.sh valgrind
 	ONCE_TEST_ONCED_WRAPPER="$(VALGRIND_CMD)" \
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -L integration \
-	    -E '$(VALGRIND_EXCLUDE)'
+	ctest --test-dir $(BUILD) --output-on-failure -j$(VALGRIND_JOBS) \
+	    -L integration -E '$(VALGRIND_EXCLUDE)'
 
 bench: deps build
 	$(BUILD)/bench/bench_calls --csv $(BUILD)/bench.csv $(BENCH_ARGS)

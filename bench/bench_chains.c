@@ -3,7 +3,7 @@
  * docs/performance.md "Chains"), on an onced of its own.
  *
  * Owns: the measurement only, for each --threads level (default 1 and
- * 64), each --seconds long:
+ * 64), each --seconds long (default 5):
  *   plain    each thread loops once_counter_incr_new on one shared handle;
  *   chain    each thread has its own chain in one shared journal and loops
  *            once_chain_commit (context + the next Increment, one synced
@@ -12,9 +12,12 @@
  *   journal  each thread loops synced 200-byte LevelDB puts on its own key
  *            (no server): how LevelDB's write grouping shares fsyncs
  *            between threads, the choice journal.c made.
- * Output: calls (or writes)/s and p50/p99 latency per mode and level.
+ * Output: calls (or writes)/s and p50/p99 latency per mode and level, then
+ * chain against plain at each level as ratios (issue 25's targets: p50 at
+ * most 1.6x at 1 thread, calls/s at least 0.7x at 64); --csv FILE too.
  * Never: runs unbounded: every loop ends on its deadline.
  */
+#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +34,7 @@
 #include "bench/bench_env.h"
 
 #define MAX_THREADS 256
+#define MAX_LEVELS  8
 #define SAMPLES_MAX 400000
 
 typedef enum mode { MODE_PLAIN, MODE_CHAIN, MODE_JOURNAL } mode;
@@ -52,6 +56,12 @@ typedef struct thr {
     run *r;
     int id;
 } thr;
+
+/* One mode at one level. */
+typedef struct figure {
+    double per_s, p50_us, p99_us;
+    size_t errors;
+} figure;
 
 static void
 sample(run *r, int64_t t0)
@@ -126,12 +136,13 @@ thr_run(void *arg)
     return NULL;
 }
 
-static void
+static figure
 measure(run *r, int threads, int seconds)
 {
     pthread_t tid[MAX_THREADS];
     thr t[MAX_THREADS];
-    size_t n;
+    size_t n, kept;
+    figure f;
 
     atomic_store(&r->n, 0);
     atomic_store(&r->errors, 0);
@@ -144,25 +155,154 @@ measure(run *r, int threads, int seconds)
         pthread_join(tid[i], NULL);
     }
     n = atomic_load(&r->n);
+    kept = n < SAMPLES_MAX ? n : SAMPLES_MAX;
+    f.per_s = (double)n / seconds;
+    f.p50_us = bench_pct_us(r->lat, kept, 50);
+    f.p99_us = bench_pct_us(r->lat, kept, 99);
+    f.errors = atomic_load(&r->errors);
     printf("%-8s %4d thr  %9.0f /s  p50 %8.1f us  p99 %8.1f us  errors %zu\n",
-           mode_name[r->m], threads, (double)n / seconds,
-           bench_pct_us(r->lat, n < SAMPLES_MAX ? n : SAMPLES_MAX, 50),
-           bench_pct_us(r->lat, n < SAMPLES_MAX ? n : SAMPLES_MAX, 99),
-           atomic_load(&r->errors));
+           mode_name[r->m], threads, f.per_s, f.p50_us, f.p99_us, f.errors);
     fflush(stdout);
+    return f;
+}
+
+typedef struct args {
+    int seconds;
+    int levels[MAX_LEVELS];
+    int nlevels;
+    const char *csv;
+} args;
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: bench_chains [options] [SECONDS]\n"
+            "\n"
+            "A journaled chain step against a plain call, on an onced of its\n"
+            "own: 'plain' loops once_counter_incr_new on one shared handle,\n"
+            "'chain' gives each thread a chain in one shared journal (one\n"
+            "synced local write, the call, the reply's unsynced write), and\n"
+            "'journal' is LevelDB's synced puts alone. Prints calls/s and\n"
+            "p50/p99 per mode and level, then chain/plain ratios.\n"
+            "\n"
+            "  --seconds S      per mode and level (default 5; also as the\n"
+            "                   one positional argument)\n"
+            "  --threads LIST   levels, comma-separated (default 1,64; at\n"
+            "                   most %d levels of at most %d threads)\n"
+            "  --csv FILE       also write mode,threads,per_s,p50_us,p99_us,\n"
+            "                   errors rows to FILE\n"
+            "  --help           this text\n",
+            MAX_LEVELS, MAX_THREADS);
+}
+
+static int
+parse_levels(const char *s, args *a)
+{
+    char *end;
+
+    a->nlevels = 0;
+    while (*s != '\0' && a->nlevels < MAX_LEVELS) {
+        long v = strtol(s, &end, 10);
+
+        if (end == s || v < 1 || v > MAX_THREADS ||
+            (*end != ',' && *end != '\0')) {
+            return -1;
+        }
+        a->levels[a->nlevels++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return a->nlevels > 0 && *s == '\0' ? 0 : -1;
+}
+
+/* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
+static int
+parse_args(int argc, char **argv, args *a)
+{
+    static const struct option opts[] = {{"seconds", required_argument, 0, 's'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"csv", required_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch;
+
+    *a = (args){.seconds = 5, .levels = {1, 64}, .nlevels = 2};
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            usage(stdout);
+            return 1;
+        } else if (ch == 's') {
+            a->seconds = atoi(optarg);
+        } else if (ch == 't' && parse_levels(optarg, a) == 0) {
+            continue;
+        } else if (ch == 'c') {
+            a->csv = optarg;
+        } else {
+            fprintf(stderr, "bench_chains: bad option or value "
+                            "(--threads wants e.g. 1,64); see --help\n");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        a->seconds = atoi(argv[optind]);
+    }
+    if (a->seconds < 1 || a->seconds > 600) {
+        fprintf(stderr, "bench_chains: seconds must be 1..600; see --help\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* chain against plain at each level, and the targets of issue 25. */
+static void
+print_ratios(const args *a, figure f[][MAX_LEVELS])
+{
+    printf("\nchain / plain (same run):\n");
+    for (int l = 0; l < a->nlevels; l++) {
+        printf("  %3d thr: calls/s %.2f, p50 %.2f, p99 %.2f\n", a->levels[l],
+               f[MODE_CHAIN][l].per_s / f[MODE_PLAIN][l].per_s,
+               f[MODE_CHAIN][l].p50_us / f[MODE_PLAIN][l].p50_us,
+               f[MODE_CHAIN][l].p99_us / f[MODE_PLAIN][l].p99_us);
+    }
+    printf("targets: p50 at 1 thread <= 1.6, calls/s at 64 threads >= 0.7\n");
+}
+
+static void
+write_csv(const args *a, figure f[][MAX_LEVELS])
+{
+    FILE *fp = fopen(a->csv, "w");
+
+    if (fp == NULL) {
+        fprintf(stderr, "bench_chains: cannot write %s\n", a->csv);
+        return;
+    }
+    fprintf(fp, "mode,threads,per_s,p50_us,p99_us,errors\n");
+    for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
+        for (int l = 0; l < a->nlevels; l++) {
+            fprintf(fp, "%s,%d,%.0f,%.1f,%.1f,%zu\n", mode_name[m],
+                    a->levels[l], f[m][l].per_s, f[m][l].p50_us, f[m][l].p99_us,
+                    f[m][l].errors);
+        }
+    }
+    fclose(fp);
 }
 
 int
 main(int argc, char **argv)
 {
-    int levels[] = {1, 64}, seconds = argc > 1 ? atoi(argv[1]) : 5;
+    args a;
     bench_onced b;
     once_options o;
     once_status st;
     char dir[400], *err = NULL;
-    leveldb_options_t *lo = leveldb_options_create();
+    leveldb_options_t *lo;
     run r = {0};
+    figure f[MODE_JOURNAL + 1][MAX_LEVELS];
+    int pr = parse_args(argc, argv, &a);
 
+    if (pr != 0) {
+        return pr == 1 ? 0 : 2;
+    }
     if (bench_onced_start(&b, ONCED_PATH, NULL) != 0) {
         return 1;
     }
@@ -179,15 +319,22 @@ main(int argc, char **argv)
         return 1;
     }
     snprintf(dir, sizeof(dir), "%s/raw", b.dir);
+    lo = leveldb_options_create();
     leveldb_options_set_create_if_missing(lo, 1);
     r.db = leveldb_open(lo, dir, &err);
     r.wo = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(r.wo, 1);
     for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
-        for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+        for (int l = 0; l < a.nlevels; l++) {
             r.m = (mode)m;
-            measure(&r, levels[l], seconds);
+            fprintf(stderr, "bench_chains: %s at %d threads, %d s\n",
+                    mode_name[m], a.levels[l], a.seconds);
+            f[m][l] = measure(&r, a.levels[l], a.seconds);
         }
+    }
+    print_ratios(&a, f);
+    if (a.csv != NULL) {
+        write_csv(&a, f);
     }
     leveldb_close(r.db);
     leveldb_writeoptions_destroy(r.wo);

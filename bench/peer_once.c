@@ -78,15 +78,27 @@ say(char *err, int rv, const once_status *st)
              st->message);
 }
 
+/*
+ * Every caller of a level is a handle of its own plus, for the replay
+ * check, a resender: at 64 callers 128 connections of one peer (this
+ * process's uid over ipc), onced's default --conn-max-per-peer. Past it
+ * onced evicts the longest-idle connection of the peer, whose dialer
+ * connects again and evicts the next: the check's reader was reset on
+ * every attempt. Separate agents would be separate peers; the benchmark
+ * gives its one peer room for all of them.
+ */
+#define ONCE_BENCH_ARGS "--conn-max-per-peer", "1024"
+
 static int
 once_start(const compare_config *cfg, void **envp)
 {
+    const char *args[] = {ONCE_BENCH_ARGS, NULL};
     once_env *e = calloc(1, sizeof(*e));
 
     if (e == NULL) {
         return -1;
     }
-    if (bench_onced_start(&e->srv, cfg->onced, NULL) != 0) {
+    if (bench_onced_start(&e->srv, cfg->onced, args) != 0) {
         free(e);
         return -1;
     }
@@ -147,9 +159,10 @@ once_repl_start(const compare_config *cfg, void **envp)
         return -1;
     }
     for (int i = 0; i < ONCE_REPLICAS; i++) {
-        const char *args[] = {"--replicate", e->cl->endpoints,  "--cluster",
-                              "bench",       "--replicate-ttl", "2",
-                              NULL};
+        const char *args[] = {"--replicate",     e->cl->endpoints,
+                              "--cluster",       "bench",
+                              "--replicate-ttl", "2",
+                              ONCE_BENCH_ARGS,   NULL};
         if (bench_spawn(&e->reps[i], cfg->onced, args) != 0) {
             once_repl_stop(e);
             return -1;

@@ -147,17 +147,9 @@ is_help(const char *a)
 bool
 is_global_opt(const char *a)
 {
-    static const char *const globals[] = {
-        "--json",     "--server", "--timeout",        "--principal",
-        "--key-file", "--tls-ca", "--tls-server-name"};
+    const global_opt *o = globals_find(a);
 
-    for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++) {
-        size_t n = strlen(globals[i]);
-        if (strncmp(a, globals[i], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
-            return true;
-        }
-    }
-    return false;
+    return o != NULL && o->kind != GLOBAL_VERSION && o->kind != GLOBAL_HELP;
 }
 
 /*

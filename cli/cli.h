@@ -1,7 +1,7 @@
 /*
- * cli.h — what oncectl's files share: the global options, the exit
- * statuses, error and usage reporting, option and number parsing, opening
- * a client. Never installed.
+ * cli.h — what oncectl's files share: the global options (struct cli and
+ * their table, globals.h), the exit statuses, error and usage reporting, option
+ * and number parsing, opening a client. Never installed.
  *
  * Owns: declarations only; the bodies are in cli.c.
  * Invariant: the bottom of oncectl — cli.c calls no command and main.c is
@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli/globals.h"
 #include "once/client.h"
 
 enum {
@@ -22,20 +23,6 @@ enum {
     ONCECTL_EXIT_USAGE = 2,
     ONCECTL_EXIT_UNKNOWN = 3,
 };
-
-/* The global options. */
-typedef struct cli {
-    const char *server;
-    const char *server_from; /* the configuration file --server's default
-                                came from, or NULL */
-    bool json;
-    uint64_t timeout_ms; /* 0: the library's default deadline */
-    const char *principal;
-    const char *key_file; /* --key-file, $ONCE_KEY_FILE, ./data/dev.key */
-    const char *tls_ca;   /* --tls-ca: CA of tls+tcp:// servers */
-    const char *tls_server_name; /* --tls-server-name: the name their
-                                    certificates must carry */
-} cli;
 
 #define GLOBAL_HINT                                                            \
     "global options go before the command, e.g. oncectl --json counter get x"

@@ -6,8 +6,9 @@
  *           [--key-file FILE] [--tls-ca FILE] [--tls-server-name NAME]
  *           COMMAND ...
  *
- * Owns: the global options and the top usage text; which command file
- * runs a command. Output forms (text for people; with --json exactly one
+ * Owns: parsing the global options by their table (globals.h: a new one
+ * is a row there) and the top usage text; which command file runs a
+ * command. Output forms (text for people; with --json exactly one
  * JSON object on stdout, success or not) are each command's, through
  * cli.c.
  * Exit status: 0 only for OK; 1 a call ended with an error code; 2 usage
@@ -18,6 +19,7 @@
  * seq 1 are used.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -26,15 +28,12 @@
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
+#include "cli/globals.h"
 #include "cli/server_default.h"
 #include "proto/conf_lines.h"
 #include "proto/duration.h"
 
-/* onced --dev (make run) writes its operator key here; used when no key
- * is given otherwise. */
-#define ONCECTL_DEV_KEY "./data/dev.key"
-
-static const char usage_top[] =
+static const char usage_head[] =
     "usage: oncectl [--server URL] [--json] [--timeout DURATION]\n"
     "               [--principal NAME] COMMAND ...\n"
     "\n"
@@ -76,30 +75,25 @@ static const char usage_top[] =
     "  chain list|show --journal DIR      a chain journal of libonce, read\n"
     "                                     only (oncectl chain --help)\n"
     "\n"
-    "Global options (before the command):\n"
-    "  --server URL        default: $ONCE_SERVER, else the first listener\n"
-    "                      of $ONCE_CONFIG or " ONCECTL_SYSTEM_CONFIG " this\n"
-    "                      user can reach (ipc://, then tcp://), else\n"
-    "                      " ONCECTL_DEFAULT_SERVER "\n"
-    "  --json              print exactly one JSON object on stdout\n"
-    "  --timeout DURATION  deadline over all attempts (default 10s); one\n"
-    "                      attempt waits at most a third of it (min 100ms,\n"
-    "                      max 2s)\n"
-    "  --principal NAME    default: anonymous (or the key file's name)\n"
-    "  --key-file FILE     sign every request with this principal's key\n"
-    "                      (\"NAME KEYHEX\"); default: $ONCE_KEY_FILE, else\n"
-    "                      " ONCECTL_DEV_KEY " when it exists (onced --dev)\n"
-    "  --tls-ca FILE       PEM CA that a tls+tcp:// server must be signed by\n"
-    "  --tls-server-name NAME  name its certificate must carry (a DNS name in\n"
-    "                      subjectAltName); default: the host of --server\n"
-    "  --version           oncectl's version\n"
-    "  -h, --help          this text; `oncectl COMMAND --help` for a command\n"
+    "Global options (before the command):\n";
+
+/* After the global options. */
+static const char usage_tail[] =
     "\n"
     "DURATION is <number><unit> with unit ms, s, m or h (200ms, 2s, 5m, 1h,\n"
     "1m30s); a bare number is milliseconds.\n"
     "\n"
     "Exit status: 0 OK; 1 the call failed (code printed); 2 usage error;\n"
     "3 outcome unknown (retry the printed rpc id with --rpc-id).\n";
+
+/* The top usage text: the commands, the global options (globals.h). */
+static void
+usage(FILE *f)
+{
+    fputs(usage_head, f);
+    globals_usage(f);
+    fputs(usage_tail, f);
+}
 
 /* --json anywhere before a "--" makes usage errors JSON too, even ones
  * found before --json itself is parsed. */
@@ -120,7 +114,7 @@ dispatch(const cli *g, int argc, char **argv)
     const char *cmd = argv[0];
 
     if (strcmp(cmd, "help") == 0) {
-        fputs(usage_top, stdout);
+        usage(stdout);
         return ONCECTL_EXIT_OK;
     }
     if (strcmp(cmd, "stats") == 0) {
@@ -163,13 +157,76 @@ dispatch(const cli *g, int argc, char **argv)
                        "unknown command '%s'", cmd);
 }
 
+/* global_arg's result when oncectl goes on to the next argument. */
+#define GLOBAL_GO_ON (-1)
+
+/* argv[*i], an option before the command, by its row of GLOBAL_OPTS:
+ * GLOBAL_GO_ON (*i past its value), or the exit status (--help,
+ * --version, a usage error). */
+static int
+global_arg(cli *g, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v = NULL;
+    const global_opt *o = globals_find(a);
+    char names[256], hint[384];
+    uint64_t ms = 0;
+    int m = 0;
+
+    if (is_help(a)) {
+        usage(stdout);
+        return ONCECTL_EXIT_OK;
+    }
+    if (o != NULL && o->arg != NULL) {
+        m = opt_value(argc, argv, i, o->name, &v);
+    } else if (o != NULL && strcmp(a, o->name) != 0) {
+        o = NULL; /* "--json=...": no such option */
+    }
+    if (o == NULL) {
+        globals_list(names, sizeof(names));
+        snprintf(hint, sizeof(hint),
+                 "global options are %s; command options go after the "
+                 "command",
+                 names);
+        return usage_error(g, hint, "unknown option '%s'", a);
+    }
+    switch (o->kind) {
+    case GLOBAL_HELP: /* is_help above took it; here for the switch */
+        usage(stdout);
+        return ONCECTL_EXIT_OK;
+    case GLOBAL_VERSION:
+        printf("oncectl %s\n", ONCE_VERSION);
+        return ONCECTL_EXIT_OK;
+    case GLOBAL_FLAG:
+        *(bool *)((char *)g + o->off) = true;
+        return GLOBAL_GO_ON;
+    case GLOBAL_DURATION:
+        if (m < 0 || duration_parse(v, &ms) != 0 || ms == 0 ||
+            ms > UINT32_MAX) {
+            return usage_error(g, o->hint, "bad %s '%s'", o->name,
+                               m < 0 ? "" : v);
+        }
+        *(uint64_t *)((char *)g + o->off) = ms;
+        return GLOBAL_GO_ON;
+    case GLOBAL_STRING:
+        if (m < 0 || v[0] == '\0') {
+            return usage_error(g, o->hint, "%s needs a %s", o->name, o->arg);
+        }
+        *(const char **)((char *)g + o->off) = v;
+        if (o->off == offsetof(cli, server)) {
+            g->server_from = NULL; /* not a configuration file's */
+        }
+        return GLOBAL_GO_ON;
+    }
+    return GLOBAL_GO_ON;
+}
+
 int
 main(int argc, char **argv)
 {
     cli g;
     char default_server[CONF_LINE_MAX];
     const char *v_env;
-    int i;
+    int i, rv;
 
     memset(&g, 0, sizeof(g));
     g.json = wants_json(argc, argv);
@@ -180,8 +237,7 @@ main(int argc, char **argv)
     }
 
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int m;
+        const char *a = argv[i];
 
         if (strcmp(a, "--") == 0) {
             i++;
@@ -190,73 +246,9 @@ main(int argc, char **argv)
         if (a[0] != '-' || a[1] == '\0') {
             break; /* the command */
         }
-        if (is_help(a)) {
-            fputs(usage_top, stdout);
-            return ONCECTL_EXIT_OK;
+        if ((rv = global_arg(&g, argc, argv, &i)) != GLOBAL_GO_ON) {
+            return rv;
         }
-        if (strcmp(a, "--version") == 0) {
-            printf("oncectl %s\n", ONCE_VERSION);
-            return ONCECTL_EXIT_OK;
-        }
-        if (strcmp(a, "--json") == 0) {
-            g.json = true;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--server", &v)) != 0) {
-            if (m < 0 || v[0] == '\0') {
-                return usage_error(&g, "e.g. --server ipc:///tmp/once.ipc",
-                                   "--server needs a URL");
-            }
-            g.server = v;
-            g.server_from = NULL;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--timeout", &v)) != 0) {
-            uint64_t ms = 0;
-            if (m < 0 || duration_parse(v, &ms) != 0 || ms == 0 ||
-                ms > UINT32_MAX) {
-                return usage_error(&g,
-                                   "write a positive duration like 500ms, "
-                                   "2s, 1m",
-                                   "bad --timeout '%s'", m < 0 ? "" : v);
-            }
-            g.timeout_ms = ms;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--principal", &v)) != 0) {
-            if (m < 0 || v[0] == '\0') {
-                return usage_error(&g, NULL, "--principal needs a NAME");
-            }
-            g.principal = v;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--key-file", &v)) != 0) {
-            if (m < 0 || v[0] == '\0') {
-                return usage_error(&g, NULL, "--key-file needs a FILE");
-            }
-            g.key_file = v;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--tls-ca", &v)) != 0) {
-            if (m < 0 || v[0] == '\0') {
-                return usage_error(&g, NULL, "--tls-ca needs a FILE");
-            }
-            g.tls_ca = v;
-            continue;
-        }
-        if ((m = opt_value(argc, argv, &i, "--tls-server-name", &v)) != 0) {
-            if (m < 0 || v[0] == '\0') {
-                return usage_error(&g, NULL, "--tls-server-name needs a NAME");
-            }
-            g.tls_server_name = v;
-            continue;
-        }
-        return usage_error(&g,
-                           "global options are --server, --json, --timeout, "
-                           "--principal, --key-file, --tls-ca, "
-                           "--tls-server-name; command "
-                           "options go after the command",
-                           "unknown option '%s'", a);
     }
     if (i >= argc) {
         return usage_error(&g, "e.g. oncectl counter incr jobs",

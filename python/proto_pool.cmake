@@ -9,9 +9,26 @@
 # file on its own, so the C side never meets the clash. A private pool per
 # module also keeps the package from clashing with another copy of these
 # files a program may have loaded into the default pool.
+#
+# A file that imports another (outbox.proto imports grants.proto) joins
+# the pool of the module it imports, where the imported file already is,
+# and imports it from its own package (protoc writes a top-level
+# `import grants_pb2`, which only works with the proto dir on sys.path).
 file(READ ${FILE} text)
+set(pool "_descriptor_pool.DescriptorPool()")
+if(text MATCHES "\nimport ([a-z0-9_]+_pb2) as ([a-z0-9_]+__pb2)\n")
+  set(mod ${CMAKE_MATCH_1})
+  set(alias ${CMAKE_MATCH_2})
+  string(REPLACE "\nimport ${mod} as ${alias}\n"
+                 "\nfrom . import ${mod} as ${alias}\n" text "${text}")
+  set(pool "${alias}.DESCRIPTOR.pool")
+  if(text MATCHES "\nimport [a-z0-9_]+_pb2 as ")
+    message(FATAL_ERROR "proto_pool.cmake: ${FILE} imports more than one "
+                        "file; one shared pool is all this handles")
+  endif()
+endif()
 string(REPLACE "_descriptor_pool.Default().AddSerializedFile("
-               "_descriptor_pool.DescriptorPool().AddSerializedFile("
+               "${pool}.AddSerializedFile("
                out "${text}")
 if(out STREQUAL text)
   message(FATAL_ERROR "proto_pool.cmake: ${FILE}: no AddSerializedFile on "

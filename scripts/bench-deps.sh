@@ -4,8 +4,9 @@
 # plots need: the peers it measures once against (Redis 7, PostgreSQL 15),
 # their client libraries, and gnuplot.
 #
-# Owns: the list of packages only the benchmarks need. Kept apart from
-# scripts/deps.sh so that `make test` and CI never install a database.
+# Owns: the list of packages only the benchmarks need, kept apart from
+# scripts/deps.sh. PostgreSQL 15 is in both: `make test` runs the
+# PostgreSQL receiver's test (tests/python/test_py_billing.py).
 # Invariant: idempotent; when every package is present it prints nothing and
 # touches nothing (no apt-get update, no network).
 # Never: upgrades or removes packages, or leaves the distribution's Redis or

@@ -5,8 +5,9 @@
 # Owns: the list of system packages the build needs.
 # Invariant: idempotent; when every package is present it prints nothing and
 # touches nothing (no apt-get update, no network).
-# Never: upgrades or removes packages, or runs apt-get update when nothing is
-# missing.
+# Never: upgrades or removes packages, runs apt-get update when nothing is
+# missing, or leaves the distribution's PostgreSQL service running (the
+# tests start their own clusters on temp dirs).
 set -euo pipefail
 
 PACKAGES=(
@@ -35,6 +36,10 @@ PACKAGES=(
     etcd-client
     gdb
     gnuplot-nox
+    # tests/python/test_py_billing.py and examples/billing_receiver.py:
+    # a PostgreSQL of their own (initdb + pg_ctl in a temp dir), psycopg2.
+    postgresql-15
+    python3-psycopg2
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make
@@ -74,5 +79,13 @@ fi
 echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
     apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# A PostgreSQL just installed may have started its service (machines
+# without systemd run the init script): stop it. One already there is left.
+for p in "${missing[@]}"; do
+    if [ "$p" = postgresql-15 ] && [ -x /etc/init.d/postgresql ]; then
+        "${SUDO[@]}" /etc/init.d/postgresql stop >/dev/null 2>&1 || true
+    fi
+done

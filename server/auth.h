@@ -115,6 +115,19 @@ bool auth_permit(const auth *a, server_call *c, const char *method);
 bool auth_kv_permit(const auth *a, server_call *c, const uint8_t *key,
                     size_t klen, bool write, const char *what);
 
+/* May w read (emit false: Subscribe, Read, Ack, Unsubscribe, its line in
+ * Topics) or emit to topic (auth_outbox.c)? Always in OPEN mode (or w
+ * NULL); an operator reads every topic; otherwise an outbox-read or
+ * outbox-emit rule of its role or name must cover it ("*" covers no
+ * once.* topic). Sets nothing. */
+bool auth_topic_may(const auth *a, const auth_who *w, const char *topic,
+                    bool emit);
+
+/* auth_topic_may, or PERMISSION_DENIED/OUTBOX_TOPIC_DENIED on c naming
+ * the topic and the rule that would allow it. */
+bool auth_topic_permit(const auth *a, server_call *c, const char *topic,
+                       bool emit);
+
 /* Whether c->who owns a lease opened by principal (always in OPEN mode);
  * otherwise sets PERMISSION_DENIED/NOT_YOUR_LEASE on c. */
 bool auth_owns(server_call *c, uint64_t client_id, const char *principal);

@@ -1,18 +1,20 @@
 /*
  * auth_impl.h — the inside of auth.h, shared by auth.c (the files, the
- * tables, the checks), auth_kv.c (the key-prefix rules of once.v1.KV:
- * their policy lines and their check) and auth_watch.c (the thread that
- * re-reads the files and hands new tables to the executor).
+ * tables, the checks), auth_kv.c (the prefix rules: their policy lines,
+ * and the key check of once.v1.KV), auth_outbox.c (the topic check of
+ * once.v1.Outbox and of a Txn's emit, on the same rules) and auth_watch.c
+ * (the thread that re-reads the files and hands new tables to the
+ * executor).
  *
  * Owns the layout of struct auth and which thread may touch which field.
  * Never: included outside server/auth*.c.
  *
  * The three files are one module and call each other both ways (auth.c
  * starts the watch; the watch builds tables with auth.c's readers;
- * auth.c's policy reader hands kv lines to auth_kv.c, which matches a
- * rule's WHO with auth.c's auth_rule_mine); scripts/check_layers.py reads
- * this line:
- * Module: auth.c auth_kv.c auth_verify.c auth_watch.c
+ * auth.c's policy reader hands prefix lines to auth_kv.c, which matches
+ * a rule's WHO with auth.c's auth_rule_mine); scripts/check_layers.py
+ * reads this line:
+ * Module: auth.c auth_kv.c auth_outbox.c auth_verify.c auth_watch.c
  */
 #ifndef SERVER_AUTH_IMPL_H
 #define SERVER_AUTH_IMPL_H
@@ -44,16 +46,18 @@ typedef struct auth_rule {
     char glob[WIRE_METHOD_MAX];
 } auth_rule;
 
-/* A key-prefix rule of the policy (auth_kv.c): "WHO kv-read|kv-write
- * PREFIX...". */
+/* A prefix rule of the policy (auth_kv.c): "WHO kv-read|kv-write
+ * PREFIX..." for keys, "WHO outbox-read|outbox-emit PREFIX..." for outbox
+ * topics (auth_outbox.c). */
 #define AUTH_KV_PREFIX_MAX 256
 #define AUTH_KV_RULES_MAX  4096
 
 typedef struct auth_kv_rule {
     char who[PRINCIPAL_NAME_MAX + 2]; /* a role, or "@" and a name */
     char prefix[AUTH_KV_PREFIX_MAX];  /* "{name}" stands for the caller's */
-    bool all;                         /* "*": every key */
-    bool write;                       /* kv-write (which reads too) */
+    bool all;   /* "*": every key (every topic but onced's own once.*) */
+    bool topic; /* an outbox rule; else a key rule */
+    bool write; /* kv-write (which reads too); outbox-emit (which does not) */
 } auth_kv_rule;
 
 /* What a stat said about a file, to notice a change. */
@@ -127,8 +131,14 @@ void auth_tables_fini(auth_tables *t);
 /* auth.c: whether a rule's WHO ("role" or "@name") names w. */
 bool auth_rule_mine(const char *who, const auth_who *w);
 
-/* auth_kv.c: whether tok is a key-prefix verb (kv-read, kv-write). */
+/* auth_kv.c: whether tok is a prefix verb (kv-read, kv-write,
+ * outbox-read, outbox-emit). */
 bool auth_kv_verb(const char *tok);
+
+/* auth_kv.c: whether the rule's prefix, "{name}" standing for name,
+ * starts the len bytes at s ("*" covers everything). */
+bool auth_prefix_covers(const auth_kv_rule *r, const char *name,
+                        const uint8_t *s, size_t len);
 
 /* auth_kv.c: adds one rule per PREFIX token that follows verb on a
  * policy line (strtok_r state *save). 0, or EINVAL/E2BIG with err saying
@@ -136,7 +146,8 @@ bool auth_kv_verb(const char *tok);
 int auth_kv_line(auth_tables *t, const char *who, const char *verb, char **save,
                  const char *path, int lineno, char *err, size_t errlen);
 
-/* auth_kv.c: the key-prefix rules of the built-in default policy. */
+/* auth_kv.c: the prefix rules (keys and topics) of the built-in default
+ * policy. */
 int auth_kv_defaults(auth_tables *t);
 /* auth_verify.c: puts a copy of a->t's keys, a->enabled and a new
  * generation (a->gen + 1) where auth_verify reads them. Call after the

@@ -1,15 +1,17 @@
 /*
- * auth_kv.c — which keys of once.v1.KV a caller may read and write: the
- * key-prefix rules of the policy.
+ * auth_kv.c — the prefix rules of the policy (their lines, their
+ * defaults, their matching), and which keys of once.v1.KV a caller may
+ * read and write by them. Topics use the same rules: auth_outbox.c.
  *
  * A policy line "WHO kv-read PREFIX..." or "WHO kv-write PREFIX..." gives
  * the role (or "@NAME") the keys that start with each PREFIX; "{name}" in
  * a prefix stands for the caller's principal name (agents/{name}/ is
  * agents/m3/ for principal m3), and a lone "*" is every key. kv-write
- * reads too. An operator reads every key whatever the rules say; in OPEN
- * mode everything is allowed. The built-in default policy (no policy
- * file): operators and schedulers write every key, an agent its own
- * agents/<name>/.
+ * reads too. "WHO outbox-read PREFIX..." and "WHO outbox-emit PREFIX..."
+ * are the same for outbox topics. An operator reads every key whatever
+ * the rules say; in OPEN mode everything is allowed. The built-in default
+ * policy (no policy file): operators and schedulers write every key and
+ * emit to every topic, an agent its own agents/<name>/ for both.
  * Invariant: checked on every attempt, before the completion record is
  * looked up (svc_kv.c's validate), from the tables in force only.
  * Never: allows a prefix op (Range of a prefix, delete_prefix) wider than
@@ -32,12 +34,22 @@ static const char *const auth_kv_default[][3] = {
     {"operator", "kv-write", "*"},
     {"scheduler", "kv-write", "*"},
     {"agent", "kv-write", "agents/{name}/"},
+    {"operator", "outbox-emit", "*"},
+    {"scheduler", "outbox-emit", "*"},
+    {"agent", "outbox-emit", "agents/{name}/"},
 };
+
+static bool
+topic_verb(const char *tok)
+{
+    return strcmp(tok, "outbox-read") == 0 || strcmp(tok, "outbox-emit") == 0;
+}
 
 bool
 auth_kv_verb(const char *tok)
 {
-    return strcmp(tok, "kv-read") == 0 || strcmp(tok, "kv-write") == 0;
+    return strcmp(tok, "kv-read") == 0 || strcmp(tok, "kv-write") == 0 ||
+           topic_verb(tok);
 }
 
 static int
@@ -57,7 +69,9 @@ kv_rule_add(auth_tables *t, const char *who, const char *verb,
     snprintf(r->who, sizeof(r->who), "%s", who);
     snprintf(r->prefix, sizeof(r->prefix), "%s", prefix);
     r->all = strcmp(prefix, "*") == 0;
-    r->write = strcmp(verb, "kv-write") == 0;
+    r->topic = topic_verb(verb);
+    r->write =
+        strcmp(verb, "kv-write") == 0 || strcmp(verb, "outbox-emit") == 0;
     return 0;
 }
 
@@ -69,18 +83,18 @@ auth_kv_line(auth_tables *t, const char *who, const char *verb, char **save,
     int rv = 0;
 
     if (tok == NULL) {
-        snprintf(err, errlen, "%s line %d: %s %s has no key prefix", path,
-                 lineno, who, verb);
+        snprintf(err, errlen, "%s line %d: %s %s has no prefix", path, lineno,
+                 who, verb);
         return EINVAL;
     }
     for (; tok != NULL && rv == 0; tok = strtok_r(NULL, " \t\r\n", save)) {
         if (strlen(tok) >= AUTH_KV_PREFIX_MAX) {
-            snprintf(err, errlen, "%s line %d: key prefix longer than %d bytes",
+            snprintf(err, errlen, "%s line %d: prefix longer than %d bytes",
                      path, lineno, AUTH_KV_PREFIX_MAX - 1);
             return EINVAL;
         }
         if ((rv = kv_rule_add(t, who, verb, tok)) != 0) {
-            snprintf(err, errlen, "%s line %d: too many key-prefix rules", path,
+            snprintf(err, errlen, "%s line %d: too many prefix rules", path,
                      lineno);
         }
     }
@@ -101,11 +115,9 @@ auth_kv_defaults(auth_tables *t)
     return rv;
 }
 
-/* Whether the rule's prefix, {name} expanded to name, starts the klen
- * bytes at key. */
-static bool
-rule_covers(const auth_kv_rule *r, const char *name, const uint8_t *key,
-            size_t klen)
+bool
+auth_prefix_covers(const auth_kv_rule *r, const char *name, const uint8_t *key,
+                   size_t klen)
 {
     const char *p = r->prefix;
     size_t at = 0;
@@ -144,8 +156,8 @@ auth_kv_permit(const auth *a, server_call *c, const uint8_t *key, size_t klen,
     }
     for (size_t i = 0; i < a->t.nkv; i++) {
         const auth_kv_rule *r = &a->t.kv[i];
-        if ((r->write || !write) && auth_rule_mine(r->who, w) &&
-            rule_covers(r, w->name, key, klen)) {
+        if (!r->topic && (r->write || !write) && auth_rule_mine(r->who, w) &&
+            auth_prefix_covers(r, w->name, key, klen)) {
             return true;
         }
     }

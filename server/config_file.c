@@ -4,9 +4,9 @@
  * Owns: reading the file, checking each key against the getopt table, and
  * merging file and flags into one argument vector.
  * Invariant: a key is accepted only when it names a long option of the
- * table; the result parses exactly as if the file's lines had been typed
- * before the flags.
- * Never: knows any option by name except `config`, `help` and `version`.
+ * table that is_key allows; the result parses exactly as if the file's lines
+ * had been typed before the flags. Never: knows any option by name but `config`
+ * (to find the file); which options are no keys is the caller's (is_key).
  */
 #include "server/config_file.h"
 
@@ -174,6 +174,7 @@ flag_given(const struct option *opts, int argc, char *const *argv,
 /* What read_file's line callback needs. */
 typedef struct file_walk {
     const struct option *opts;
+    bool (*is_key)(const char *name);
     int argc;
     char *const *argv;
     strvec *vec;
@@ -190,8 +191,7 @@ file_line(const char *file, int lineno, const char *key, const char *value,
     file_walk *w = arg;
     const struct option *o = find_opt(w->opts, key, strlen(key));
 
-    if (o == NULL || strcmp(key, "config") == 0 || strcmp(key, "help") == 0 ||
-        strcmp(key, "version") == 0) {
+    if (o == NULL || (w->is_key != NULL && !w->is_key(o->name))) {
         set_err(w->err, w->errlen,
                 "%s:%d: unknown key \"%s\" (the keys are onced's long "
                 "options without the dashes; see onced --help)",
@@ -229,17 +229,19 @@ file_line(const char *file, int lineno, const char *key, const char *value,
 /* Reads the file's lines into vec as --key[=value], skipping keys the
  * flags give. */
 static int
-read_file(const struct option *opts, const char *file, int argc,
-          char *const *argv, strvec *vec, char *err, size_t errlen)
+read_file(const struct option *opts, bool (*is_key)(const char *name),
+          const char *file, int argc, char *const *argv, strvec *vec, char *err,
+          size_t errlen)
 {
-    file_walk w = {opts, argc, argv, vec, err, errlen};
+    file_walk w = {opts, is_key, argc, argv, vec, err, errlen};
 
     return conf_lines_read(file, file_line, &w, err, errlen) == 0 ? 0 : -1;
 }
 
 int
-config_args_build(const struct option *opts, int argc, char *const *argv,
-                  config_args *out, char *err, size_t errlen)
+config_args_build(const struct option *opts, bool (*is_key)(const char *name),
+                  int argc, char *const *argv, config_args *out, char *err,
+                  size_t errlen)
 {
     const char *file = NULL;
     strvec vec = {0};
@@ -250,7 +252,7 @@ config_args_build(const struct option *opts, int argc, char *const *argv,
         goto nomem;
     }
     if (file != NULL &&
-        read_file(opts, file, argc, argv, &vec, err, errlen) != 0) {
+        read_file(opts, is_key, file, argc, argv, &vec, err, errlen) != 0) {
         vec_free(&vec);
         return -1;
     }

@@ -39,8 +39,8 @@ typedef struct exec_config {
     size_t recv_max;              /* largest request (OpenLease says it) */
     kv_limits kv;                 /* once.v1.KV's bounds (kv/kv.h) */
     outbox_limits outbox;         /* the outbox's (outbox/outbox.h) */
-    size_t park_max;  /* long-poll reads parked at once: half the nng
-                         contexts, so parked reads never take every one */
+    size_t park_max; /* long-poll reads parked at once: half the nng
+                        contexts, so parked reads never take every one */
 } exec_config;
 
 typedef struct exec_env {

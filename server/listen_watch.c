@@ -25,6 +25,8 @@
 #define WATCH_POLL_MS  10  /* how often a probe looks at the pipe count */
 #define WATCH_STATS_MS 200 /* how often the listeners' statistics are read */
 #define WATCH_QUICK_MS 300 /* a probe's wait once nng counted an error */
+#define WATCH_PARKED   8   /* probes that timed out, kept open */
+#define WATCH_PARK_MS  30000 /* how long one is kept at most */
 #define IPC_PREFIX     "ipc://"
 #define IPC_PREFIX_LEN (sizeof(IPC_PREFIX) - 1)
 
@@ -47,6 +49,11 @@ struct listen_watch {
     periodic *thread;           /* NULL until started */
     uint64_t next_probe_ms;     /* nng_clock() of the next round of probes
                                    (watch thread) */
+    /* Probes that timed out, kept open (watch thread): closing one while
+     * a slow onced is still in its handshake would end the listener (nng
+     * 1.5.2), the very stop the watch looks for. */
+    int parked[WATCH_PARKED];
+    uint64_t parked_until[WATCH_PARKED];
 };
 
 void
@@ -71,6 +78,45 @@ static bool
 watch_stopping(listen_watch *w)
 {
     return periodic_stopping(w->thread);
+}
+
+/* Keeps fd open until onced answers or hangs up on it (watch_sweep), at
+ * most WATCH_PARK_MS; closes it at once when all slots are taken. */
+static void
+watch_park(listen_watch *w, int fd)
+{
+    for (size_t i = 0; i < WATCH_PARKED; i++) {
+        if (w->parked[i] < 0) {
+            w->parked[i] = fd;
+            w->parked_until[i] = (uint64_t)nng_clock() + WATCH_PARK_MS;
+            return;
+        }
+    }
+    close(fd);
+}
+
+/* Closes the parked probes onced answered (its header: the handshake is
+ * done on its side), hung up on, or that were kept WATCH_PARK_MS; all of
+ * them when all is true. */
+static void
+watch_sweep(listen_watch *w, bool all)
+{
+    uint64_t now = (uint64_t)nng_clock();
+
+    for (size_t i = 0; i < WATCH_PARKED; i++) {
+        uint8_t buf[64];
+        ssize_t n;
+
+        if (w->parked[i] < 0) {
+            continue;
+        }
+        n = recv(w->parked[i], buf, sizeof(buf), MSG_DONTWAIT);
+        if (all || n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+            now >= w->parked_until[i]) {
+            close(w->parked[i]);
+            w->parked[i] = -1;
+        }
+    }
 }
 
 /* Connects to path as an SP REQ peer over a plain AF_UNIX socket and sends
@@ -108,8 +154,11 @@ watch_connect(const char *path)
  * A plain socket rather than an nng dialer: closing an nng socket whose
  * dialer is still in its handshake leaks the dialer in nng 1.5.2, and a
  * probe that times out does exactly that. The probe's own header is sent
- * at once, and the socket is closed only after onced accepted it or the
- * wait ran out, so a live listener never sees it hang up mid-handshake.
+ * at once; the socket is closed once onced added its pipe, and otherwise
+ * kept open (watch_park) until onced's header comes back (its side of the
+ * handshake is then done) or it hangs up, for at most WATCH_PARK_MS: a live
+ * listener that is merely slow (valgrind, a loaded machine) never sees a probe
+ * hang up mid-handshake, which would end it.
  */
 static bool
 watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
@@ -134,8 +183,14 @@ watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
             break; /* onced hung up on the probe */
         }
     }
+    /* Only a new pipe shows the listener accepts: a stopped one still
+     * answers the handshake of what it took, and never hands it on. */
     accepted = atomic_load(&e->pipes) != before;
-    close(fd);
+    if (accepted) {
+        close(fd);
+    } else {
+        watch_park(w, fd); /* no pipe yet: never hang up mid-handshake */
+    }
     return accepted || watch_stopping(w);
 }
 
@@ -205,6 +260,7 @@ watch_tick(void *arg, unsigned why)
     nng_stat *snap = NULL;
 
     (void)why;
+    watch_sweep(w, false);
     if (nng_stats_get(&snap) != 0) {
         snap = NULL;
     }
@@ -246,6 +302,9 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     w->sock = sock;
     w->interval_ms = interval_ms;
     w->restarts = restarts;
+    for (size_t i = 0; i < WATCH_PARKED; i++) {
+        w->parked[i] = -1;
+    }
     *wp = w;
     return 0;
 }
@@ -299,6 +358,7 @@ listen_watch_free(listen_watch *w)
         return;
     }
     listen_watch_stop(w);
+    watch_sweep(w, true);
     for (size_t i = 0; i < atomic_load(&w->n); i++) {
         free(w->entries[i].url);
     }

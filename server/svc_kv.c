@@ -130,7 +130,7 @@ outcome_reply(server_call *c, kv_outcome *o)
  */
 
 /* Whether the caller may do op: write its key (put, delete) or prefix
- * (delete_prefix), or read its key (get). */
+ * (delete_prefix), read its key (get), or emit to its topic (emit). */
 static bool
 op_permitted(server_call *c, const Once__V1__KvOp *op)
 {
@@ -149,6 +149,8 @@ op_permitted(server_call *c, const Once__V1__KvOp *op)
     case ONCE__V1__KV_OP__OP_GET:
         return auth_kv_permit(a, c, op->get->key.data, op->get->key.len, false,
                               "key");
+    case ONCE__V1__KV_OP__OP_EMIT:
+        return auth_topic_permit(a, c, op->emit->topic, true);
     default:
         return true; /* kv_check_txn refused it */
     }

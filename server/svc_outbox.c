@@ -3,9 +3,11 @@
  * Topics, the thin layer between the executor and the rules in outbox/
  * (docs/outbox.md).
  *
- * Each handler checks the names alone (validate: before the completion
- * record is looked up, never recorded), then runs one outbox/ function
- * over the call's transaction. Subscribe, Ack and Unsubscribe are
+ * Each handler checks the names and the caller's outbox-read permission
+ * on the topic (validate: before the completion record is looked up, on
+ * every attempt, never recorded), then runs one outbox/ function over
+ * the call's transaction; Topics lists only the topics the caller may
+ * read. Subscribe, Ack and Unsubscribe are
  * mutating: their reply is their completion record, so an Ack resent
  * after a lost reply is applied once and answers the same. Read and
  * Topics are reads; a Read with max_wait_ms and nothing to return asks
@@ -21,9 +23,12 @@
 #include "outbox/outbox.h"
 #include "proto/once.pb-c.h"
 #include "proto/outbox.pb-c.h"
+#include "server/auth.h"
 #include "server/service.h"
 
-/* Checks a topic and (when not NULL) a consumer name. */
+/* Checks a topic and (when not NULL) a consumer name, then that the
+ * caller may read the topic (every attempt: validate runs before the
+ * completion record is looked up). */
 static void
 names_validate(server_call *c, const char *topic, const char *consumer)
 {
@@ -32,7 +37,9 @@ names_validate(server_call *c, const char *topic, const char *consumer)
     if (!outbox_name_ok(topic, "topic", &o) ||
         (consumer != NULL && !outbox_name_ok(consumer, "consumer", &o))) {
         call_fail(c, o.code, o.reason, "%s", o.message);
+        return;
     }
+    (void)auth_topic_permit(c->env->auth, c, topic, false);
 }
 
 /* The call's outcome from an outbox/ function's: a store error, a
@@ -131,6 +138,24 @@ unsubscribe_exec(server_call *c)
     outcome_set(c, rv, &o, &resp.base);
 }
 
+/* Keeps the topics of resp the caller may read first, in order; the
+ * others after them (freed with the rest by outbox_topics_fini). Returns
+ * how many are kept. */
+static size_t
+topics_readable(server_call *c, Once__V1__OutboxTopicsResponse *resp)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < resp->n_topics; i++) {
+        Once__V1__OutboxTopic *t = resp->topics[i];
+        if (auth_topic_may(c->env->auth, c->who, t->name, false)) {
+            resp->topics[i] = resp->topics[kept];
+            resp->topics[kept++] = t;
+        }
+    }
+    return kept;
+}
+
 static void
 topics_exec(server_call *c)
 {
@@ -138,8 +163,13 @@ topics_exec(server_call *c)
         ONCE__V1__OUTBOX_TOPICS_RESPONSE__INIT;
     outbox_outcome o = {0};
     int rv = outbox_topics(c->txn, &resp);
+    size_t all = resp.n_topics;
 
+    if (rv == 0) {
+        resp.n_topics = topics_readable(c, &resp);
+    }
     outcome_set(c, rv, &o, &resp.base);
+    resp.n_topics = all;
     outbox_topics_fini(&resp);
 }
 

@@ -4,9 +4,11 @@
  *
  * Owns: one thread and its queue of received requests, a lane per
  * connection served round-robin (fair_queue.h), between the listener and
- * the executor. For each request: the envelope's shape (a bounded scan of
- * the bytes as received, envelope.h) and its tag (auth_verify, the HMAC
- * over those bytes with a copy of the keys in force). A request that
+ * the executor; a small request (at most 4 KiB) that finds the queue
+ * empty is verified at once on the thread that received it, which saves
+ * the normal path a thread hand-off. For each request: the envelope's shape (a
+ * bounded scan of the bytes as received, envelope.h) and its tag (auth_verify,
+ * the HMAC over those bytes with a copy of the keys in force). A request that
  * fails either is answered here (INVALID_ARGUMENT or UNAUTHENTICATED,
  * counted in Stats as the executor would count it, nothing written) and
  * its connection is told (listener_auth_result: closed after
@@ -17,8 +19,9 @@
  * Invariant: a forged or malformed request costs the executor nothing; a
  * connection's request waits behind at most one request of every other
  * connection with requests queued here.
- * Never: blocks in verifier_submit beyond a short mutex (it is called
- * from nng's aio callbacks); executes or writes anything.
+ * Never: blocks in verifier_submit beyond a short mutex and a small
+ * request's scan and HMAC (it is called from nng's aio callbacks);
+ * executes or writes anything.
  */
 #ifndef SERVER_VERIFY_H
 #define SERVER_VERIFY_H

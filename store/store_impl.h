@@ -1,14 +1,11 @@
-/* clang-format off */
 /*
  * store_impl.h — the structures store.c, txn.c and commit.c share. Not for
  * use outside store/.
  *
  * The files that include it are the inside of one module, the store, and
  * may call each other both ways (scripts/check_layers.py reads this line):
- * Module: store.c commit.c compact.c load.c replicate.c snapshot.c split.c txn.c
- * (one line, kept whole by the clang-format off around this comment)
+ * Module: store.c commit.c snapshot.c txn.c
  */
-/* clang-format on */
 #ifndef STORE_STORE_IMPL_H
 #define STORE_STORE_IMPL_H
 

@@ -313,6 +313,10 @@ void harness_add_principal(const harness *h, const char *name,
 size_t harness_sign(const harness *h, const char *name, uint8_t *buf,
                     size_t len);
 
+/* Writes text as DATA/policy (mode 0600, by a rename: onced never reads
+ * half a file); onced puts it in force within its recheck interval. */
+void harness_write_policy(const harness *h, const char *text);
+
 /* The oncectl half of harness_add_principal, without the wait. */
 void harness_add_principal_nowait(const harness *h, const char *name,
                                   const char *role);

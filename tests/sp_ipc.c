@@ -15,9 +15,10 @@
 
 #include <nng/nng.h>
 
-#define SP_REPLY_MAX ((uint64_t)16 << 20) /* as harness_raw_call's RECVMAXSZ   \
-                                           */
-#define SP_REQ_ID 0x80000001u             /* the REQ request id (high bit) */
+#define SP_REPLY_MAX                                                           \
+    ((uint64_t)16 << 20)      /* as harness_raw_call's RECVMAXSZ               \
+                               */
+#define SP_REQ_ID 0x80000001u /* the REQ request id (high bit) */
 
 static int64_t
 sp_now_ms(void)

@@ -98,12 +98,16 @@ connect_within(int fd, const struct sockaddr *a, socklen_t len, int ms)
 }
 
 /*
- * A handshaken connection to onced: tcp to 127.0.0.1:port from 127.0.0.2
- * (port > 0), or ipc to path. Returns the descriptor, or -1 when it could
- * not connect or onced did not answer the header within a second.
+ * A connection to onced that sent its SP header: tcp to 127.0.0.1:port
+ * from 127.0.0.2 (port > 0), or ipc to path. Returns the descriptor, or -1
+ * when it could not connect or onced hung up; *shook says whether onced
+ * answered the header within a second. One it did not answer stays open:
+ * hanging up mid-handshake ends an nng 1.5.2 ipc listener (listen_watch.h),
+ * whose restart closes every idle connection, and the caps this file tests
+ * would never be reached (seen in CI on a loaded machine).
  */
 static int
-handshaken(int port, const char *path)
+connected(int port, const char *path, bool *shook)
 {
     uint8_t hdr[8];
     int fd;
@@ -135,8 +139,22 @@ handshaken(int port, const char *path)
             return -1;
         }
     }
-    if (write(fd, sp_req, sizeof(sp_req)) != (ssize_t)sizeof(sp_req) ||
-        !read_within(fd, hdr, sizeof(hdr), 1000)) {
+    if (write(fd, sp_req, sizeof(sp_req)) != (ssize_t)sizeof(sp_req)) {
+        close(fd);
+        return -1;
+    }
+    *shook = read_within(fd, hdr, sizeof(hdr), 1000);
+    return fd;
+}
+
+/* A connection onced answered within a second (connected), or -1. */
+static int
+handshaken(int port, const char *path)
+{
+    bool shook = false;
+    int fd = connected(port, path, &shook);
+
+    if (fd >= 0 && !shook) {
         close(fd);
         return -1;
     }
@@ -224,7 +242,7 @@ idlers_on(bool tcp)
     once_status st;
     char kp[512];
     harness_calls quiet, b1, b2;
-    int fds[IDLERS], open = 0;
+    int fds[IDLERS], stuck[IDLERS], open = 0, slow = 0;
     int64_t bound;
     Once__V1__StatsResponse *r;
 
@@ -250,12 +268,18 @@ idlers_on(bool tcp)
     bound = 10 * quiet.worst_ms > 500 ? 10 * quiet.worst_ms : 500;
 
     for (int i = 0; i < IDLERS; i++) {
-        if ((fds[open] = handshaken(tcp ? port : 0, h->path)) >= 0) {
-            open++;
+        bool shook = false;
+        int fd = connected(tcp ? port : 0, h->path, &shook);
+
+        if (fd >= 0 && shook) {
+            fds[open++] = fd;
+        } else if (fd >= 0) {
+            stuck[slow++] = fd;
         }
     }
-    print_message("  %s: %d of %d idle connections shook hands\n",
-                  tcp ? "tcp" : "ipc", open, IDLERS);
+    print_message("  %s: %d of %d idle connections shook hands (%d more "
+                  "not within a second)\n",
+                  tcp ? "tcp" : "ipc", open, IDLERS, slow);
     assert_true(open >= 128); /* the attack happened */
 
     harness_probe_run(before, "before", PERIOD_MS, 2000, 40, &b1);
@@ -278,13 +302,17 @@ idlers_on(bool tcp)
     assert_int_equal(harness_get(after, "after"), b2.ok);
     r = stats_of(after);
     print_message("  Stats: conns_open %llu, conns_refused %llu, "
-                  "conns_evicted %llu\n",
+                  "conns_evicted %llu, listener_restarts %llu\n",
                   (unsigned long long)r->conns_open,
                   (unsigned long long)r->conns_refused,
-                  (unsigned long long)r->conns_evicted);
-    assert_true(r->conns_refused + r->conns_evicted >=
-                (uint64_t)(IDLERS - (ONCED_FILES - 128)));
-    assert_true(r->conns_open <= ONCED_FILES - 128);
+                  (unsigned long long)r->conns_evicted,
+                  (unsigned long long)r->listener_restarts);
+    if (r->conns_refused + r->conns_evicted <
+            (uint64_t)(IDLERS - (ONCED_FILES - 128)) ||
+        r->conns_open > ONCED_FILES - 128) {
+        harness_dump_log(h); /* e.g. a listener restart, and why */
+        fail();
+    }
     once__v1__stats_response__free_unpacked(r, NULL);
     for (int i = 0; i < open; i++) {
         close(fds[i]);
@@ -292,6 +320,9 @@ idlers_on(bool tcp)
     once_client_close(before);
     once_client_close(after);
     assert_int_equal(harness_stop(h), 0);
+    for (int i = 0; i < slow; i++) {
+        close(stuck[i]); /* onced is gone: no handshake to break */
+    }
     harness_free(h);
 }
 

@@ -544,6 +544,24 @@ test_flipped_byte_data_loss(void **state)
 
 #define BACK_CALLS 300
 
+/* incr, sent again under the same id, 200 ms apart, while no reply came
+ * back: a loaded machine can outlast CALL_MS, and onced's ipc listener may
+ * be listening again (its watch, after a hang-up mid-handshake), refusing
+ * connections for a moment. A retry of the id is what a client does, and
+ * its answer is the first one. */
+static reply
+incr_answered(const harness *h, uint64_t cid, uint64_t seq, const char *name)
+{
+    reply r = incr(h, cid, seq, name);
+
+    for (int i = 0; i < 10 && r.rv != 0; i++) {
+        harness_sleep_ms(200);
+        r = incr(h, cid, seq, name);
+    }
+    assert_int_equal(r.rv, 0);
+    return r;
+}
+
 /* 300 acknowledged increments of one counter, Admin.Compact after the
  * first 200, SIGTERM: the last 100 are only in LevelDB's .log. */
 static uint64_t
@@ -552,7 +570,7 @@ back_prepare(harness *h)
     uint64_t cid = lease(h);
 
     for (uint64_t seq = 1; seq <= BACK_CALLS; seq++) {
-        reply r = incr(h, cid, seq, "back");
+        reply r = incr_answered(h, cid, seq, "back");
         assert_int_equal(r.code, ONCE__V1__CODE__OK);
         assert_int_equal(r.value, (int64_t)seq);
         if (seq == 200) {

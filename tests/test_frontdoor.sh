@@ -64,7 +64,7 @@ block() {
 }
 
 # The docs whose `<!-- run: NAME -->` examples run as written.
-DOCS="docs/kv.md docs/python.md"
+DOCS="docs/kv.md docs/python.md docs/outbox.md"
 
 for name in oncectl "oncectl output" c; do
     if [ -z "$(block "$name")" ]; then

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -676,21 +675,6 @@ t_bounds(void **state)
 
 /* ---- key-prefix permissions, on every attempt ---------------------------- */
 
-static void
-write_policy(const harness *h, const char *text)
-{
-    char path[400], tmp[420];
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/policy", h->data);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    assert_non_null(f = fopen(tmp, "w"));
-    fputs(text, f);
-    fclose(f);
-    assert_int_equal(chmod(tmp, 0600), 0);
-    assert_int_equal(rename(tmp, path), 0);
-}
-
 #define POLICY_BASE                                                            \
     "operator *\n"                                                             \
     "agent /once.v1.Lease/* /once.v1.KV/*\n"                                   \
@@ -708,7 +692,7 @@ t_prefix_permissions(void **state)
     once_rpc_id id = {0, 0};
     once_status st;
 
-    write_policy(h, POLICY_BASE "agent kv-write agents/{name}/\n");
+    harness_write_policy(h, POLICY_BASE "agent kv-write agents/{name}/\n");
     harness_add_principal(h, "op", "operator");
     harness_add_principal(h, "m3", "agent");
     harness_add_principal(h, "sched", "scheduler");
@@ -758,7 +742,7 @@ t_prefix_permissions(void **state)
     assert_int_equal(once_kv_txn_new(&t), ONCE_OK);
     once_kv_txn_put(t, ONCE_KV_THEN, S("agents/m3/load"), S("7"), false);
     assert_int_equal(once_kv_txn_exec(agent, t, &id, &st), ONCE_OK);
-    write_policy(h, POLICY_BASE);
+    harness_write_policy(h, POLICY_BASE);
     {
         once_client *again;
         int rv = ONCE_OK;

@@ -558,7 +558,11 @@ t_authenticated_flood(void **state)
     (void)signed_calls_median(c, &quiet);
     plain = flood_median(h, c, true);
     busy = flood_median(h, c, false);
-    bound = 3 * plain + 50;
+    /* Generous: with the tag checked on the verifier thread the plain
+     * flood got cheap (TSan: 76 ms) and the attacks, still scanned on the
+     * executor, cost more than three times it (580 ms); before the field
+     * caps the first call under them ended after its 5 s deadline. */
+    bound = 3 * plain + 1000;
     print_message("  alice's median: quiet %lld ms, plain flood %lld ms, "
                   "attack flood %lld ms (bound %lld ms)\n",
                   (long long)quiet, (long long)plain, (long long)busy,
@@ -587,18 +591,50 @@ probe_median(once_client *c, const char *name)
     return p.median_ms;
 }
 
-/* How long env takes alone (its reply read), in ms; asserts its code. */
+#define ALONE_RUNS 5
+
+static int
+cmp_ms(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* How long env takes alone (its reply read), in ms: the median of
+ * ALONE_RUNS, so one lucky or unlucky sample does not set the bound;
+ * asserts each reply's code. */
 static int64_t
 one_alone(const harness *h, const uint8_t *env, size_t n, int code)
 {
-    int64_t t0 = harness_now_ms();
-    Once__V1__Response *r = rpc(h, env, n);
-    int64_t dt = harness_now_ms() - t0;
+    int64_t dt[ALONE_RUNS];
 
-    assert_non_null(r->status);
-    assert_int_equal(r->status->code, code);
-    once__v1__response__free_unpacked(r, NULL);
-    return dt;
+    for (int i = 0; i < ALONE_RUNS; i++) {
+        int64_t t0 = harness_now_ms();
+        Once__V1__Response *r = rpc(h, env, n);
+
+        dt[i] = harness_now_ms() - t0;
+        assert_non_null(r->status);
+        assert_int_equal(r->status->code, code);
+        once__v1__response__free_unpacked(r, NULL);
+    }
+    qsort(dt, ALONE_RUNS, sizeof dt[0], cmp_ms);
+    return dt[ALONE_RUNS / 2];
+}
+
+/*
+ * The bound on alice's median beside FLOODERS floods whose requests cost
+ * one ms each alone: five times her quiet median, plus sixteen requests
+ * of the flood (four per flooding connection: under load, and under
+ * TSan's slowdown with the senders' own threads on the same two cores,
+ * a request costs several times what it costs alone), plus 100 ms. The
+ * unfair executor it guards against made her wait behind every request
+ * queued: 395 ms in the finding, where this bound is about 170 ms.
+ */
+static int64_t
+fair_bound(int64_t quiet, int64_t one)
+{
+    return 5 * quiet + 4 * FLOODERS * one + 100;
 }
 
 /*
@@ -655,8 +691,7 @@ flood_probe(const harness *h, once_client *c, const uint8_t *env, size_t n,
  * that does not verify, from FLOODERS connections. Their tags are checked
  * by the verifier thread, a connection's request behind at most one of
  * every other connection's, never on the executor: alice's median over
- * CALLS signed calls (one every 50 ms) stays within 5 times her quiet
- * median plus 8 times what one forged request costs alone, plus 50 ms.
+ * CALLS signed calls (one every 50 ms) stays within fair_bound.
  * (Before, the executor checked every tag in arrival order: 395 ms
  * against 0.7 ms quiet in the finding.) Each connection that keeps
  * failing is closed (Stats auth_disconnects).
@@ -692,7 +727,7 @@ t_forged_large(void **state)
     quiet = probe_median(c, "quiet");
     one = one_alone(h, env, n, ONCE__V1__CODE__UNAUTHENTICATED);
     busy = flood_probe(h, c, env, n, "signed");
-    bound = 5 * quiet + 8 * one + 50;
+    bound = fair_bound(quiet, one);
     print_message("  alice's median: quiet %lld ms, beside %d floods of "
                   "forged 1 MiB requests %lld ms (bound %lld ms; one forged "
                   "request alone %lld ms)\n",
@@ -719,9 +754,8 @@ t_forged_large(void **state)
  * valid 1 MiB requests (Admin.Stats carrying one large unknown field),
  * as many in flight as onced takes. The executor serves principals
  * round-robin and syncs a group at least every 20 ms, so alice's median
- * over CALLS signed calls (one every 50 ms) stays within 5 times her
- * quiet median plus 8 times what one of mallory's requests costs alone,
- * plus 50 ms (docs/security.md states this bound). Before, her calls
+ * over CALLS signed calls (one every 50 ms) stays within fair_bound
+ * (docs/security.md states it). Before, her calls
  * waited behind every request queued (up to --contexts of them).
  */
 static void
@@ -741,7 +775,7 @@ t_principal_flood(void **state)
     quiet = probe_median(c, "quiet");
     one = one_alone(h, env, n, ONCE__V1__CODE__OK);
     busy = flood_probe(h, c, env, n, "signed");
-    bound = 5 * quiet + 8 * one + 50;
+    bound = fair_bound(quiet, one);
     print_message("  alice's median: quiet %lld ms, beside mallory's %d "
                   "floods of valid 1 MiB requests %lld ms (bound %lld ms; "
                   "one of them alone %lld ms)\n",

@@ -26,6 +26,11 @@ What is here:
                 kv.absent(k), kv.put(k, v), kv.get(k), ...
   InputStore    keeps start requests / queued work on disk until accepted;
                 resume() after a crash re-sends them under the same ids
+  Consumer      a durable named consumer of an outbox topic: subscribe,
+                read batches of events (offset, id, method, time,
+                payload), ack, low_water, run(fn) / run_batches(fn)
+                loops, resume(offset) for a receiver that stores its
+                offset with its effect (docs/outbox.md)
   Journal       chains that survive the client (journal.chain(client,
                 id)): step, send, commit(context, next=...), state;
                 after a crash the pending step is re-sent under its
@@ -39,19 +44,22 @@ What is here:
                 and TABLE: codes, meaning, what to do next; generated
                 from the one table of reasons
   messages      the generated protobuf messages (once.v1), also as
-                once.once_pb2, once.grants_pb2 and once.kv_pb2
+                once.once_pb2, once.grants_pb2, once.kv_pb2 and
+                once.outbox_pb2
 
 docs/python.md in the repository has the whole story.
 """
 from __future__ import annotations
 
 from .client import DEFAULT_URL, Client, LeaseState, Reply
+from .consumer import SYSTEM_TOPIC, Batch, Consumer, Event, EventId
 from .credential import CredentialInfo, verify_credential
 from .errors import (Aborted, AlreadyExists, AlreadyOwned, BadCredential,
                      Cancelled, ClientClosed, Code, Conflict,
                      CredentialExpired, DataLoss, DeadlineExceeded,
                      FailedPrecondition, GrantConflict, Internal,
                      InvalidArgument, LeaseExpired, NotFound, OnceError,
+                     OutboxBadOffset, OutboxFull, OutboxNoConsumer,
                      OutcomeUnknown, OutOfRange, PermissionDenied,
                      ResourceExhausted, RpcId, StaleEpoch, StaleRpc,
                      Unauthenticated, Unavailable, Unimplemented, Unknown,
@@ -60,7 +68,7 @@ from .inputs import (InputKind, InputState, InputStore, KeptInput,
                      ResumeReport, Resumed)
 from .journal import Chain, ChainInfo, ChainState, Journal, counter_request
 from . import kv, messages, reasons
-from .proto import grants_pb2, kv_pb2, once_pb2
+from .proto import grants_pb2, kv_pb2, once_pb2, outbox_pb2
 
 __version__ = "0.1.0"
 
@@ -68,8 +76,10 @@ __all__ = [
     "Client", "LeaseState", "Reply", "DEFAULT_URL", "RpcId", "Code",
     "InputStore", "InputState", "InputKind", "KeptInput", "Resumed",
     "ResumeReport", "Journal", "Chain", "ChainState", "ChainInfo",
-    "counter_request", "CredentialInfo", "verify_credential", "messages",
-    "reasons", "kv", "once_pb2", "grants_pb2", "kv_pb2", "OnceError",
+    "counter_request", "Consumer", "Event", "EventId", "Batch",
+    "SYSTEM_TOPIC", "CredentialInfo", "verify_credential", "messages",
+    "reasons", "kv", "once_pb2", "grants_pb2", "kv_pb2", "outbox_pb2",
+    "OnceError",
     "Cancelled", "Unknown",
     "OutcomeUnknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "Conflict", "GrantConflict", "PermissionDenied",
@@ -77,4 +87,5 @@ __all__ = [
     "StaleRpc", "AlreadyOwned", "CredentialExpired", "StaleEpoch",
     "ClientClosed", "Aborted", "OutOfRange", "Unimplemented", "Internal",
     "Unavailable", "DataLoss", "Unauthenticated", "BadCredential",
+    "OutboxFull", "OutboxNoConsumer", "OutboxBadOffset",
 ]

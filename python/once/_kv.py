@@ -13,7 +13,7 @@ Txn does (compares are onced's).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Iterable, List, Optional, Union
 
 from . import kv
 from .errors import RpcId, bad_argument
@@ -26,16 +26,6 @@ _KV = "/once.v1.KV/"
 RpcIdArg = Union[RpcId, tuple, str, None]
 # What onced answers at most per Range page.
 _PAGE = 1000
-
-
-def _list(items: Iterable[Any], cls: type, what: str) -> List[Any]:
-    out = list(items)
-    for x in out:
-        if not isinstance(x, cls):
-            raise TypeError(f"{what} holds {cls.__name__} messages (the "
-                            f"once.kv helpers make them), not "
-                            f"{type(x).__name__}")
-    return out
 
 
 class KvMixin:
@@ -58,12 +48,8 @@ class KvMixin:
                      rpc_id: RpcIdArg = None
                      ) -> "Reply[kv_pb2.KvTxnResponse]":
         """kv_txn, with the rpc id, replayed flag and attempts."""
-        req = kv_pb2.KvTxnRequest(
-            compares=_list(compares, kv_pb2.KvCompare, "compares"),
-            then_ops=_list(then, kv_pb2.KvOp, "then"),
-            else_ops=_list(else_, kv_pb2.KvOp, "else_"))
-        return self.invoke(_KV + "Txn", req,  # type: ignore
-                           rpc_id=rpc_id)
+        method, req = kv.txn_request(compares, then, else_)
+        return self.invoke(method, req, rpc_id=rpc_id)  # type: ignore
 
     def kv_put(self, key: kv.Bytes, value: kv.Bytes, *,
                if_version: Optional[int] = None, if_absent: bool = False,

@@ -1,8 +1,8 @@
 """once._lib — loading libonce with ctypes and declaring its C API.
 
 Owns: finding and loading libonce.so (once/client.h, once/grants.h,
-once/inputs.h), the ctypes mirrors of the structs callers allocate, and the
-argument/return types of every function bound.
+once/inputs.h, once/outbox.h), the ctypes mirrors of the structs callers
+allocate, and the argument/return types of every function bound.
 Invariant: the structs mirror the C layouts field for field (the C headers
 promise they keep size and layout; tests/python/test_py_layout.py compiles
 the headers and compares every class's size and offsets); every function is
@@ -149,6 +149,19 @@ class once_chain_info(Structure):
     ]
 
 
+class once_outbox_event(Structure):
+    _fields_ = [
+        ("offset", c_uint64),
+        ("client_id", c_uint64),
+        ("seq", c_uint64),
+        ("index", c_uint32),
+        ("method", c_char_p),
+        ("time_unix_ms", c_uint64),
+        ("payload", c_void_p),
+        ("payload_len", c_size_t),
+    ]
+
+
 # void (*)(once_client *c, uint64_t client_id, const once_status *why, void *arg)
 LEASE_LOST_FN = CFUNCTYPE(None, c_void_p, c_uint64, POINTER(once_status),
                           c_void_p)
@@ -227,6 +240,21 @@ _PROTOTYPES = {
                                   c_void_p, c_size_t, _ID, _ST]),
     "once_chain_state": (c_int, [c_void_p, POINTER(once_chain_info), _VPP,
                                  _SZP, _VPP, _SZP, _ST]),
+    "once_outbox_subscribe": (c_int, [c_void_p, c_char_p, c_char_p, _ID,
+                                      POINTER(c_bool), _ST]),
+    "once_outbox_read": (c_int, [c_void_p, c_char_p, c_char_p, c_uint32,
+                                 c_uint64, _VPP, _ST]),
+    "once_outbox_batch_count": (c_size_t, [c_void_p]),
+    "once_outbox_batch_at": (c_int, [c_void_p, c_size_t,
+                                     POINTER(once_outbox_event)]),
+    "once_outbox_batch_low_water": (c_uint64, [c_void_p]),
+    "once_outbox_batch_head": (c_uint64, [c_void_p]),
+    "once_outbox_batch_acked": (c_uint64, [c_void_p]),
+    "once_outbox_batch_free": (None, [c_void_p]),
+    "once_outbox_ack": (c_int, [c_void_p, c_char_p, c_char_p, c_uint64, _ID,
+                                POINTER(c_uint64), _ST]),
+    "once_outbox_unsubscribe": (c_int, [c_void_p, c_char_p, c_char_p, _ID,
+                                        POINTER(c_bool), _ST]),
 }
 
 def _candidates() -> List[str]:

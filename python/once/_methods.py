@@ -1,5 +1,5 @@
 """once._methods — what the client knows about each method of the
-shipped services (Counter, Lease, Admin, Grants, KV).
+shipped services (Counter, Lease, Admin, Grants, KV, Outbox).
 
 Owns: the table full method name -> (mutating, request class, response
 class), read from the service descriptors of the generated modules; which
@@ -16,7 +16,7 @@ from typing import Dict, NamedTuple, Type
 
 from google.protobuf.message import Message
 
-from .proto import grants_pb2, kv_pb2, once_pb2
+from .proto import grants_pb2, kv_pb2, once_pb2, outbox_pb2
 
 # The methods that carry an rpc id (DISPATCH_MUTATING in onced).
 MUTATING = frozenset({
@@ -34,6 +34,9 @@ MUTATING = frozenset({
     "/once.v1.Grants/LegacyRelease",
     "/once.v1.Grants/SetPermission",
     "/once.v1.KV/Txn",
+    "/once.v1.Outbox/Subscribe",
+    "/once.v1.Outbox/Ack",
+    "/once.v1.Outbox/Unsubscribe",
 })
 
 
@@ -46,7 +49,7 @@ class MethodInfo(NamedTuple):
 
 def _build() -> Dict[str, MethodInfo]:
     table: Dict[str, MethodInfo] = {}
-    for mod in (once_pb2, grants_pb2, kv_pb2):
+    for mod in (once_pb2, grants_pb2, kv_pb2, outbox_pb2):
         fd = mod.DESCRIPTOR
         for svc in fd.services_by_name.values():
             for m in svc.methods:

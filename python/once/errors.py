@@ -159,6 +159,11 @@ class GrantConflict(AlreadyExists):
     asked for with another input (another digest)."""
 
 
+class OutboxNoConsumer(NotFound):
+    """NOT_FOUND/OUTBOX_NO_CONSUMER: Outbox Read or Ack of a consumer not
+    subscribed to the topic (subscribe it first; Consumer.run does)."""
+
+
 class PermissionDenied(OnceError):
     code = Code.PERMISSION_DENIED
 
@@ -170,6 +175,17 @@ class ResourceExhausted(OnceError):
 class WindowFull(ResourceExhausted):
     """RESOURCE_EXHAUSTED/WINDOW_FULL: too many unacknowledged calls;
     nothing was executed."""
+
+
+class OutboxFull(ResourceExhausted):
+    """RESOURCE_EXHAUSTED/OUTBOX_FULL: a producing call would take a topic
+    past --outbox-max-bytes; nothing was written or recorded, so the same
+    rpc id runs once consumers have acknowledged and the collector passed."""
+
+
+class OutboxBadOffset(InvalidArgument):
+    """INVALID_ARGUMENT/OUTBOX_BAD_OFFSET: an Outbox Ack of an offset above
+    the topic's head (no such event yet)."""
 
 
 class FailedPrecondition(OnceError):
@@ -259,6 +275,9 @@ _BY_REASON: Dict[Tuple[int, str], Type[OnceError]] = {
     (Code.ALREADY_EXISTS, R.RPC_ID_CONFLICT): Conflict,
     (Code.ALREADY_EXISTS, R.GRANT_CONFLICT): GrantConflict,
     (Code.RESOURCE_EXHAUSTED, R.WINDOW_FULL): WindowFull,
+    (Code.RESOURCE_EXHAUSTED, R.OUTBOX_FULL): OutboxFull,
+    (Code.NOT_FOUND, R.OUTBOX_NO_CONSUMER): OutboxNoConsumer,
+    (Code.INVALID_ARGUMENT, R.OUTBOX_BAD_OFFSET): OutboxBadOffset,
     (Code.FAILED_PRECONDITION, R.LEASE_EXPIRED): LeaseExpired,
     (Code.FAILED_PRECONDITION, R.STALE_RPC): StaleRpc,
     (Code.FAILED_PRECONDITION, R.ALREADY_OWNED): AlreadyOwned,

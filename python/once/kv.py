@@ -8,19 +8,21 @@
              else_=[kv.get("jobs/42")])
 
 Owns: building KvCompare and KvOp messages from keys and values given as
-str (sent as UTF-8) or bytes.
+str (sent as UTF-8) or bytes, and a whole Txn request (txn_request) for a
+chain step (docs/chains.md).
 Invariant: every helper returns a plain generated message (once_pb2 style),
 so a hand-built KvCompare or KvOp goes wherever these do.
 Never: sends anything, or checks sizes (onced does, with its KV_ reasons).
 """
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Iterable, List, Tuple, Union
 
 from .errors import bad_argument
 from .proto import kv_pb2
 
 Bytes = Union[str, bytes]
+TXN = "/once.v1.KV/Txn"
 
 _C = kv_pb2.KvCompare
 
@@ -105,7 +107,30 @@ def get(key: Bytes) -> kv_pb2.KvOp:
 
 
 def emit(topic: str, payload: Bytes = b"") -> kv_pb2.KvOp:
-    """An outbox event; refused (Unimplemented, KV_EMIT_UNAVAILABLE) until
-    onced has the outbox."""
+    """An outbox event on topic, committed with the Txn's other ops (its
+    offset is in the op's result, ``results[i].emit.offset``); read it
+    with once.Consumer (docs/outbox.md)."""
     return kv_pb2.KvOp(emit=kv_pb2.KvEmit(topic=topic,
                                           payload=b(payload, "payload")))
+
+
+def _list(items: Iterable[Any], cls: type, what: str) -> List[Any]:
+    out = list(items)
+    for x in out:
+        if not isinstance(x, cls):
+            raise TypeError(f"{what} holds {cls.__name__} messages (the "
+                            f"once.kv helpers make them), not "
+                            f"{type(x).__name__}")
+    return out
+
+
+def txn_request(compares: Iterable[kv_pb2.KvCompare] = (),
+                then: Iterable[kv_pb2.KvOp] = (),
+                else_: Iterable[kv_pb2.KvOp] = ()
+                ) -> Tuple[str, kv_pb2.KvTxnRequest]:
+    """(method, request) of a Txn, as Client.kv_txn sends it: a chain step
+    (``chain.step(*kv.txn_request(...))``) or a commit's ``next=``."""
+    return TXN, kv_pb2.KvTxnRequest(
+        compares=_list(compares, kv_pb2.KvCompare, "compares"),
+        then_ops=_list(then, kv_pb2.KvOp, "then"),
+        else_ops=_list(else_, kv_pb2.KvOp, "else_"))

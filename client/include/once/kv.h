@@ -118,8 +118,10 @@ ONCE_API int once_kv_txn_del_prefix(once_kv_txn *t, int branch,
                                     const void *prefix, size_t prefix_len);
 ONCE_API int once_kv_txn_get(once_kv_txn *t, int branch, const void *key,
                              size_t key_len);
-/* An outbox event on topic (SPEC section 12). onced refuses a Txn with
- * one (UNIMPLEMENTED / KV_EMIT_UNAVAILABLE) until it has the outbox. */
+/* An outbox event on topic (docs/outbox.md), committed with the Txn's
+ * other ops; the caller's role needs an outbox-emit rule for the topic
+ * (PERMISSION_DENIED / OUTBOX_TOPIC_DENIED otherwise). An onced older than
+ * the outbox refuses it (UNIMPLEMENTED / KV_EMIT_UNAVAILABLE). */
 ONCE_API int once_kv_txn_emit(once_kv_txn *t, int branch, const char *topic,
                               const void *payload, size_t payload_len);
 
