@@ -19,6 +19,8 @@
  * after many peers hung up on it, without spinning.
  * test_kv_survives_failover: a KV Txn's keys, revision and record ride
  * the same log entry — the new leader serves them and replays the Txn.
+ * test_outbox_survives_failover: a receiver reading across a leader
+ * SIGKILL applies the exact event sequence; its cursor survives.
  * Invariant: every wait is bounded; workers never call cmocka assertions.
  * Never: sleeps for a fixed time where a condition can be waited for.
  */
@@ -44,6 +46,7 @@
 
 #include <once/grants.h>
 #include <once/kv.h>
+#include <once/outbox.h>
 
 #include "tests/certs.h"
 #include "tests/cluster.h"
@@ -1170,6 +1173,178 @@ test_kv_survives_failover(void **state)
     assert_int_equal(replicas_restart(f->rs, leader), 0);
 }
 
+/* test_outbox_survives_failover: the events, the consumer's side. */
+#define OB_EVENTS 60 /* produced in all */
+#define OB_BATCH  4  /* events per Read */
+
+typedef struct ob_consumer {
+    const char *urls;
+    pthread_t thread;
+    pthread_mutex_t mtx; /* protects the fields below */
+    uint64_t applied;    /* the last offset applied (the "receiver's row") */
+    char payloads[OB_EVENTS + 1][16]; /* what offset i carried */
+    uint64_t redelivered;             /* events at or below applied, skipped */
+    char error[256];
+    atomic_bool done;
+} ob_consumer;
+
+/* The receiver's callback, pattern 1 of docs/outbox.md: the offset is kept
+ * with the effect, so an event at or below it is skipped; the next one
+ * must be applied + 1. */
+static int
+ob_apply(void *arg, const once_outbox_event *ev)
+{
+    ob_consumer *oc = arg;
+    int step = ONCE_CONSUMER_NEXT;
+
+    pthread_mutex_lock(&oc->mtx);
+    if (ev->offset <= oc->applied) {
+        oc->redelivered++;
+    } else if (ev->offset != oc->applied + 1 || ev->offset > OB_EVENTS ||
+               ev->payload_len >= sizeof(oc->payloads[0])) {
+        snprintf(oc->error, sizeof(oc->error),
+                 "offset %llu after %llu (payload %zu bytes)",
+                 (unsigned long long)ev->offset,
+                 (unsigned long long)oc->applied, ev->payload_len);
+        step = -1;
+    } else {
+        memcpy(oc->payloads[ev->offset], ev->payload, ev->payload_len);
+        oc->applied = ev->offset;
+        step =
+            oc->applied == OB_EVENTS ? ONCE_CONSUMER_STOP : ONCE_CONSUMER_NEXT;
+    }
+    pthread_mutex_unlock(&oc->mtx);
+    return step;
+}
+
+static uint64_t
+ob_applied(ob_consumer *oc)
+{
+    pthread_mutex_lock(&oc->mtx);
+    uint64_t n = oc->applied;
+    pthread_mutex_unlock(&oc->mtx);
+    return n;
+}
+
+/* The consumer's thread: runs the receiver loop until every event is
+ * applied, starting it again after a failed call (a failover), for at most
+ * 120 s. */
+static void *
+ob_consume(void *arg)
+{
+    ob_consumer *oc = arg;
+    once_client *c = NULL;
+    once_status st;
+    int64_t until = harness_now_ms() + 120000;
+    int rv = ONCE_UNAVAILABLE;
+
+    if (open_client(oc->urls, false, &c) != ONCE_OK) {
+        snprintf(oc->error, sizeof(oc->error), "no client");
+    }
+    while (c != NULL && rv != ONCE_OK && oc->error[0] == '\0' &&
+           harness_now_ms() < until) {
+        /* the long-poll stays below the handle's 1 s attempt timeout */
+        rv = once_consumer_run(c, "jobs", "billing", OB_BATCH, 300, ob_apply,
+                               oc, &st);
+    }
+    if (rv != ONCE_OK && oc->error[0] == '\0') {
+        snprintf(oc->error, sizeof(oc->error), "consumer: %s %.60s %.120s",
+                 once_strerror(rv), st.reason, st.message);
+    }
+    once_client_close(c);
+    atomic_store(&oc->done, true);
+    return NULL;
+}
+
+/* Event i: a Txn that puts ev/i and emits "ev-i" on topic jobs. */
+static void
+ob_produce(once_client *c, int i)
+{
+    once_kv_txn *t;
+    once_status st;
+    char key[16], val[16];
+
+    snprintf(key, sizeof(key), "ev/%d", i);
+    snprintf(val, sizeof(val), "ev-%d", i);
+    assert_int_equal(once_kv_txn_new(&t), ONCE_OK);
+    once_kv_txn_put(t, ONCE_KV_THEN, key, strlen(key), val, strlen(val), false);
+    once_kv_txn_emit(t, ONCE_KV_THEN, "jobs", val, strlen(val));
+    assert_int_equal(once_kv_txn_exec(c, t, NULL, &st), ONCE_OK);
+    once_kv_txn_free(t);
+}
+
+/*
+ * A consumer reading across a leader SIGKILL: events are produced by KV
+ * Txns through every replica's URL while a receiver thread reads them
+ * OB_BATCH at a time; the leader is SIGKILLed once the receiver applied a
+ * third of them. The receiver applies offsets 1..OB_EVENTS exactly, each
+ * with its Txn's payload (a Txn resent across the failover emits once), it
+ * is given again at most one unacknowledged batch (the cursor rode the log:
+ * a cursor lost with the leader gives back everything before the kill),
+ * and Topics on the new leader says head OB_EVENTS, the consumer acked
+ * there.
+ */
+static void
+test_outbox_survives_failover(void **state)
+{
+    fixture *f = *state;
+    ob_consumer oc = {.urls = f->rs->urls};
+    once_client *c = NULL;
+    once_outbox_topics_list *l = NULL;
+    once_outbox_topic_info ti;
+    once_outbox_consumer_info ci;
+    once_status st;
+    int leader, next, i = 1;
+    int64_t until;
+
+    pthread_mutex_init(&oc.mtx, NULL);
+    assert_int_equal(open_client(f->rs->urls, false, &c), ONCE_OK);
+    assert_int_equal(
+        once_outbox_subscribe(c, "jobs", "billing", NULL, NULL, &st), ONCE_OK);
+    assert_int_equal(pthread_create(&oc.thread, NULL, ob_consume, &oc), 0);
+    for (; i <= OB_EVENTS / 2; i++) {
+        ob_produce(c, i);
+    }
+    until = harness_now_ms() + 30000;
+    while (ob_applied(&oc) < OB_EVENTS / 3 && !atomic_load(&oc.done) &&
+           harness_now_ms() < until) {
+        harness_sleep_ms(10);
+    }
+    assert_true((leader = replicas_leader(f->rs, -1, 30000)) >= 0);
+    replicas_kill(f->rs, leader, SIGKILL);
+    print_message("  leader %d SIGKILLed after %llu events applied\n", leader,
+                  (unsigned long long)ob_applied(&oc));
+    for (; i <= OB_EVENTS; i++) {
+        ob_produce(c, i);
+    }
+    assert_int_equal(pthread_join(oc.thread, NULL), 0);
+    print_message("  applied %llu of %d, %llu given again; %s\n",
+                  (unsigned long long)oc.applied, OB_EVENTS,
+                  (unsigned long long)oc.redelivered,
+                  oc.error[0] != '\0' ? oc.error : "no error");
+    assert_string_equal(oc.error, "");
+    assert_int_equal(oc.applied, OB_EVENTS);
+    for (int k = 1; k <= OB_EVENTS; k++) {
+        char want[16];
+
+        snprintf(want, sizeof(want), "ev-%d", k);
+        assert_string_equal(oc.payloads[k], want);
+    }
+    assert_true(oc.redelivered <= OB_BATCH);
+    assert_true((next = replicas_leader(f->rs, leader, 30000)) >= 0);
+    assert_int_equal(once_outbox_topics(c, &l, &st), ONCE_OK);
+    assert_int_equal(once_outbox_topics_count(l), 1);
+    assert_int_equal(once_outbox_topics_at(l, 0, &ti), ONCE_OK);
+    assert_string_equal(ti.name, "jobs");
+    assert_int_equal(ti.head, OB_EVENTS);
+    assert_int_equal(once_outbox_topics_consumer(l, 0, 0, &ci), ONCE_OK);
+    assert_int_equal(ci.acked, OB_EVENTS);
+    once_outbox_topics_free(l);
+    once_client_close(c);
+    pthread_mutex_destroy(&oc.mtx);
+    assert_int_equal(replicas_restart(f->rs, leader), 0);
+}
+
 /* Waits (at most ms) until cid's lease info satisfies done; the last info
  * into *li. */
 static bool
@@ -1915,6 +2090,7 @@ CASE(test_rolled_back_replica_reseeds)
 CASE(test_cluster_restored_from_backup)
 CASE(test_grant_survives_failover)
 CASE(test_kv_survives_failover)
+CASE(test_outbox_survives_failover)
 CASE(test_acks_expiry_collection_replicated)
 CASE(test_replica_refuses_other_etcd)
 CASE(test_large_entry_split)
@@ -1940,6 +2116,7 @@ main(void)
         RUN(test_cluster_restored_from_backup, setup, teardown),
         RUN(test_grant_survives_failover, setup, teardown),
         RUN(test_kv_survives_failover, setup, teardown),
+        RUN(test_outbox_survives_failover, setup, teardown),
         RUN(test_acks_expiry_collection_replicated, setup, teardown),
         RUN(test_replica_refuses_other_etcd, setup, teardown),
         RUN(test_large_entry_split, setup_ttl5, teardown),
