@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The most of a path an error text shows: its last bytes. */
+#define PATH_SHOWN 96
+
 static size_t
 walk_append(struct json_walk *w, const char *text)
 {
@@ -58,9 +61,13 @@ json_walk_pop(struct json_walk *w, size_t plen)
 int
 json_walk_fail(struct json_walk *w, const char *what)
 {
+    /* a long path keeps its end, where the fault is */
+    const char *cut = w->plen > PATH_SHOWN ? "..." : "";
+    const char *path = w->path + (*cut ? w->plen - PATH_SHOWN : 0);
+
     if (w->err != NULL && w->errlen > 0) {
         if (w->plen > 0) {
-            snprintf(w->err, w->errlen, "field \"%s\": %s", w->path, what);
+            snprintf(w->err, w->errlen, "field \"%s%s\": %s", cut, path, what);
         } else {
             snprintf(w->err, w->errlen, "body: %s", what);
         }

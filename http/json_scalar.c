@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The largest magnitude a double holds exactly as an integer: 2^53. */
+/* 2^53: from here on a double cannot tell n from n + 1. */
 #define EXACT_MAX 9007199254740992.0
 
 struct integer {
@@ -67,10 +67,10 @@ integer_read(struct json_walk *w, const cJSON *v, bool wide,
     if (d != floor(d)) {
         return json_walk_fail(w, "expected an integer, not a fraction");
     }
-    if (fabs(d) > EXACT_MAX) {
-        return json_walk_fail(w, wide ? "integer above 2^53: send it as a "
-                                        "JSON string"
-                                      : "integer out of range");
+    if (fabs(d) >= EXACT_MAX) {
+        return json_walk_fail(
+            w, wide ? "integer too large for a JSON number: send it as a string"
+                    : "integer out of range");
     }
     out->neg = d < 0;
     out->mag = (uint64_t)fabs(d);
