@@ -11,6 +11,7 @@
  * decoded from the JSON packs to the same bytes as the one encoded.
  * Never: leaks a message (the ASan build runs it too).
  */
+#include "http/json_impl.h"
 #include "http/json_pb.h"
 #include "tests/json_types.pb-c.h"
 #include "proto/kv.pb-c.h"
@@ -43,50 +44,26 @@ extern const size_t typed_n_messages;
 static const ProtobufCFieldDescriptor *covered[4096];
 static size_t n_covered;
 
-static void
-cover(const ProtobufCFieldDescriptor *fd)
-{
-    for (size_t i = 0; i < n_covered; i++) {
-        if (covered[i] == fd) {
-            return;
-        }
-    }
-    assert_true(n_covered < sizeof(covered) / sizeof(covered[0]));
-    covered[n_covered++] = fd;
-}
-
+/* Whether p is one of the n pointers of list. */
 static bool
-is_covered(const ProtobufCFieldDescriptor *fd)
+in_list(const void *const *list, size_t n, const void *p)
 {
-    for (size_t i = 0; i < n_covered; i++) {
-        if (covered[i] == fd) {
+    for (size_t i = 0; i < n; i++) {
+        if (list[i] == p) {
             return true;
         }
     }
     return false;
 }
 
-static size_t
-elem_size(const ProtobufCFieldDescriptor *fd)
+static void
+cover(const ProtobufCFieldDescriptor *fd)
 {
-    switch (fd->type) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 8;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES:
-        return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL:
-        return sizeof(protobuf_c_boolean);
-    default:
-        return 4;
+    if (in_list((const void *const *)covered, n_covered, fd)) {
+        return;
     }
+    assert_true(n_covered < sizeof(covered) / sizeof(covered[0]));
+    covered[n_covered++] = fd;
 }
 
 static ProtobufCMessage *fill(const ProtobufCMessageDescriptor *desc, int depth,
@@ -189,10 +166,11 @@ fill_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *fd, int depth,
 
     if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
         size_t n = 0;
-        char *arr = calloc(3, elem_size(fd));
+        char *arr = calloc(3, json_field_size(fd));
 
         for (size_t k = 0; k < 3; k++) {
-            n += fill_value(fd, k, depth, variant, arr + n * elem_size(fd));
+            n += fill_value(fd, k, depth, variant,
+                            arr + n * json_field_size(fd));
         }
         *(void **)base = arr;
         *(size_t *)q = n;
@@ -282,7 +260,8 @@ round_trip_all(const ProtobufCMessageDescriptor *const *list, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         for (unsigned f = 0; f < list[i]->n_fields; f++) {
-            if (!is_covered(&list[i]->fields[f])) {
+            if (!in_list((const void *const *)covered, n_covered,
+                         &list[i]->fields[f])) {
                 fail_msg("%s.%s never set by the filler", list[i]->name,
                          list[i]->fields[f].name);
             }
@@ -308,17 +287,6 @@ count_messages(const char *path)
     return n;
 }
 
-static bool
-listed(const ProtobufCMessageDescriptor *d)
-{
-    for (size_t i = 0; i < shipped_n_messages; i++) {
-        if (shipped_messages[i] == d) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Every message of the .proto files of proto/: all of them listed, every
  * service's input and output among them, each one's fields all set and round
  * tripped. */
@@ -338,8 +306,12 @@ test_every_shipped_message(void **state)
     assert_true(shipped_n_services >= 6);
     for (size_t s = 0; s < shipped_n_services; s++) {
         for (unsigned j = 0; j < shipped_services[s]->n_methods; j++) {
-            assert_true(listed(shipped_services[s]->methods[j].input));
-            assert_true(listed(shipped_services[s]->methods[j].output));
+            assert_true(in_list((const void *const *)shipped_messages,
+                                shipped_n_messages,
+                                shipped_services[s]->methods[j].input));
+            assert_true(in_list((const void *const *)shipped_messages,
+                                shipped_n_messages,
+                                shipped_services[s]->methods[j].output));
             methods++;
         }
     }
