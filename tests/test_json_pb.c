@@ -13,6 +13,7 @@
  */
 #include "http/json_impl.h"
 #include "http/json_pb.h"
+#include "tests/json_presence.pb-c.h"
 #include "tests/json_types.pb-c.h"
 #include "proto/kv.pb-c.h"
 #include "proto/once.pb-c.h"
@@ -320,11 +321,11 @@ test_every_shipped_message(void **state)
     round_trip_all(shipped_messages, shipped_n_messages);
 }
 
-/* Every scalar type and a oneof of scalars. */
+/* Every scalar type, a oneof of scalars, fields with presence. */
 static void
 test_every_type(void **state)
 {
-    assert_int_equal(typed_n_messages, 3);
+    assert_int_equal(typed_n_messages, 4);
     round_trip_all(typed_messages, typed_n_messages);
 }
 
@@ -448,6 +449,62 @@ test_lenient_input(void **state)
     assert_int_equal(a->n_r_text, 0);
     assert_int_equal(a->choice_case, ONCE__TEST__ALL_TYPES__CHOICE__NOT_SET);
     protobuf_c_message_free_unpacked(&a->base, NULL);
+}
+
+/* A field with presence is written when set, even to its default, and
+ * not when unset, whatever it holds; null leaves it unset. */
+static void
+test_presence(void **state)
+{
+    Once__Test__Presence p = ONCE__TEST__PRESENCE__INIT;
+    Once__Test__Presence *back;
+    char *text;
+
+    assert_encodes(&p.base, "{\"id\":\"0\"}");
+    p.has_count = 1;
+    p.has_flag = 1;
+    p.note = "";
+    p.count = 0;
+    p.five = 9; /* not has_five: left out */
+    assert_encodes(&p.base,
+                   "{\"count\":0,\"note\":\"\",\"flag\":false,\"id\":\"0\"}");
+    text = encode(&p.base);
+    back = (void *)decode(&once__test__presence__descriptor, text);
+    assert_true(back->has_count && back->has_flag && !back->has_blob);
+    assert_int_equal(back->five, 5);
+    p.five = 5; /* what decoding leaves in an unset field with a default */
+    assert_same_packing(&back->base, &p.base);
+    protobuf_c_message_free_unpacked(&back->base, NULL);
+    free(text);
+    back = (void *)decode(&once__test__presence__descriptor,
+                          "{\"count\":null,\"next\":null,\"blob\":\"\"}");
+    assert_false(back->has_count);
+    assert_null(back->next);
+    assert_true(back->has_blob);
+    protobuf_c_message_free_unpacked(&back->base, NULL);
+}
+
+/* A string field that is not UTF-8 cannot be written as JSON. */
+static void
+test_encode_refuses_bad_utf8(void **state)
+{
+    Once__V1__RenewLeaseResult r = ONCE__V1__RENEW_LEASE_RESULT__INIT;
+    Once__V1__RenewLeasesResponse rs = ONCE__V1__RENEW_LEASES_RESPONSE__INIT;
+    Once__V1__LeaseInfoResponse info = ONCE__V1__LEASE_INFO_RESPONSE__INIT;
+    Once__V1__RenewLeaseResult *list[] = {&r, &r};
+    char err[JSON_PB_ERR_MAX], *text = (void *)1;
+    size_t len;
+
+    info.principal = "ops\xe2\x82";
+    assert_int_equal(json_pb_encode(&info.base, &text, &len, err, sizeof(err)),
+                     EINVAL);
+    assert_null(text);
+    assert_string_equal(err, "field \"principal\": string is not UTF-8");
+    rs.n_results = 2;
+    rs.results = list;
+    r.client_id = 1;
+    assert_encodes(&rs.base, "{\"results\":[{\"clientId\":\"1\"},"
+                             "{\"clientId\":\"1\"}]}");
 }
 
 struct refusal {
@@ -656,6 +713,8 @@ main(void)
         cmocka_unit_test(test_every_type),
         cmocka_unit_test(test_exact_text),
         cmocka_unit_test(test_lenient_input),
+        cmocka_unit_test(test_presence),
+        cmocka_unit_test(test_encode_refuses_bad_utf8),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_length_is_the_callers),
         cmocka_unit_test(test_depth_bound),
