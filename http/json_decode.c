@@ -40,7 +40,7 @@ static int
 decode_repeated(struct json_walk *w, ProtobufCMessage *m,
                 const ProtobufCFieldDescriptor *fd, const cJSON *v)
 {
-    size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
+    size_t n, i = 0;
     void *arr;
     const cJSON *e;
     int rv;
@@ -48,6 +48,7 @@ decode_repeated(struct json_walk *w, ProtobufCMessage *m,
     if (!cJSON_IsArray(v)) {
         return json_walk_fail(w, "expected an array");
     }
+    n = (size_t)cJSON_GetArraySize(v);
     if (n == 0) {
         return 0;
     }
@@ -197,7 +198,7 @@ json_pb_decode(const ProtobufCMessageDescriptor *desc, const char *text,
     if (root == NULL) {
         return json_walk_fail(&w, "not valid JSON");
     }
-    while (end < text + len && strchr(" \t\r\n", *end) != NULL && *end) {
+    while (end < text + len && *end != '\0' && strchr(" \t\r\n", *end)) {
         end++;
     }
     if (end != text + len) {

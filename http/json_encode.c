@@ -26,14 +26,25 @@
 static int encode_message(struct json_walk *w, const ProtobufCMessage *m,
                           cJSON **out);
 
+/* d as JSON; a float's value with the 9 digits that tell floats apart
+ * rather than the 17 of its double. */
 static cJSON *
-encode_float(double d)
+encode_float(double d, bool is_float)
 {
+    char text[32];
+
     if (isnan(d)) {
         return cJSON_CreateString("NaN");
     }
     if (isinf(d)) {
         return cJSON_CreateString(d > 0 ? "Infinity" : "-Infinity");
+    }
+    if (d == 0 && signbit(d)) {
+        return cJSON_CreateRaw("-0"); /* cJSON would write 0 */
+    }
+    if (is_float) {
+        snprintf(text, sizeof(text), "%.9g", d);
+        d = strtod(text, NULL);
     }
     return cJSON_CreateNumber(d);
 }
@@ -95,10 +106,10 @@ encode_value(struct json_walk *w, const ProtobufCFieldDescriptor *fd,
         *out = cJSON_CreateString(num);
         break;
     case PROTOBUF_C_TYPE_FLOAT:
-        *out = encode_float(*(const float *)slot);
+        *out = encode_float(*(const float *)slot, true);
         break;
     case PROTOBUF_C_TYPE_DOUBLE:
-        *out = encode_float(*(const double *)slot);
+        *out = encode_float(*(const double *)slot, false);
         break;
     case PROTOBUF_C_TYPE_BOOL:
         *out = cJSON_CreateBool(*(const protobuf_c_boolean *)slot);
