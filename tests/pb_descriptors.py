@@ -9,6 +9,8 @@ HEADER is a path under BUILD_ROOT ("proto/once.pb-c.h"). Writes
 PREFIX_messages[], PREFIX_n_messages, PREFIX_services[],
 PREFIX_n_services.
 Owns: reading the `extern const Protobuf...Descriptor name;` lines.
+Invariant: the arrays list the descriptors in header order, each once;
+the file is replaced whole (written aside, then renamed).
 Never: reads anything but the headers named.
 """
 import os
