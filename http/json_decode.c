@@ -11,7 +11,8 @@
  * only once read whole), so an error anywhere frees everything.
  * Never: accepts a field twice, an unknown field, two members of one
  * oneof, trailing bytes after the object, or messages nested deeper than
- * JSON_PB_MAX_DEPTH; recurses but by message depth.
+ * JSON_PB_MAX_DEPTH, or a string holding \u0000 (cJSON would cut it
+ * short); recurses but by message depth.
  */
 #include "http/json_impl.h"
 #include "http/json_pb.h"
@@ -184,6 +185,26 @@ decode_message(struct json_walk *w, const ProtobufCMessageDescriptor *desc,
     return 0;
 }
 
+/* Whether text holds the escape \u0000: cJSON would end the string there
+ * and hand on what comes before it as the whole string (or key). A
+ * backslash inside a string always starts an escape, outside one the text
+ * is not JSON anyway. */
+static bool
+has_nul_escape(const char *text, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (text[i] != '\\') {
+            continue;
+        }
+        if (text[i + 1] == 'u' && i + 5 < len &&
+            memcmp(text + i + 2, "0000", 4) == 0) {
+            return true;
+        }
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
 int
 json_pb_decode(const ProtobufCMessageDescriptor *desc, const char *text,
                size_t len, ProtobufCMessage **out, char *err, size_t errlen)
@@ -194,6 +215,9 @@ json_pb_decode(const ProtobufCMessageDescriptor *desc, const char *text,
     int rv;
 
     *out = NULL;
+    if (has_nul_escape(text, len)) {
+        return json_walk_fail(&w, "\\u0000 in a string");
+    }
     root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (root == NULL) {
         return json_walk_fail(&w, "not valid JSON");

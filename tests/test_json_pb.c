@@ -568,6 +568,8 @@ static const struct refusal refusals[] = {
     {ALL, "{\"fl\":1e39}", "field \"fl\": number out of range for a float"},
     {ALL, "{\"text\":\"\xff\"}", "field \"text\": invalid UTF-8"},
     {ALL, "{\"text\":\"\xc0\xaf\"}", "field \"text\": invalid UTF-8"},
+    {ALL, "{\"text\":\"a\\u0000b\"}", "body: \\u0000 in a string"},
+    {ALL, "{\"text\\u0000x\":\"a\"}", "body: \\u0000 in a string"},
     {ALL, "{\"blob\":\"@@@@\"}", "field \"blob\": invalid base64"},
     {ALL, "{\"blob\":\"+_8=\"}", "field \"blob\": invalid base64"},
     {ALL, "{\"blob\":\"+/8==\"}", "field \"blob\": invalid base64"},
