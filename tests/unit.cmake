@@ -20,14 +20,7 @@ set_tests_properties(test_prom_text PROPERTIES TIMEOUT 60 LABELS unit)
 # test-only messages with every scalar type (json_types.proto) and with
 # presence (json_presence.proto, proto2); the
 # descriptors are listed from the generated headers (pb_descriptors.py).
-foreach(p json_types json_presence)
-  add_custom_command(
-    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${p}.pb-c.c ${CMAKE_CURRENT_BINARY_DIR}/${p}.pb-c.h
-    COMMAND ${PROTOC_C} --c_out=${CMAKE_CURRENT_BINARY_DIR}
-            -I${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/${p}.proto
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${p}.proto
-    COMMENT "protoc-c ${p}.proto")
-endforeach()
+once_protoc_c(JSON_TEST_PROTO_SRCS json_types json_presence)
 set(PB_SHIPPED once record grants kv outbox)
 list(TRANSFORM PB_SHIPPED REPLACE "(.+)" "proto/\\1.pb-c.h" OUTPUT_VARIABLE PB_SHIPPED_H)
 add_custom_command(
@@ -41,8 +34,7 @@ add_custom_command(
           ${CMAKE_CURRENT_BINARY_DIR}/json_types.pb-c.h
           ${CMAKE_CURRENT_BINARY_DIR}/json_presence.pb-c.h
   COMMENT "pb_descriptors.py: the descriptors test_json_pb walks")
-add_executable(test_json_pb test_json_pb.c ${CMAKE_CURRENT_BINARY_DIR}/json_types.pb-c.c
-  ${CMAKE_CURRENT_BINARY_DIR}/json_presence.pb-c.c
+add_executable(test_json_pb test_json_pb.c ${JSON_TEST_PROTO_SRCS}
   ${CMAKE_CURRENT_BINARY_DIR}/pb_shipped.c ${CMAKE_CURRENT_BINARY_DIR}/pb_typed.c)
 target_compile_definitions(test_json_pb PRIVATE PROTO_DIR="${PROJECT_SOURCE_DIR}/proto")
 target_link_libraries(test_json_pb PRIVATE once_json once_proto PkgConfig::CMOCKA m)
