@@ -40,3 +40,22 @@ auth_tag_verify(const uint8_t *tag, const uint8_t *buf, size_t len,
 {
     return crypto_auth_verify(tag, buf, len, key) == 0;
 }
+
+bool
+auth_tag_verify_parts(const uint8_t *tag, const auth_tag_part *parts, size_t n,
+                      const uint8_t key[AUTH_KEY_BYTES])
+{
+    crypto_auth_hmacsha512256_state st;
+    uint8_t mac[AUTH_TAG_BYTES];
+    bool ok;
+
+    crypto_auth_hmacsha512256_init(&st, key, AUTH_KEY_BYTES);
+    for (size_t i = 0; i < n; i++) {
+        crypto_auth_hmacsha512256_update(&st, parts[i].buf, parts[i].len);
+    }
+    crypto_auth_hmacsha512256_final(&st, mac);
+    ok = sodium_memcmp(mac, tag, AUTH_TAG_BYTES) == 0;
+    sodium_memzero(&st, sizeof(st));
+    sodium_memzero(mac, sizeof(mac));
+    return ok;
+}

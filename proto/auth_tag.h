@@ -44,4 +44,16 @@ bool auth_tag_split(const uint8_t *buf, size_t len, size_t *signed_len,
 bool auth_tag_verify(const uint8_t *tag, const uint8_t *buf, size_t len,
                      const uint8_t key[AUTH_KEY_BYTES]);
 
+/* One piece of a message that is signed in pieces, never copied into
+ * one buffer (the HTTP front door's tag, docs/http.md). */
+typedef struct auth_tag_part {
+    const void *buf;
+    size_t len;
+} auth_tag_part;
+
+/* The same check as auth_tag_verify over the concatenation of the n
+ * parts: crypto_auth's HMAC-SHA-512-256, compared in constant time. */
+bool auth_tag_verify_parts(const uint8_t *tag, const auth_tag_part *parts,
+                           size_t n, const uint8_t key[AUTH_KEY_BYTES]);
+
 #endif /* PROTO_AUTH_TAG_H */

@@ -102,6 +102,13 @@ bool auth_check(auth *a, server_call *c, const uint8_t *body, size_t len,
 bool auth_verify(auth *a, server_call *c, const uint8_t *body, size_t len,
                  const uint8_t *principal, size_t principal_len, uint64_t *gen);
 
+/* For a front door that checks its own tag before it builds the envelope
+ * (http_api.h), on any thread: *enabled says whether onced authenticates
+ * (false: OPEN); when it does and name (NUL-terminated) is a principal of
+ * the tables in force, its key is copied to key (wipe it with
+ * sodium_memzero after use) and true returned. */
+bool auth_key_copy(auth *a, const char *name, uint8_t key[32], bool *enabled);
+
 /* The policy: may c->who call method (a full name)? Otherwise sets
  * PERMISSION_DENIED on c and returns false. */
 bool auth_permit(const auth *a, server_call *c, const char *method);

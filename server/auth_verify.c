@@ -163,3 +163,26 @@ auth_verify(auth *a, server_call *c, const uint8_t *body, size_t len,
     }
     return ok;
 }
+
+bool
+auth_key_copy(auth *a, const char *name, uint8_t key[AUTH_KEY_BYTES],
+              bool *enabled)
+{
+    auth_key probe, *hit = NULL;
+
+    if (strlen(name) > PRINCIPAL_NAME_MAX) {
+        name = ""; /* names no principal */
+    }
+    memset(&probe, 0, sizeof(probe));
+    memcpy(probe.name, name, strlen(name));
+    pthread_mutex_lock(&a->kr_mtx);
+    *enabled = a->kr_enabled;
+    if (a->kr_enabled && name[0] != '\0') {
+        hit = bsearch(&probe, a->kr, a->nkr, sizeof(*a->kr), auth_key_cmp);
+    }
+    if (hit != NULL) {
+        memcpy(key, hit->key, AUTH_KEY_BYTES);
+    }
+    pthread_mutex_unlock(&a->kr_mtx);
+    return hit != NULL;
+}

@@ -73,6 +73,11 @@ typedef struct listener_req {
                                       it names (cut), the executor's lane */
     struct listener_req *next; /* queue link (verifier, executor, parked
                                   reads) */
+    /* NULL for a request of the nng socket; otherwise the front door that
+     * made it (http_api.h) takes its reply: listener_reply calls this
+     * with the packed Response instead of sending on a context. Never
+     * blocks. */
+    void (*reply)(struct listener_req *r, const void *buf, size_t len);
 } listener_req;
 
 typedef void (*listener_submit_fn)(void *arg, listener_req *r);
@@ -85,16 +90,17 @@ typedef void (*listener_submit_fn)(void *arg, listener_req *r);
 int listener_open(listener **lp, const listener_config *cfg,
                   listener_submit_fn submit, void *arg, server_stats *stats);
 
-/* Sends buf as the reply to r (copied; the caller keeps buf). After
+/* Sends buf as the reply to r (copied; the caller keeps buf); a request
+ * with r->reply set is handed to that instead. After
  * listener_shutdown the reply is dropped. Never blocks. For a call that
  * wrote (r->wrote) it passes the reply fault points (store/fault.h):
  * batch_written before sending, reply_sent once the send completed. */
 void listener_reply(listener_req *r, const void *buf, size_t len);
 
 /* The verdict of the verifier on r's authentication (ok), counted for
- * r's connection: false when that connection has now failed it
- * CONNS_AUTH_FAILS_MAX times in a row and was closed (conns.h). Any
- * thread; never blocks. */
+ * r's connection (none for a request with r->reply: true): false when that
+ * connection has now failed it CONNS_AUTH_FAILS_MAX times in a row and was
+ * closed (conns.h). Any thread; never blocks. */
 bool listener_auth_result(listener *l, const listener_req *r, bool ok);
 
 /* Closes the socket: no more requests, replies not yet sent are dropped

@@ -16,7 +16,9 @@
  * is one row there and nothing here. Under systemd (Type=notify) notify.h
  * says READY once the store is open and the listeners are up, and
  * STOPPING on shutdown. --metrics-listen: the Prometheus endpoint
- * (metrics.h), started after the server and stopped before it.
+ * (metrics.h), started after the server and stopped before it;
+ * --http-listen: the JSON API (http_api.h) the same way, with /metrics
+ * on its URL too when --metrics-listen names none.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +28,7 @@
 
 #include "server/config_file.h"
 #include "proto/log.h"
+#include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/notify.h"
 #include "server/options.h"
@@ -93,6 +96,7 @@ main(int argc, char **argv)
     server *srv;
     const char *metrics_url;
     metrics *mx = NULL;
+    http_api *hx = NULL;
     sigset_t set;
     char err[512];
     int sig, rv;
@@ -109,6 +113,9 @@ main(int argc, char **argv)
     cfg = opt.srv;
     rc = opt.repl;
     metrics_url = opt.metrics_url;
+    if (metrics_url == NULL) {
+        metrics_url = opt.http_url; /* /metrics beside the JSON API */
+    }
     cur = boot;
     log_set_json(opt.json);
     if (boot.file != NULL) {
@@ -159,7 +166,10 @@ main(int argc, char **argv)
         repl_close(rp);
         return 1;
     }
-    if (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0) {
+    if ((opt.http_url != NULL && http_api_open(&hx, opt.http_url, srv) != 0) ||
+        (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0)) {
+        http_api_stop(hx);
+        http_api_free(hx);
         server_close(srv);
         log_error("not started");
         return 1;
@@ -189,10 +199,12 @@ main(int argc, char **argv)
     log_info("%s: stopping; received calls finish and are synced",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     notify_watchdog_stop();
-    metrics_stop(mx); /* before the executor stops: it may hold a task */
+    http_api_stop(hx); /* its calls in flight are answered first */
+    metrics_stop(mx);  /* before the executor stops: it may hold a task */
     server_close(srv);
     repl_close(rp); /* after the last append: another replica takes over */
     metrics_free(mx);
+    http_api_free(hx);
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {
         config_args_free(&cur);

@@ -25,6 +25,7 @@
 
 #include "proto/duration.h"
 #include "proto/number.h"
+#include "server/http_api.h"
 #include "server/metrics.h"
 
 #define DEFAULT_IPC "ipc:///tmp/once.ipc"
@@ -86,6 +87,7 @@ static int set_no_listen_check(const opt_def *d, const char *arg,
                                onced_options *o);
 static int set_log_format(const opt_def *d, const char *arg, onced_options *o);
 static int set_metrics(const opt_def *d, const char *arg, onced_options *o);
+static int set_http(const opt_def *d, const char *arg, onced_options *o);
 
 /* clang-format off */
 static const opt_def OPTIONS[] = {
@@ -209,6 +211,12 @@ static const opt_def OPTIONS[] = {
            "serve Prometheus metrics at URL/metrics\n"
            "(http://HOST:PORT, e.g. http://127.0.0.1:9464;\n"
            "default: none)"),
+    SETTER("http-listen", "URL", set_http, NULL, 0,
+           "serve the JSON API, POST URL/v1/METHOD\n"
+           "(docs/http.md), and /metrics unless\n"
+           "--metrics-listen names another URL\n"
+           "(http://HOST:PORT, or https:// with\n"
+           "--tls-cert and --tls-key; default: none)"),
     TEXT("\n"
          "replication (docs/replication.md; off unless --replicate):\n"),
     STRING("replicate", "URLS", repl.endpoints, NULL,
@@ -557,6 +565,19 @@ set_metrics(const opt_def *d, const char *arg, onced_options *o)
         return -1;
     }
     o->metrics_url = arg;
+    return 0;
+}
+
+static int
+set_http(const opt_def *d, const char *arg, onced_options *o)
+{
+    const char *why = http_api_url_problem(arg);
+
+    if (why != NULL) {
+        fprintf(stderr, "onced: --%s \"%s\": %s\n", d->name, arg, why);
+        return -1;
+    }
+    o->http_url = arg;
     return 0;
 }
 

@@ -31,6 +31,7 @@ typedef struct onced_options {
     repl_config repl;        /* endpoints NULL: not a replica */
     bool json;               /* --log-format json */
     const char *metrics_url; /* --metrics-listen, or NULL */
+    const char *http_url;    /* --http-listen, or NULL */
 } onced_options;
 
 /* options_parse's result when onced should go on; anything else is the

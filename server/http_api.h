@@ -1,0 +1,48 @@
+/*
+ * http_api.h — the JSON API (--http-listen URL): POST /v1/<full method
+ * name> on nng's HTTP server, answered by the same verifier, executor,
+ * records, replays and conflicts as the nng socket (docs/http.md).
+ *
+ * Owns: the HTTP server's handler for /v1/ and one http_call per request
+ * in flight (at most the server's --contexts): the body in proto3's JSON
+ * mapping decoded by the method's request descriptor (http/json_pb.h) and
+ * packed; the Once-* headers read into exactly the envelope an nng client
+ * sends (once.v1.Request: rpc id, first_incomplete, attempt, deadline,
+ * principal, payload); the HTTP tag checked with the principal's key
+ * (auth_key_copy) over the bytes docs/http.md defines, and the envelope
+ * then signed with that key, so the verifier and the executor check it as
+ * they check any request; the packed Response turned back into JSON and
+ * an HTTP status by gRPC's mapping.
+ * Invariant: the record's payload digest is over the packed request
+ * message, never the JSON text, so a call made over HTTP and retried over
+ * nng under the same rpc id (or the other way round) is one call; a
+ * request refused here (its path, headers, type, JSON, tag, size) reaches
+ * nothing that writes.
+ * Never: blocks in nng's handler callback or in the reply (both only
+ * decode, hash, pack and hand over; the aio is finished from the reply);
+ * trusts a Once-Principal without its tag when onced authenticates.
+ */
+#ifndef SERVER_HTTP_API_H
+#define SERVER_HTTP_API_H
+
+#include "server/server.h"
+
+typedef struct http_api http_api;
+
+/* NULL when url can be served (http://HOST:PORT or https://HOST:PORT,
+ * no path but "/", no query), else a static sentence saying what is
+ * wrong. */
+const char *http_api_url_problem(const char *url);
+
+/* Serves POST /v1/... at url for the running server srv (https:// with
+ * srv's --tls-cert and --tls-key). 0 or an nng error (logged). */
+int http_api_open(http_api **ap, const char *url, server *srv);
+
+/* Stops serving: nng waits for every call in flight to be answered (the
+ * executor must still run). Call before server_close. NULL is ok. */
+void http_api_stop(http_api *a);
+
+/* Frees a; after http_api_stop. NULL is ok. */
+void http_api_free(http_api *a);
+
+#endif /* SERVER_HTTP_API_H */
