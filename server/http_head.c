@@ -25,13 +25,22 @@ http_head_refuse(http_outcome *o, int code, const char *reason,
     return false;
 }
 
+/* Header name of req, NULL when absent or empty (curl -H "Name;"). */
+static const char *
+http_head_get(nng_http_req *req, const char *name)
+{
+    const char *s = nng_http_req_get_header(req, name);
+
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
 /* A decimal header into *v (untouched when absent); false when present
  * and not a number. */
 static bool
 http_head_number(nng_http_req *req, const char *name, uint64_t max, uint64_t *v,
                  const char **text, http_outcome *o)
 {
-    const char *s = nng_http_req_get_header(req, name);
+    const char *s = http_head_get(req, name);
     uint64_t n;
 
     if (text != NULL) {
@@ -53,7 +62,7 @@ http_head_number(nng_http_req *req, const char *name, uint64_t max, uint64_t *v,
 static bool
 http_head_rpc_id(nng_http_req *req, http_head *h, http_outcome *o)
 {
-    const char *s = nng_http_req_get_header(req, "Once-Rpc-Id");
+    const char *s = http_head_get(req, "Once-Rpc-Id");
     const char *end;
 
     h->rpc_id_text = s != NULL ? s : "";
@@ -88,14 +97,14 @@ http_head_read(nng_http_req *req, http_head *h, http_outcome *o)
         return false;
     }
     h->attempt = (uint32_t)attempt;
-    p = nng_http_req_get_header(req, "Once-Principal");
+    p = http_head_get(req, "Once-Principal");
     h->principal = p != NULL ? p : "";
     if (strlen(h->principal) > PRINCIPAL_NAME_MAX) {
         return http_head_refuse(o, ONCE__V1__CODE__INVALID_ARGUMENT,
                                 REASON_HTTP_BAD_HEADER, "Once-Principal",
                                 "is longer than a principal's name may be");
     }
-    h->tag = nng_http_req_get_header(req, "Once-Tag");
+    h->tag = http_head_get(req, "Once-Tag");
     return true;
 }
 

@@ -1,0 +1,317 @@
+"""test_py_http.py — the JSON API (onced --http-listen, docs/http.md) with
+the real curl against a real onced: calls, replays and conflicts over HTTP;
+one call across HTTP and nng under one rpc id, both ways; authentication;
+every malformed input refused with its status and nothing written; the
+nng socket served throughout; and docs/http.md's curl examples run as
+written.
+
+Counters show duplicates: every write is an increment, and each test reads
+the counter back over nng after what it tried.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import socket
+import subprocess
+from typing import Dict, Optional, Tuple
+
+import pytest
+
+import once
+
+from conftest import ROOT, SLOW
+
+CURL = "/usr/bin/curl"
+INCR = "/once.v1.Counter/Increment"
+GET = "/once.v1.Counter/Get"
+OPEN = "/once.v1.Lease/OpenLease"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Http:
+    """curl against one onced's --http-listen, signing with a key file."""
+
+    def __init__(self, onced, base: str, key_file: Optional[str]) -> None:
+        self.onced = onced
+        self.base = base
+        self.principal, self.key = None, None
+        if key_file is not None:
+            line = [ln for ln in open(key_file).read().splitlines()
+                    if ln and not ln.startswith("#")][0]
+            name, hexkey = line.split()[:2]
+            self.principal, self.key = name, bytes.fromhex(hexkey)
+
+    def tag(self, method: str, rpc_id: str, first: str, body: bytes,
+            key: Optional[bytes] = None) -> str:
+        msg = b"\n".join([method.encode(), rpc_id.encode(), first.encode(),
+                          body])
+        return hmac.new(key or self.key, msg, hashlib.sha512).digest()[:32] \
+            .hex()
+
+    def post(self, method: str, body, *, rpc_id: str = "", sign: bool = True,
+             headers: Optional[Dict[str, str]] = None,
+             content_type: str = "application/json",
+             http_method: str = "POST", path: Optional[str] = None
+             ) -> Tuple[int, dict]:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        hdr = {"Content-Type": content_type}
+        if rpc_id:
+            hdr["Once-Rpc-Id"] = rpc_id
+        if sign and self.key is not None:
+            hdr["Once-Principal"] = self.principal
+            hdr["Once-Tag"] = self.tag(method, rpc_id, "", raw)
+        hdr.update(headers or {})
+        args = [CURL, "-sS", "-X", http_method, "-o", "-", "-w",
+                "\n%{http_code}", "--data-binary", "@-",
+                self.base + (path if path is not None else "/v1" + method)]
+        for k, v in hdr.items():
+            args += ["-H", f"{k}: {v}" if v != "" else f"{k};"]
+        p = subprocess.run(args, input=raw, capture_output=True,
+                           timeout=30 * SLOW)
+        assert p.returncode == 0, p.stderr
+        text, status = p.stdout.decode().rsplit("\n", 1)
+        try:
+            doc = json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            doc = {"raw": text}
+        return int(status), doc
+
+    def lease(self) -> int:
+        st, r = self.post(OPEN, {"ttlMs": "60000"})
+        assert st == 200 and r["code"] == "OK", r
+        return int(r["clientId"])
+
+
+def start(onced_factory, dev: bool = True, args=()):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    o = onced_factory(args=["--http-listen", base, *args], dev=dev)
+    return o, Http(o, base, o.dev_key if dev else None)
+
+
+def nng(o) -> once.Client:
+    return once.Client(o.url, key_file=o.dev_key if o.dev else None,
+                       lease=False, deadline_ms=5000 * SLOW)
+
+
+def counter(o, name: str) -> int:
+    with nng(o) as c:
+        return c.counter_get(name)
+
+
+def test_increment_and_replay_over_http(onced_factory):
+    o, h = start(onced_factory)
+    cid = h.lease()
+    st, r = h.post(INCR, {"name": "a", "by": 3}, rpc_id=f"{cid}:1")
+    assert (st, r["code"], r["value"], r["replayed"]) == (200, "OK", "3",
+                                                          False), r
+    # The same rpc id again: the stored result, not a second increment.
+    st, r = h.post(INCR, {"name": "a", "by": 3}, rpc_id=f"{cid}:1")
+    assert (st, r["value"], r["replayed"]) == (200, "3", True), r
+    # Fields in another order pack to the same message: still a replay.
+    st, r = h.post(INCR, b'{"by":3,"name":"a"}', rpc_id=f"{cid}:1")
+    assert (st, r["value"], r["replayed"]) == (200, "3", True), r
+    assert counter(o, "a") == 3
+    st, r = h.post(GET, {"name": "a"})
+    assert (st, r["value"], r["replayed"]) == (200, "3", False), r
+
+
+def test_http_then_nng_is_one_call(onced_factory):
+    o, h = start(onced_factory)
+    cid = h.lease()
+    st, r = h.post(INCR, {"name": "x", "by": 1}, rpc_id=f"{cid}:1")
+    assert (st, r["value"], r["replayed"]) == (200, "1", False), r
+    with nng(o) as c:
+        rep = c.counter_incr_reply("x", 1, rpc_id=(cid, 1))
+    assert (rep.value, rep.replayed) == (1, True)
+    assert counter(o, "x") == 1
+
+
+def test_nng_then_http_is_one_call(onced_factory):
+    o, h = start(onced_factory)
+    with once.Client(o.url, key_file=o.dev_key,
+                     deadline_ms=5000 * SLOW) as c:
+        rep = c.counter_incr_reply("y", 2)
+        cid, seq = rep.rpc_id
+        assert (rep.value, rep.replayed) == (2, False)
+        st, r = h.post(INCR, {"name": "y", "by": 2}, rpc_id=f"{cid}:{seq}")
+        assert (st, r["value"], r["replayed"]) == (200, "2", True), r
+        # Another request under that id, over HTTP: a conflict.
+        st, r = h.post(INCR, {"name": "y", "by": 9}, rpc_id=f"{cid}:{seq}")
+        assert (st, r["code"], r["reason"]) == (409, "ALREADY_EXISTS",
+                                                "RPC_ID_CONFLICT"), r
+    assert counter(o, "y") == 2
+
+
+def test_conflict_writes_nothing(onced_factory):
+    o, h = start(onced_factory)
+    cid = h.lease()
+    assert h.post(INCR, {"name": "c", "by": 1}, rpc_id=f"{cid}:1")[0] == 200
+    st, r = h.post(INCR, {"name": "c", "by": 7}, rpc_id=f"{cid}:1")
+    assert (st, r["code"], r["reason"], r["replayed"]) == (
+        409, "ALREADY_EXISTS", "RPC_ID_CONFLICT", False), r
+    st, r = h.post(INCR, {"name": "other", "by": 1}, rpc_id=f"{cid}:1")
+    assert st == 409, r
+    assert counter(o, "c") == 1 and counter(o, "other") == 0
+
+
+def test_authentication(onced_factory):
+    o, h = start(onced_factory)
+    cid = h.lease()
+    body = json.dumps({"name": "s", "by": 1}).encode()
+    good = h.tag(INCR, f"{cid}:1", "", body)
+    cases = {
+        "no principal, no tag": ({}, False, "MISSING_PRINCIPAL"),
+        "no tag": ({"Once-Principal": h.principal}, False, "MISSING_TAG"),
+        "wrong key": ({"Once-Principal": h.principal,
+                       "Once-Tag": h.tag(INCR, f"{cid}:1", "", body,
+                                         key=bytes(32))}, False, "BAD_TAG"),
+        "unknown principal": ({"Once-Principal": "mallory",
+                               "Once-Tag": good}, False, "BAD_TAG"),
+        # Signed for another rpc id, another method, another body.
+        "other rpc id": ({"Once-Principal": h.principal,
+                          "Once-Tag": h.tag(INCR, f"{cid}:2", "", body)},
+                         False, "BAD_TAG"),
+        "other method": ({"Once-Principal": h.principal,
+                          "Once-Tag": h.tag(GET, f"{cid}:1", "", body)},
+                         False, "BAD_TAG"),
+        "other first_incomplete": ({"Once-Principal": h.principal,
+                                    "Once-Tag": good,
+                                    "Once-First-Incomplete": "1"},
+                                   False, "BAD_TAG"),
+    }
+    for what, (hdr, sign, reason) in cases.items():
+        st, r = h.post(INCR, body, rpc_id=f"{cid}:1", sign=sign, headers=hdr)
+        assert (st, r.get("code"), r.get("reason")) == (
+            401, "UNAUTHENTICATED", reason), (what, r)
+    assert counter(o, "s") == 0
+    # The same request signed: it runs, once, under that rpc id.
+    st, r = h.post(INCR, body, rpc_id=f"{cid}:1",
+                   headers={"Once-Tag": good.upper()})
+    assert (st, r["value"]) == (200, "1"), r
+    st, r = h.post(INCR, body, rpc_id=f"{cid}:1",
+                   headers={"Once-Tag": base64.b64encode(
+                       bytes.fromhex(good)).decode()})
+    assert (st, r["value"], r["replayed"]) == (200, "1", True), r
+    assert counter(o, "s") == 1
+
+
+def test_open_mode_needs_no_tag(onced_factory):
+    o, h = start(onced_factory, dev=False)
+    st, r = h.post(OPEN, {"ttlMs": "60000"})
+    assert st == 200, r
+    cid = int(r["clientId"])
+    st, r = h.post(INCR, {"name": "o", "by": 1}, rpc_id=f"{cid}:1",
+                   headers={"Once-Principal": "a-label"})
+    assert (st, r["value"]) == (200, "1"), r
+    assert counter(o, "o") == 1
+
+
+def test_malformed_refused_nothing_written(onced_factory):
+    o, h = start(onced_factory, args=["--recv-max", "4096"])
+    cid = h.lease()
+    rid = f"{cid}:1"
+    ok = {"name": "m", "by": 1}
+    cases = [
+        ("no rpc id on a mutating call", dict(method=INCR, body=ok),
+         400, "MISSING_RPC_ID"),
+        ("text/plain", dict(method=INCR, body=ok, rpc_id=rid,
+                            content_type="text/plain"),
+         415, "HTTP_CONTENT_TYPE"),
+        ("form (curl -d's default)", dict(
+            method=INCR, body=ok, rpc_id=rid,
+            content_type="application/x-www-form-urlencoded"),
+         415, "HTTP_CONTENT_TYPE"),
+        ("not JSON", dict(method=INCR, body=b'{"name": "m", "by":',
+                          rpc_id=rid), 400, "HTTP_BAD_JSON"),
+        ("unknown field", dict(method=INCR, body={"name": "m", "bye": 1},
+                               rpc_id=rid), 400, "HTTP_BAD_JSON"),
+        ("wrong type", dict(method=INCR, body={"name": 5, "by": 1},
+                            rpc_id=rid), 400, "HTTP_BAD_JSON"),
+        ("not an object", dict(method=INCR, body=b'[1]', rpc_id=rid),
+         400, "HTTP_BAD_JSON"),
+        ("empty body", dict(method=INCR, body=b'', rpc_id=rid),
+         400, "HTTP_BAD_JSON"),
+        ("unknown method", dict(method="/once.v1.Counter/Nope", body=ok,
+                                rpc_id=rid), 404, "UNKNOWN_METHOD"),
+        ("the batch envelope", dict(method="/once.v1.Batch/Call", body={},
+                                    rpc_id=rid), 404, "UNKNOWN_METHOD"),
+        ("rpc id not C:S", dict(method=INCR, body=ok, rpc_id="7"),
+         400, "HTTP_BAD_HEADER"),
+        ("rpc id 0:1", dict(method=INCR, body=ok, rpc_id="0:1"),
+         400, "HTTP_BAD_HEADER"),
+        ("attempt not a number", dict(method=INCR, body=ok, rpc_id=rid,
+                                      headers={"Once-Attempt": "-1"}),
+         400, "HTTP_BAD_HEADER"),
+        ("tag neither hex nor base64", dict(
+            method=INCR, body=ok, rpc_id=rid,
+            headers={"Once-Tag": "zz"}), 400, "HTTP_BAD_HEADER"),
+        # A body of exactly --recv-max bytes: nng reads it, the envelope
+        # around its message is larger.
+        ("envelope over --recv-max", dict(
+            method=INCR, body={"name": "m" * 4075, "by": 1}, rpc_id=rid),
+         413, "REQUEST_TOO_LARGE"),
+    ]
+    for what, kw, status, reason in cases:
+        st, r = h.post(kw.pop("method"), kw.pop("body"), **kw)
+        assert (st, r.get("reason")) == (status, reason), (what, r)
+        assert r["replayed"] is False and r["message"], (what, r)
+        # The nng socket is served between any two of them.
+        assert counter(o, "m") == 0, what
+    # A Content-Length above --recv-max: refused by nng before the body is
+    # read (its own 400 page).
+    st, r = h.post(INCR, b'{"name":"' + b"m" * 5000 + b'"}', rpc_id=rid)
+    assert st == 400, r
+    # GET on /v1/...: 405 from nng.
+    st, r = h.post(GET, {"name": "m"}, http_method="GET")
+    assert st == 405, r
+    # Nothing of it used the rpc id: it still runs, once.
+    st, r = h.post(INCR, ok, rpc_id=rid)
+    assert (st, r["value"], r["replayed"]) == (200, "1", False), r
+    assert counter(o, "m") == 1
+
+
+def test_metrics_on_the_same_url(onced_factory):
+    o, h = start(onced_factory)
+    p = subprocess.run([CURL, "-sS", "-w", "\n%{http_code}",
+                        h.base + "/metrics"], capture_output=True,
+                       timeout=30 * SLOW)
+    text, status = p.stdout.decode().rsplit("\n", 1)
+    assert status == "200" and "once_" in text
+
+
+def test_docs_examples_run_as_written(onced_factory, tmp_path):
+    o, h = start(onced_factory)
+    doc = (ROOT / "docs" / "http.md").read_text()
+    m = re.search(r"<!-- http-examples[^\n]*\n```sh\n(.*?)\n```", doc,
+                  re.S)
+    assert m, "no http-examples block in docs/http.md"
+    script = tmp_path / "examples.sh"
+    script.write_text(m.group(1) + "\n")
+    env = dict(os.environ, ONCE=h.base, KEY_FILE=o.dev_key)
+    p = subprocess.run(["sh", "-e", str(script)], env=env,
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert p.returncode == 0, p.stderr
+    # Each call's output against the comment the doc shows under it.
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    shown = [ln[2:] for ln in m.group(1).splitlines()
+             if ln.startswith("# {")][1:]  # the first is OpenLease's, eaten
+    assert len(lines) == len(shown), (lines, shown)
+    for got, want in zip(lines, shown):
+        body, status = got.rsplit(" ", 1)
+        wbody, wstatus = want.rsplit(" ", 1)
+        assert status == wstatus, (got, want)
+        r = json.loads(body)
+        for k, v in re.findall(r'"(\w+)":("[^"]*"|true|false)', wbody):
+            assert json.dumps(r[k]) == v, (k, got, want)
+    assert counter(o, "jobs") == 1
