@@ -85,6 +85,26 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
     *cur = next;
 }
 
+/* The HTTP endpoints: the JSON API at http_url, /metrics at metrics_url
+ * or, without one, beside the API (nng shares one server per address).
+ * 0, or an error after undoing what was opened. */
+static int
+http_open(const char *http_url, const char *metrics_url, server *srv,
+          http_api **hx, metrics **mx)
+{
+    if (metrics_url == NULL) {
+        metrics_url = http_url;
+    }
+    if ((http_url != NULL && http_api_open(hx, http_url, srv) != 0) ||
+        (metrics_url != NULL && metrics_open(mx, metrics_url, srv) != 0)) {
+        http_api_stop(*hx);
+        http_api_free(*hx);
+        *hx = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -113,9 +133,6 @@ main(int argc, char **argv)
     cfg = opt.srv;
     rc = opt.repl;
     metrics_url = opt.metrics_url;
-    if (metrics_url == NULL) {
-        metrics_url = opt.http_url; /* /metrics beside the JSON API */
-    }
     cur = boot;
     log_set_json(opt.json);
     if (boot.file != NULL) {
@@ -166,10 +183,7 @@ main(int argc, char **argv)
         repl_close(rp);
         return 1;
     }
-    if ((opt.http_url != NULL && http_api_open(&hx, opt.http_url, srv) != 0) ||
-        (metrics_url != NULL && metrics_open(&mx, metrics_url, srv) != 0)) {
-        http_api_stop(hx);
-        http_api_free(hx);
+    if (http_open(opt.http_url, metrics_url, srv, &hx, &mx) != 0) {
         server_close(srv);
         log_error("not started");
         return 1;
