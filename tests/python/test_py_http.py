@@ -315,3 +315,96 @@ def test_docs_examples_run_as_written(onced_factory, tmp_path):
         for k, v in re.findall(r'"(\w+)":("[^"]*"|true|false)', wbody):
             assert json.dumps(r[k]) == v, (k, got, want)
     assert counter(o, "jobs") == 1
+
+
+def test_calls_in_flight_are_bounded(onced_factory, monkeypatch):
+    # onced_test holds every call that carries a deadline 800 ms before it
+    # runs (ONCED_EXEC_HOLD_MS); with --contexts 1 one such JSON call fills
+    # the front door, and the next is refused 429 while it is held.
+    import conftest
+    monkeypatch.setattr(conftest, "ONCED",
+                        str(conftest.BUILD / "tests" / "onced_test"))
+    monkeypatch.setenv("ONCED_EXEC_HOLD_MS", "800")
+    o, h = start(onced_factory, args=["--contexts", "1"])
+    cid = h.lease()
+    raw = json.dumps({"name": "b", "by": 1}).encode()
+    held = subprocess.Popen(
+        [CURL, "-sS", "-o", "-", "-w", "\n%{http_code}", "--data-binary",
+         "@-", h.base + "/v1" + INCR, "-H", "Content-Type: application/json",
+         "-H", f"Once-Rpc-Id: {cid}:1", "-H", "Once-Deadline-Ms: 60000",
+         "-H", f"Once-Principal: {h.principal}",
+         "-H", f"Once-Tag: {h.tag(INCR, f'{cid}:1', '', raw)}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    held.stdin.write(raw)
+    held.stdin.close()
+    busy = None
+    while busy is None and held.poll() is None:
+        st, r = h.post(GET, {"name": "b"})
+        if st == 429:
+            busy = r
+    out = held.stdout.read().decode()
+    held.wait(timeout=30 * SLOW)
+    assert busy is not None, "no 429 while a call was in flight"
+    assert (busy["code"], busy["reason"]) == ("RESOURCE_EXHAUSTED",
+                                              "HTTP_BUSY"), busy
+    assert out.endswith("\n200"), out
+    st, r = h.post(GET, {"name": "b"})
+    assert (st, r["value"]) == (200, "1"), r
+
+
+def test_slow_and_idle_peers_hold_nothing(onced_factory):
+    # A peer trickling its request a byte at a time and 200 connections
+    # that send nothing: calls over HTTP and nng go on meanwhile; a request
+    # head over nng's 8 KiB buffer closes its connection.
+    o, h = start(onced_factory)
+    port = int(h.base.rsplit(":", 1)[1])
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(200)]
+    slow = socket.create_connection(("127.0.0.1", port))
+    head = (b"POST /v1/once.v1.Counter/Get HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\n")
+    try:
+        cid = h.lease()
+        for i in range(1, 6):
+            slow.send(head[i - 1:i])
+            st, r = h.post(INCR, {"name": "p", "by": 1}, rpc_id=f"{cid}:{i}")
+            assert (st, r["value"]) == (200, str(i)), r
+            assert counter(o, "p") == i
+        big = subprocess.run(
+            [CURL, "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+             "-H", "X-Big: " + "a" * 9000, "-d", "{}", h.base + "/v1" + GET],
+            capture_output=True, timeout=30 * SLOW)
+        assert big.returncode == 52 and big.stdout == b"000", big
+        assert h.post(GET, {"name": "p"})[0] == 200
+    finally:
+        for s in idle + [slow]:
+            s.close()
+
+
+def test_https_with_the_listeners_certificate(onced_factory, tmp_path):
+    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    port = free_port()
+    base = f"https://127.0.0.1:{port}"
+    o = onced_factory(args=["--http-listen", base, "--tls-cert", str(cert),
+                            "--tls-key", str(key)], dev=True)
+    h = Http(o, base, o.dev_key)
+    body = b'{"name":"t"}'
+    p = subprocess.run([CURL, "-sS", "--cacert", str(cert), "-w",
+                        "\n%{http_code}", "-H",
+                        "Content-Type: application/json", "-H",
+                        f"Once-Principal: {h.principal}", "-H",
+                        "Once-Tag: " + h.tag(GET, "", "", body),
+                        "-d", body.decode(),
+                        base + "/v1" + GET], capture_output=True,
+                       timeout=30 * SLOW)
+    assert p.returncode == 0, p.stderr
+    text, status = p.stdout.decode().rsplit("\n", 1)
+    assert status == "200" and json.loads(text)["code"] == "OK", text
+    # Plain HTTP on that port is not served.
+    p = subprocess.run([CURL, "-sS", "-d", "{}", f"http://127.0.0.1:{port}"
+                        "/v1" + GET], capture_output=True, timeout=30 * SLOW)
+    assert p.returncode != 0
