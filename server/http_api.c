@@ -451,6 +451,34 @@ http_api_url_problem(const char *url)
     return why;
 }
 
+/* Whether a response message of some method has a top-level field whose
+ * JSON name is one the reply adds (code, reason, message, replayed): its
+ * body would then hold the name twice. Logged; never so today. */
+static bool
+http_api_names_clash(void)
+{
+    static const char *const ours[] = {"code", "reason", "message", "replayed"};
+    size_t n;
+    const wire_method *wms = wire_methods(&n);
+
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCMessageDescriptor *d = wms[i].method->output;
+        for (unsigned f = 0; f < d->n_fields; f++) {
+            for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]); k++) {
+                /* one-word names: the JSON name is the field's name */
+                if (strcmp(d->fields[f].name, ours[k]) == 0) {
+                    log_error("%s: field %s of %s clashes with the JSON "
+                              "reply's own \"%s\"",
+                              wms[i].full_name, d->fields[f].name, d->name,
+                              ours[k]);
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
 /* https://: the server side of TLS, from the listeners' files. */
 static int
 http_api_tls(http_api *a)
@@ -483,6 +511,10 @@ http_api_open(http_api **ap, const char *url, server *srv)
     }
     a->srv = srv;
     a->inflight_max = srv->cfg.contexts > 0 ? srv->cfg.contexts : 1;
+    if (http_api_names_clash()) {
+        free(a);
+        return NNG_EINVAL;
+    }
     if ((rv = nng_url_parse(&a->url, url)) != 0 ||
         (rv = nng_http_server_hold(&a->http, a->url)) != 0 ||
         (strcmp(a->url->u_scheme, "https") == 0 &&
