@@ -252,13 +252,11 @@ http_method(nng_http_req *req, http_outcome *o)
     for (char *p = shown; *p; p++) {
         *p = isprint((unsigned char)*p) && *p != '"' ? *p : '?';
     }
-    o->code = ONCE__V1__CODE__UNIMPLEMENTED;
-    o->reason = REASON_UNKNOWN_METHOD;
-    o->status = 404;
-    snprintf(o->message, sizeof(o->message),
-             "no method \"%s\" (POST /v1/<full method name>, e.g. "
-             "/v1/once.v1.Counter/Increment)",
-             shown);
+    (void)http_refusal(o, 404, ONCE__V1__CODE__UNIMPLEMENTED,
+                       REASON_UNKNOWN_METHOD,
+                       "no method \"%s\" (POST /v1/<full method name>, e.g. "
+                       "/v1/once.v1.Counter/Increment)",
+                       shown);
     return NULL;
 }
 
@@ -273,12 +271,9 @@ http_is_json(nng_http_req *req, http_outcome *o)
         (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ')) {
         return true;
     }
-    o->code = ONCE__V1__CODE__INVALID_ARGUMENT;
-    o->reason = REASON_HTTP_CONTENT_TYPE;
-    o->status = 415;
-    snprintf(o->message, sizeof(o->message),
-             "the body must be JSON: send Content-Type: application/json");
-    return false;
+    return http_refusal(
+        o, 415, ONCE__V1__CODE__INVALID_ARGUMENT, REASON_HTTP_CONTENT_TYPE,
+        "the body must be JSON: send Content-Type: application/json");
 }
 
 /* Decodes the body and packs it into *payload (malloc'd); else o set. */
@@ -292,21 +287,18 @@ http_payload(const http_call *hc, const void *body, size_t blen,
 
     if ((rv = json_pb_decode(hc->wm->method->input, body, blen, &m, err,
                              sizeof(err))) != 0) {
-        o->code = rv == EINVAL ? ONCE__V1__CODE__INVALID_ARGUMENT
-                               : ONCE__V1__CODE__RESOURCE_EXHAUSTED;
-        o->reason = rv == EINVAL ? REASON_HTTP_BAD_JSON : REASON_NO_MEMORY;
-        snprintf(o->message, sizeof(o->message), "%s: %s",
-                 hc->wm->method->input->name,
-                 rv == EINVAL ? err : "out of memory");
-        return false;
+        return http_refusal(
+            o, 0,
+            rv == EINVAL ? ONCE__V1__CODE__INVALID_ARGUMENT
+                         : ONCE__V1__CODE__RESOURCE_EXHAUSTED,
+            rv == EINVAL ? REASON_HTTP_BAD_JSON : REASON_NO_MEMORY, "%s: %s",
+            hc->wm->method->input->name, rv == EINVAL ? err : "out of memory");
     }
     *plen = protobuf_c_message_get_packed_size(m);
     if ((*payload = malloc(*plen > 0 ? *plen : 1)) == NULL) {
         protobuf_c_message_free_unpacked(m, NULL);
-        o->code = ONCE__V1__CODE__RESOURCE_EXHAUSTED;
-        o->reason = REASON_NO_MEMORY;
-        snprintf(o->message, sizeof(o->message), "out of memory");
-        return false;
+        return http_refusal(o, 0, ONCE__V1__CODE__RESOURCE_EXHAUSTED,
+                            REASON_NO_MEMORY, "out of memory");
     }
     protobuf_c_message_pack(m, *payload);
     protobuf_c_message_free_unpacked(m, NULL);
@@ -335,21 +327,16 @@ http_envelope(const http_call *hc, const http_head *h, uint8_t *payload,
     env.payload.len = plen;
     len = once__v1__request__get_packed_size(&env);
     if (len + AUTH_TAG_TRAILER > max) {
-        o->code = ONCE__V1__CODE__INVALID_ARGUMENT;
-        o->reason = REASON_REQUEST_TOO_LARGE;
-        o->status = 413;
-        snprintf(o->message, sizeof(o->message),
-                 "the request packs to %zu bytes; onced reads at most %zu "
-                 "(--recv-max)",
-                 len + AUTH_TAG_TRAILER, max);
-        return false;
+        return http_refusal(o, 413, ONCE__V1__CODE__INVALID_ARGUMENT,
+                            REASON_REQUEST_TOO_LARGE,
+                            "the request packs to %zu bytes; onced reads at "
+                            "most %zu (--recv-max)",
+                            len + AUTH_TAG_TRAILER, max);
     }
     if ((rv = nng_msg_alloc(msg, len + (key != NULL ? AUTH_TAG_TRAILER : 0))) !=
         0) {
-        o->code = ONCE__V1__CODE__RESOURCE_EXHAUSTED;
-        o->reason = REASON_NO_MEMORY;
-        snprintf(o->message, sizeof(o->message), "out of memory");
-        return false;
+        return http_refusal(o, 0, ONCE__V1__CODE__RESOURCE_EXHAUSTED,
+                            REASON_NO_MEMORY, "out of memory");
     }
     buf = nng_msg_body(*msg);
     once__v1__request__pack(&env, buf);
@@ -369,12 +356,11 @@ http_call_take(http_api *a, const wire_method *wm, nng_aio *aio,
     if (atomic_fetch_add(&a->inflight, 1) >= a->inflight_max ||
         (hc = calloc(1, sizeof(*hc))) == NULL) {
         atomic_fetch_sub(&a->inflight, 1);
-        o->code = ONCE__V1__CODE__RESOURCE_EXHAUSTED;
-        o->reason = REASON_HTTP_BUSY;
-        snprintf(o->message, sizeof(o->message),
-                 "onced has %zu JSON API calls in flight, as many as it "
-                 "takes (--contexts); retry the same rpc id",
-                 a->inflight_max);
+        (void)http_refusal(o, 0, ONCE__V1__CODE__RESOURCE_EXHAUSTED,
+                           REASON_HTTP_BUSY,
+                           "onced has %zu JSON API calls in flight, as many "
+                           "as it takes (--contexts); retry the same rpc id",
+                           a->inflight_max);
         return NULL;
     }
     hc->api = a;

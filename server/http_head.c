@@ -4,6 +4,7 @@
 #include "server/http_head.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,15 +15,27 @@
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 
-/* Sets a refusal on o. */
+bool
+http_refusal(http_outcome *o, int status, int code, const char *reason,
+             const char *fmt, ...)
+{
+    va_list ap;
+
+    o->status = status;
+    o->code = code;
+    o->reason = reason;
+    va_start(ap, fmt);
+    vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* A refusal of a header: "what how". */
 static bool
 http_head_refuse(http_outcome *o, int code, const char *reason,
                  const char *what, const char *how)
 {
-    o->code = code;
-    o->reason = reason;
-    snprintf(o->message, sizeof(o->message), "%s %s", what, how);
-    return false;
+    return http_refusal(o, 0, code, reason, "%s %s", what, how);
 }
 
 /* Header name of req, NULL when absent or empty (curl -H "Name;"). */
@@ -170,14 +183,12 @@ http_head_auth(const http_head *h, auth *a, const char *method,
     if (!known || !auth_tag_verify_parts(
                       tag, parts, sizeof(parts) / sizeof(parts[0]), key)) {
         name_printable(h->principal, shown, sizeof(shown));
-        o->code = ONCE__V1__CODE__UNAUTHENTICATED;
-        o->reason = REASON_BAD_TAG;
         /* An unknown principal and a wrong key read the same. */
-        snprintf(o->message, sizeof(o->message),
-                 "the request's tag does not verify for principal \"%s\" "
-                 "(unknown principal, wrong key, or altered in transit)",
-                 shown);
-        return false;
+        return http_refusal(
+            o, 0, ONCE__V1__CODE__UNAUTHENTICATED, REASON_BAD_TAG,
+            "the request's tag does not verify for principal \"%s\" "
+            "(unknown principal, wrong key, or altered in transit)",
+            shown);
     }
     *sign = true;
     return true;

@@ -36,6 +36,11 @@ typedef struct http_outcome {
     int status; /* 0: by gRPC's mapping of code */
 } http_outcome;
 
+/* Sets a refusal on o — status 0: by gRPC's mapping of code — and
+ * returns false. */
+bool http_refusal(http_outcome *o, int status, int code, const char *reason,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* The headers of one request; the strings point into the request. */
 typedef struct http_head {
     uint64_t client_id, seq; /* 0:0 when Once-Rpc-Id is absent */

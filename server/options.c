@@ -555,30 +555,28 @@ set_log_format(const opt_def *d, const char *arg, onced_options *o)
     return 0;
 }
 
+/* A URL option: *dst = arg unless why (its problem) says otherwise. */
 static int
-set_metrics(const opt_def *d, const char *arg, onced_options *o)
+set_url(const opt_def *d, const char *arg, const char *why, const char **dst)
 {
-    const char *why = metrics_url_problem(arg);
-
     if (why != NULL) {
         fprintf(stderr, "onced: --%s \"%s\": %s\n", d->name, arg, why);
         return -1;
     }
-    o->metrics_url = arg;
+    *dst = arg;
     return 0;
+}
+
+static int
+set_metrics(const opt_def *d, const char *arg, onced_options *o)
+{
+    return set_url(d, arg, metrics_url_problem(arg), &o->metrics_url);
 }
 
 static int
 set_http(const opt_def *d, const char *arg, onced_options *o)
 {
-    const char *why = http_api_url_problem(arg);
-
-    if (why != NULL) {
-        fprintf(stderr, "onced: --%s \"%s\": %s\n", d->name, arg, why);
-        return -1;
-    }
-    o->http_url = arg;
-    return 0;
+    return set_url(d, arg, http_api_url_problem(arg), &o->http_url);
 }
 
 /* Row d given with arg (NULL for none) into *o: OPTIONS_GO_ON, or the
