@@ -84,7 +84,9 @@ static int
 http_put_string(char **s, size_t *len, size_t *cap, const char *key,
                 const char *text)
 {
-    size_t need = *len + strlen(key) + 6 * strlen(text) + 8;
+    /* the escaped text at most 6 bytes a byte, the punctuation, and room
+     * for the closing ,"replayed":false} http_body writes after it */
+    size_t need = *len + strlen(key) + 6 * strlen(text) + 32;
 
     if (need > *cap) {
         char *n = realloc(*s, need);
