@@ -16,7 +16,7 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "proto/once.pb-c.h"
 #include "tests/sys_helpers.h"
 
@@ -35,7 +35,7 @@ bench_now_ns(void)
 void
 bench_sleep_ms(int ms)
 {
-    duration_sleep_ms((uint64_t)ms);
+    clock_sleep_ms((uint64_t)ms);
 }
 
 static int

@@ -57,7 +57,7 @@
 
 #include "client/call.h"
 #include "client/client_impl.h"
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "client/lease_gate.h"
 #include "client/retry.h"
 #include "client/status.h"
@@ -71,7 +71,7 @@ void
 lease_init(once_client *c)
 {
     pthread_mutex_init(&c->renew.lock, NULL);
-    duration_cond_init(&c->renew.cv);
+    clock_cond_init(&c->renew.cv);
 }
 
 void
@@ -284,7 +284,7 @@ once_lease_info(once_client *c, uint64_t client_id,
 static bool
 renew_wait(once_client *c, uint64_t ms)
 {
-    struct timespec ts = duration_deadline(ms);
+    struct timespec ts = clock_deadline(ms);
 
     while (!c->renew.stop &&
            pthread_cond_timedwait(&c->renew.cv, &c->renew.lock, &ts) !=

@@ -9,7 +9,7 @@
  */
 #include "client/retry.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,7 +21,7 @@ static atomic_uint_fast64_t retry_seed_counter;
 uint64_t
 retry_now_ms(void)
 {
-    return duration_now_ms();
+    return clock_now_ms();
 }
 
 uint64_t

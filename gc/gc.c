@@ -3,7 +3,7 @@
  */
 #include "gc/gc.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -340,7 +340,7 @@ static void
 gc_pass_done(void *arg)
 {
     gc *g = arg;
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     size_t oldest;
 
     pthread_mutex_lock(&g->mtx);
@@ -392,7 +392,7 @@ gc_main(void *arg)
     while (!g->stopping) {
         /* On the monotonic clock: a wall clock set back must not hold the
          * collector off for as long. */
-        struct timespec ts = duration_deadline(g->cfg.interval_ms);
+        struct timespec ts = clock_deadline(g->cfg.interval_ms);
         /* Sleep until the tick, a kick or stop; other wake-ups (a pass
          * finishing) go back to sleep. */
         while (!g->kicked && !g->stopping) {
@@ -442,7 +442,7 @@ gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
         g->cfg.budget = 20000;
     }
     pthread_mutex_init(&g->mtx, NULL);
-    if ((rv = duration_cond_init(&g->cv)) != 0) {
+    if ((rv = clock_cond_init(&g->cv)) != 0) {
         pthread_mutex_destroy(&g->mtx);
         free(g);
         return rv;

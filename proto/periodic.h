@@ -8,7 +8,7 @@
  * thread, once.
  *
  * Owns: the thread, its lock and its condition variable (on the monotonic
- * clock: duration_cond_init), and the stop and wakeup requests.
+ * clock: clock_cond_init), and the stop and wakeup requests.
  * Invariant: fn runs on the periodic thread only, one run at a time and
  * never after periodic_stop returns; a period is waited from the end of
  * one run to the start of the next, cut short only by periodic_wakeup or

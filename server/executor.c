@@ -30,7 +30,7 @@
 #include "server/dispatch.h"
 #include "server/fair_queue.h"
 #include "server/verify.h"
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
@@ -684,7 +684,7 @@ commit:
 static bool
 exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
 {
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     bool stopping;
 
     pthread_mutex_lock(&ex->mtx);
@@ -715,7 +715,7 @@ exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
 static void
 exec_unpark(executor *ex)
 {
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     uint64_t events = atomic_load(&ex->env->stats->outbox_events);
     bool all = events != ex->parked_seen;
     listener_req **pp = &ex->parked;
@@ -751,7 +751,7 @@ exec_unpark(executor *ex)
 static uint64_t
 exec_park_wait_ms(const executor *ex)
 {
-    uint64_t now = duration_now_ms(), first = UINT64_MAX;
+    uint64_t now = clock_now_ms(), first = UINT64_MAX;
 
     for (const listener_req *lr = ex->parked; lr != NULL; lr = lr->next) {
         if (lr->park_until_ms < first) {
@@ -844,7 +844,7 @@ exec_main(void *arg)
                 pthread_cond_wait(&ex->cv, &ex->mtx);
                 continue;
             }
-            ts = duration_deadline(wait);
+            ts = clock_deadline(wait);
             if (wait == 0 ||
                 pthread_cond_timedwait(&ex->cv, &ex->mtx, &ts) == ETIMEDOUT) {
                 break; /* a parked read's deadline: sync and unpark */
@@ -933,7 +933,7 @@ executor_open(executor **ep, exec_env *env)
         return rv;
     }
     pthread_mutex_init(&ex->mtx, NULL);
-    duration_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
+    clock_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
         pthread_mutex_destroy(&ex->mtx);
         pthread_cond_destroy(&ex->cv);

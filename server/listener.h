@@ -64,7 +64,7 @@ typedef struct listener_req {
     bool wrote;             /* set by the executor: the call's transaction wrote
                                something (what the reply fault points count) */
     uint64_t park_until_ms; /* executor: a parked read's deadline
-                               (duration_now_ms); 0: never parked */
+                               (clock_now_ms); 0: never parked */
     uint32_t pipe_id;       /* the connection it came from */
     uint64_t auth_gen;      /* set by the verifier: the generation of the
                                tables its tag verified under (0: not) */
