@@ -28,7 +28,7 @@
 #include "client/retry.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
-#include "proto/close_bounded.h"
+#include "base/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10

@@ -39,7 +39,7 @@
 #include "proto/grants.pb-c.h"
 #include "client/inputs.pb-c.h"
 #include "client/status.h"
-#include "proto/trust.h"
+#include "base/trust.h"
 #include <once/inputs.h>
 
 #define REQUEST_GRANT "/once.v1.Grants/RequestGrant"

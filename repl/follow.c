@@ -35,7 +35,7 @@
 #include "store/datadir.h"
 #include "store/store.h"
 #include "proto/wire.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/reasons.h"
 
 /* How often a follower reads the log and the leader key while no etcd

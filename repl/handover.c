@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 
 #define REPL_HANDOVER_ENV "ONCE_REPL_HANDOVER"
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "proto/wire.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 extern char **environ;
 

@@ -26,7 +26,7 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 
 /* Backoff between watch attempts after an error: doubles up to the max. */
 #define WATCH_BACKOFF_MIN_MS 100

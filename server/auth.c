@@ -25,10 +25,10 @@
 
 #include "server/auth_impl.h"
 #include "server/call.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/names.h"
 #include "proto/principals.h"
-#include "proto/trust.h"
+#include "base/trust.h"
 #include "proto/wire.h"
 #include "proto/reasons.h"
 

@@ -20,8 +20,8 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #define CONNS_PEERS_MAX 256 /* penalised peers remembered */
 #define CONNS_CLOSE_MAX 64  /* pipes closed by one pass of the thread */

@@ -10,7 +10,7 @@
 #include <sys/statvfs.h>
 
 #include "base/clock.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 static void
 disk_floor_read(disk_floor *d)

@@ -36,7 +36,7 @@
 #include "store/fault.h"
 #include "lease/admit.h"
 #include "lease/lease.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/names.h"
 #include "proto/once.pb-c.h"
 #include "store/records.h"

@@ -16,8 +16,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #include <nng/supplemental/util/platform.h>
 

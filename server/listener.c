@@ -36,8 +36,8 @@
 #include "store/fault.h"
 #include "server/conns.h"
 #include "server/listen_watch.h"
-#include "proto/close_bounded.h"
-#include "proto/log.h"
+#include "base/close_bounded.h"
+#include "base/log.h"
 #include "server/tls_watch.h"
 #include "proto/tls_server.h"
 

@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "server/config_file.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "server/metrics.h"
 #include "server/notify.h"
 #include "server/options.h"

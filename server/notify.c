@@ -15,8 +15,8 @@
 
 #include "server/executor.h"
 #include "base/clock.h"
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>

@@ -19,8 +19,8 @@
 #include "server/listener.h"
 #include "server/test_seams.h"
 #include "server/verify.h"
-#include "proto/log.h"
-#include "proto/trust.h"
+#include "base/log.h"
+#include "base/trust.h"
 
 /* Descriptors kept for the store, the listeners and the metrics endpoint
  * when --conn-max is fitted under the open-file limit. */

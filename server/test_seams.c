@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 #include "store/fault.h"
 
 static const char *test_seams_clock_file;

@@ -11,8 +11,8 @@
 #include <nng/supplemental/util/platform.h>
 
 #include "proto/endpoint_stats.h"
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #define TLS_WATCH_MAX     8      /* tls+tcp:// listeners watched */
 #define TLS_WATCH_POLL_MS 1000u  /* how often the counters are read */

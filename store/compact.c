@@ -44,7 +44,7 @@
 
 #include "base/clock.h"
 #include "store/fault.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>

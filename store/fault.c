@@ -13,7 +13,7 @@
  */
 #include "store/fault.h"
 #include "base/clock.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <signal.h>
 #include <stdatomic.h>

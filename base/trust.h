@@ -13,8 +13,8 @@
  * names the path, what is wrong and the command that fixes it.
  * Never: follows a symbolic link; changes a file's mode or owner itself.
  */
-#ifndef PROTO_TRUST_H
-#define PROTO_TRUST_H
+#ifndef BASE_TRUST_H
+#define BASE_TRUST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,4 +41,4 @@ int trust_dir(const char *path, char *err, size_t errlen);
  */
 int trust_create(int dirfd, const char *name);
 
-#endif /* PROTO_TRUST_H */
+#endif /* BASE_TRUST_H */

@@ -6,7 +6,7 @@
  * (quote, backslash, control characters) is escaped. Never: blocks on
  * anything but stderr.
  */
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

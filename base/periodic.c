@@ -1,7 +1,7 @@
 /*
  * periodic.c — the periodic thread (periodic.h).
  */
-#include "proto/periodic.h"
+#include "base/periodic.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
  * close_bounded.c — nng_close on a thread the caller waits for at most a
  * bound (close_bounded.h).
  */
-#include "proto/close_bounded.h"
+#include "base/close_bounded.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * trust.c — files that grant authority (trust.h).
  */
-#include "proto/trust.h"
+#include "base/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

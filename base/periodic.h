@@ -15,8 +15,8 @@
  * periodic_stop (spurious wakeups wait on).
  * Never: holds its lock while fn runs; runs fn on a caller's thread.
  */
-#ifndef PROTO_PERIODIC_H
-#define PROTO_PERIODIC_H
+#ifndef BASE_PERIODIC_H
+#define BASE_PERIODIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,4 +54,4 @@ bool periodic_stopping(periodic *p);
  * NULL. A NULL *pp is ok (never started, or stopped already). */
 void periodic_stop(periodic **pp);
 
-#endif /* PROTO_PERIODIC_H */
+#endif /* BASE_PERIODIC_H */
