@@ -35,6 +35,7 @@
 #include "store/datadir.h"
 #include "store/store.h"
 #include "proto/wire.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "proto/reasons.h"
 
@@ -68,14 +69,6 @@ typedef struct follower {
     bool have_published;
     uint64_t published_ms;
 } follower;
-
-static void
-follow_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static int
 follow_run_add(follow_run *run, const uint8_t *p, size_t n)
@@ -157,7 +150,7 @@ static void
 follow_publish(follower *f)
 {
     repl *r = f->r;
-    uint64_t now = repl_now_ms();
+    uint64_t now = clock_now_ms();
     char val[24];
     etcd_txn *t;
     bool ok = false;
@@ -311,7 +304,7 @@ follow_campaign(follower *f, bool *won)
 {
     repl *r = f->r;
     const char *url = r->cfg.advertise;
-    uint64_t sent = repl_now_ms();
+    uint64_t sent = clock_now_ms();
     etcd_txn *t;
     int64_t rev = 0;
     int rv;
@@ -377,7 +370,7 @@ follow_seed(follower *f, char *url, size_t urllen)
         return EINPROGRESS; /* no leader to seed from; never campaign */
     }
     if ((rv = repl_seed(f->r, url, &f->st, &f->applied)) != 0) {
-        follow_sleep_ms(FOLLOW_SEED_RETRY_MS);
+        clock_sleep_ms(FOLLOW_SEED_RETRY_MS);
         return EINPROGRESS;
     }
     f->read_upto = f->applied;
@@ -609,7 +602,7 @@ static bool
 follow_wait(repl_watch *w, bool behind)
 {
     if (w == NULL) {
-        follow_sleep_ms(FOLLOW_POLL_MS);
+        clock_sleep_ms(FOLLOW_POLL_MS);
         return false;
     }
     return repl_watch_wait(w, FOLLOW_POLL_MS,
@@ -632,7 +625,7 @@ follow_win(follower *f, repl **rp)
     int rv;
 
     while ((rv = follow_catch_up(f, false)) == EAGAIN) {
-        follow_sleep_ms(FOLLOW_POLL_MS);
+        clock_sleep_ms(FOLLOW_POLL_MS);
     }
     if (rv != 0) {
         repl_step_down(r, "cannot apply the log after winning");

@@ -444,8 +444,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     }
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge
      * timeout and turn "no hurry" into "already late". */
-    if (req->timeout_ms != 0 &&
-        (uint64_t)nng_clock() - recv_ms > req->timeout_ms) {
+    if (req->timeout_ms != 0 && clock_now_ms() - recv_ms > req->timeout_ms) {
         call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED,
                   REASON_DEADLINE_EXCEEDED,
                   "the deadline passed before the call could run");
@@ -814,13 +813,12 @@ static void *
 exec_main(void *arg)
 {
     executor *ex = arg;
-    uint64_t group_ms = 0; /* nng_clock() of the group's first call */
+    uint64_t group_ms = 0; /* clock_now_ms() of the group's first call */
 
     for (;;) {
         listener_req *lr;
         exec_task *t;
-        bool late =
-            group_ms != 0 && (uint64_t)nng_clock() - group_ms >= EXEC_GROUP_MS;
+        bool late = group_ms != 0 && clock_now_ms() - group_ms >= EXEC_GROUP_MS;
 
         pthread_mutex_lock(&ex->mtx);
         if ((ex->q.queued == 0 && ex->task_head == NULL) || late ||
@@ -874,7 +872,7 @@ exec_main(void *arg)
         }
         pthread_mutex_unlock(&ex->mtx);
         if (group_ms == 0) {
-            group_ms = (uint64_t)nng_clock();
+            group_ms = clock_now_ms();
         }
         exec_one(ex, lr);
     }

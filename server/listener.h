@@ -58,7 +58,7 @@ typedef struct listener listener;
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
     nng_msg *msg;           /* the request; the executor frees it */
-    uint64_t recv_ms;       /* nng_clock() at receipt */
+    uint64_t recv_ms;       /* clock_now_ms() at receipt */
     uint64_t recv_us;       /* stats_now_us() at receipt, set by the submit
                                function (the call latency histogram) */
     bool wrote;             /* set by the executor: the call's transaction wrote
