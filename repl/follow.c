@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -37,6 +36,7 @@
 #include "proto/wire.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/trust.h"
 #include "proto/reasons.h"
 
 /* How often a follower reads the log and the leader key while no etcd
@@ -419,7 +419,7 @@ follow_tell(const repl_config *cfg, const char *status)
 static int
 follow_key_read(repl *r, const char *key_file)
 {
-    struct stat kst;
+    unsigned mode;
     char kerr[512];
     int rv;
 
@@ -434,14 +434,13 @@ follow_key_read(repl *r, const char *key_file)
     r->signs = true;
     log_info("repl: seeding requests are signed as principal %s (%s)",
              r->key_name, key_file);
-    if (stat(key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
+    if (trust_readable_by_others(key_file, &mode)) {
         /* As onced says of its principals file: a warning. */
         log_warn("%s is readable by others (mode %03o): whoever can "
                  "read it can sign requests as principal %s. Fix: chmod "
                  "600 %s, then give the replicas a new key (oncectl "
                  "principal add) and revoke this one",
-                 key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
-                 key_file);
+                 key_file, mode, r->key_name, key_file);
     }
     return 0;
 }

@@ -18,11 +18,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
+#include "base/trust.h"
 #include "proto/duration.h"
 #include "proto/number.h"
 #include "server/metrics.h"
@@ -613,7 +613,7 @@ check_etcd_options(const repl_config *rc)
                            rc->etcd_tls.key};
     const char *names[] = {"--etcd-cacert", "--etcd-cert", "--etcd-key"};
     bool tls = false, any = false;
-    struct stat st;
+    unsigned mode;
 
     if (!etcd_endpoints_valid(rc->endpoints, &tls)) {
         fprintf(stderr,
@@ -641,14 +641,13 @@ check_etcd_options(const repl_config *rc)
         fprintf(stderr, "onced: --etcd-cert and --etcd-key go together\n");
         return -1;
     }
-    if (rc->etcd_tls.key != NULL && stat(rc->etcd_tls.key, &st) == 0 &&
-        (st.st_mode & 077) != 0) {
+    if (rc->etcd_tls.key != NULL &&
+        trust_readable_by_others(rc->etcd_tls.key, &mode)) {
         fprintf(stderr,
                 "onced: warning: --etcd-key %s is readable by others (mode "
                 "%03o): whoever reads it can write this cluster's log in "
                 "etcd. Fix: chmod 600 %s\n",
-                rc->etcd_tls.key, (unsigned)(st.st_mode & 0777),
-                rc->etcd_tls.key);
+                rc->etcd_tls.key, mode, rc->etcd_tls.key);
     }
     if (any && !tls) {
         fprintf(stderr, "onced: --etcd-cacert, --etcd-cert and --etcd-key are "
