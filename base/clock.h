@@ -9,8 +9,9 @@
  * stretches nor cuts it; clock_wall_ms is the only reading of
  * CLOCK_REALTIME, for times that leave the process (sent, stored, shown,
  * compared with another process's clock).
- * Never: mixes the two clocks in one value; a cv waited on with
- * clock_deadline that was not set up by clock_cond_init.
+ * Never: hands out a time that mixes the two clocks; a deadline for a cv
+ * not set up by clock_cond_init (a default cv reads it on the wall clock,
+ * where it passed long ago: the wait would end at once).
  */
 #ifndef BASE_CLOCK_H
 #define BASE_CLOCK_H

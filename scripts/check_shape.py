@@ -38,7 +38,7 @@ import tokenize
 
 FUNC_MAX = 120
 FUNC_DIRS = ("client", "server", "repl")
-SCAN = ("bench", "cli", "client", "examples", "gc", "grants", "kv", "lease",
+SCAN = ("base", "bench", "cli", "client", "examples", "gc", "grants", "kv", "lease",
         "proto", "python", "repl", "server", "store")
 ALLOW = os.path.join("scripts", "shape_allow.txt")
 # What scripts/reasons.py writes at the top of every file it generates.
