@@ -15,3 +15,28 @@ add_executable(test_prom_text test_prom_text.c)
 target_link_libraries(test_prom_text PRIVATE once_server PkgConfig::CMOCKA)
 add_test(NAME test_prom_text COMMAND test_prom_text)
 set_tests_properties(test_prom_text PROPERTIES TIMEOUT 60 LABELS unit)
+
+# proto3's JSON mapping (http/json_pb.h) over every message of proto/ and
+# test-only messages with every scalar type (json_types.proto) and with
+# presence (json_presence.proto, proto2); the
+# descriptors are listed from the generated headers (pb_descriptors.py).
+once_protoc_c(JSON_TEST_PROTO_SRCS json_types json_presence)
+set(PB_SHIPPED once record grants kv outbox)
+list(TRANSFORM PB_SHIPPED REPLACE "(.+)" "proto/\\1.pb-c.h" OUTPUT_VARIABLE PB_SHIPPED_H)
+add_custom_command(
+  OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/pb_shipped.c ${CMAKE_CURRENT_BINARY_DIR}/pb_typed.c
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/pb_descriptors.py
+          ${CMAKE_CURRENT_BINARY_DIR}/pb_shipped.c shipped ${PROJECT_BINARY_DIR} ${PB_SHIPPED_H}
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/pb_descriptors.py
+          ${CMAKE_CURRENT_BINARY_DIR}/pb_typed.c typed ${PROJECT_BINARY_DIR} tests/json_types.pb-c.h
+          tests/json_presence.pb-c.h
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/pb_descriptors.py once_proto
+          ${CMAKE_CURRENT_BINARY_DIR}/json_types.pb-c.h
+          ${CMAKE_CURRENT_BINARY_DIR}/json_presence.pb-c.h
+  COMMENT "pb_descriptors.py: the descriptors test_json_pb walks")
+add_executable(test_json_pb test_json_pb.c ${JSON_TEST_PROTO_SRCS}
+  ${CMAKE_CURRENT_BINARY_DIR}/pb_shipped.c ${CMAKE_CURRENT_BINARY_DIR}/pb_typed.c)
+target_compile_definitions(test_json_pb PRIVATE PROTO_DIR="${PROJECT_SOURCE_DIR}/proto")
+target_link_libraries(test_json_pb PRIVATE once_json once_proto PkgConfig::CMOCKA m)
+add_test(NAME test_json_pb COMMAND test_json_pb)
+set_tests_properties(test_json_pb PROPERTIES TIMEOUT 120 LABELS unit)
