@@ -63,6 +63,7 @@
 #define FSYNC_READS   1000
 #define DRAIN_MS      60000 /* after the producers, for the last events */
 #define PAYLOAD_MAX   64
+#define SETTLE_S      20 /* for onced to go quiet before the idle figures */
 #define SEEN_MAX      (1u << 26) /* event ids a consumer's tally tells apart */
 
 typedef enum sys { SYS_ONCE, SYS_PG } sys;
@@ -772,14 +773,14 @@ cpu_ms_per_s(pid_t pid, uint64_t cpu0, int64_t t0)
     return (double)(cpu1 - cpu0) / 1e6 / ((double)(bench_now_ns() - t0) / 1e9);
 }
 
-/* Waits (at most 20 s) until onced's fsync count holds still for a
+/* Waits (at most SETTLE_S) until onced's fsync count holds still for a
  * second: the collector has reclaimed what the last calls left. */
 static void
 settle(bench *b)
 {
     uint64_t last = bench_server_fsyncs(b->srv.url);
 
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < SETTLE_S; i++) {
         uint64_t now;
 
         bench_sleep_ms(1000);
@@ -788,6 +789,7 @@ settle(bench *b)
         }
         last = now;
     }
+    fprintf(stderr, "bench_outbox: onced still syncing after %d s\n", SETTLE_S);
 }
 
 static void
