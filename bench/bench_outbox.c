@@ -421,20 +421,13 @@ subscribe(bench *b, const char *topic, const char *name)
     return rv == ONCE_OK ? 0 : -1;
 }
 
-/* The dispatcher of the latency run: polls until stop_at events or the
- * deadline, sleeping poll_ms after a poll that was not full. */
-typedef struct poller {
-    bench *b;
-    atomic_uint_fast64_t stop_at;
-    atomic_llong deadline_ns;
-    sink k;
-    char err[PG_ERR_LEN];
-} poller;
-
+/* The dispatcher of the latency run (a cons without topic): polls until
+ * stop_at events or the deadline, sleeping poll_ms after a poll that was
+ * not full. */
 static void *
 poll_thread(void *arg)
 {
-    poller *p = arg;
+    cons *p = arg;
     PGconn *c = obpg_connect(&p->b->pg, p->err);
 
     while (c != NULL && p->k.n < atomic_load(&p->stop_at) &&
@@ -686,19 +679,23 @@ phase_delivering_pg(bench *b, results *r, int np)
     PQfinish(pc);
 }
 
-/* once's consumer long-polling while producers run. */
+/* once's consumer long-polling, or the dispatcher polling every poll_ms,
+ * while producers run. */
 static void
-phase_latency_once(bench *b, results *r)
+phase_latency(bench *b, results *r, sys s)
 {
     cons c = {.b = b,
               .topic = "lat",
               .name = "lat",
               .batch = NOOP_BATCH,
               .wait_ms = LONGPOLL_MS};
-    tally *t = &r->lat[SYS_ONCE], p;
+    char what[64];
+    tally p;
     pthread_t tid;
 
-    if (subscribe(b, "lat", "lat") != 0) {
+    if (s == SYS_PG) {
+        pg_sql(b, "TRUNCATE outbox");
+    } else if (subscribe(b, "lat", "lat") != 0) {
         b->ok = false;
         return;
     }
@@ -711,56 +708,22 @@ phase_latency_once(bench *b, results *r)
     atomic_store(&c.deadline_ns, bench_now_ns() +
                                      (int64_t)b->a.seconds * 1000000000 +
                                      (int64_t)DRAIN_MS * 1000000);
-    fprintf(stderr, "bench_outbox: latency, once, %d producers, %d s\n",
+    fprintf(stderr, "bench_outbox: latency, %s, %d producers, %d s\n",
+            s == SYS_ONCE ? "once (long-poll)" : "postgres (poll)",
             b->a.lat_producers, b->a.seconds);
-    pthread_create(&tid, NULL, cons_thread, &c);
-    p = produce(b, SYS_ONCE, "lat", b->a.lat_producers, b->a.seconds, 0);
+    pthread_create(&tid, NULL, s == SYS_ONCE ? cons_thread : poll_thread, &c);
+    p = produce(b, s, "lat", b->a.lat_producers, b->a.seconds, 0);
     atomic_store(&c.stop_at, p.n);
     pthread_join(tid, NULL);
     if (c.err[0] != '\0') {
-        fprintf(stderr, "bench_outbox: latency consumer: %s\n", c.err);
+        fprintf(stderr, "bench_outbox: latency %s: %s\n", sys_name[s], c.err);
     }
-    check(b, "latency once", c.k.n, c.k.distinct, c.k.sum, &p);
-    *t = p;
-    t->p50_us = bench_pct_us(c.k.lat, c.k.nlat, 50);
-    t->p99_us = bench_pct_us(c.k.lat, c.k.nlat, 99);
+    snprintf(what, sizeof(what), "latency %s", sys_name[s]);
+    check(b, what, c.k.n, c.k.distinct, c.k.sum, &p);
+    r->lat[s] = p;
+    r->lat[s].p50_us = bench_pct_us(c.k.lat, c.k.nlat, 50);
+    r->lat[s].p99_us = bench_pct_us(c.k.lat, c.k.nlat, 99);
     sink_free(&c.k);
-}
-
-/* The dispatcher polling every poll_ms while producers run. */
-static void
-phase_latency_pg(bench *b, results *r)
-{
-    poller q = {.b = b};
-    tally *t = &r->lat[SYS_PG], p;
-    pthread_t tid;
-
-    pg_sql(b, "TRUNCATE outbox");
-    if (sink_init(&q.k, true) != 0) {
-        fprintf(stderr, "bench_outbox: out of memory\n");
-        b->ok = false;
-        return;
-    }
-    atomic_store(&q.stop_at, UINT64_MAX);
-    atomic_store(&q.deadline_ns, bench_now_ns() +
-                                     (int64_t)b->a.seconds * 1000000000 +
-                                     (int64_t)DRAIN_MS * 1000000);
-    fprintf(stderr,
-            "bench_outbox: latency, postgres (poll %d ms), %d producers, "
-            "%d s\n",
-            b->a.poll_ms, b->a.lat_producers, b->a.seconds);
-    pthread_create(&tid, NULL, poll_thread, &q);
-    p = produce(b, SYS_PG, NULL, b->a.lat_producers, b->a.seconds, 0);
-    atomic_store(&q.stop_at, p.n);
-    pthread_join(tid, NULL);
-    if (q.err[0] != '\0') {
-        fprintf(stderr, "bench_outbox: latency dispatcher: %s\n", q.err);
-    }
-    check(b, "latency postgres", q.k.n, q.k.distinct, q.k.sum, &p);
-    *t = p;
-    t->p50_us = bench_pct_us(q.k.lat, q.k.nlat, 50);
-    t->p99_us = bench_pct_us(q.k.lat, q.k.nlat, 99);
-    sink_free(&q.k);
 }
 
 /* onced's CPU in ms per s of wall time over the window [t0, now). */
@@ -792,6 +755,20 @@ settle(bench *b)
     fprintf(stderr, "bench_outbox: onced still syncing after %d s\n", SETTLE_S);
 }
 
+/* onced's CPU (ms/s) over seconds with no call. */
+static double
+quiet_window(bench *b)
+{
+    uint64_t cpu0 = 0, csw;
+    int64_t t0 = bench_now_ns();
+
+    bench_proc_usage(b->srv.pid, &cpu0, &csw);
+    bench_sleep_ms(b->a.seconds * 1000);
+    return cpu_ms_per_s(b->srv.pid, cpu0, t0);
+}
+
+/* Quiet, long-polling, quiet: the two quiet windows around the polling one
+ * take out a drift of onced's background work. */
 static void
 phase_idle_cpu(bench *b, results *r)
 {
@@ -799,25 +776,22 @@ phase_idle_cpu(bench *b, results *r)
               .topic = "idle",
               .name = "idle",
               .batch = 1,
-              .wait_ms = IDLE_POLL_MS};
+              .wait_ms = IDLE_POLL_MS,
+              .reads_only = true};
     uint64_t cpu0 = 0, csw;
     int64_t t0;
     pthread_t tid;
 
     fprintf(stderr,
-            "bench_outbox: onced idle, %d s; then a consumer "
-            "long-polling an empty topic, %d s\n",
-            b->a.seconds, b->a.seconds);
+            "bench_outbox: onced idle %d s, with a consumer long-polling an "
+            "empty topic %d s, idle %d s\n",
+            b->a.seconds, b->a.seconds, b->a.seconds);
     if (subscribe(b, "idle", "idle") != 0) {
         b->ok = false;
         return;
     }
     settle(b);
-    t0 = bench_now_ns();
-    bench_proc_usage(b->srv.pid, &cpu0, &csw);
-    bench_sleep_ms(b->a.seconds * 1000);
-    r->cpu_quiet = cpu_ms_per_s(b->srv.pid, cpu0, t0);
-
+    r->cpu_quiet = quiet_window(b) / 2;
     atomic_store(&c.stop_at, UINT64_MAX);
     atomic_store(&c.deadline_ns,
                  bench_now_ns() + (int64_t)b->a.seconds * 1000000000);
@@ -830,6 +804,7 @@ phase_idle_cpu(bench *b, results *r)
     if (c.err[0] != '\0') {
         fprintf(stderr, "bench_outbox: idle consumer: %s\n", c.err);
     }
+    r->cpu_quiet += quiet_window(b) / 2;
 }
 
 /* Stats.fsyncs over FSYNC_READS Reads of a topic with events, against the
@@ -988,7 +963,8 @@ print_table(const bench *b, const results *r, const row *rows, int n)
     if (!has_16(&b->a)) {
         printf("(the producing target is at 16 producers: not run)\n");
     }
-    printf("onced CPU: %.2f ms/s idle, %.2f ms/s with a consumer "
+    printf("onced CPU: %.2f ms/s idle (before and after), %.2f ms/s with a "
+           "consumer "
            "long-polling (%" PRIu64 " Reads of %d ms); fsyncs: %" PRIu64
            " over %d Reads, %" PRIu64 " in the same time idle\n",
            r->cpu_quiet, r->cpu_poll, r->poll_reads, IDLE_POLL_MS, r->fs_reads,
@@ -1195,8 +1171,8 @@ main(int argc, char **argv)
     phase_producing(&b, &r);
     phase_delivering_once(&b, &r, largest_level(&b.a));
     phase_delivering_pg(&b, &r, largest_level(&b.a));
-    phase_latency_once(&b, &r);
-    phase_latency_pg(&b, &r);
+    phase_latency(&b, &r, SYS_ONCE);
+    phase_latency(&b, &r, SYS_PG);
     phase_idle_cpu(&b, &r);
     phase_read_fsync(&b, &r);
     n = make_rows(&b, &r, rows);

@@ -54,19 +54,6 @@ obpg_start(pg_cluster *p, const char *bin, const char *dir, int max_conns)
     return pg_cluster_start(p, bin, dir, max_conns, SCHEMA);
 }
 
-static int
-prepare(PGconn *c, const char *name, const char *sql, int nparams, char *err)
-{
-    PGresult *r = PQprepare(c, name, sql, nparams, NULL);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-
-    if (!ok) {
-        pg_say(err, name, c, r);
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
 PGconn *
 obpg_connect(const pg_cluster *p, char *err)
 {
@@ -75,16 +62,19 @@ obpg_connect(const pg_cluster *p, char *err)
     if (c == NULL) {
         return NULL;
     }
-    if (prepare(c, "produce", "SELECT ob_produce($1, $2, $3)", 3, err) != 0 ||
-        prepare(c, "dispatch", "SELECT ob_dispatch_apply($1)", 1, err) != 0 ||
-        prepare(c, "poll",
-                "SELECT id, ev, stamp FROM outbox ORDER BY id LIMIT $1 "
-                "FOR UPDATE SKIP LOCKED",
-                1, err) != 0 ||
-        prepare(c, "delete", "DELETE FROM outbox WHERE id = ANY($1::bigint[])",
-                1, err) != 0 ||
-        prepare(c, "apply", "SELECT ob_apply($1, $2, $3::bigint[])", 3, err) !=
-            0) {
+    if (pg_prepare(c, "produce", "SELECT ob_produce($1, $2, $3)", 3, err) !=
+            0 ||
+        pg_prepare(c, "dispatch", "SELECT ob_dispatch_apply($1)", 1, err) !=
+            0 ||
+        pg_prepare(c, "poll",
+                   "SELECT id, ev, stamp FROM outbox ORDER BY id LIMIT $1 "
+                   "FOR UPDATE SKIP LOCKED",
+                   1, err) != 0 ||
+        pg_prepare(c, "delete",
+                   "DELETE FROM outbox WHERE id = ANY($1::bigint[])", 1,
+                   err) != 0 ||
+        pg_prepare(c, "apply", "SELECT ob_apply($1, $2, $3::bigint[])", 3,
+                   err) != 0) {
         PQfinish(c);
         return NULL;
     }

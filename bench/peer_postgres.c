@@ -130,19 +130,6 @@ pg_stop(void *env)
 }
 
 static int
-prepare(PGconn *c, const char *name, const char *sql, int nparams, char *err)
-{
-    PGresult *r = PQprepare(c, name, sql, nparams, NULL);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-
-    if (!ok) {
-        pg_say(err, name, c, r);
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
-static int
 pg_open(void *env, const compare_caller *who, void **connp, char *err)
 {
     pg_env *e = env;
@@ -162,23 +149,23 @@ pg_open(void *env, const compare_caller *who, void **connp, char *err)
     if ((k->c = connect_to(e, err)) == NULL) {
         goto fail;
     }
-    if (prepare(k->c, "incr",
-                "SELECT replayed, value FROM once_incr($1, $2, $3)", 3,
-                err) != 0 ||
-        prepare(k->c, "ins",
-                "INSERT INTO idem(key) VALUES ($1) ON CONFLICT DO NOTHING", 1,
-                err) != 0 ||
-        prepare(k->c, "upd",
-                "UPDATE counters SET v = v + $2 WHERE name = $1 RETURNING v", 2,
-                err) != 0 ||
-        prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
-                err) != 0 ||
-        prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
-                err) != 0 ||
-        prepare(k->c, "job",
-                "SELECT outcome, version, payload "
-                "FROM job_transition($1, $2, $3, $4, $5)",
-                5, err) != 0) {
+    if (pg_prepare(k->c, "incr",
+                   "SELECT replayed, value FROM once_incr($1, $2, $3)", 3,
+                   err) != 0 ||
+        pg_prepare(k->c, "ins",
+                   "INSERT INTO idem(key) VALUES ($1) ON CONFLICT DO NOTHING",
+                   1, err) != 0 ||
+        pg_prepare(k->c, "upd",
+                   "UPDATE counters SET v = v + $2 WHERE name = $1 RETURNING v",
+                   2, err) != 0 ||
+        pg_prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
+                   err) != 0 ||
+        pg_prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
+                   err) != 0 ||
+        pg_prepare(k->c, "job",
+                   "SELECT outcome, version, payload "
+                   "FROM job_transition($1, $2, $3, $4, $5)",
+                   5, err) != 0) {
         goto fail;
     }
     /* The caller's counter and job row (a job peer uses the latter). */

@@ -40,6 +40,19 @@ pg_exec(PGconn *c, const char *sql, char *err)
     return ok ? 0 : -1;
 }
 
+int
+pg_prepare(PGconn *c, const char *name, const char *sql, int nparams, char *err)
+{
+    PGresult *r = PQprepare(c, name, sql, nparams, NULL);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    if (!ok) {
+        pg_say(err, name, c, r);
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
 PGconn *
 pg_cluster_connect(const pg_cluster *p, char *err)
 {

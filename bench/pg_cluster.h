@@ -50,6 +50,10 @@ void pg_cluster_stop(pg_cluster *p);
 /* A new connection, or NULL with err (PG_ERR_LEN) filled. */
 PGconn *pg_cluster_connect(const pg_cluster *p, char *err);
 
+/* Prepares sql as statement name on c; 0 or -1 with err filled. */
+int pg_prepare(PGconn *c, const char *name, const char *sql, int nparams,
+               char *err);
+
 /* Runs sql (no result rows wanted); 0 or -1 with err filled. */
 int pg_exec(PGconn *c, const char *sql, char *err);
 
