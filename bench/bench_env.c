@@ -360,3 +360,21 @@ bench_progress(const char *label, double frac, int done)
             "##############################", width - fill, "",
             (int)(frac * 100 + 0.5), done ? "\n" : "");
 }
+
+int
+bench_parse_levels(const char *s, int *out, int max_n, int max_v)
+{
+    int n = 0;
+
+    while (*s != '\0' && n < max_n) {
+        char *end;
+        long v = strtol(s, &end, 10);
+
+        if (end == s || v < 1 || v > max_v || (*end != ',' && *end != '\0')) {
+            return -1;
+        }
+        out[n++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n > 0 && *s == '\0' ? n : -1;
+}
