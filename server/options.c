@@ -144,6 +144,10 @@ static const opt_def OPTIONS[] = {
              "time between collector passes (default %D)"),
     COUNT("gc-budget", "N", srv.gc_budget, 20000, 1, 10000000, 0,
           "record deletions per pass (default %D)"),
+    COUNT("compact-after", "N", srv.compact_after, 10000, 0, 1ull << 40, 0,
+          "compact LevelDB when the collector, having\n"
+          "deleted N keys since the last compaction, finds\n"
+          "nothing to delete (default %D; 0: never)"),
     COUNT("lease-max", "N", srv.lease_max, 100000, 0, 1u << 30, 0,
           "live leases in all; OpenLease beyond it is\n"
           "refused RESOURCE_EXHAUSTED/LEASE_CAPACITY\n"

@@ -197,6 +197,7 @@ server_open(server **sp, const server_config *cfg)
     }
     gcc.interval_ms = cfg->gc_interval_ms;
     gcc.budget = cfg->gc_budget;
+    gcc.compact_after = cfg->compact_after;
     if ((rv = gc_open(&env->gc, env->st, env->leases, env->now_ms,
                       executor_post, s->ex, &gcc)) != 0) {
         log_error("cannot start the collector thread");
