@@ -196,25 +196,6 @@ usage(FILE *out)
             MAX_LEVELS, MAX_THREADS);
 }
 
-static int
-parse_levels(const char *s, args *a)
-{
-    char *end;
-
-    a->nlevels = 0;
-    while (*s != '\0' && a->nlevels < MAX_LEVELS) {
-        long v = strtol(s, &end, 10);
-
-        if (end == s || v < 1 || v > MAX_THREADS ||
-            (*end != ',' && *end != '\0')) {
-            return -1;
-        }
-        a->levels[a->nlevels++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return a->nlevels > 0 && *s == '\0' ? 0 : -1;
-}
-
 /* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -233,7 +214,9 @@ parse_args(int argc, char **argv, args *a)
             return 1;
         } else if (ch == 's') {
             a->seconds = atoi(optarg);
-        } else if (ch == 't' && parse_levels(optarg, a) == 0) {
+        } else if (ch == 't' &&
+                   (a->nlevels = bench_parse_levels(
+                        optarg, a->levels, MAX_LEVELS, MAX_THREADS)) > 0) {
             continue;
         } else if (ch == 'c') {
             a->csv = optarg;

@@ -16,7 +16,7 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "proto/once.pb-c.h"
 #include "tests/sys_helpers.h"
 
@@ -35,7 +35,7 @@ bench_now_ns(void)
 void
 bench_sleep_ms(int ms)
 {
-    duration_sleep_ms((uint64_t)ms);
+    clock_sleep_ms((uint64_t)ms);
 }
 
 static int
@@ -359,4 +359,22 @@ bench_progress(const char *label, double frac, int done)
     fprintf(stderr, "\r%-24s [%.*s%*s] %3d%%%s", label, fill,
             "##############################", width - fill, "",
             (int)(frac * 100 + 0.5), done ? "\n" : "");
+}
+
+int
+bench_parse_levels(const char *s, int *out, int max_n, int max_v)
+{
+    int n = 0;
+
+    while (*s != '\0' && n < max_n) {
+        char *end;
+        long v = strtol(s, &end, 10);
+
+        if (end == s || v < 1 || v > max_v || (*end != ',' && *end != '\0')) {
+            return -1;
+        }
+        out[n++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n > 0 && *s == '\0' ? n : -1;
 }

@@ -46,6 +46,14 @@ int bench_spawn(bench_onced *b, const char *path, const char *const *extra);
 /* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
 void bench_onced_stop(bench_onced *b);
 
+/*
+ * Extra onced arguments for a benchmark whose callers are many handles of
+ * one process: all are one peer (this uid over ipc), and onced's default
+ * --conn-max-per-peer (128) would evict the longest-idle of them. Separate
+ * agents would be separate peers; the benchmark gives its peer room.
+ */
+#define BENCH_ONCED_MANY_PEERS "--conn-max-per-peer", "1024"
+
 int64_t bench_now_ns(void);
 void bench_sleep_ms(int ms);
 
@@ -82,6 +90,10 @@ int bench_proc_usage(pid_t pid, uint64_t *cpu_ns, uint64_t *csw);
 /* A REQ socket dialed to url (blocking dial, nng's own resend off).
  * 0 or an nng error. */
 int bench_dial(nng_socket *s, const char *url);
+
+/* A comma-separated list of at most max_n levels, each 1..max_v, into
+ * out: how many, or -1 when s is not such a list. */
+int bench_parse_levels(const char *s, int *out, int max_n, int max_v);
 
 /* "label [#####     ] 50%" on stderr, redrawn in place; done adds a
  * newline. */

@@ -80,14 +80,11 @@ say(char *err, int rv, const once_status *st)
 
 /*
  * Every caller of a level is a handle of its own plus, for the replay
- * check, a resender: at 64 callers 128 connections of one peer (this
- * process's uid over ipc), onced's default --conn-max-per-peer. Past it
- * onced evicts the longest-idle connection of the peer, whose dialer
- * connects again and evicts the next: the check's reader was reset on
- * every attempt. Separate agents would be separate peers; the benchmark
- * gives its one peer room for all of them.
+ * check, a resender: at 64 callers 128 connections of one peer, onced's
+ * default --conn-max-per-peer; past it the check's reader was reset on
+ * every attempt (BENCH_ONCED_MANY_PEERS).
  */
-#define ONCE_BENCH_ARGS "--conn-max-per-peer", "1024"
+#define ONCE_BENCH_ARGS BENCH_ONCED_MANY_PEERS
 
 static int
 once_start(const compare_config *cfg, void **envp)

@@ -17,36 +17,24 @@
  * the caller read, and the result stored under the key; else the row as
  * it is, for the caller to read again.
  *
- * Owns: a PostgreSQL 15 cluster of its own: initdb into the peer's temp dir
- * and pg_ctl start with the socket in that dir and no TCP listener
- * (listen_addresses=''), synchronous_commit=on and fsync=on: COMMIT returns
- * after the WAL holding it is flushed, so no reply leaves before its effect
- * is on disk — the same durability as once. As root, the cluster runs as
- * the user "postgres" (or "nobody"): Debian's initdb refuses root.
- * Invariant: start checks SHOW synchronous_commit/fsync on the running
- * server before anything is measured.
+ * Owns: a PostgreSQL 15 cluster of its own (pg_cluster.c: initdb and
+ * pg_ctl in the peer's temp dir, socket there and no TCP listener,
+ * synchronous_commit=on and fsync=on: COMMIT returns after the WAL holding
+ * it is flushed, so no reply leaves before its effect is on disk — the
+ * same durability as once) and one connection per caller.
+ * Invariant: pg_cluster_start checks SHOW synchronous_commit/fsync on the
+ * running server before anything is measured.
  * Never: touches a cluster it did not create.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <libpq-fe.h>
 
 #include "bench/compare_peer.h"
-#include "bench/compare_proc.h"
 #include "bench/job_row.h"
-
-#define PG_INITDB_MS 120000
-#define PG_START_S   "60"
-#define PG_CTL_MS    90000
-#define PG_PORT      "5432" /* only names the socket file in our own dir */
-/* libpq has no client-side timeout: statement_timeout (10 s, in the
- * conninfo) bounds each statement's execution and lock waits; a stuck
- * disk under the WAL flush is not bounded by it. */
+#include "bench/pg_cluster.h"
 
 static const char SCHEMA[] =
     "CREATE TABLE counters (name text PRIMARY KEY, v bigint NOT NULL);\n"
@@ -93,14 +81,8 @@ static const char SCHEMA[] =
     "END $$;\n";
 
 typedef struct pg_env {
-    compare_user user;
-    char bin[256];
-    char data[300];
-    char dir[256];
-    char log[300];
-    char conninfo[512];
+    pg_cluster cl;
     bool function; /* --pg-mode function */
-    bool started;
 } pg_env;
 
 typedef struct pg_conn {
@@ -112,166 +94,28 @@ typedef struct pg_conn {
     job_cache job;   /* postgres-job */
 } pg_conn;
 
-static void
-pg_err(char *err, const char *what, PGconn *c, PGresult *r)
-{
-    const char *m = r != NULL ? PQresultErrorMessage(r) : "";
-    if (m == NULL || m[0] == '\0') {
-        m = PQerrorMessage(c);
-    }
-    snprintf(err, COMPARE_ERR_LEN, "postgres %s: %s", what, m);
-    /* libpq messages end in a newline; the report adds its own. */
-    err[strcspn(err, "\n")] = '\0';
-}
-
-/* Runs sql (no result rows wanted); 0 or -1 with err. */
-static int
-exec_ok(PGconn *c, const char *sql, char *err)
-{
-    PGresult *r = PQexec(c, sql);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
-             PQresultStatus(r) == PGRES_TUPLES_OK;
-
-    if (!ok) {
-        pg_err(err, sql, c, r);
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
 static PGconn *
 connect_to(const pg_env *e, char *err)
 {
-    PGconn *c = PQconnectdb(e->conninfo);
-
-    if (PQstatus(c) != CONNECTION_OK) {
-        pg_err(err, "connect", c, NULL);
-        PQfinish(c);
-        return NULL;
-    }
-    return c;
-}
-
-static int
-show_is(PGconn *c, const char *name, const char *want, char *err)
-{
-    char sql[96];
-    PGresult *r;
-    int ok;
-
-    snprintf(sql, sizeof(sql), "SHOW %s", name);
-    r = PQexec(c, sql);
-    ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
-         strcmp(PQgetvalue(r, 0, 0), want) == 0;
-    if (!ok) {
-        snprintf(err, COMPARE_ERR_LEN, "postgres: %s is not %s", name, want);
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
-static int
-pg_ctl(pg_env *e, const char *action, const char *opts)
-{
-    char path[300];
-    const char *argv[16];
-    int n = 0;
-
-    snprintf(path, sizeof(path), "%s/pg_ctl", e->bin);
-    argv[n++] = path;
-    argv[n++] = action;
-    argv[n++] = "-D";
-    argv[n++] = e->data;
-    argv[n++] = "-w";
-    argv[n++] = "-t";
-    argv[n++] = PG_START_S;
-    if (strcmp(action, "start") == 0) {
-        argv[n++] = "-l";
-        argv[n++] = e->log;
-        argv[n++] = "-o";
-        argv[n++] = opts;
-    } else {
-        argv[n++] = "-m";
-        argv[n++] = "fast";
-    }
-    argv[n] = NULL;
-    return compare_proc_run(argv, &e->user, e->log, PG_CTL_MS);
+    return pg_cluster_connect(&e->cl, err);
 }
 
 static int
 pg_start(const compare_config *cfg, void **envp)
 {
     pg_env *e = calloc(1, sizeof(*e));
-    char initdb[300], opts[600], err[COMPARE_ERR_LEN] = "";
-    PGconn *c = NULL;
-    struct stat sb;
 
     if (e == NULL) {
         return -1;
     }
     e->function = strcmp(cfg->pg_mode, "statements") != 0;
-    snprintf(e->bin, sizeof(e->bin), "%s", cfg->pg_bin);
-    snprintf(e->dir, sizeof(e->dir), "%s", cfg->dir);
-    snprintf(e->data, sizeof(e->data), "%s/data", cfg->dir);
-    snprintf(e->log, sizeof(e->log), "%s/postgres.log", cfg->dir);
-    snprintf(initdb, sizeof(initdb), "%s/initdb", e->bin);
-    if (stat(initdb, &sb) != 0) {
-        fprintf(stderr, "bench_compare: no %s (--pg-bin DIR)\n", initdb);
-        goto fail;
+    if (pg_cluster_start(&e->cl, cfg->pg_bin, cfg->dir, cfg->max_callers + 16,
+                         SCHEMA) != 0) {
+        free(e);
+        return -1;
     }
-    if (compare_user_for_postgres(&e->user) != 0) {
-        fprintf(stderr, "bench_compare: running as root and no user "
-                        "'postgres' or 'nobody' to run PostgreSQL as\n");
-        goto fail;
-    }
-    /* The cluster's user owns the whole peer dir: data, log and socket. */
-    if (compare_user_chown(&e->user, e->dir) != 0) {
-        fprintf(stderr, "bench_compare: chown %s: %s\n", e->dir,
-                strerror(errno));
-        goto fail;
-    }
-    {
-        /* --no-sync only skips syncing initdb's template files; every
-         * commit measured below is WAL-flushed (fsync=on). */
-        const char *argv[] = {initdb,  "-D",         e->data,     "-U",
-                              "bench", "-A",         "trust",     "-E",
-                              "UTF8",  "--locale=C", "--no-sync", NULL};
-        if (compare_proc_run(argv, &e->user, e->log, PG_INITDB_MS) != 0) {
-            fprintf(stderr, "bench_compare: initdb failed\n");
-            compare_proc_tail(e->log, 1500);
-            goto fail;
-        }
-    }
-    snprintf(opts, sizeof(opts),
-             "-k %s -p " PG_PORT " -c listen_addresses='' "
-             "-c synchronous_commit=on -c fsync=on -c max_connections=%d",
-             e->dir, cfg->max_callers + 16);
-    if (pg_ctl(e, "start", opts) != 0) {
-        fprintf(stderr, "bench_compare: pg_ctl start failed\n");
-        compare_proc_tail(e->log, 1500);
-        goto fail;
-    }
-    e->started = true;
-    snprintf(e->conninfo, sizeof(e->conninfo),
-             "host=%s port=" PG_PORT " user=bench dbname=postgres "
-             "connect_timeout=10 options='-c statement_timeout=10000'",
-             e->dir);
-    if ((c = connect_to(e, err)) == NULL ||
-        show_is(c, "synchronous_commit", "on", err) != 0 ||
-        show_is(c, "fsync", "on", err) != 0 || exec_ok(c, SCHEMA, err) != 0) {
-        fprintf(stderr, "bench_compare: %s\n", err);
-        goto fail;
-    }
-    PQfinish(c);
     *envp = e;
     return 0;
-fail:
-    PQfinish(c);
-    if (e->started) {
-        pg_ctl(e, "stop", NULL);
-    }
-    free(e);
-    return -1;
 }
 
 static void
@@ -280,25 +124,9 @@ pg_stop(void *env)
     pg_env *e = env;
 
     if (e != NULL) {
-        if (e->started && pg_ctl(e, "stop", NULL) != 0) {
-            fprintf(stderr, "bench_compare: pg_ctl stop failed; see %s\n",
-                    e->log);
-        }
+        pg_cluster_stop(&e->cl);
         free(e);
     }
-}
-
-static int
-prepare(PGconn *c, const char *name, const char *sql, int nparams, char *err)
-{
-    PGresult *r = PQprepare(c, name, sql, nparams, NULL);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-
-    if (!ok) {
-        pg_err(err, name, c, r);
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
 }
 
 static int
@@ -321,23 +149,23 @@ pg_open(void *env, const compare_caller *who, void **connp, char *err)
     if ((k->c = connect_to(e, err)) == NULL) {
         goto fail;
     }
-    if (prepare(k->c, "incr",
-                "SELECT replayed, value FROM once_incr($1, $2, $3)", 3,
-                err) != 0 ||
-        prepare(k->c, "ins",
-                "INSERT INTO idem(key) VALUES ($1) ON CONFLICT DO NOTHING", 1,
-                err) != 0 ||
-        prepare(k->c, "upd",
-                "UPDATE counters SET v = v + $2 WHERE name = $1 RETURNING v", 2,
-                err) != 0 ||
-        prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
-                err) != 0 ||
-        prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
-                err) != 0 ||
-        prepare(k->c, "job",
-                "SELECT outcome, version, payload "
-                "FROM job_transition($1, $2, $3, $4, $5)",
-                5, err) != 0) {
+    if (pg_prepare(k->c, "incr",
+                   "SELECT replayed, value FROM once_incr($1, $2, $3)", 3,
+                   err) != 0 ||
+        pg_prepare(k->c, "ins",
+                   "INSERT INTO idem(key) VALUES ($1) ON CONFLICT DO NOTHING",
+                   1, err) != 0 ||
+        pg_prepare(k->c, "upd",
+                   "UPDATE counters SET v = v + $2 WHERE name = $1 RETURNING v",
+                   2, err) != 0 ||
+        pg_prepare(k->c, "res", "UPDATE idem SET result = $2 WHERE key = $1", 2,
+                   err) != 0 ||
+        pg_prepare(k->c, "sel", "SELECT result FROM idem WHERE key = $1", 1,
+                   err) != 0 ||
+        pg_prepare(k->c, "job",
+                   "SELECT outcome, version, payload "
+                   "FROM job_transition($1, $2, $3, $4, $5)",
+                   5, err) != 0) {
         goto fail;
     }
     /* The caller's counter and job row (a job peer uses the latter). */
@@ -351,7 +179,7 @@ pg_open(void *env, const compare_caller *who, void **connp, char *err)
         };
         r = PQexecParams(k->c, rows[i], 1, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            pg_err(err, "counter or job row", k->c, r);
+            pg_say(err, "counter or job row", k->c, r);
             PQclear(r);
             goto fail;
         }
@@ -374,7 +202,7 @@ run(pg_conn *k, const char *name, int n, const char *const *params,
     PGresult *r = PQexecPrepared(k->c, name, n, params, NULL, NULL, 0);
 
     if (PQresultStatus(r) != want) {
-        pg_err(err, name, k->c, r);
+        pg_say(err, name, k->c, r);
         PQclear(r);
         return -1;
     }
@@ -412,7 +240,7 @@ incr_statements(pg_conn *k, const char *key, bool *replayed, int64_t *value,
     char v[32];
     PGresult *r;
 
-    if (exec_ok(k->c, "BEGIN", err) != 0) {
+    if (pg_exec(k->c, "BEGIN", err) != 0) {
         return -1;
     }
     if (run(k, "ins", 1, p1, PGRES_COMMAND_OK, &r, err) != 0) {
@@ -448,7 +276,7 @@ incr_statements(pg_conn *k, const char *key, bool *replayed, int64_t *value,
         }
         PQclear(r);
     }
-    return exec_ok(k->c, "COMMIT", err);
+    return pg_exec(k->c, "COMMIT", err);
 abort:
     PQclear(PQexec(k->c, "ROLLBACK"));
     return -1;
@@ -523,7 +351,7 @@ pg_read(void *env, const char *counter, int64_t *value, char *err)
         *value = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         rv = 0;
     } else {
-        pg_err(err, "read", c, r);
+        pg_say(err, "read", c, r);
     }
     PQclear(r);
     PQfinish(c);
@@ -608,7 +436,7 @@ job_read(void *env, const char *job, int64_t *value, char *err)
                              value) == 0) {
         rv = 0;
     } else {
-        pg_err(err, "read job", c, r);
+        pg_say(err, "read job", c, r);
     }
     PQclear(r);
     PQfinish(c);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cli/json_out.h"
+#include "base/clock.h"
 #include "proto/number.h"
 #include "proto/reasons.h"
 
@@ -272,7 +273,7 @@ call_end(const cli *g, once_client *c, int rv, const once_status *st, int *ex)
 static void
 time_from_now(uint64_t left_ms, char *buf, size_t len)
 {
-    time_t t = time(NULL) + (time_t)(left_ms / 1000);
+    time_t t = (time_t)(clock_wall_ms() / 1000 + left_ms / 1000);
     struct tm tm;
 
     if (gmtime_r(&t, &tm) == NULL ||

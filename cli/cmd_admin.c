@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "proto/duration.h"
 #include "cli/json_out.h"
 #include "cli/msg_print.h"
@@ -157,7 +158,7 @@ static int
 compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
              once_status *st)
 {
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     uint64_t max_polls =
         (deadline > now ? deadline - now : 0) / ADMIN_POLL_MS + 2;
     char msg[160];
@@ -173,10 +174,10 @@ compact_wait(once_client *c, uint64_t deadline, Once__V1__StatsResponse **last,
         }
         once__v1__stats_response__free_unpacked(*last, NULL);
         *last = NULL;
-        if (duration_now_ms() + ADMIN_POLL_MS > deadline) {
+        if (clock_now_ms() + ADMIN_POLL_MS > deadline) {
             break;
         }
-        duration_sleep_ms(ADMIN_POLL_MS);
+        clock_sleep_ms(ADMIN_POLL_MS);
     }
     snprintf(msg, sizeof(msg),
              "the compaction still runs at the deadline; it goes on in "
@@ -190,7 +191,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
     Once__V1__StatsResponse *sr = NULL;
     bool already_running = false;
     uint64_t before = 0;
-    uint64_t t0 = duration_now_ms();
+    uint64_t t0 = clock_now_ms();
     uint64_t deadline =
         t0 + (g->timeout_ms != 0 ? g->timeout_ms : ADMIN_DEADLINE_MS);
     bool wait = false;
@@ -228,7 +229,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
         if (sr != NULL) {
             json_u64(&j, "compactions", sr->compactions);
             json_u64(&j, "disk_bytes", sr->disk_bytes);
-            json_u64(&j, "waited_ms", duration_now_ms() - t0);
+            json_u64(&j, "waited_ms", clock_now_ms() - t0);
         }
         json_end(&j);
     } else {
@@ -240,7 +241,7 @@ cmd_admin_compact(const cli *g, int argc, char **argv)
             printf("compaction ended: compactions %" PRIu64
                    ", disk_bytes %" PRIu64 ", waited %s\n",
                    sr->compactions, sr->disk_bytes,
-                   duration_format(duration_now_ms() - t0, b, sizeof(b)));
+                   duration_format(clock_now_ms() - t0, b, sizeof(b)));
         }
     }
     if (sr != NULL) {

@@ -20,6 +20,7 @@
 #include "client/coalesce.h"
 #include "client/envelope.h"
 #include "client/exchange.h"
+#include "base/clock.h"
 
 /* Alone, as if nothing had been in flight: m on the call's own slot. */
 static int
@@ -90,7 +91,7 @@ attempt_make(once_client *c, const call_spec *cs, call_slot *s,
     case BATCH_FOLLOW:
         /* A reply gets a full attempt timeout, within the deadline. */
         if (batch_wait(&c->batch, &e,
-                       retry_window(retry_now_ms(), c->attempt_timeout_ms,
+                       retry_window(clock_now_ms(), c->attempt_timeout_ms,
                                     deadline)) != BATCH_LEADS) {
             break;
         }

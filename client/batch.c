@@ -12,16 +12,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/retry.h"
+#include "base/clock.h"
 
 void
 batch_init(batch_queue *q)
 {
     memset(q, 0, sizeof(*q));
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->room, NULL);
+    clock_cond_init(&q->room); /* waits until clock_deadline */
 }
 
 void
@@ -29,23 +29,6 @@ batch_fini(batch_queue *q)
 {
     pthread_cond_destroy(&q->room);
     pthread_mutex_destroy(&q->lock);
-}
-
-/* An absolute CLOCK_REALTIME time until_ms (retry_now_ms clock) from now. */
-static struct timespec
-batch_abs(uint64_t until_ms)
-{
-    struct timespec ts;
-    uint64_t left = retry_remaining_ms(until_ms);
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(left / 1000);
-    ts.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
 }
 
 static void
@@ -82,7 +65,7 @@ batch_join(batch_queue *q, batch_entry *e)
 {
     batch_role role;
 
-    pthread_cond_init(&e->cv, NULL);
+    clock_cond_init(&e->cv); /* waits until clock_deadline */
     e->state = BATCH_QUEUED;
     e->sent = false;
     e->resp = NULL;
@@ -119,7 +102,7 @@ batch_join(batch_queue *q, batch_entry *e)
 batch_state
 batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms)
 {
-    struct timespec ts = batch_abs(until_ms);
+    struct timespec ts = clock_deadline(retry_remaining_ms(until_ms));
     batch_state st;
 
     pthread_mutex_lock(&q->lock);
@@ -147,7 +130,7 @@ size_t
 batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms, size_t max_bytes,
            batch_entry **held, uint8_t **copies, size_t *lens)
 {
-    struct timespec ts = batch_abs(until_ms);
+    struct timespec ts = clock_deadline(retry_remaining_ms(until_ms));
     size_t n = 0, bytes;
 
     pthread_mutex_lock(&q->lock);

@@ -72,7 +72,7 @@ void batch_fini(batch_queue *q);
 batch_role batch_join(batch_queue *q, batch_entry *e);
 
 /* A follower waits until its entry is answered (DONE), failed (FAILED),
- * it is promoted (LEADS), or until_ms (retry_now_ms clock) passes: then
+ * it is promoted (LEADS), or until_ms (clock_now_ms clock) passes: then
  * it is unlinked and the state says whether it had been sent (e->sent). */
 batch_state batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms);
 

@@ -54,12 +54,13 @@
 #include "client/rpc_id.h"
 #include "client/slot.h"
 #include "client/status.h"
+#include "base/clock.h"
 
 /* One call's run across its attempts: what the steps of call_run share. */
 typedef struct call_loop {
     once_client *c;
     const call_spec *cs;
-    uint64_t deadline; /* retry_now_ms clock */
+    uint64_t deadline; /* clock_now_ms clock */
     call_slot *slot;   /* taken for all the attempts */
     call_state cst;
     uint64_t rng;   /* the backoff's jitter (retry_seed) */
@@ -273,7 +274,7 @@ call_attempt(call_loop *L, uint32_t attempt, call_step *s)
 {
     once_client *c = L->c;
 
-    s->now = retry_now_ms();
+    s->now = clock_now_ms();
     s->target = conn_target(&c->conn); /* steer.h */
     s->sent_before = L->cst.sent;
     s->r = NULL;
@@ -593,7 +594,7 @@ call_do(once_client *c, const char *method, call_kind kind, once_rpc_id *id,
         if (deadline_ms == 0) {
             deadline_ms = c->deadline_ms;
         }
-        rv = call_run(c, &cs, retry_now_ms() + deadline_ms, NULL, resp,
+        rv = call_run(c, &cs, clock_now_ms() + deadline_ms, NULL, resp,
                       resp_len, st);
     }
     return call_conclude(c, &cs, assigned, rv, st);

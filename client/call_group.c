@@ -26,6 +26,7 @@
 #include "client/exchange.h"
 #include "client/lease_gate.h"
 #include "client/status.h"
+#include "base/clock.h"
 
 /* What call_group leaves of a call whose first attempt did not end it. */
 struct call_rest {
@@ -69,8 +70,8 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
     gate_call lc;
     bool tracked = false, tracking = false, sent = false;
     uint64_t attempt_end =
-        retry_window(retry_now_ms(), c->attempt_timeout_ms, deadline);
-    uint64_t start_ms = retry_now_ms();
+        retry_window(clock_now_ms(), c->attempt_timeout_ms, deadline);
+    uint64_t start_ms = clock_now_ms();
     int rv;
 
     memset(&cst, 0, sizeof(cst));
@@ -87,7 +88,7 @@ call_group_send(once_client *c, struct call_rest **rs, nng_msg **m, size_t n,
         rv = NNG_ECANCELED;
         snprintf(cst.last_err, sizeof(cst.last_err), "the lease was lost");
     } else {
-        start_ms = retry_now_ms();
+        start_ms = clock_now_ms();
         rv = coalesce_send(c, tracked, slot, bodies, lens, n, deadline,
                            attempt_end, &cst, &rep);
         sent = true;
@@ -168,7 +169,7 @@ call_group(once_client *c, call_group_entry *g, size_t n)
     struct call_rest *rs[BATCH_ENTRIES_MAX];
     call_group_entry *ge[BATCH_ENTRIES_MAX];
     nng_msg *m[BATCH_ENTRIES_MAX];
-    uint64_t deadline = retry_now_ms() + c->deadline_ms;
+    uint64_t deadline = clock_now_ms() + c->deadline_ms;
     size_t max_bytes = envelope_batch_room(c);
     size_t k = 0;
 

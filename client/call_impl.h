@@ -60,7 +60,7 @@ typedef struct call_pre {
     int rv;                /* 0: r holds the reply */
     Once__V1__Response *r; /* handed over to call_run */
     call_state cst;
-    uint64_t start_ms; /* retry_now_ms when the attempt began (steer.h) */
+    uint64_t start_ms; /* clock_now_ms when the attempt began (steer.h) */
 } call_pre;
 
 /* The start of every call: arguments, the rpc id (rpc_id.h), the size
@@ -75,7 +75,7 @@ int call_prepare(once_client *c, const char *method, call_kind kind,
  * that is final (no retry follows). */
 bool call_pre_final(const call_spec *cs, const call_pre *pre);
 
-/* The call's attempts until the absolute deadline (retry_now_ms clock):
+/* The call's attempts until the absolute deadline (clock_now_ms clock):
  * attempt, decide, then final, retry, back off or give up. With pre, its
  * first attempt was made already (call_group): the loop goes on from that
  * outcome, exactly as after an attempt of its own; a final outcome takes

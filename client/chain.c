@@ -29,7 +29,7 @@
 #include "client/client_impl.h"
 #include "client/journal_impl.h"
 #include "client/lease_gate.h"
-#include "client/retry.h"
+#include "base/clock.h"
 #include "client/status.h"
 
 struct once_chain {
@@ -62,7 +62,7 @@ chain_write(once_chain *ch, chain_rec *w, chain_how how, once_status *st)
     chain_rec *n;
     int rv;
 
-    w->updated_unix_ms = retry_wall_ms();
+    w->updated_unix_ms = clock_wall_ms();
     if (how != CHAIN_MEMORY &&
         (rv = journal_put(ch->j, w, how == CHAIN_SYNC, st)) != ONCE_OK) {
         return rv;
@@ -111,7 +111,7 @@ chain_create(once_chain *ch, const char *chain_id, once_status *st)
     w.chain_id = (char *)chain_id;
     w.principal = ch->c->principal;
     w.state = ONCE_CHAIN_IDLE;
-    w.created_unix_ms = retry_wall_ms();
+    w.created_unix_ms = clock_wall_ms();
     return chain_write(ch, &w, CHAIN_SYNC, st);
 }
 

@@ -20,6 +20,7 @@
 #include "client/client_impl.h"
 #include "client/envelope.h"
 #include "client/exchange.h"
+#include "base/clock.h"
 
 /* ents[0, n) as one message *mp: the entry itself when n is 1, else a
  * batch envelope with what is left of deadline. */
@@ -138,7 +139,7 @@ coalesce_lead(once_client *c, bool tracked, call_slot *s, batch_entry *e,
      * batch_take: a follower may leave held[] at any moment. */
     n = batch_take(
         &c->batch, e,
-        retry_window(retry_now_ms(), c->attempt_timeout_ms / 2, attempt_end),
+        retry_window(clock_now_ms(), c->attempt_timeout_ms / 2, attempt_end),
         envelope_batch_room(c), held, copies, lens);
     rv = coalesce_send(c, tracked, s, copies, lens, n, deadline, attempt_end,
                        cst, &rep);

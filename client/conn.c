@@ -25,10 +25,10 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
-#include "client/retry.h"
+#include "base/clock.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
-#include "proto/close_bounded.h"
+#include "base/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
@@ -206,7 +206,7 @@ conn_redial(conn *cn)
     pthread_mutex_lock(&cn->dial_lock);
     /* Read under the lock: a time taken before it may be older than the
      * redial_ms another caller just set, and now - redial_ms would wrap. */
-    now = retry_now_ms();
+    now = clock_now_ms();
     if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
         cn->redial_ms = now;
         /* Several URLs: the next one, unless the target answered a call
@@ -230,11 +230,11 @@ conn_hint(conn *cn, uint64_t gen, const char *leader)
     steer_move m;
 
     pthread_mutex_lock(&cn->dial_lock);
-    m = steer_hint(&cn->route, gen, leader, retry_now_ms());
+    m = steer_hint(&cn->route, gen, leader, clock_now_ms());
     if (m == STEER_MOVED) {
         /* A move counts as a redial: a send that stalled on the old
          * target does not move the new one within the second. */
-        cn->redial_ms = retry_now_ms();
+        cn->redial_ms = clock_now_ms();
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
@@ -249,7 +249,7 @@ conn_leaderless(conn *cn, uint64_t gen)
     }
     pthread_mutex_lock(&cn->dial_lock);
     if (steer_leaderless(&cn->route, gen)) {
-        cn->redial_ms = retry_now_ms();
+        cn->redial_ms = clock_now_ms();
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
@@ -262,8 +262,8 @@ conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms)
         return;
     }
     pthread_mutex_lock(&cn->dial_lock);
-    if (steer_rotate(&cn->route, gen, sent_ms, retry_now_ms())) {
-        cn->redial_ms = retry_now_ms();
+    if (steer_rotate(&cn->route, gen, sent_ms, clock_now_ms())) {
+        cn->redial_ms = clock_now_ms();
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
@@ -273,7 +273,7 @@ void
 conn_heard(conn *cn, uint64_t gen, bool served)
 {
     if (cn->route.n > 1) {
-        steer_heard(&cn->route, gen, served, retry_now_ms());
+        steer_heard(&cn->route, gen, served, clock_now_ms());
     }
 }
 
@@ -305,7 +305,7 @@ conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
         return ONCE_OK;
     }
     pthread_mutex_lock(&cn->diag_lock);
-    now = retry_now_ms(); /* under the lock, as in conn_redial */
+    now = clock_now_ms(); /* under the lock, as in conn_redial */
     if (timeout_ms > 0 &&
         (cn->diag_ms == 0 || now - cn->diag_ms >= CONN_DIAG_MIN_MS)) {
         bool failed;
@@ -319,7 +319,7 @@ conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st)
             (void)tls_diag_probe(cn->url, cn->tls_ca, cn->tls_name, timeout_ms,
                                  &cn->diag);
         }
-        cn->diag_ms = retry_now_ms();
+        cn->diag_ms = clock_now_ms();
     }
     *st = cn->diag;
     pthread_mutex_unlock(&cn->diag_lock);

@@ -56,12 +56,12 @@ typedef struct conn {
     size_t ndialers;
     steer route;  /* the URLs and which one is the target (steer.h) */
     size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
-    uint64_t redial_ms; /* retry_now_ms() of the last redial */
+    uint64_t redial_ms; /* clock_now_ms() of the last redial */
     bool tls_failed;    /* a dialer of sock saw a handshake fail as TLS
                            (tls_diag_dialer_failed); sticky */
 
     pthread_mutex_t diag_lock; /* protects diag_ms and diag */
-    uint64_t diag_ms;          /* retry_now_ms() of the last TLS probe */
+    uint64_t diag_ms;          /* clock_now_ms() of the last TLS probe */
     once_status diag;          /* its verdict (code ONCE_OK: none) */
 
     _Atomic bool shut; /* conn_shut ran (the socket is closed, or its close
@@ -127,7 +127,7 @@ bool conn_hint(conn *cn, uint64_t gen, const char *leader);
  * one URL. */
 void conn_leaderless(conn *cn, uint64_t gen);
 
-/* An attempt sent at sent_ms (retry_now_ms) on generation gen got no reply
+/* An attempt sent at sent_ms (clock_now_ms) on generation gen got no reply
  * in time: moves to the next URL unless the target answered anything
  * since (steer_rotate). A no-op with one URL. */
 void conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms);

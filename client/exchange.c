@@ -16,6 +16,7 @@
 
 #include "client/client_impl.h"
 #include "client/lease_gate.h"
+#include "base/clock.h"
 
 /* How long a send waits for a connection before the dial is started over
  * (conn_redial, itself at most once a second per handle). */
@@ -37,7 +38,7 @@ exchange_start(once_client *c, bool tracked, gate_op op, call_slot *s,
     return true;
 }
 
-/* Milliseconds until `until` (a retry_now_ms value), at least 1 so nng
+/* Milliseconds until `until` (a clock_now_ms value), at least 1 so nng
  * never treats it as "no wait" (NNG_DURATION_ZERO is still a timeout). */
 static nng_duration
 exchange_wait(uint64_t until)
@@ -101,7 +102,7 @@ exchange_send(once_client *c, bool tracked, call_slot *s, nng_msg *m,
     for (;;) {
         nng_aio_set_timeout(
             s->aio, exchange_wait(retry_window(
-                        retry_now_ms(), EXCHANGE_SEND_SLICE_MS, attempt_end)));
+                        clock_now_ms(), EXCHANGE_SEND_SLICE_MS, attempt_end)));
         if (!exchange_start(c, tracked, GATE_OP_SEND, s, s->aio, 0)) {
             exchange_drop(s->aio);
             snprintf(cst->last_err, sizeof(cst->last_err), "%s", exchange_lost);
@@ -143,7 +144,7 @@ exchange_recv(once_client *c, bool tracked, call_slot *s, uint64_t deadline,
               call_state *cst, nng_msg **replyp)
 {
     uint64_t end =
-        retry_window(retry_now_ms(), c->attempt_timeout_ms, deadline);
+        retry_window(clock_now_ms(), c->attempt_timeout_ms, deadline);
     int rv;
 
     nng_aio_set_timeout(s->aio, exchange_wait(end));

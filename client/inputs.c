@@ -35,11 +35,11 @@
 #include "client/answer.h"
 #include "client/client_impl.h"
 #include "client/lease_gate.h"
-#include "client/retry.h"
+#include "base/clock.h"
 #include "proto/grants.pb-c.h"
 #include "client/inputs.pb-c.h"
 #include "client/status.h"
-#include "proto/trust.h"
+#include "base/trust.h"
 #include <once/inputs.h>
 
 #define REQUEST_GRANT "/once.v1.Grants/RequestGrant"
@@ -280,7 +280,7 @@ file_answer(once_inputs *s, const char *name, const kept *k, int rv,
         w.code = rv;
         w.reason = st->reason;
         w.message = st->message;
-        w.updated_unix_ms = retry_wall_ms();
+        w.updated_unix_ms = clock_wall_ms();
         e = file_write(s, name, &w);
     }
     pthread_mutex_unlock(&s->lock);
@@ -398,7 +398,7 @@ input_submit(once_client *c, once_inputs *s, const char *method,
     k.seq = seq;
     k.principal = c->principal;
     k.state = ONCE_INPUT_PENDING;
-    k.kept_unix_ms = k.updated_unix_ms = retry_wall_ms();
+    k.kept_unix_ms = k.updated_unix_ms = clock_wall_ms();
     k.sends = 1;
     k.method = (char *)method;
     e = file_write(s, name, &k);
@@ -577,7 +577,7 @@ once_grant_input_resend(once_client *c, once_inputs *s, const char *request_id,
     }
     pthread_mutex_lock(&s->lock);
     w.sends++;
-    w.updated_unix_ms = retry_wall_ms();
+    w.updated_unix_ms = clock_wall_ms();
     e = file_write(s, name, &w);
     pthread_mutex_unlock(&s->lock);
     if (e != 0) {

@@ -57,9 +57,8 @@
 
 #include "client/call.h"
 #include "client/client_impl.h"
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "client/lease_gate.h"
-#include "client/retry.h"
 #include "client/status.h"
 #include "proto/wire.h"
 
@@ -71,7 +70,7 @@ void
 lease_init(once_client *c)
 {
     pthread_mutex_init(&c->renew.lock, NULL);
-    duration_cond_init(&c->renew.cv);
+    clock_cond_init(&c->renew.cv);
 }
 
 void
@@ -185,7 +184,7 @@ lease_renew_call(once_client *c, uint64_t client_id, uint64_t *ttl_ms,
     }
     resp = (Once__V1__RenewLeaseResponse *)out;
     if (gate_tracks(&c->gate, req.client_id)) {
-        gate_renewed(&c->gate, retry_now_ms(), resp->remaining_ms);
+        gate_renewed(&c->gate, clock_now_ms(), resp->remaining_ms);
     }
     if (ttl_ms != NULL) {
         *ttl_ms = resp->ttl_ms;
@@ -284,7 +283,7 @@ once_lease_info(once_client *c, uint64_t client_id,
 static bool
 renew_wait(once_client *c, uint64_t ms)
 {
-    struct timespec ts = duration_deadline(ms);
+    struct timespec ts = clock_deadline(ms);
 
     while (!c->renew.stop &&
            pthread_cond_timedwait(&c->renew.cv, &c->renew.lock, &ts) !=
@@ -315,7 +314,7 @@ renew_main(void *arg)
         if (renew_wait(c, wait)) {
             break;
         }
-        now = retry_now_ms();
+        now = clock_now_ms();
         until = gate_until(&c->gate);
         if (now >= until) {
             pthread_mutex_unlock(&c->renew.lock);
@@ -368,7 +367,7 @@ renew_main(void *arg)
         }
         /* Try again sooner, and once more right at the end of the TTL. */
         wait = interval / 2 > 0 ? interval / 2 : 1;
-        now = retry_now_ms();
+        now = clock_now_ms();
         if (now < until && until - now < wait) {
             wait = until - now;
         }
@@ -424,7 +423,7 @@ lease_begin(once_client *c, uint64_t ttl_ms, once_status *st)
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
                           "OpenLease granted client id 0");
     }
-    gate_grant(&c->gate, id, granted, retry_now_ms());
+    gate_grant(&c->gate, id, granted, clock_now_ms());
     if (renew_start(c) != 0) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_THREAD,
                           "cannot start the lease renewal thread");
@@ -441,7 +440,7 @@ lease_end(once_client *c, bool keep, uint64_t *left_ms)
     gate_closing(&c->gate);
     lost = gate_is_lost(&c->gate);
     if (left_ms != NULL) {
-        uint64_t now = retry_now_ms(), until = gate_until(&c->gate);
+        uint64_t now = clock_now_ms(), until = gate_until(&c->gate);
         *left_ms = (id != 0 && !lost && until > now) ? until - now : 0;
     }
     if (!keep && id != 0 && !lost && gate_all_complete(&c->gate)) {

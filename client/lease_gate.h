@@ -62,7 +62,7 @@ typedef struct lease_gate {
 
     pthread_mutex_t lock;       /* protects everything below */
     int state;                  /* enum once_client_lease */
-    uint64_t until_ms;          /* retry_now_ms() by which the server has
+    uint64_t until_ms;          /* clock_now_ms() by which the server has
                                    expired the lease unless renewed since:
                                    the last renewal's reply time plus the
                                    remaining TTL it reported */
@@ -131,7 +131,7 @@ bool gate_is_lost(lease_gate *g);
  * Only meaningful once gate_is_lost. */
 void gate_why(lease_gate *g, once_status *out);
 
-/* The local expiry estimate (retry_now_ms time). */
+/* The local expiry estimate (clock_now_ms time). */
 uint64_t gate_until(lease_gate *g);
 
 /* A renewal answered at local time reply_ms with remaining_ms left: LIVE,

@@ -4,30 +4,22 @@
  * Owns: the backoff schedule and a splitmix64 generator whose state lives
  * on the caller's stack (one per call), so jitter is thread-safe without a
  * lock; the only shared datum is an atomic seed counter.
- * Never: blocks except in retry_sleep_ms; never reads the wall clock for
- * deadlines (monotonic only, so clock steps cannot stretch a deadline).
+ * Never: blocks; measures a deadline on anything but clock_now_ms
+ * (base/clock.h: monotonic, so clock steps cannot stretch a deadline).
  */
 #include "client/retry.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
 static atomic_uint_fast64_t retry_seed_counter;
 
 uint64_t
-retry_now_ms(void)
-{
-    return duration_now_ms();
-}
-
-uint64_t
 retry_remaining_ms(uint64_t deadline_ms)
 {
-    uint64_t now = retry_now_ms();
+    uint64_t now = clock_now_ms();
 
     return now < deadline_ms ? deadline_ms - now : 0;
 }
@@ -51,28 +43,19 @@ retry_rand(uint64_t *rng)
 }
 
 uint64_t
-retry_wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint64_t
 retry_seed(void)
 {
-    struct timespec ts;
     uint64_t s;
     pthread_t self = pthread_self();
     uint64_t tid = 0;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
     /* pthread_t is opaque; fold its bytes in. */
     for (size_t i = 0; i < sizeof(self); i++) {
         tid = tid * 131 + ((const unsigned char *)&self)[i];
     }
-    s = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    /* A seed, not a time: the wall clock's bits (differ across boots and
+     * hosts) and the monotonic microseconds (differ call to call). */
+    s = (clock_wall_ms() << 20) ^ clock_now_us();
     s ^= tid * 0x9e3779b97f4a7c15ull;
     s ^= atomic_fetch_add(&retry_seed_counter, 1) << 32;
     (void)retry_rand(&s);
@@ -91,16 +74,4 @@ retry_backoff_ms(const retry_policy *p, uint32_t attempt, uint64_t *rng)
         ceiling = p->max_ms;
     }
     return (uint32_t)(retry_rand(rng) % (ceiling + 1));
-}
-
-void
-retry_sleep_ms(uint64_t ms)
-{
-    struct timespec ts, rem;
-
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &rem) != 0 && errno == EINTR) {
-        ts = rem;
-    }
 }

@@ -3,8 +3,8 @@
  * arithmetic of one call.
  *
  * Owns: the exponential backoff schedule (initial, doubling, capped), the
- * per-call random state that jitters it, and the monotonic clock the call
- * deadline is measured on.
+ * per-call random state that jitters it, and the arithmetic of the call
+ * deadline (on clock_now_ms, base/clock.h's monotonic clock).
  * Invariant: a backoff never exceeds the cap and never exceeds the time left
  * before the deadline; the random state belongs to one call (one thread), so
  * nothing here is shared or locked.
@@ -22,14 +22,8 @@ typedef struct retry_policy {
     uint32_t max_ms;       /* cap on every backoff ceiling, >= initial_ms */
 } retry_policy;
 
-/* Milliseconds on a monotonic clock (CLOCK_MONOTONIC). */
-uint64_t retry_now_ms(void);
-
-/* Wall-clock milliseconds since the epoch (CLOCK_REALTIME), for times
- * written to disk (the input store's files, the journal's records). */
-uint64_t retry_wall_ms(void);
-
-/* Milliseconds left before deadline_ms (a retry_now_ms() value), or 0. */
+/* Milliseconds left before deadline_ms (a clock_now_ms() value,
+ * base/clock.h), or 0. */
 uint64_t retry_remaining_ms(uint64_t deadline_ms);
 
 /* now_ms + span_ms, but never past cap_ms: the end of a window (an
@@ -51,8 +45,5 @@ uint64_t retry_rand(uint64_t *rng);
  */
 uint32_t retry_backoff_ms(const retry_policy *p, uint32_t attempt,
                           uint64_t *rng);
-
-/* Sleeps ms milliseconds (restarting after signals). */
-void retry_sleep_ms(uint64_t ms);
 
 #endif /* CLIENT_RETRY_H */

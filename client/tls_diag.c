@@ -19,6 +19,7 @@
 
 #include "client/retry.h"
 #include "client/status.h"
+#include "base/clock.h"
 #include "proto/endpoint_stats.h"
 
 /* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
@@ -55,7 +56,7 @@ diag_config(nng_tls_config **cfgp, bool verify, const char *ca_file,
 }
 
 /* One handshake with cfg on url, done when the server's first byte (of its
- * SP header) arrives, by `until` (a retry_now_ms time). Returns 0 when the
+ * SP header) arrives, by `until` (a clock_now_ms time). Returns 0 when the
  * handshake completed, or the nng error that ended it. */
 static int
 diag_handshake(const char *url, nng_tls_config *cfg, uint64_t until)
@@ -151,7 +152,7 @@ int
 tls_diag_probe(const char *url, const char *ca_file, const char *server_name,
                uint64_t timeout_ms, once_status *st)
 {
-    uint64_t until = retry_now_ms() + timeout_ms;
+    uint64_t until = clock_now_ms() + timeout_ms;
     int rv;
 
     rv = diag_try(url, true, ca_file, server_name, until);

@@ -3,7 +3,7 @@
  */
 #include "gc/gc.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "outbox/outbox.h"
 #include "store/fault.h"
 #include "lease/lease.h"
@@ -47,6 +48,9 @@ struct gc {
     bool ended_any;   /* step 1 of the pass in flight ended a lease */
     bool deleted_any; /* step 2 of the pass in flight staged deletions */
     bool raised_any;  /* ... and raised a durable watermark */
+    bool idle_pass;   /* ... and deleted nothing, forgot no lease */
+    uint64_t deleted_since_compact; /* keys deleted since the last
+                                       compaction this collector started */
     gc_stats stats;
     gc_sample samples[GC_RATE_SAMPLES];
     size_t nsamples;
@@ -258,6 +262,8 @@ gc_step_reclaim(void *arg)
     }
     pthread_mutex_lock(&g->mtx);
     g->deleted_any = p.rc.budget < g->cfg.budget || p.nforget > 0;
+    g->idle_pass = !g->deleted_any;
+    g->deleted_since_compact += g->cfg.budget - p.rc.budget;
     g->raised_any = p.rc.raised;
     g->stats.reclaimed_total += g->cfg.budget - p.rc.budget - events;
     g->stats.leases_forgotten += p.nforget;
@@ -335,12 +341,36 @@ gc_step_expire(void *arg)
 
 /* ---- the pass and the thread --------------------------------------------- */
 
+/* A pass that deleted nothing after enough deletions: compact now, while
+ * onced is quiet (g->mtx held). A compaction already running (an
+ * operator's) counts as this one. */
+static void
+gc_compact_if_due(gc *g)
+{
+    bool already = false;
+
+    if (!g->idle_pass || g->cfg.compact_after == 0 ||
+        g->deleted_since_compact < g->cfg.compact_after) {
+        return;
+    }
+    if (store_compact_start(g->st, &already) != 0) {
+        return; /* tried again after the next pass */
+    }
+    if (!already) {
+        log_info("collector: compacting LevelDB after %llu deletions (their "
+                 "tombstones cost CPU on every scan until compacted; "
+                 "--compact-after)",
+                 (unsigned long long)g->deleted_since_compact);
+    }
+    g->deleted_since_compact = 0;
+}
+
 /* Runs in store_sync on the executor thread (or directly on failure). */
 static void
 gc_pass_done(void *arg)
 {
     gc *g = arg;
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     size_t oldest;
 
     pthread_mutex_lock(&g->mtx);
@@ -359,6 +389,8 @@ gc_pass_done(void *arg)
         FAULT_POINT(FAULT_RECORDS_DELETED);
         pthread_mutex_lock(&g->mtx);
     }
+    gc_compact_if_due(g);
+    g->idle_pass = false;
     g->stats.passes++;
     g->samples[g->next_sample].t_ms = now;
     g->samples[g->next_sample].total = g->stats.reclaimed_total;
@@ -392,7 +424,7 @@ gc_main(void *arg)
     while (!g->stopping) {
         /* On the monotonic clock: a wall clock set back must not hold the
          * collector off for as long. */
-        struct timespec ts = duration_deadline(g->cfg.interval_ms);
+        struct timespec ts = clock_deadline(g->cfg.interval_ms);
         /* Sleep until the tick, a kick or stop; other wake-ups (a pass
          * finishing) go back to sleep. */
         while (!g->kicked && !g->stopping) {
@@ -442,7 +474,7 @@ gc_open(gc **gp, store *st, lease_table *lt, uint64_t (*now_ms)(void),
         g->cfg.budget = 20000;
     }
     pthread_mutex_init(&g->mtx, NULL);
-    if ((rv = duration_cond_init(&g->cv)) != 0) {
+    if ((rv = clock_cond_init(&g->cv)) != 0) {
         pthread_mutex_destroy(&g->mtx);
         free(g);
         return rv;

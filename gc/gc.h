@@ -39,6 +39,13 @@ typedef void (*gc_post_fn)(void *post_arg, void (*task)(void *),
 typedef struct gc_config {
     uint64_t interval_ms; /* between passes; 0: passes only on gc_kick */
     uint64_t budget;      /* deletions per pass */
+    /* A pass that finds nothing to delete starts a LevelDB compaction
+     * (store_compact_start) once the passes before it deleted at least
+     * this many keys since the last one: until compacted, every deleted
+     * key leaves a tombstone that each later scan steps over, so an idle
+     * onced kept spending CPU in proportion to what it had reclaimed.
+     * 0: never. */
+    uint64_t compact_after;
 } gc_config;
 
 typedef struct gc_stats {

@@ -3,7 +3,7 @@
  */
 #include "grants/credential.h"
 #include "store/fault.h"
-#include "proto/trust.h"
+#include "base/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,9 +8,6 @@
 #include "proto/duration.h"
 
 #include <errno.h>
-#include <time.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,54 +113,4 @@ duration_format(uint64_t ms, char *buf, size_t len)
         off += (size_t)w;
     }
     return buf;
-}
-
-uint64_t
-duration_now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t
-duration_now_ms(void)
-{
-    return duration_now_us() / 1000u;
-}
-
-void
-duration_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-int
-duration_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    int rv;
-
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rv = pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-    return rv;
-}
-
-struct timespec
-duration_deadline(uint64_t ms)
-{
-    struct timespec ts;
-    uint64_t ns;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ns = (uint64_t)ts.tv_nsec + (ms % 1000) * 1000000u;
-    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    return ts;
 }

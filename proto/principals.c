@@ -14,7 +14,7 @@
 
 #include <sodium.h>
 
-#include "proto/trust.h"
+#include "base/trust.h"
 
 #define LINE_MAX_BYTES 1024
 

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -35,7 +34,9 @@
 #include "store/datadir.h"
 #include "store/store.h"
 #include "proto/wire.h"
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/trust.h"
 #include "proto/reasons.h"
 
 /* How often a follower reads the log and the leader key while no etcd
@@ -68,14 +69,6 @@ typedef struct follower {
     bool have_published;
     uint64_t published_ms;
 } follower;
-
-static void
-follow_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static int
 follow_run_add(follow_run *run, const uint8_t *p, size_t n)
@@ -157,7 +150,7 @@ static void
 follow_publish(follower *f)
 {
     repl *r = f->r;
-    uint64_t now = repl_now_ms();
+    uint64_t now = clock_now_ms();
     char val[24];
     etcd_txn *t;
     bool ok = false;
@@ -311,7 +304,7 @@ follow_campaign(follower *f, bool *won)
 {
     repl *r = f->r;
     const char *url = r->cfg.advertise;
-    uint64_t sent = repl_now_ms();
+    uint64_t sent = clock_now_ms();
     etcd_txn *t;
     int64_t rev = 0;
     int rv;
@@ -377,7 +370,7 @@ follow_seed(follower *f, char *url, size_t urllen)
         return EINPROGRESS; /* no leader to seed from; never campaign */
     }
     if ((rv = repl_seed(f->r, url, &f->st, &f->applied)) != 0) {
-        follow_sleep_ms(FOLLOW_SEED_RETRY_MS);
+        clock_sleep_ms(FOLLOW_SEED_RETRY_MS);
         return EINPROGRESS;
     }
     f->read_upto = f->applied;
@@ -426,7 +419,7 @@ follow_tell(const repl_config *cfg, const char *status)
 static int
 follow_key_read(repl *r, const char *key_file)
 {
-    struct stat kst;
+    unsigned mode;
     char kerr[512];
     int rv;
 
@@ -441,14 +434,13 @@ follow_key_read(repl *r, const char *key_file)
     r->signs = true;
     log_info("repl: seeding requests are signed as principal %s (%s)",
              r->key_name, key_file);
-    if (stat(key_file, &kst) == 0 && (kst.st_mode & 077) != 0) {
+    if (trust_readable_by_others(key_file, &mode)) {
         /* As onced says of its principals file: a warning. */
         log_warn("%s is readable by others (mode %03o): whoever can "
                  "read it can sign requests as principal %s. Fix: chmod "
                  "600 %s, then give the replicas a new key (oncectl "
                  "principal add) and revoke this one",
-                 key_file, (unsigned)(kst.st_mode & 0777), r->key_name,
-                 key_file);
+                 key_file, mode, r->key_name, key_file);
     }
     return 0;
 }
@@ -609,7 +601,7 @@ static bool
 follow_wait(repl_watch *w, bool behind)
 {
     if (w == NULL) {
-        follow_sleep_ms(FOLLOW_POLL_MS);
+        clock_sleep_ms(FOLLOW_POLL_MS);
         return false;
     }
     return repl_watch_wait(w, FOLLOW_POLL_MS,
@@ -632,7 +624,7 @@ follow_win(follower *f, repl **rp)
     int rv;
 
     while ((rv = follow_catch_up(f, false)) == EAGAIN) {
-        follow_sleep_ms(FOLLOW_POLL_MS);
+        clock_sleep_ms(FOLLOW_POLL_MS);
     }
     if (rv != 0) {
         repl_step_down(r, "cannot apply the log after winning");

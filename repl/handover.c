@@ -27,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define REPL_HANDOVER_ENV "ONCE_REPL_HANDOVER"
 
@@ -69,7 +70,7 @@ repl_handover_take(repl *r, bool *ours)
     if (lease == 0) {
         return 0;
     }
-    sent = repl_now_ms();
+    sent = clock_now_ms();
     if ((rv = etcd_lease_keepalive(r->ka, lease, &ttl)) != 0) {
         log_warn("repl: the lease won before the re-exec is %s; following",
                  rv == ENOENT ? "gone" : etcd_last_error(r->ka));

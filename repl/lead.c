@@ -18,29 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "proto/wire.h"
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 extern char **environ;
-
-uint64_t
-repl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void
-repl_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 void
 repl_step_down(repl *r, const char *why)
@@ -93,7 +77,7 @@ repl_keepalive_main(void *arg)
     uint64_t period = (uint64_t)r->cfg.ttl_s * 1000 / 4;
 
     while (!atomic_load(&r->stopping)) {
-        uint64_t sent = repl_now_ms();
+        uint64_t sent = clock_now_ms();
         int64_t ttl = 0;
         int rv;
 
@@ -113,7 +97,7 @@ repl_keepalive_main(void *arg)
                       etcd_last_error(r->ka));
         }
         /* Retry sooner after a failure, never past the deadline. */
-        repl_sleep_ms(rv == 0 ? period : period / 4 + 1);
+        clock_sleep_ms(rv == 0 ? period : period / 4 + 1);
     }
     return NULL;
 }
@@ -188,7 +172,7 @@ repl_append(void *arg, const void *entry, size_t len, uint64_t *index)
 {
     repl *r = arg;
 
-    if (repl_now_ms() >= atomic_load(&r->valid_until_ms)) {
+    if (clock_now_ms() >= atomic_load(&r->valid_until_ms)) {
         repl_step_down(r, "the etcd lease deadline passed");
     }
     if (entry == NULL || len == 0) {

@@ -36,8 +36,8 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "proto/once.pb-c.h"
-#include "proto/close_bounded.h"
-#include "proto/log.h"
+#include "base/close_bounded.h"
+#include "base/log.h"
 #include "proto/tls_server.h"
 #include "proto/reasons.h"
 #include "store/fault.h"

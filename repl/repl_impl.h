@@ -81,7 +81,6 @@ struct store;
 int repl_seed(repl *r, const char *url, struct store **stp, uint64_t *index);
 
 /* lead.c */
-uint64_t repl_now_ms(void);
 /* Starts the keepalive thread on r->lease (granted at sent_ms). */
 int repl_keepalive_start(repl *r, uint64_t sent_ms);
 /* Re-executes onced (never returns). */

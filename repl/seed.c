@@ -27,7 +27,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "proto/auth_tag.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/once.pb-c.h"
 #include "store/datadir.h"
 #include "store/store.h"

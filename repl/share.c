@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "grants/credential.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #define SHARE_FILE_MAX 4096
 

@@ -14,7 +14,7 @@
  * that it follows the same log). One Txn under the leader key's compare
  * puts /once/<cluster>/first = keep and deletes every log key below it;
  * then etcd is compacted at that Txn's revision.
- * Owns: the trim thread (proto/periodic.h) and its etcd handle.
+ * Owns: the trim thread (base/periodic.h) and its etcd handle.
  * Invariant: never deletes an entry at or above min(applied of the other
  * replicas, last) unless the retain bound says so; never deletes the last
  * entry; a deposed leader's trim fails its compare.
@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #define TRIM_PERIOD_MS 1000
 

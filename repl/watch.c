@@ -20,13 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cJSON.h>
 #include <curl/curl.h>
 #include <sodium.h>
 
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 /* Backoff between watch attempts after an error: doubles up to the max. */
 #define WATCH_BACKOFF_MIN_MS 100
@@ -44,9 +44,9 @@ struct repl_watch {
     etcd_tls tls;              /* https:// endpoints; strings owned */
     pthread_t thread;
     pthread_mutex_t mtx; /* protects pending, up */
-    pthread_cond_t cv;
-    bool pending; /* something happened since the last wait */
-    bool up;      /* a watch is established */
+    pthread_cond_t cv;   /* monotonic (clock_cond_init) */
+    bool pending;        /* something happened since the last wait */
+    bool up;             /* a watch is established */
     _Atomic bool stopping;
     /* the watch thread's only */
     char *buf;
@@ -169,8 +169,7 @@ watch_sleep_ms(repl_watch *w, uint64_t ms)
 {
     while (ms > 0 && !atomic_load(&w->stopping)) {
         uint64_t step = ms < 50 ? ms : 50;
-        struct timespec ts = {0, (long)step * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(step);
         ms -= step;
     }
 }
@@ -263,7 +262,7 @@ repl_watch_open(repl_watch **wp, const char *endpoints, const etcd_tls *tls,
         return ENOMEM;
     }
     pthread_mutex_init(&w->mtx, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    clock_cond_init(&w->cv); /* repl_watch_wait's clock_deadline */
     if (etcd_tls_copy(&w->tls, tls) != 0) {
         watch_free(w);
         return ENOMEM;
@@ -296,16 +295,7 @@ repl_watch_wait(repl_watch *w, uint64_t poll_ms, uint64_t idle_ms)
     bool woken;
 
     pthread_mutex_lock(&w->mtx);
-    clock_gettime(CLOCK_REALTIME, &until);
-    {
-        uint64_t ms = w->up ? idle_ms : poll_ms;
-        until.tv_sec += (time_t)(ms / 1000);
-        until.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    until = clock_deadline(w->up ? idle_ms : poll_ms);
     while (!w->pending) {
         if (pthread_cond_timedwait(&w->cv, &w->mtx, &until) == ETIMEDOUT) {
             break;

@@ -9,7 +9,7 @@
 # A module is a .c file and the .h of the same name (call.c + call.h); an
 # edge A -> B means a file of module A includes a header of module B
 # ("conn.h", "once/client.h" or <once/client.h>; headers from outside these
-# folders — proto/, system — are leaves and not followed). Since a file
+# folders — base/, proto/, system — are leaves and not followed). Since a file
 # can only call what a header it includes declares, a circle between
 # modules is a call circle too; a circle between headers is an include
 # circle. A call from one libonce file to a public once_* function defined

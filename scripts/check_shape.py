@@ -38,8 +38,8 @@ import tokenize
 
 FUNC_MAX = 120
 FUNC_DIRS = ("client", "server", "repl", "http")
-SCAN = ("bench", "cli", "client", "examples", "gc", "grants", "http", "kv",
-        "lease", "proto", "python", "repl", "server", "store")
+SCAN = ("base", "bench", "cli", "client", "examples", "gc", "grants", "http",
+        "kv", "lease", "proto", "python", "repl", "server", "store")
 ALLOW = os.path.join("scripts", "shape_allow.txt")
 # What scripts/reasons.py writes at the top of every file it generates.
 GENERATED = "generated from proto/reasons.tsv by scripts/reasons.py"

@@ -25,10 +25,10 @@
 
 #include "server/auth_impl.h"
 #include "server/call.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/names.h"
 #include "proto/principals.h"
-#include "proto/trust.h"
+#include "base/trust.h"
 #include "proto/wire.h"
 #include "proto/reasons.h"
 
@@ -297,6 +297,7 @@ auth_log_mode(const auth *a, const auth_tables *t, bool enabled,
               const char *when)
 {
     size_t live = 0;
+    unsigned mode;
 
     if (!enabled) {
         log_warn("%sno principals file %s: onced runs OPEN — requests are "
@@ -315,17 +316,13 @@ auth_log_mode(const auth *a, const auth_tables *t, bool enabled,
              when, t->plist.n, t->plist.n - live, a->principals_path,
              t->default_policy ? "built-in default (no policy file)"
                                : a->policy_path);
-    {
-        struct stat st;
-        if (stat(a->principals_path, &st) == 0 && (st.st_mode & 077) != 0) {
-            log_warn("%s is readable by others (mode %03o): it holds every "
-                     "principal's key, so whoever can read it can sign "
-                     "requests as any principal, operators included. Fix: "
-                     "chmod 600 %s, then replace the keys (oncectl principal "
-                     "add with new names, and revoke the old ones)",
-                     a->principals_path, (unsigned)(st.st_mode & 0777),
-                     a->principals_path);
-        }
+    if (trust_readable_by_others(a->principals_path, &mode)) {
+        log_warn("%s is readable by others (mode %03o): it holds every "
+                 "principal's key, so whoever can read it can sign "
+                 "requests as any principal, operators included. Fix: "
+                 "chmod 600 %s, then replace the keys (oncectl principal "
+                 "add with new names, and revoke the old ones)",
+                 a->principals_path, mode, a->principals_path);
     }
 }
 

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "proto/periodic.h"
+#include "base/periodic.h"
 #include "proto/principals.h"
 #include "proto/wire.h"
 

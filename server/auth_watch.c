@@ -18,8 +18,8 @@
 
 #include "server/auth.h"
 #include "server/auth_impl.h"
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 /* New tables on their way to the executor. */
 typedef struct auth_install {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 

@@ -20,8 +20,9 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #define CONNS_PEERS_MAX 256 /* penalised peers remembered */
 #define CONNS_CLOSE_MAX 64  /* pipes closed by one pass of the thread */
@@ -36,7 +37,7 @@ typedef struct conns_peer {
 typedef struct conn_entry {
     uint32_t id; /* pipe id; 0: a free slot */
     conns_peer peer;
-    uint64_t last_ms;    /* nng_clock() of its opening, last request or
+    uint64_t last_ms;    /* clock_now_ms() of its opening, last request or
                             last reply */
     uint32_t held;       /* its requests holding a context */
     uint32_t limit;      /* --conn-inflight, or 1 (penalised peer) */
@@ -266,7 +267,7 @@ static void
 conns_added(conns *cs, nng_pipe p)
 {
     conns_peer k = peer_of(p);
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
     uint32_t close = 0;
     const char *why = NULL;
     peer_penalty *pen;
@@ -330,7 +331,7 @@ conns_hold(conns *cs, uint32_t id)
 
     pthread_mutex_lock(&cs->mtx);
     if ((e = conns_find(cs, id)) != NULL) {
-        e->last_ms = (uint64_t)nng_clock();
+        e->last_ms = clock_now_ms();
         if (e->held < e->limit) {
             e->held++;
             r = CONNS_HOLD_OK;
@@ -350,7 +351,7 @@ conns_release(conns *cs, uint32_t id)
     pthread_mutex_lock(&cs->mtx);
     if ((e = conns_find(cs, id)) != NULL && e->held > 0) {
         e->held--;
-        e->last_ms = (uint64_t)nng_clock();
+        e->last_ms = clock_now_ms();
     }
     pthread_mutex_unlock(&cs->mtx);
 }
@@ -362,7 +363,7 @@ conns_not_reading(conns *cs, uint32_t id)
 
     pthread_mutex_lock(&cs->mtx);
     if ((e = conns_find(cs, id)) != NULL) {
-        penalty_add(cs, &e->peer, (uint64_t)nng_clock());
+        penalty_add(cs, &e->peer, clock_now_ms());
         conns_forget(cs, e); /* the caller closes it */
     }
     pthread_mutex_unlock(&cs->mtx);
@@ -379,7 +380,7 @@ conns_auth_result(conns *cs, uint32_t id, bool ok)
         e->auth_fails = ok ? 0 : e->auth_fails + 1;
         if (e->auth_fails >= CONNS_AUTH_FAILS_MAX) {
             close = true;
-            penalty_add(cs, &e->peer, (uint64_t)nng_clock());
+            penalty_add(cs, &e->peer, clock_now_ms());
             STATS_INC(cs->stats, auth_disconnects);
             conns_forget(cs, e); /* the caller closes it */
         }
@@ -441,7 +442,7 @@ conns_tick(void *arg, unsigned why)
     conns *cs = arg;
     uint32_t close[CONNS_CLOSE_MAX];
     size_t nclose = 0;
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
     conns_news nw;
 
     (void)why;

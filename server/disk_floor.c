@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "proto/duration.h"
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 static void
 disk_floor_read(disk_floor *d)
@@ -48,14 +48,14 @@ disk_floor_init(disk_floor *d, const char *dir, uint64_t min_free)
     memset(d, 0, sizeof(*d));
     d->dir = dir;
     d->min_free = min_free;
-    d->last_ms = duration_now_ms();
+    d->last_ms = clock_now_ms();
     disk_floor_read(d);
 }
 
 bool
 disk_floor_refresh(disk_floor *d)
 {
-    d->last_ms = duration_now_ms();
+    d->last_ms = clock_now_ms();
     disk_floor_read(d);
     return atomic_load(&d->low);
 }
@@ -68,7 +68,7 @@ disk_floor_low(disk_floor *d)
     if (d->min_free == 0) {
         return false;
     }
-    now = duration_now_ms();
+    now = clock_now_ms();
     if (now - d->last_ms >= DISK_FLOOR_RECHECK_MS) {
         d->last_ms = now;
         disk_floor_read(d);

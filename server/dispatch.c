@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 
 struct dispatch {
     const service_ops *const *ops;

@@ -30,13 +30,13 @@
 #include "server/dispatch.h"
 #include "server/fair_queue.h"
 #include "server/verify.h"
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
 #include "lease/admit.h"
 #include "lease/lease.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/names.h"
 #include "proto/once.pb-c.h"
 #include "store/records.h"
@@ -444,8 +444,7 @@ exec_call(const executor *ex, server_call *c, const void *body, size_t len,
     }
     /* Elapsed vs allowed: recv_ms + timeout_ms would wrap for a huge
      * timeout and turn "no hurry" into "already late". */
-    if (req->timeout_ms != 0 &&
-        (uint64_t)nng_clock() - recv_ms > req->timeout_ms) {
+    if (req->timeout_ms != 0 && clock_now_ms() - recv_ms > req->timeout_ms) {
         call_fail(c, ONCE__V1__CODE__DEADLINE_EXCEEDED,
                   REASON_DEADLINE_EXCEEDED,
                   "the deadline passed before the call could run");
@@ -684,7 +683,7 @@ commit:
 static bool
 exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
 {
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     bool stopping;
 
     pthread_mutex_lock(&ex->mtx);
@@ -715,7 +714,7 @@ exec_park(executor *ex, listener_req *lr, uint64_t park_ms)
 static void
 exec_unpark(executor *ex)
 {
-    uint64_t now = duration_now_ms();
+    uint64_t now = clock_now_ms();
     uint64_t events = atomic_load(&ex->env->stats->outbox_events);
     bool all = events != ex->parked_seen;
     listener_req **pp = &ex->parked;
@@ -751,7 +750,7 @@ exec_unpark(executor *ex)
 static uint64_t
 exec_park_wait_ms(const executor *ex)
 {
-    uint64_t now = duration_now_ms(), first = UINT64_MAX;
+    uint64_t now = clock_now_ms(), first = UINT64_MAX;
 
     for (const listener_req *lr = ex->parked; lr != NULL; lr = lr->next) {
         if (lr->park_until_ms < first) {
@@ -814,13 +813,12 @@ static void *
 exec_main(void *arg)
 {
     executor *ex = arg;
-    uint64_t group_ms = 0; /* nng_clock() of the group's first call */
+    uint64_t group_ms = 0; /* clock_now_ms() of the group's first call */
 
     for (;;) {
         listener_req *lr;
         exec_task *t;
-        bool late =
-            group_ms != 0 && (uint64_t)nng_clock() - group_ms >= EXEC_GROUP_MS;
+        bool late = group_ms != 0 && clock_now_ms() - group_ms >= EXEC_GROUP_MS;
 
         pthread_mutex_lock(&ex->mtx);
         if ((ex->q.queued == 0 && ex->task_head == NULL) || late ||
@@ -844,7 +842,7 @@ exec_main(void *arg)
                 pthread_cond_wait(&ex->cv, &ex->mtx);
                 continue;
             }
-            ts = duration_deadline(wait);
+            ts = clock_deadline(wait);
             if (wait == 0 ||
                 pthread_cond_timedwait(&ex->cv, &ex->mtx, &ts) == ETIMEDOUT) {
                 break; /* a parked read's deadline: sync and unpark */
@@ -874,7 +872,7 @@ exec_main(void *arg)
         }
         pthread_mutex_unlock(&ex->mtx);
         if (group_ms == 0) {
-            group_ms = (uint64_t)nng_clock();
+            group_ms = clock_now_ms();
         }
         exec_one(ex, lr);
     }
@@ -933,7 +931,7 @@ executor_open(executor **ep, exec_env *env)
         return rv;
     }
     pthread_mutex_init(&ex->mtx, NULL);
-    duration_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
+    clock_cond_init(&ex->cv); /* parked reads' deadlines: monotonic */
     if ((rv = pthread_create(&ex->thread, NULL, exec_main, ex)) != 0) {
         pthread_mutex_destroy(&ex->mtx);
         pthread_cond_destroy(&ex->cv);

@@ -19,7 +19,7 @@
 
 #include "http/json_pb.h"
 #include "proto/auth_tag.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/principals.h"
 #include "proto/reasons.h"
 #include "proto/tls_server.h"

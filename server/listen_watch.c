@@ -16,8 +16,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #include <nng/supplemental/util/platform.h>
 
@@ -47,7 +48,7 @@ struct listen_watch {
                          the pipe callback may already run */
     _Atomic uint64_t *restarts; /* the caller's counter */
     periodic *thread;           /* NULL until started */
-    uint64_t next_probe_ms;     /* nng_clock() of the next round of probes
+    uint64_t next_probe_ms;     /* clock_now_ms() of the next round of probes
                                    (watch thread) */
     /* Probes that timed out, kept open (watch thread): closing one while
      * a slow onced is still in its handshake would end the listener (nng
@@ -88,7 +89,7 @@ watch_park(listen_watch *w, int fd)
     for (size_t i = 0; i < WATCH_PARKED; i++) {
         if (w->parked[i] < 0) {
             w->parked[i] = fd;
-            w->parked_until[i] = (uint64_t)nng_clock() + WATCH_PARK_MS;
+            w->parked_until[i] = clock_now_ms() + WATCH_PARK_MS;
             return;
         }
     }
@@ -101,7 +102,7 @@ watch_park(listen_watch *w, int fd)
 static void
 watch_sweep(listen_watch *w, bool all)
 {
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
 
     for (size_t i = 0; i < WATCH_PARKED; i++) {
         uint8_t buf[64];
@@ -255,7 +256,7 @@ static void
 watch_tick(void *arg, unsigned why)
 {
     listen_watch *w = arg;
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
     bool probes = now >= w->next_probe_ms;
     nng_stat *snap = NULL;
 
@@ -286,7 +287,7 @@ watch_tick(void *arg, unsigned why)
         nng_stats_free(snap);
     }
     if (probes) {
-        w->next_probe_ms = (uint64_t)nng_clock() + w->interval_ms;
+        w->next_probe_ms = clock_now_ms() + w->interval_ms;
     }
 }
 

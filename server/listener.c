@@ -36,8 +36,9 @@
 #include "store/fault.h"
 #include "server/conns.h"
 #include "server/listen_watch.h"
-#include "proto/close_bounded.h"
-#include "proto/log.h"
+#include "base/close_bounded.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "server/tls_watch.h"
 #include "proto/tls_server.h"
 
@@ -81,7 +82,7 @@ struct listener {
     nng_duration send_to_ms; /* --send-timeout */
     server_stats *stats;     /* conn_limit_drops, conns_dropped */
     conns *conns;            /* the open connections and their bounds */
-    _Atomic uint64_t drop_log_ms; /* nng_clock() of the last drop logged */
+    _Atomic uint64_t drop_log_ms; /* clock_now_ms() of the last drop logged */
     uint32_t dropped[LISTENER_DROPPED_MAX]; /* ids of the pipes closed last
                                                for not reading; l->mtx */
     size_t ndropped;                        /* next slot of dropped; l->mtx */
@@ -114,7 +115,7 @@ listener_first_drop(listener *l, uint32_t id)
 static void
 listener_log_drop(listener *l, const char *what, uint32_t pipe_id)
 {
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
     uint64_t last = atomic_load(&l->drop_log_ms);
 
     if (now - last >= 1000 &&
@@ -226,7 +227,7 @@ lctx_cb(void *arg)
             nng_ctx_recv(c->ctx, c->aio);
             return;
         }
-        c->req.recv_ms = (uint64_t)nng_clock();
+        c->req.recv_ms = clock_now_ms();
         c->req.pipe_id = (uint32_t)nng_pipe_id(c->pipe);
         c->req.auth_gen = 0;
         c->req.principal[0] = '\0';

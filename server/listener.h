@@ -58,13 +58,13 @@ typedef struct listener listener;
  * to the executor from submit until listener_reply. */
 typedef struct listener_req {
     nng_msg *msg;           /* the request; the executor frees it */
-    uint64_t recv_ms;       /* nng_clock() at receipt */
+    uint64_t recv_ms;       /* clock_now_ms() at receipt */
     uint64_t recv_us;       /* stats_now_us() at receipt, set by the submit
                                function (the call latency histogram) */
     bool wrote;             /* set by the executor: the call's transaction wrote
                                something (what the reply fault points count) */
     uint64_t park_until_ms; /* executor: a parked read's deadline
-                               (duration_now_ms); 0: never parked */
+                               (clock_now_ms); 0: never parked */
     uint32_t pipe_id;       /* the connection it came from */
     uint64_t auth_gen;      /* set by the verifier: the generation of the
                                tables its tag verified under (0: not) */

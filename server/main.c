@@ -27,7 +27,7 @@
 #include <stdio.h>
 
 #include "server/config_file.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/notify.h"

@@ -14,9 +14,9 @@
 #include <stdio.h>
 
 #include "server/executor.h"
-#include "proto/duration.h"
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -37,7 +37,7 @@ void
 notify_following(void *arg, const char *status)
 {
     static uint64_t interval_ms, last_ms; /* the main thread's */
-    uint64_t usec = 0, now = duration_now_ms();
+    uint64_t usec = 0, now = clock_now_ms();
 
     (void)arg;
     if (status != NULL) {

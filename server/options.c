@@ -18,11 +18,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <leveldb/c.h>
 #include <nng/nng.h>
 
+#include "base/trust.h"
 #include "proto/duration.h"
 #include "proto/number.h"
 #include "server/http_api.h"
@@ -146,6 +146,10 @@ static const opt_def OPTIONS[] = {
              "time between collector passes (default %D)"),
     COUNT("gc-budget", "N", srv.gc_budget, 20000, 1, 10000000, 0,
           "record deletions per pass (default %D)"),
+    COUNT("compact-after", "N", srv.compact_after, 10000, 0, 1ull << 40, 0,
+          "compact LevelDB when the collector, having\n"
+          "deleted N keys since the last compaction, finds\n"
+          "nothing to delete (default %D; 0: never)"),
     COUNT("lease-max", "N", srv.lease_max, 100000, 0, 1u << 30, 0,
           "live leases in all; OpenLease beyond it is\n"
           "refused RESOURCE_EXHAUSTED/LEASE_CAPACITY\n"
@@ -632,7 +636,7 @@ check_etcd_options(const repl_config *rc)
                            rc->etcd_tls.key};
     const char *names[] = {"--etcd-cacert", "--etcd-cert", "--etcd-key"};
     bool tls = false, any = false;
-    struct stat st;
+    unsigned mode;
 
     if (!etcd_endpoints_valid(rc->endpoints, &tls)) {
         fprintf(stderr,
@@ -660,14 +664,13 @@ check_etcd_options(const repl_config *rc)
         fprintf(stderr, "onced: --etcd-cert and --etcd-key go together\n");
         return -1;
     }
-    if (rc->etcd_tls.key != NULL && stat(rc->etcd_tls.key, &st) == 0 &&
-        (st.st_mode & 077) != 0) {
+    if (rc->etcd_tls.key != NULL &&
+        trust_readable_by_others(rc->etcd_tls.key, &mode)) {
         fprintf(stderr,
                 "onced: warning: --etcd-key %s is readable by others (mode "
                 "%03o): whoever reads it can write this cluster's log in "
                 "etcd. Fix: chmod 600 %s\n",
-                rc->etcd_tls.key, (unsigned)(st.st_mode & 0777),
-                rc->etcd_tls.key);
+                rc->etcd_tls.key, mode, rc->etcd_tls.key);
     }
     if (any && !tls) {
         fprintf(stderr, "onced: --etcd-cacert, --etcd-cert and --etcd-key are "

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/time.h>
 
 #include "server/auth.h"
 #include "server/executor.h"
@@ -19,8 +18,9 @@
 #include "server/listener.h"
 #include "server/test_seams.h"
 #include "server/verify.h"
-#include "proto/log.h"
-#include "proto/trust.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/trust.h"
 
 /* Descriptors kept for the store, the listeners and the metrics endpoint
  * when --conn-max is fitted under the open-file limit. */
@@ -28,14 +28,6 @@
 
 _Static_assert(SERVER_LISTEN_MAX == LISTENER_URLS_MAX,
                "server_config.listen and listener_config.listen differ");
-
-static uint64_t
-server_wall_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
 
 /* What to do about a LevelDB that cannot be opened, from its error: only
  * a lock held suggests another onced, only EACCES the permissions. */
@@ -140,7 +132,7 @@ server_open(server **sp, const server_config *cfg)
     s->cfg = *cfg;
     env = &s->env;
     /* The wall clock; onced_test's may be shifted (test_seams.h). */
-    env->now_ms = TEST_SEAMS_CLOCK(server_wall_ms);
+    env->now_ms = TEST_SEAMS_CLOCK(clock_wall_ms);
     env->stats = &s->stats;
     env->disk = &s->disk;
     server_exec_config(cfg, &env->cfg);
@@ -205,6 +197,7 @@ server_open(server **sp, const server_config *cfg)
     }
     gcc.interval_ms = cfg->gc_interval_ms;
     gcc.budget = cfg->gc_budget;
+    gcc.compact_after = cfg->compact_after;
     if ((rv = gc_open(&env->gc, env->st, env->leases, env->now_ms,
                       executor_post, s->ex, &gcc)) != 0) {
         log_error("cannot start the collector thread");

@@ -35,6 +35,7 @@ typedef struct server_config {
     uint64_t window;           /* unacknowledged seqs allowed per client */
     uint64_t gc_interval_ms;   /* between collector passes */
     uint64_t gc_budget;        /* record deletions per collector pass */
+    uint64_t compact_after;    /* deletions before an idle compaction */
     bool dev;                  /* --dev: create a dev principal (auth.h) */
     const char *tls_cert;      /* PEM certificate for tls+tcp:// listeners */
     const char *tls_key;       /* its PEM private key */

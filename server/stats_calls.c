@@ -4,7 +4,7 @@
  */
 #include "server/stats_calls.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 /* 100 us to 10 s: a synced call costs one fsync (about 1-10 ms on a disk
  * that honours it), a replay or a read at most a group's fsync. */
@@ -22,7 +22,7 @@ const uint64_t stats_group_bounds[STATS_GROUP_BOUNDS] = {
 uint64_t
 stats_now_us(void)
 {
-    return duration_now_us();
+    return clock_now_us();
 }
 
 size_t

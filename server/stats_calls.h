@@ -49,7 +49,7 @@ typedef struct stats_calls {
                                    fsynced (executor.c: exec_sync) */
 } stats_calls;
 
-/* CLOCK_MONOTONIC in microseconds (duration_now_us). */
+/* CLOCK_MONOTONIC in microseconds (clock_now_us). */
 uint64_t stats_now_us(void);
 
 /* One call answered with code; wm is its method, NULL when not known. */

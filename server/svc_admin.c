@@ -15,7 +15,7 @@
 #include "gc/gc.h"
 #include "lease/lease.h"
 #include "server/lease_wire.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 #include "server/service.h"

@@ -20,7 +20,7 @@
 #include "grants/credential.h"
 #include "proto/grants.pb-c.h"
 #include "lease/lease.h"
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 #include "grants/rules.h"

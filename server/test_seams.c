@@ -12,9 +12,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/time.h>
 
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "store/fault.h"
 
 static const char *test_seams_clock_file;
@@ -25,7 +25,6 @@ static uint64_t
 test_seams_offset_clock(void)
 {
     FILE *f = fopen(test_seams_clock_file, "r");
-    struct timeval tv;
     long long off = 0;
 
     if (f != NULL) {
@@ -34,9 +33,7 @@ test_seams_offset_clock(void)
         }
         fclose(f);
     }
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 +
-           (uint64_t)off;
+    return clock_wall_ms() + (uint64_t)off;
 }
 
 /* The milliseconds in variable name (a bare number), at most max; 0 when

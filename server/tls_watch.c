@@ -11,8 +11,9 @@
 #include <nng/supplemental/util/platform.h>
 
 #include "proto/endpoint_stats.h"
-#include "proto/log.h"
-#include "proto/periodic.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/periodic.h"
 
 #define TLS_WATCH_MAX     8      /* tls+tcp:// listeners watched */
 #define TLS_WATCH_POLL_MS 1000u  /* how often the counters are read */
@@ -23,7 +24,7 @@ typedef struct tls_entry {
     nng_listener nl;
     uint64_t seen;    /* the "auth" counter at the last read */
     uint64_t untold;  /* failures not logged yet */
-    uint64_t told_ms; /* nng_clock() of the last line; 0: none yet */
+    uint64_t told_ms; /* clock_now_ms() of the last line; 0: none yet */
 } tls_entry;
 
 struct tls_watch {
@@ -65,7 +66,7 @@ tls_poll(void *arg, unsigned why)
     tls_watch *w = arg;
     bool flush = (why & PERIODIC_LAST) != 0;
     nng_stat *snap;
-    uint64_t now = (uint64_t)nng_clock();
+    uint64_t now = clock_now_ms();
 
     if (nng_stats_get(&snap) != 0) {
         return; /* no statistics in this libnng: nothing to tell */

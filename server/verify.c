@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/log.h"
+#include "base/log.h"
 #include "proto/wire.h"
 #include "server/fair_queue.h"
 

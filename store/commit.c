@@ -21,7 +21,7 @@
 #include "store/store_impl.h"
 
 #include "store/fault.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

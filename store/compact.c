@@ -42,9 +42,9 @@
  */
 #include "store/store_impl.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "store/fault.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -101,7 +101,7 @@ static void *
 compact_main(void *arg)
 {
     store *s = arg;
-    uint64_t t0 = duration_now_ms();
+    uint64_t t0 = clock_now_ms();
     int passes = 1;
 
     FAULT_HOLD(FAULT_HOLD_COMPACT); /* test build only */
@@ -115,7 +115,7 @@ compact_main(void *arg)
     }
     log_info("compaction of the whole key range finished in %llu ms "
              "(%d pass%s)",
-             (unsigned long long)(duration_now_ms() - t0), passes,
+             (unsigned long long)(clock_now_ms() - t0), passes,
              passes == 1 ? "" : "es");
     atomic_fetch_add(&s->compactions, 1);
     atomic_store(&s->compacting, false);

@@ -33,6 +33,8 @@
 
 #include <sodium.h>
 
+#include "base/clock.h"
+
 #define DATADIR_FORMAT  1
 #define DATADIR_MSG_MAX 1024
 #define DATADIR_RESTORE                                                        \
@@ -263,7 +265,7 @@ int
 datadir_write_id(const char *dir, const char *id, char **errmsg)
 {
     char text[256], when[32];
-    time_t now = time(NULL);
+    time_t now = (time_t)(clock_wall_ms() / 1000);
     struct tm tm;
     int n;
 

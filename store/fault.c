@@ -12,8 +12,8 @@
  * linked into the shipped onced.
  */
 #include "store/fault.h"
-#include "proto/duration.h"
-#include "proto/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -114,7 +114,7 @@ void
 fault_hold(fault_hold_at at)
 {
     if (at < FAULT_HOLD_COUNT && fault_holds[at] > 0) {
-        duration_sleep_ms(fault_holds[at]);
+        clock_sleep_ms(fault_holds[at]);
     }
 }
 

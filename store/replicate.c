@@ -24,7 +24,7 @@
 
 #include "store/fault.h"
 #include "proto/wire.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #define ENTRY_VERSION 1
 

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 #include "store/datadir.h"
-#include "proto/log.h"
+#include "base/log.h"
 
 #define STORE_CACHE_BYTES  (32u << 20)
 #define STORE_WRITE_BUFFER (8u << 20)

@@ -18,20 +18,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "repl/etcd.h"
 #include "tests/sys_helpers.h"
 
 int64_t
 procs_now_ms(void)
 {
-    return (int64_t)duration_now_ms();
+    return (int64_t)clock_now_ms();
 }
 
 void
 procs_sleep_ms(int ms)
 {
-    duration_sleep_ms((uint64_t)ms);
+    clock_sleep_ms((uint64_t)ms);
 }
 
 #define ETCD_PATH "/usr/bin/etcd"

@@ -17,7 +17,7 @@
 #include "tests/watchdog.h"
 
 #include "proto/auth_tag.h"
-#include "proto/duration.h"
+#include "base/clock.h"
 #include "proto/principals.h"
 #include "proto/wire.h"
 
@@ -149,13 +149,13 @@ harness_trap_exit(const char *prog)
 int64_t
 harness_now_ms(void)
 {
-    return (int64_t)duration_now_ms();
+    return (int64_t)clock_now_ms();
 }
 
 void
 harness_sleep_ms(int ms)
 {
-    duration_sleep_ms((uint64_t)ms);
+    clock_sleep_ms((uint64_t)ms);
 }
 
 void

@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 int
 notify_sock_open(notify_sock *n)
@@ -71,9 +71,9 @@ notify_sock_expect(notify_sock *n, const char *what, int ms, int *pings,
                    char *buf, size_t len)
 {
     char m[1024];
-    uint64_t end = duration_now_ms() + (uint64_t)ms;
+    uint64_t end = clock_now_ms() + (uint64_t)ms;
 
-    while (duration_now_ms() < end) {
+    while (clock_now_ms() < end) {
         if (notify_sock_recv(n, m, sizeof(m), 200) < 0) {
             continue;
         }

@@ -44,6 +44,7 @@ typedef struct fixture {
     pthread_mutex_t mtx; /* protects the task queue */
     task *head;
     task *tail;
+    uint64_t compact_after; /* the collector's (0: never) */
 } fixture;
 
 /* The collector's "run this on the executor": queue it for the test. */
@@ -68,7 +69,8 @@ post(void *arg, void (*fn)(void *), void *fn_arg)
 static int
 open_all(fixture *f, uint64_t budget)
 {
-    gc_config cfg = {0, budget}; /* interval 0: passes only on gc_kick */
+    /* interval 0: passes only on gc_kick */
+    gc_config cfg = {0, budget, f->compact_after};
     uint64_t nrec, nbytes;
 
     if (store_open(&f->st, f->dir, NULL) != 0 ||
@@ -92,10 +94,11 @@ close_all(fixture *f)
 }
 
 static int
-setup_budget(void **state, uint64_t budget)
+setup_budget_compact(void **state, uint64_t budget, uint64_t compact_after)
 {
     fixture *f = calloc(1, sizeof(*f));
     pthread_mutex_init(&f->mtx, NULL);
+    f->compact_after = compact_after;
     snprintf(f->dir, sizeof(f->dir), "/tmp/once-gc-XXXXXX");
     if (mkdtemp(f->dir) == NULL || open_all(f, budget) != 0) {
         return -1;
@@ -105,9 +108,22 @@ setup_budget(void **state, uint64_t budget)
 }
 
 static int
+setup_budget(void **state, uint64_t budget)
+{
+    return setup_budget_compact(state, budget, 0);
+}
+
+static int
 setup(void **state)
 {
     return setup_budget(state, 20000);
+}
+
+/* Budget 3, an idle compaction after 8 deletions. */
+static int
+setup_compact(void **state)
+{
+    return setup_budget_compact(state, 3, 8);
 }
 
 static int
@@ -423,6 +439,59 @@ test_ack_of_one_writes_nothing(void **state)
     assert_int_equal(persisted_watermark(f, id), 0);
 }
 
+/* Compactions the store finished, waiting (bounded) for one running. */
+static uint64_t
+compactions(fixture *f)
+{
+    bool running = true;
+    uint64_t done = 0;
+
+    for (int i = 0; i < 1000 && running; i++) {
+        store_compact_state(f->st, &running, &done);
+        if (running) {
+            usleep(10000);
+        }
+    }
+    assert_false(running);
+    return done;
+}
+
+/* --compact-after: passes that delete do not compact, however many they
+ * deleted; the first pass that finds nothing to delete after 8 deletions
+ * compacts, once; with 0 (setup) no pass compacts. */
+static void
+test_idle_pass_compacts_after_deletions(void **state)
+{
+    fixture *f = *state;
+    lease_entry *e = open_lease(f, 30000);
+
+    put_records(f, e, 1, 10);
+    lease_entry_ack(e, 11);
+    for (int i = 0; i < 4; i++) { /* 3 + 3 + 3 + 1 deleted */
+        run_pass(f);
+        assert_int_equal(compactions(f), 0);
+    }
+    assert_int_equal(e->retained, 0);
+    run_pass(f); /* nothing to delete: 10 >= 8 since the last one */
+    assert_int_equal(compactions(f), 1);
+    run_pass(f); /* still nothing, but nothing deleted since */
+    assert_int_equal(compactions(f), 1);
+}
+
+static void
+test_no_compaction_when_off(void **state)
+{
+    fixture *f = *state;
+    lease_entry *e = open_lease(f, 30000);
+
+    put_records(f, e, 1, 10);
+    lease_entry_ack(e, 11);
+    run_pass(f);
+    run_pass(f);
+    assert_int_equal(e->retained, 0);
+    assert_int_equal(compactions(f), 0);
+}
+
 int
 main(void)
 {
@@ -441,6 +510,10 @@ main(void)
                                         setup_small_budget, teardown),
         cmocka_unit_test_setup_teardown(test_budget_bounds_expiry,
                                         setup_small_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_pass_compacts_after_deletions,
+                                        setup_compact, teardown),
+        cmocka_unit_test_setup_teardown(test_no_compaction_when_off, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

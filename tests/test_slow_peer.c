@@ -685,6 +685,33 @@ peer_start_big(const char *url, const harness *h)
     return peer_start_read(url, h, "alice", "/once.v1.KV/Range", buf, n);
 }
 
+/* The peers saw more closes (lost) than onced counted drops: every other
+ * close onced makes is counted too (evictions, refusals, authentication
+ * and idle closes), so lost must be within their sum — a close counted
+ * nowhere fails. Prints them and onced's log either way. */
+static void
+closes_explain(fixture *f, uint64_t lost)
+{
+    Once__V1__StatsResponse *r = stats(f);
+    uint64_t all;
+
+    assert_non_null(r);
+    all = r->conns_dropped + r->conns_evicted + r->conns_refused +
+          r->auth_disconnects + r->conns_idle_closed;
+    print_message("  the peers lost %llu connections; Stats: conns_dropped "
+                  "%llu, conns_evicted %llu, conns_refused %llu, "
+                  "auth_disconnects %llu, conns_idle_closed %llu\n",
+                  (unsigned long long)lost,
+                  (unsigned long long)r->conns_dropped,
+                  (unsigned long long)r->conns_evicted,
+                  (unsigned long long)r->conns_refused,
+                  (unsigned long long)r->auth_disconnects,
+                  (unsigned long long)r->conns_idle_closed);
+    once__v1__stats_response__free_unpacked(r, NULL);
+    harness_dump_log(f->h);
+    assert_true(all >= lost);
+}
+
 /*
  * DROP_PEERS non-readers at once over tcp://, --send-timeout 1s (each may
  * hold --conn-inflight 256 contexts; --contexts 1280 leaves 256 for the
@@ -698,9 +725,17 @@ peer_start_big(const char *url, const harness *h)
 static void
 t_drop_counted_once(void **state)
 {
-    const char *extra[] = {
-        "--send-timeout", "1s", "--conn-inflight", "256", "--contexts",
-        "1280",           NULL};
+    /* --conn-idle-timeout: a peer's reconnected, halted connection is not
+     * closed for idling while the counts settle (up to 150 s) */
+    const char *extra[] = {"--send-timeout",
+                           "1s",
+                           "--conn-inflight",
+                           "256",
+                           "--contexts",
+                           "1280",
+                           "--conn-idle-timeout",
+                           "1h",
+                           NULL};
     fixture *f = fixture_start(extra);
     peer *pr[DROP_PEERS];
     int64_t t0 = harness_now_ms(), end = t0 + 120000;
@@ -742,8 +777,12 @@ t_drop_counted_once(void **state)
     assert_true(dropped >= DROP_PEERS);
     /* A peer notices a close only while it still reads its socket's
      * events: onced may close more of its connections than it counted
-     * (seen under TSan: 6 closed, 4 noticed), never fewer. */
-    assert_true(dropped >= lost);
+     * (seen under TSan: 6 closed, 4 noticed), never fewer drops — unless
+     * it closed one for another reason, counted under its own name (seen
+     * once under ASan in CI: 5 lost for 4 drops; closes_explain). */
+    if (dropped < lost) {
+        closes_explain(f, lost);
+    }
     assert_int_equal(lines, distinct);
     assert_int_equal((uint64_t)lines, dropped);
     calls(f, 1, "after", &ok);

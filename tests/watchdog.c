@@ -17,7 +17,7 @@
  */
 #include "tests/watchdog.h"
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -128,11 +128,11 @@ watchdog_dump_children(void)
 static void *
 watchdog_main(void *arg)
 {
-    uint64_t end = duration_now_ms() + (uint64_t)watchdog_seconds * 1000;
+    uint64_t end = clock_now_ms() + (uint64_t)watchdog_seconds * 1000;
 
     (void)arg;
-    for (uint64_t now; (now = duration_now_ms()) < end;) {
-        duration_sleep_ms(end - now < 1000 ? end - now : 1000);
+    for (uint64_t now; (now = clock_now_ms()) < end;) {
+        clock_sleep_ms(end - now < 1000 ? end - now : 1000);
     }
     fprintf(stderr,
             "watchdog: the test is still running after %u s "

@@ -13,8 +13,8 @@
  * running, the caller must keep that memory (the process is about to
  * exit).
  */
-#ifndef PROTO_CLOSE_BOUNDED_H
-#define PROTO_CLOSE_BOUNDED_H
+#ifndef BASE_CLOSE_BOUNDED_H
+#define BASE_CLOSE_BOUNDED_H
 
 #include <stdbool.h>
 
@@ -26,4 +26,4 @@
  * (nng_aio_stop): no callback may run during the close. */
 bool close_bounded(nng_socket s, unsigned ms);
 
-#endif /* PROTO_CLOSE_BOUNDED_H */
+#endif /* BASE_CLOSE_BOUNDED_H */

@@ -6,13 +6,14 @@
  * (quote, backslash, control characters) is escaped. Never: blocks on
  * anything but stderr.
  */
-#include "proto/log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/time.h>
 #include <time.h>
+
+#include "base/clock.h"
 
 static atomic_bool log_json;
 
@@ -57,11 +58,11 @@ log_line(const char *level, const char *fmt, va_list ap)
 {
     char msg[1024];
     char ts[32];
-    struct timeval tv;
+    uint64_t wall = clock_wall_ms();
+    time_t sec = (time_t)(wall / 1000);
     struct tm tm;
 
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
+    gmtime_r(&sec, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     if (atomic_load(&log_json)) {
@@ -70,11 +71,11 @@ log_line(const char *level, const char *fmt, va_list ap)
         json_escape(msg, esc, sizeof(esc));
         fprintf(stderr,
                 "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"%s\"}\n", ts,
-                (long)(tv.tv_usec / 1000), level, esc);
+                (long)(wall % 1000), level, esc);
         return;
     }
-    fprintf(stderr, "%s.%03ldZ onced %s %s\n", ts, (long)(tv.tv_usec / 1000),
-            level, msg);
+    fprintf(stderr, "%s.%03ldZ onced %s %s\n", ts, (long)(wall % 1000), level,
+            msg);
 }
 
 #define LOG_FN(name, level)                                                    \

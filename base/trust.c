@@ -1,7 +1,7 @@
 /*
  * trust.c — files that grant authority (trust.h).
  */
-#include "proto/trust.h"
+#include "base/trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +105,18 @@ trust_dir(const char *path, char *err, size_t errlen)
         return EPERM;
     }
     return trust_stat(path, &st, true, err, errlen);
+}
+
+bool
+trust_readable_by_others(const char *path, unsigned *mode)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0 || (st.st_mode & 077) == 0) {
+        return false;
+    }
+    *mode = (unsigned)(st.st_mode & 0777);
+    return true;
 }
 
 int

@@ -1,14 +1,14 @@
 /*
  * periodic.c — the periodic thread (periodic.h).
  */
-#include "proto/periodic.h"
+#include "base/periodic.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "proto/duration.h"
+#include "base/clock.h"
 
 struct periodic {
     periodic_fn fn;
@@ -32,7 +32,7 @@ periodic_main(void *arg)
     }
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        struct timespec dl = duration_deadline(p->period_ms);
+        struct timespec dl = clock_deadline(p->period_ms);
         unsigned why;
 
         while (!p->stopping && !p->woken &&
@@ -69,7 +69,7 @@ periodic_start(periodic **pp, periodic_fn fn, void *arg, uint64_t period_ms,
     p->period_ms = period_ms;
     p->opts = opts;
     pthread_mutex_init(&p->lock, NULL);
-    if ((rv = duration_cond_init(&p->cv)) != 0) {
+    if ((rv = clock_cond_init(&p->cv)) != 0) {
         pthread_mutex_destroy(&p->lock);
         free(p);
         return rv;

@@ -2,18 +2,19 @@
  * close_bounded.c — nng_close on a thread the caller waits for at most a
  * bound (close_bounded.h).
  */
-#include "proto/close_bounded.h"
+#include "base/close_bounded.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "base/clock.h"
 
 typedef struct closer {
     nng_socket s;
     pthread_mutex_t mtx; /* protects done and abandoned */
-    pthread_cond_t cv;
-    bool done;      /* nng_close returned */
-    bool abandoned; /* the caller stopped waiting: the thread frees */
+    pthread_cond_t cv;   /* monotonic (clock_cond_init) */
+    bool done;           /* nng_close returned */
+    bool abandoned;      /* the caller stopped waiting: the thread frees */
 } closer;
 
 static void
@@ -56,19 +57,13 @@ close_bounded(nng_socket s, unsigned ms)
     }
     c->s = s;
     pthread_mutex_init(&c->mtx, NULL);
-    pthread_cond_init(&c->cv, NULL);
+    clock_cond_init(&c->cv);
     if (pthread_create(&t, NULL, closer_main, c) != 0) {
         nng_close(s);
         closer_free(c);
         return true;
     }
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    until = clock_deadline(ms);
     pthread_mutex_lock(&c->mtx);
     while (!c->done && pthread_cond_timedwait(&c->cv, &c->mtx, &until) == 0) {
     }

@@ -4,8 +4,8 @@
  * object a line: {"ts":"…Z","level":"info","msg":"…"}. Thread-safe (one
  * fprintf per line; the format is an atomic flag). Never used for data.
  */
-#ifndef PROTO_LOG_H
-#define PROTO_LOG_H
+#ifndef BASE_LOG_H
+#define BASE_LOG_H
 
 #include <stdbool.h>
 
@@ -17,4 +17,4 @@ void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * any time (SIGHUP reloads it). */
 void log_set_json(bool json);
 
-#endif /* PROTO_LOG_H */
+#endif /* BASE_LOG_H */

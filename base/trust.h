@@ -2,8 +2,10 @@
  * trust.h — files that grant authority, checked as ssh(1) checks its keys.
  *
  * Owns: the rules a data folder, a principals file and a policy file must
- * meet before onced (or oncectl) believes them, and the creation of
- * temporary files next to them.
+ * meet before onced (or oncectl) believes them, the check behind the
+ * warning about a key file others can read (the principals file, the
+ * replicas' --replicate-key, --etcd-key), and the creation of temporary
+ * files next to them.
  * The rules: not a symbolic link; owned by the effective user or root;
  * not writable by group or others; a file is a regular file, a folder a
  * directory. Anyone who can write such a file, or replace it through the
@@ -13,8 +15,8 @@
  * names the path, what is wrong and the command that fixes it.
  * Never: follows a symbolic link; changes a file's mode or owner itself.
  */
-#ifndef PROTO_TRUST_H
-#define PROTO_TRUST_H
+#ifndef BASE_TRUST_H
+#define BASE_TRUST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,6 +34,15 @@ int trust_open(const char *path, int *fdp, char *err, size_t errlen);
 int trust_dir(const char *path, char *err, size_t errlen);
 
 /*
+ * True when path exists and its mode lets group or others in at all (any
+ * of 077: a key file that others can read), with *mode its permission
+ * bits (mode & 0777) for the warning the caller writes; false when it is
+ * private to its owner or cannot be stat()ed. Follows a link (the warning
+ * is about what is read).
+ */
+bool trust_readable_by_others(const char *path, unsigned *mode);
+
+/*
  * Creates name in the folder dirfd (AT_FDCWD: name is a path) for writing,
  * mode 0600, with O_EXCL|O_NOFOLLOW: never through a link, never into a
  * file someone else made. A leftover of an earlier crash (a file or a
@@ -41,4 +52,4 @@ int trust_dir(const char *path, char *err, size_t errlen);
  */
 int trust_create(int dirfd, const char *name);
 
-#endif /* PROTO_TRUST_H */
+#endif /* BASE_TRUST_H */

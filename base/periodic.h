@@ -8,15 +8,15 @@
  * thread, once.
  *
  * Owns: the thread, its lock and its condition variable (on the monotonic
- * clock: duration_cond_init), and the stop and wakeup requests.
+ * clock: clock_cond_init), and the stop and wakeup requests.
  * Invariant: fn runs on the periodic thread only, one run at a time and
  * never after periodic_stop returns; a period is waited from the end of
  * one run to the start of the next, cut short only by periodic_wakeup or
  * periodic_stop (spurious wakeups wait on).
  * Never: holds its lock while fn runs; runs fn on a caller's thread.
  */
-#ifndef PROTO_PERIODIC_H
-#define PROTO_PERIODIC_H
+#ifndef BASE_PERIODIC_H
+#define BASE_PERIODIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,4 +54,4 @@ bool periodic_stopping(periodic *p);
  * NULL. A NULL *pp is ok (never started, or stopped already). */
 void periodic_stop(periodic **pp);
 
-#endif /* PROTO_PERIODIC_H */
+#endif /* BASE_PERIODIC_H */

@@ -1,0 +1,1185 @@
+/*
+ * bench_outbox.c — once's outbox beside the usual alternative, a
+ * PostgreSQL outbox table written in the business transaction and a
+ * polling dispatcher (issue 24, docs/performance.md "Outbox against a
+ * PostgreSQL outbox table"), in one run, as ratios:
+ *
+ *   producing   events committed with their effect per second at each
+ *               --producers level: a KV Txn that puts the business row and
+ *               emits one event, against ob_produce() (business row +
+ *               outbox row, one round trip, outbox_pg.c);
+ *   delivering  a backlog of --backlog events applied into PostgreSQL in
+ *               batches of --batch: once's consumer (Read, one PostgreSQL
+ *               transaction with the events and its offset, Ack) against
+ *               the dispatcher (one transaction: SELECT ... FOR UPDATE SKIP
+ *               LOCKED, insert into the target, DELETE); and once into a
+ *               no-op consumer (Reads of 1000, Ack);
+ *   latency     commit to delivery, p50/p99, while --latency-producers
+ *               produce: once's consumer long-polls, the dispatcher polls
+ *               every --poll-ms when its last poll was not full;
+ *   idle        onced's CPU with and without a consumer long-polling an
+ *               empty topic, and its fsyncs (Stats.fsyncs) over 1000 Reads
+ *               against the same time with none.
+ *
+ * Owns: the run: one onced (bench_onced_start) and one PostgreSQL cluster
+ * (pg_cluster.c), both in temp dirs, the threads, the report.
+ * Invariant: nothing counts unless it returned OK; every delivery is
+ * checked — the target table (or the consumer's own tally) must hold
+ * exactly the events produced, each once (count, distinct count, sum of
+ * ids); a mismatch is printed and the exit status is 1.
+ * Never: runs unbounded: producers end on their deadline or count,
+ * consumers on their count or a drain deadline, every call on its
+ * timeout.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <once/client.h>
+#include <once/kv.h>
+#include <once/outbox.h>
+
+#include "bench/bench_env.h"
+#include "bench/outbox_pg.h"
+#include "tests/sys_helpers.h"
+
+#ifndef ONCED_PATH
+#define ONCED_PATH "onced"
+#endif
+
+#define MAX_LEVELS    8
+#define MAX_PRODUCERS 64
+#define SAMPLES_MAX   (1 << 21)
+#define MAX_ERRORS    100  /* a producer gives up after so many */
+#define LONGPOLL_MS   1000 /* a latency consumer's Read wait */
+#define IDLE_POLL_MS  5000 /* the idle consumer's Read wait */
+#define NOOP_BATCH    1000 /* the largest Read */
+#define FSYNC_READS   1000
+#define DRAIN_MS      60000 /* after the producers, for the last events */
+#define PAYLOAD_MAX   64
+#define SETTLE_S      20 /* for onced to go quiet before the idle figures */
+#define SEEN_MAX      (1u << 26) /* event ids a consumer's tally tells apart */
+
+typedef enum sys { SYS_ONCE, SYS_PG } sys;
+static const char *const sys_name[] = {"once", "postgres"};
+
+typedef struct args {
+    int seconds;
+    int backlog;
+    int levels[MAX_LEVELS];
+    int nlevels;
+    int lat_producers;
+    int batch;
+    int poll_ms;
+    const char *pg_bin;
+    const char *csv;
+} args;
+
+typedef struct bench {
+    args a;
+    bench_onced srv;
+    pg_cluster pg;
+    PGconn *pc; /* the main thread's: checks, TRUNCATE */
+    char top[64];
+    atomic_uint_fast64_t next_ev; /* event ids, from 1, unique in the run */
+    bool ok;                      /* every check passed */
+} bench;
+
+/* What came out of a run of producers or of a consumer. */
+typedef struct tally {
+    uint64_t n, sum;   /* events (produced or delivered) and sum of ids */
+    uint64_t distinct; /* delivered: different ids among them */
+    uint64_t errors;
+    double per_s;
+    double p50_us, p99_us;
+} tally;
+
+static void
+say(char *err, int rv, const once_status *st)
+{
+    snprintf(err, PG_ERR_LEN, "once: %s %s %s", once_strerror(rv), st->reason,
+             st->message);
+}
+
+/* A handle (with a lease unless reads_only); attempts outlast the
+ * longest long-poll. */
+static once_client *
+client_open(bench *b, bool reads_only, char *err)
+{
+    once_options o;
+    once_status st;
+    once_client *c = NULL;
+    int rv;
+
+    once_options_init(&o);
+    o.url = b->srv.url;
+    o.no_lease = reads_only;
+    o.attempt_timeout_ms = IDLE_POLL_MS + 5000;
+    o.deadline_ms = IDLE_POLL_MS + 15000;
+    if ((rv = once_client_open(&c, &o, &st)) != ONCE_OK) {
+        say(err, rv, &st);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- producers ----------------------------------------------------------- */
+
+/* A KV Txn: the business row of ev and one event on topic, one batch. */
+static int
+once_produce(once_client *c, const char *topic, uint64_t ev,
+             const char *payload, char *err)
+{
+    once_kv_txn *t = NULL;
+    once_status st;
+    char key[32];
+    size_t plen = strlen(payload);
+    int rv;
+
+    snprintf(key, sizeof(key), "biz/%" PRIu64, ev);
+    if ((rv = once_kv_txn_new(&t)) == ONCE_OK &&
+        (rv = once_kv_txn_put(t, ONCE_KV_THEN, key, strlen(key), payload, plen,
+                              false)) == ONCE_OK &&
+        (rv = once_kv_txn_emit(t, ONCE_KV_THEN, topic, payload, plen)) ==
+            ONCE_OK) {
+        rv = once_kv_txn_exec(c, t, NULL, &st);
+        if (rv == ONCE_OK && !once_kv_txn_succeeded(t)) {
+            snprintf(err, PG_ERR_LEN, "once: Txn without compares failed");
+            rv = -1;
+        } else if (rv != ONCE_OK) {
+            say(err, rv, &st);
+        }
+    } else {
+        snprintf(err, PG_ERR_LEN, "once: Txn builder: %s", once_strerror(rv));
+    }
+    once_kv_txn_free(t);
+    return rv == ONCE_OK ? 0 : -1;
+}
+
+typedef struct prod {
+    bench *b;
+    sys s;
+    const char *topic;
+    int64_t end_ns;
+    uint64_t last_ev; /* stop past this id; 0: on the deadline only */
+    atomic_uint_fast64_t n, sum, errors;
+    atomic_int running;
+    pthread_mutex_t mu;
+    char err[PG_ERR_LEN]; /* the first error */
+} prod;
+
+static void
+prod_fail(prod *p, const char *err)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->err[0] == '\0') {
+        snprintf(p->err, sizeof(p->err), "%s", err);
+    }
+    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->errors, 1);
+}
+
+static void *
+prod_thread(void *arg)
+{
+    prod *p = arg;
+    char err[PG_ERR_LEN] = "", payload[PAYLOAD_MAX];
+    once_client *oc = NULL;
+    PGconn *pc = NULL;
+    uint64_t mine = 0;
+
+    if (p->s == SYS_ONCE ? (oc = client_open(p->b, false, err)) == NULL
+                         : (pc = obpg_connect(&p->b->pg, err)) == NULL) {
+        prod_fail(p, err);
+    }
+    while ((oc != NULL || pc != NULL) && bench_now_ns() < p->end_ns &&
+           mine < MAX_ERRORS) {
+        uint64_t ev = atomic_fetch_add(&p->b->next_ev, 1);
+        int64_t stamp = bench_now_ns();
+        int rv;
+
+        if (p->last_ev != 0 && ev > p->last_ev) {
+            break;
+        }
+        snprintf(payload, sizeof(payload), "%" PRIu64 " %" PRId64, ev, stamp);
+        rv = oc != NULL ? once_produce(oc, p->topic, ev, payload, err)
+                        : obpg_produce(pc, ev, stamp, payload, err);
+        if (rv == 0) {
+            atomic_fetch_add(&p->n, 1);
+            atomic_fetch_add(&p->sum, ev);
+        } else {
+            prod_fail(p, err);
+            mine++;
+        }
+    }
+    once_client_close(oc);
+    PQfinish(pc);
+    atomic_fetch_sub(&p->running, 1);
+    return NULL;
+}
+
+/*
+ * n producers of system s on topic (once) or the outbox table (postgres),
+ * for seconds, or until count events (count > 0: a progress bar, and the
+ * deadline is seconds as a bound). The tally of what returned OK.
+ */
+static tally
+produce(bench *b, sys s, const char *topic, int n, int seconds, int count)
+{
+    pthread_t tid[MAX_PRODUCERS];
+    prod p = {.b = b, .s = s, .topic = topic};
+    int64_t t0 = bench_now_ns();
+    tally t = {0};
+
+    pthread_mutex_init(&p.mu, NULL);
+    p.end_ns = t0 + (int64_t)seconds * 1000000000;
+    if (count > 0) {
+        p.last_ev = atomic_load(&b->next_ev) + (uint64_t)count - 1;
+    }
+    atomic_store(&p.running, n);
+    for (int i = 0; i < n; i++) {
+        pthread_create(&tid[i], NULL, prod_thread, &p);
+    }
+    while (count > 0 && atomic_load(&p.running) > 0) {
+        bench_progress(sys_name[s], (double)atomic_load(&p.n) / count, 0);
+        bench_sleep_ms(200);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(tid[i], NULL);
+    }
+    if (count > 0) {
+        bench_progress(sys_name[s], (double)atomic_load(&p.n) / count, 1);
+    }
+    t.n = atomic_load(&p.n);
+    t.sum = atomic_load(&p.sum);
+    t.errors = atomic_load(&p.errors);
+    t.per_s = (double)t.n * 1e9 / (double)(bench_now_ns() - t0);
+    if (p.err[0] != '\0') {
+        fprintf(stderr, "bench_outbox: %s: %" PRIu64 " errors, first: %s\n",
+                sys_name[s], t.errors, p.err);
+    }
+    pthread_mutex_destroy(&p.mu);
+    return t;
+}
+
+/* ---- consumers ----------------------------------------------------------- */
+
+/* What a consumer keeps of the events it is given. */
+typedef struct sink {
+    int64_t *lat; /* NULL: no latencies */
+    size_t nlat;
+    uint64_t n, sum;
+    uint64_t distinct; /* ids seen for the first time */
+    uint8_t *seen;     /* a bit per id below SEEN_MAX */
+} sink;
+
+static int
+sink_init(sink *k, bool latencies)
+{
+    *k = (sink){0};
+    k->seen = calloc(SEEN_MAX / 8, 1);
+    k->lat = latencies ? malloc(sizeof(int64_t) * SAMPLES_MAX) : NULL;
+    return k->seen == NULL || (latencies && k->lat == NULL) ? -1 : 0;
+}
+
+static void
+sink_free(sink *k)
+{
+    free(k->seen);
+    free(k->lat);
+}
+
+static void
+sink_take(void *arg, uint64_t ev, int64_t stamp)
+{
+    sink *k = arg;
+
+    k->n++;
+    k->sum += ev;
+    if (k->seen != NULL && ev < SEEN_MAX &&
+        (k->seen[ev / 8] & (1u << (ev % 8))) == 0) {
+        k->seen[ev / 8] |= (uint8_t)(1u << (ev % 8));
+        k->distinct++;
+    }
+    if (k->lat != NULL && k->nlat < SAMPLES_MAX) {
+        k->lat[k->nlat++] = bench_now_ns() - stamp;
+    }
+}
+
+typedef struct cons {
+    bench *b;
+    const char *topic, *name;
+    uint32_t batch;
+    uint64_t wait_ms;
+    PGconn *apply;   /* NULL: a no-op consumer */
+    bool reads_only; /* no lease: never Acks (an empty topic) */
+    /* Stop once the cursor reaches it (set by the main thread when the
+     * producers are done), or at the deadline. */
+    atomic_uint_fast64_t stop_at;
+    atomic_llong deadline_ns;
+    sink k;
+    uint64_t reads, acked;
+    char err[PG_ERR_LEN];
+} cons;
+
+/* The batch's events into k (and PostgreSQL when c->apply), in order. */
+static int
+cons_batch(cons *c, once_outbox_batch *bt, uint64_t *last)
+{
+    size_t n = once_outbox_batch_count(bt);
+    uint64_t *evs = malloc((n + 1) * sizeof(*evs)), first = 0;
+    int rv = 0;
+
+    if (evs == NULL) {
+        snprintf(c->err, sizeof(c->err), "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        once_outbox_event ev;
+        char text[PAYLOAD_MAX] = "";
+        char *end;
+        int64_t stamp;
+
+        once_outbox_batch_at(bt, i, &ev);
+        memcpy(text, ev.payload,
+               ev.payload_len < PAYLOAD_MAX ? ev.payload_len : PAYLOAD_MAX - 1);
+        evs[i] = strtoull(text, &end, 10);
+        stamp = strtoll(end, NULL, 10);
+        first = i == 0 ? ev.offset : first;
+        *last = ev.offset;
+        sink_take(&c->k, evs[i], stamp);
+    }
+    if (c->apply != NULL && n > 0) {
+        rv = obpg_apply(c->apply, c->name, first, evs, n, c->err);
+    }
+    free(evs);
+    return rv;
+}
+
+/* Read, apply, Ack until stop_at or the deadline. */
+static void *
+cons_thread(void *arg)
+{
+    cons *c = arg;
+    once_client *oc = client_open(c->b, c->reads_only, c->err);
+    once_status st;
+    int rv;
+
+    if (oc == NULL) {
+        return NULL;
+    }
+    while (c->acked < atomic_load(&c->stop_at) &&
+           bench_now_ns() < atomic_load(&c->deadline_ns)) {
+        once_outbox_batch *bt = NULL;
+        uint64_t last = 0;
+
+        rv = once_outbox_read(oc, c->topic, c->name, c->batch, c->wait_ms, &bt,
+                              &st);
+        c->reads++;
+        if (rv != ONCE_OK) {
+            say(c->err, rv, &st);
+            break;
+        }
+        if (cons_batch(c, bt, &last) != 0) {
+            once_outbox_batch_free(bt);
+            break;
+        }
+        once_outbox_batch_free(bt);
+        if (last != 0 &&
+            (rv = once_outbox_ack(oc, c->topic, c->name, last, NULL, &c->acked,
+                                  &st)) != ONCE_OK) {
+            say(c->err, rv, &st);
+            break;
+        }
+    }
+    once_client_close(oc);
+    return NULL;
+}
+
+static int
+subscribe(bench *b, const char *topic, const char *name)
+{
+    char err[PG_ERR_LEN];
+    once_client *c = client_open(b, false, err);
+    once_status st;
+    int rv =
+        c == NULL ? -1 : once_outbox_subscribe(c, topic, name, NULL, NULL, &st);
+
+    if (c != NULL && rv != ONCE_OK) {
+        say(err, rv, &st);
+    }
+    if (rv != ONCE_OK) {
+        fprintf(stderr, "bench_outbox: subscribe %s: %s\n", topic, err);
+    }
+    once_client_close(c);
+    return rv == ONCE_OK ? 0 : -1;
+}
+
+/* The dispatcher of the latency run (a cons without topic): polls until
+ * stop_at events or the deadline, sleeping poll_ms after a poll that was
+ * not full. */
+static void *
+poll_thread(void *arg)
+{
+    cons *p = arg;
+    PGconn *c = obpg_connect(&p->b->pg, p->err);
+
+    while (c != NULL && p->k.n < atomic_load(&p->stop_at) &&
+           bench_now_ns() < atomic_load(&p->deadline_ns)) {
+        int n = 0;
+
+        if (obpg_poll(c, NOOP_BATCH, sink_take, &p->k, &n, p->err) != 0) {
+            break;
+        }
+        if (n < NOOP_BATCH) {
+            bench_sleep_ms(p->b->a.poll_ms);
+        }
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+static void
+check(bench *b, const char *what, uint64_t n, uint64_t distinct, uint64_t sum,
+      const tally *want)
+{
+    if (n == want->n && distinct == want->n && sum == want->sum) {
+        printf("  %-40s checked (%" PRIu64 " events, sum of ids %" PRIu64 ")\n",
+               what, n, sum);
+    } else {
+        printf("  %-40s MISMATCH: %" PRIu64 " delivered (%" PRIu64
+               " distinct), sum %" PRIu64 "; produced %" PRIu64 ", sum %" PRIu64
+               "\n",
+               what, n, distinct, sum, want->n, want->sum);
+        b->ok = false;
+    }
+    fflush(stdout);
+}
+
+/* table ("target" or "outbox") against want. */
+static void
+check_table(bench *b, const char *what, const char *table, const tally *want)
+{
+    char err[PG_ERR_LEN];
+    int64_t n, d, s;
+
+    if (obpg_check(b->pc, table, &n, &d, &s, err) != 0) {
+        printf("  %-40s cannot check: %s\n", what, err);
+        b->ok = false;
+        return;
+    }
+    check(b, what, (uint64_t)n, (uint64_t)d, (uint64_t)s, want);
+}
+
+static void
+pg_sql(bench *b, const char *sql)
+{
+    char err[PG_ERR_LEN];
+
+    if (pg_exec(b->pc, sql, err) != 0) {
+        fprintf(stderr, "bench_outbox: %s\n", err);
+        b->ok = false;
+    }
+}
+
+/* The head of topic (Topics) is n: every OK Txn gave one offset. */
+static void
+check_head(bench *b, const char *what, const char *topic, const tally *want)
+{
+    char err[PG_ERR_LEN] = "";
+    once_client *c = client_open(b, true, err);
+    once_outbox_topics_list *l = NULL;
+    once_status st;
+    uint64_t head = 0;
+    bool found = false;
+    int rv = c == NULL ? -1 : once_outbox_topics(c, &l, &st);
+
+    for (size_t i = 0; rv == ONCE_OK && i < once_outbox_topics_count(l); i++) {
+        once_outbox_topic_info ti;
+        if (once_outbox_topics_at(l, i, &ti) == ONCE_OK &&
+            strcmp(ti.name, topic) == 0) {
+            head = ti.head;
+            found = true;
+        }
+    }
+    if (found && head == want->n) {
+        printf("  %-40s checked (head %" PRIu64 " = events committed)\n", what,
+               head);
+    } else {
+        printf("  %-40s MISMATCH: topic %s head %" PRIu64 "%s; %" PRIu64
+               " committed\n",
+               what, topic, head, found ? "" : " (not listed)", want->n);
+        b->ok = false;
+    }
+    once_outbox_topics_free(l);
+    once_client_close(c);
+}
+
+/* ---- the phases ---------------------------------------------------------- */
+
+typedef struct results {
+    tally prod[2][MAX_LEVELS];
+    tally apply[2], noop, lat[2];
+    double cpu_quiet, cpu_poll; /* onced's CPU, ms per s */
+    uint64_t poll_reads;
+    uint64_t fs_reads, fs_idle; /* fsyncs over the Reads, the same time idle */
+} results;
+
+static int
+largest_level(const args *a)
+{
+    int m = 1;
+
+    for (int l = 0; l < a->nlevels; l++) {
+        m = a->levels[l] > m ? a->levels[l] : m;
+    }
+    return m;
+}
+
+static bool
+has_16(const args *a)
+{
+    for (int l = 0; l < a->nlevels; l++) {
+        if (a->levels[l] == 16) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+phase_producing(bench *b, results *r)
+{
+    for (int l = 0; l < b->a.nlevels; l++) {
+        int n = b->a.levels[l];
+        char topic[32], what[64];
+
+        snprintf(topic, sizeof(topic), "p%d", n);
+        fprintf(stderr, "bench_outbox: producing, once, %d producers, %d s\n",
+                n, b->a.seconds);
+        r->prod[SYS_ONCE][l] = produce(b, SYS_ONCE, topic, n, b->a.seconds, 0);
+        snprintf(what, sizeof(what), "producing once, %d producers", n);
+        check_head(b, what, topic, &r->prod[SYS_ONCE][l]);
+
+        pg_sql(b, "TRUNCATE outbox");
+        fprintf(stderr,
+                "bench_outbox: producing, postgres, %d producers, %d s\n", n,
+                b->a.seconds);
+        r->prod[SYS_PG][l] = produce(b, SYS_PG, NULL, n, b->a.seconds, 0);
+        snprintf(what, sizeof(what), "producing postgres, %d producers", n);
+        check_table(b, what, "outbox", &r->prod[SYS_PG][l]);
+    }
+    pg_sql(b, "TRUNCATE outbox");
+}
+
+static int64_t
+drain_deadline(const bench *b)
+{
+    return bench_now_ns() + ((int64_t)DRAIN_MS + 2LL * b->a.backlog) * 1000000;
+}
+
+/* One consumer of the backlog, timed, in this thread. */
+static tally
+consume_backlog(bench *b, const char *name, uint32_t batch, PGconn *apply,
+                const tally *fill)
+{
+    cons c = {.b = b,
+              .topic = "backlog",
+              .name = name,
+              .batch = batch,
+              .wait_ms = LONGPOLL_MS,
+              .apply = apply};
+    int64_t t0 = bench_now_ns();
+    tally t = {0};
+
+    if (sink_init(&c.k, false) != 0) {
+        fprintf(stderr, "bench_outbox: out of memory\n");
+        return t;
+    }
+    atomic_store(&c.stop_at, fill->n);
+    atomic_store(&c.deadline_ns, drain_deadline(b));
+    cons_thread(&c);
+    if (c.err[0] != '\0') {
+        fprintf(stderr, "bench_outbox: consumer %s: %s\n", name, c.err);
+    }
+    t.n = c.k.n;
+    t.sum = c.k.sum;
+    t.distinct = c.k.distinct;
+    sink_free(&c.k);
+    t.per_s = (double)t.n * 1e9 / (double)(bench_now_ns() - t0);
+    fprintf(stderr, "bench_outbox: %s: %" PRIu64 " events, %.0f /s\n", name,
+            t.n, t.per_s);
+    return t;
+}
+
+static void
+phase_delivering_once(bench *b, results *r, int np)
+{
+    char err[PG_ERR_LEN];
+    PGconn *pc;
+    tally fill;
+
+    if (subscribe(b, "backlog", "apply") != 0 ||
+        subscribe(b, "backlog", "noop") != 0 ||
+        (pc = obpg_connect(&b->pg, err)) == NULL) {
+        b->ok = false;
+        return;
+    }
+    fprintf(stderr, "bench_outbox: backlog of %d events into once\n",
+            b->a.backlog);
+    fill = produce(b, SYS_ONCE, "backlog", np, 3600, b->a.backlog);
+    pg_sql(b, "TRUNCATE target");
+    fprintf(stderr, "bench_outbox: delivering, once -> PostgreSQL\n");
+    r->apply[SYS_ONCE] =
+        consume_backlog(b, "apply", (uint32_t)b->a.batch, pc, &fill);
+    check_table(b, "delivering once -> PostgreSQL", "target", &fill);
+    fprintf(stderr, "bench_outbox: delivering, once -> no-op\n");
+    r->noop = consume_backlog(b, "noop", NOOP_BATCH, NULL, &fill);
+    check(b, "delivering once -> no-op", r->noop.n, r->noop.distinct,
+          r->noop.sum, &fill);
+    PQfinish(pc);
+}
+
+static void
+phase_delivering_pg(bench *b, results *r, int np)
+{
+    char err[PG_ERR_LEN] = "";
+    tally fill, *t = &r->apply[SYS_PG];
+    PGconn *pc = obpg_connect(&b->pg, err);
+    int64_t t0, end = drain_deadline(b);
+    int n = 1;
+
+    pg_sql(b, "TRUNCATE outbox, target");
+    fprintf(stderr, "bench_outbox: backlog of %d events into postgres\n",
+            b->a.backlog);
+    fill = produce(b, SYS_PG, NULL, np, 3600, b->a.backlog);
+    fprintf(stderr, "bench_outbox: delivering, dispatcher -> PostgreSQL\n");
+    t0 = bench_now_ns();
+    while (pc != NULL && n > 0 && bench_now_ns() < end) {
+        if (obpg_dispatch_apply(pc, b->a.batch, &n, err) != 0) {
+            break;
+        }
+        t->n += (uint64_t)n;
+    }
+    t->per_s = (double)t->n * 1e9 / (double)(bench_now_ns() - t0);
+    if (err[0] != '\0') {
+        fprintf(stderr, "bench_outbox: dispatcher: %s\n", err);
+    }
+    fprintf(stderr, "bench_outbox: dispatcher: %" PRIu64 " events, %.0f /s\n",
+            t->n, t->per_s);
+    check_table(b, "delivering dispatcher -> PostgreSQL", "target", &fill);
+    PQfinish(pc);
+}
+
+/* once's consumer long-polling, or the dispatcher polling every poll_ms,
+ * while producers run. */
+static void
+phase_latency(bench *b, results *r, sys s)
+{
+    cons c = {.b = b,
+              .topic = "lat",
+              .name = "lat",
+              .batch = NOOP_BATCH,
+              .wait_ms = LONGPOLL_MS};
+    char what[64];
+    tally p;
+    pthread_t tid;
+
+    if (s == SYS_PG) {
+        pg_sql(b, "TRUNCATE outbox");
+    } else if (subscribe(b, "lat", "lat") != 0) {
+        b->ok = false;
+        return;
+    }
+    if (sink_init(&c.k, true) != 0) {
+        fprintf(stderr, "bench_outbox: out of memory\n");
+        b->ok = false;
+        return;
+    }
+    atomic_store(&c.stop_at, UINT64_MAX);
+    atomic_store(&c.deadline_ns, bench_now_ns() +
+                                     (int64_t)b->a.seconds * 1000000000 +
+                                     (int64_t)DRAIN_MS * 1000000);
+    fprintf(stderr, "bench_outbox: latency, %s, %d producers, %d s\n",
+            s == SYS_ONCE ? "once (long-poll)" : "postgres (poll)",
+            b->a.lat_producers, b->a.seconds);
+    pthread_create(&tid, NULL, s == SYS_ONCE ? cons_thread : poll_thread, &c);
+    p = produce(b, s, "lat", b->a.lat_producers, b->a.seconds, 0);
+    atomic_store(&c.stop_at, p.n);
+    pthread_join(tid, NULL);
+    if (c.err[0] != '\0') {
+        fprintf(stderr, "bench_outbox: latency %s: %s\n", sys_name[s], c.err);
+    }
+    snprintf(what, sizeof(what), "latency %s", sys_name[s]);
+    check(b, what, c.k.n, c.k.distinct, c.k.sum, &p);
+    r->lat[s] = p;
+    r->lat[s].p50_us = bench_pct_us(c.k.lat, c.k.nlat, 50);
+    r->lat[s].p99_us = bench_pct_us(c.k.lat, c.k.nlat, 99);
+    sink_free(&c.k);
+}
+
+/* onced's CPU in ms per s of wall time over the window [t0, now). */
+static double
+cpu_ms_per_s(pid_t pid, uint64_t cpu0, int64_t t0)
+{
+    uint64_t cpu1 = 0, csw;
+
+    bench_proc_usage(pid, &cpu1, &csw);
+    return (double)(cpu1 - cpu0) / 1e6 / ((double)(bench_now_ns() - t0) / 1e9);
+}
+
+/* Waits (at most SETTLE_S) until onced's fsync count holds still for a
+ * second: the collector has reclaimed what the last calls left. */
+static void
+settle(bench *b)
+{
+    uint64_t last = bench_server_fsyncs(b->srv.url);
+
+    for (int i = 0; i < SETTLE_S; i++) {
+        uint64_t now;
+
+        bench_sleep_ms(1000);
+        if ((now = bench_server_fsyncs(b->srv.url)) == last) {
+            return;
+        }
+        last = now;
+    }
+    fprintf(stderr, "bench_outbox: onced still syncing after %d s\n", SETTLE_S);
+}
+
+/* onced's CPU (ms/s) over seconds with no call. */
+static double
+quiet_window(bench *b)
+{
+    uint64_t cpu0 = 0, csw;
+    int64_t t0 = bench_now_ns();
+
+    bench_proc_usage(b->srv.pid, &cpu0, &csw);
+    bench_sleep_ms(b->a.seconds * 1000);
+    return cpu_ms_per_s(b->srv.pid, cpu0, t0);
+}
+
+/* Quiet, long-polling, quiet: the two quiet windows around the polling one
+ * take out a drift of onced's background work. */
+static void
+phase_idle_cpu(bench *b, results *r)
+{
+    cons c = {.b = b,
+              .topic = "idle",
+              .name = "idle",
+              .batch = 1,
+              .wait_ms = IDLE_POLL_MS,
+              .reads_only = true};
+    uint64_t cpu0 = 0, csw;
+    int64_t t0;
+    pthread_t tid;
+
+    fprintf(stderr,
+            "bench_outbox: onced idle %d s, with a consumer long-polling an "
+            "empty topic %d s, idle %d s\n",
+            b->a.seconds, b->a.seconds, b->a.seconds);
+    if (subscribe(b, "idle", "idle") != 0) {
+        b->ok = false;
+        return;
+    }
+    settle(b);
+    r->cpu_quiet = quiet_window(b) / 2;
+    atomic_store(&c.stop_at, UINT64_MAX);
+    atomic_store(&c.deadline_ns,
+                 bench_now_ns() + (int64_t)b->a.seconds * 1000000000);
+    t0 = bench_now_ns();
+    bench_proc_usage(b->srv.pid, &cpu0, &csw);
+    pthread_create(&tid, NULL, cons_thread, &c);
+    pthread_join(tid, NULL);
+    r->cpu_poll = cpu_ms_per_s(b->srv.pid, cpu0, t0);
+    r->poll_reads = c.reads;
+    if (c.err[0] != '\0') {
+        fprintf(stderr, "bench_outbox: idle consumer: %s\n", c.err);
+    }
+    r->cpu_quiet += quiet_window(b) / 2;
+}
+
+/* Stats.fsyncs over FSYNC_READS Reads of a topic with events, against the
+ * same time with no call. */
+static void
+phase_read_fsync(bench *b, results *r)
+{
+    char err[PG_ERR_LEN] = "";
+    once_client *c;
+    once_status st;
+    uint64_t f0, f1, f2;
+    int64_t t0, dt;
+    tally fill;
+
+    if (subscribe(b, "fs", "fs") != 0 ||
+        (c = client_open(b, true, err)) == NULL) {
+        b->ok = false;
+        return;
+    }
+    fprintf(stderr, "bench_outbox: fsyncs over %d Reads\n", FSYNC_READS);
+    fill = produce(b, SYS_ONCE, "fs", 1, 60, 100);
+    (void)fill;
+    settle(b);
+    f0 = bench_server_fsyncs(b->srv.url);
+    t0 = bench_now_ns();
+    for (int i = 0; i < FSYNC_READS; i++) {
+        once_outbox_batch *bt = NULL;
+        int rv = once_outbox_read(c, "fs", "fs", 100, 0, &bt, &st);
+
+        once_outbox_batch_free(bt);
+        if (rv != ONCE_OK) {
+            say(err, rv, &st);
+            fprintf(stderr, "bench_outbox: Read: %s\n", err);
+            b->ok = false;
+            break;
+        }
+    }
+    f1 = bench_server_fsyncs(b->srv.url);
+    dt = bench_now_ns() - t0;
+    bench_sleep_ms((int)(dt / 1000000) + 1);
+    f2 = bench_server_fsyncs(b->srv.url);
+    r->fs_reads = f1 - f0;
+    r->fs_idle = f2 - f1;
+    once_client_close(c);
+}
+
+/* ---- the report ---------------------------------------------------------- */
+
+typedef enum tkind {
+    T_NONE,      /* no target: shown */
+    T_RATIO_MIN, /* once / postgres at least target */
+    T_ONCE_MIN,  /* once at least target */
+    T_ONCE_MAX,  /* once at most target */
+} tkind;
+
+typedef struct row {
+    char what[64];
+    double once, pg; /* pg < 0: no PostgreSQL figure */
+    tkind k;
+    double target;
+    const char *unit; /* of the target */
+} row;
+
+#define MAX_ROWS (MAX_LEVELS + 8)
+
+static int
+add_row(row *rows, int n, const char *what, double once, double pg, tkind k,
+        double target, const char *unit)
+{
+    row *w = &rows[n];
+
+    snprintf(w->what, sizeof(w->what), "%s", what);
+    w->once = once;
+    w->pg = pg;
+    w->k = k;
+    w->target = target;
+    w->unit = unit;
+    return n + 1;
+}
+
+static const char *
+met(const row *w)
+{
+    double ratio = w->pg > 0 ? w->once / w->pg : 0;
+
+    switch (w->k) {
+    case T_RATIO_MIN:
+        return ratio >= w->target ? "met" : "MISSED";
+    case T_ONCE_MIN:
+        return w->once >= w->target ? "met" : "MISSED";
+    case T_ONCE_MAX:
+        return w->once <= w->target ? "met" : "MISSED";
+    default:
+        return "";
+    }
+}
+
+static int
+make_rows(const bench *b, const results *r, row *rows)
+{
+    int n = 0;
+    char what[64];
+
+    for (int l = 0; l < b->a.nlevels; l++) {
+        int p = b->a.levels[l];
+        snprintf(what, sizeof(what), "producing, %d producers (ev/s)", p);
+        n = add_row(rows, n, what, r->prod[SYS_ONCE][l].per_s,
+                    r->prod[SYS_PG][l].per_s, p == 16 ? T_RATIO_MIN : T_NONE,
+                    1.5, "x");
+    }
+    n = add_row(rows, n, "delivering into PostgreSQL (ev/s)",
+                r->apply[SYS_ONCE].per_s, r->apply[SYS_PG].per_s, T_RATIO_MIN,
+                1.0, "x");
+    n = add_row(rows, n, "delivering into a no-op (ev/s)", r->noop.per_s, -1,
+                T_ONCE_MIN, 50000, "/s");
+    n = add_row(rows, n, "commit to delivery p50 (ms)",
+                r->lat[SYS_ONCE].p50_us / 1000, r->lat[SYS_PG].p50_us / 1000,
+                T_NONE, 0, "");
+    n = add_row(rows, n, "commit to delivery p99 (ms)",
+                r->lat[SYS_ONCE].p99_us / 1000, r->lat[SYS_PG].p99_us / 1000,
+                T_NONE, 0, "");
+    n = add_row(rows, n, "CPU a long-poll adds (ms/s)",
+                r->cpu_poll - r->cpu_quiet, -1, T_ONCE_MAX, 1.0, " ms/s");
+    n = add_row(rows, n, "fsyncs Reads add (per 1000)",
+                (double)r->fs_reads - (double)r->fs_idle, -1, T_ONCE_MAX, 0,
+                "");
+    return n;
+}
+
+static void
+print_table(const bench *b, const results *r, const row *rows, int n)
+{
+    printf("\nonce's outbox against a PostgreSQL outbox table + polling "
+           "dispatcher (poll %d ms, batch %d, backlog %d, latency at %d "
+           "producers)\n",
+           b->a.poll_ms, b->a.batch, b->a.backlog, b->a.lat_producers);
+    printf("%-36s %12s %12s %8s  %s\n", "", "once", "postgres", "ratio",
+           "target");
+    for (int i = 0; i < n; i++) {
+        const row *w = &rows[i];
+        char pg[16] = "-", ratio[16] = "-", target[40] = "";
+
+        if (w->pg >= 0) {
+            snprintf(pg, sizeof(pg), "%.1f", w->pg);
+            snprintf(ratio, sizeof(ratio), "%.2f",
+                     w->pg > 0 ? w->once / w->pg : 0);
+        }
+        if (w->k != T_NONE) {
+            snprintf(target, sizeof(target), "%s %g%s: %s",
+                     w->k == T_ONCE_MAX ? "<=" : ">=", w->target, w->unit,
+                     met(w));
+        }
+        printf("%-36s %12.1f %12s %8s  %s\n", w->what, w->once, pg, ratio,
+               target);
+    }
+    if (!has_16(&b->a)) {
+        printf("(the producing target is at 16 producers: not run)\n");
+    }
+    printf("onced CPU: %.2f ms/s idle (before and after), %.2f ms/s with a "
+           "consumer "
+           "long-polling (%" PRIu64 " Reads of %d ms); fsyncs: %" PRIu64
+           " over %d Reads, %" PRIu64 " in the same time idle\n",
+           r->cpu_quiet, r->cpu_poll, r->poll_reads, IDLE_POLL_MS, r->fs_reads,
+           FSYNC_READS, r->fs_idle);
+    printf("correctness: %s\n",
+           b->ok ? "checked (every event delivered exactly once)"
+                 : "MISMATCH (see above)");
+}
+
+static void
+write_csv(const char *path, const row *rows, int n)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp == NULL) {
+        fprintf(stderr, "bench_outbox: cannot write %s\n", path);
+        return;
+    }
+    fprintf(fp, "metric,once,postgres,ratio,target,met\n");
+    for (int i = 0; i < n; i++) {
+        const row *w = &rows[i];
+        fprintf(fp, "\"%s\",%.3f,", w->what, w->once);
+        if (w->pg >= 0) {
+            fprintf(fp, "%.3f,%.3f,", w->pg, w->pg > 0 ? w->once / w->pg : 0);
+        } else {
+            fprintf(fp, ",,");
+        }
+        if (w->k != T_NONE) {
+            fprintf(fp, "\"%s %g%s\",%s\n",
+                    w->k == T_ONCE_MAX ? "<=" : ">=", w->target, w->unit,
+                    met(w));
+        } else {
+            fprintf(fp, ",\n");
+        }
+    }
+    fclose(fp);
+}
+
+/* ---- options and main ---------------------------------------------------- */
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: bench_outbox [options]\n"
+            "\n"
+            "once's outbox beside a PostgreSQL outbox table written in the\n"
+            "business transaction and a polling dispatcher (SELECT ... FOR\n"
+            "UPDATE SKIP LOCKED, deliver, DELETE), in one run, on an onced\n"
+            "and a PostgreSQL 15 cluster of its own (synchronous_commit=on,\n"
+            "fsync=on). Prints events/s and latencies as ratios with the\n"
+            "issue's targets, and checks that every event was delivered\n"
+            "exactly once (exit 1 when not).\n"
+            "\n"
+            "  --seconds S          per producing level, latency and idle\n"
+            "                       window (default 10)\n"
+            "  --producers LIST     producing levels (default 1,4,16; at most\n"
+            "                       %d levels of at most %d); the largest\n"
+            "                       also fills the backlogs\n"
+            "  --backlog N          events to deliver (default 100000)\n"
+            "  --batch N            events per delivering transaction\n"
+            "                       (default 100, at most 1000)\n"
+            "  --latency-producers N  producers during the latency run\n"
+            "                       (default 4)\n"
+            "  --poll-ms X          the dispatcher's poll interval when its\n"
+            "                       last poll was not full (default 100)\n"
+            "  --pg-bin DIR         initdb, pg_ctl (default\n"
+            "                       /usr/lib/postgresql/15/bin)\n"
+            "  --csv FILE           also write metric,once,postgres,ratio,\n"
+            "                       target,met rows to FILE\n"
+            "  --help               this text\n",
+            MAX_LEVELS, MAX_PRODUCERS);
+}
+
+static bool
+in_range(int v, int lo, int hi)
+{
+    return v >= lo && v <= hi;
+}
+
+/* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
+static int
+parse_args(int argc, char **argv, args *a)
+{
+    static const struct option opts[] = {
+        {"seconds", required_argument, 0, 's'},
+        {"producers", required_argument, 0, 'p'},
+        {"backlog", required_argument, 0, 'n'},
+        {"batch", required_argument, 0, 'b'},
+        {"latency-producers", required_argument, 0, 'l'},
+        {"poll-ms", required_argument, 0, 'i'},
+        {"pg-bin", required_argument, 0, 'g'},
+        {"csv", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int ch;
+
+    *a = (args){.seconds = 10,
+                .backlog = 100000,
+                .levels = {1, 4, 16},
+                .nlevels = 3,
+                .lat_producers = 4,
+                .batch = 100,
+                .poll_ms = 100,
+                .pg_bin = "/usr/lib/postgresql/15/bin"};
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            usage(stdout);
+            return 1;
+        } else if (ch == 's') {
+            a->seconds = atoi(optarg);
+        } else if (ch == 'p') {
+            a->nlevels = bench_parse_levels(optarg, a->levels, MAX_LEVELS,
+                                            MAX_PRODUCERS);
+        } else if (ch == 'n') {
+            a->backlog = atoi(optarg);
+        } else if (ch == 'b') {
+            a->batch = atoi(optarg);
+        } else if (ch == 'l') {
+            a->lat_producers = atoi(optarg);
+        } else if (ch == 'i') {
+            a->poll_ms = atoi(optarg);
+        } else if (ch == 'g') {
+            a->pg_bin = optarg;
+        } else if (ch == 'c') {
+            a->csv = optarg;
+        } else {
+            fprintf(stderr, "bench_outbox: bad option; see --help\n");
+            return 2;
+        }
+    }
+    if (optind < argc || a->nlevels < 1 || !in_range(a->seconds, 1, 600) ||
+        !in_range(a->backlog, 1, 10000000) || !in_range(a->batch, 1, 1000) ||
+        !in_range(a->lat_producers, 1, MAX_PRODUCERS) ||
+        !in_range(a->poll_ms, 1, 60000)) {
+        fprintf(stderr, "bench_outbox: a value out of range (--producers "
+                        "wants e.g. 1,4,16); see --help\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The onced and the cluster, in b->top. 0 or -1 (said). */
+static int
+start(bench *b)
+{
+    const char *extra[] = {BENCH_ONCED_MANY_PEERS, "--outbox-max-bytes", "1G",
+                           NULL};
+    char dir[128], err[PG_ERR_LEN];
+
+    snprintf(b->top, sizeof(b->top), "/tmp/once-obbench-XXXXXX");
+    if (mkdtemp(b->top) == NULL || chmod(b->top, 0755) != 0) {
+        perror("bench_outbox: temp dir");
+        return -1;
+    }
+    snprintf(dir, sizeof(dir), "%s/pg", b->top);
+    if (mkdir(dir, 0755) != 0) {
+        perror("bench_outbox: mkdir");
+        return -1;
+    }
+    fprintf(stderr, "bench_outbox: starting onced and PostgreSQL\n");
+    if (bench_onced_start(&b->srv, ONCED_PATH, extra) != 0) {
+        return -1;
+    }
+    if (obpg_start(&b->pg, b->a.pg_bin, dir, 2 * MAX_PRODUCERS + 16) != 0) {
+        return -1;
+    }
+    if ((b->pc = pg_cluster_connect(&b->pg, err)) == NULL) {
+        fprintf(stderr, "bench_outbox: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+stop(bench *b)
+{
+    PQfinish(b->pc);
+    pg_cluster_stop(&b->pg);
+    bench_onced_stop(&b->srv);
+    if (b->top[0] != '\0') {
+        sys_rm_tree(b->top);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static bench b;
+    static results r;
+    row rows[MAX_ROWS];
+    int pr = parse_args(argc, argv, &b.a), n;
+
+    if (pr != 0) {
+        return pr == 1 ? 0 : 2;
+    }
+    b.ok = true;
+    atomic_store(&b.next_ev, 1);
+    if (start(&b) != 0) {
+        stop(&b);
+        return 1;
+    }
+    printf("checks:\n");
+    phase_producing(&b, &r);
+    phase_delivering_once(&b, &r, largest_level(&b.a));
+    phase_delivering_pg(&b, &r, largest_level(&b.a));
+    phase_latency(&b, &r, SYS_ONCE);
+    phase_latency(&b, &r, SYS_PG);
+    phase_idle_cpu(&b, &r);
+    phase_read_fsync(&b, &r);
+    n = make_rows(&b, &r, rows);
+    print_table(&b, &r, rows, n);
+    if (b.a.csv != NULL) {
+        write_csv(b.a.csv, rows, n);
+    }
+    stop(&b);
+    return b.ok ? 0 : 1;
+}
