@@ -19,6 +19,7 @@
 
 #include "http/json_pb.h"
 #include "proto/auth_tag.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "proto/principals.h"
 #include "proto/reasons.h"
@@ -409,7 +410,7 @@ http_api_post(nng_aio *aio)
     sodium_memzero(key, sizeof(key));
     free(payload);
     hc->req.msg = msg;
-    hc->req.recv_ms = (uint64_t)nng_clock();
+    hc->req.recv_ms = clock_now_ms(); /* as the listener stamps it */
     hc->req.reply = http_api_reply;
     verifier_submit(a->srv->vf, &hc->req); /* replies through hc */
 }
