@@ -140,6 +140,20 @@ def hold_one(h: Http, cid: int, raw: bytes):
     raise AssertionError("no 429 while a call was in flight")
 
 
+def start_holding(onced_factory, monkeypatch, name: str):
+    """onced_test with --contexts 1, holding every call that carries a
+    deadline 800 ms before it runs (ONCED_EXEC_HOLD_MS), and an increment
+    of counter name held in flight (hold_one). Returns (onced, Http, the
+    curl process, its rpc id, the probe's 429 body)."""
+    import conftest
+    monkeypatch.setattr(conftest, "ONCED",
+                        str(conftest.BUILD / "tests" / "onced_test"))
+    monkeypatch.setenv("ONCED_EXEC_HOLD_MS", "800")
+    o, h = start(onced_factory, args=["--contexts", "1"])
+    raw = json.dumps({"name": name, "by": 1}).encode()
+    return (o, h, *hold_one(h, h.lease(), raw))
+
+
 def test_increment_and_replay_over_http(onced_factory):
     o, h = start(onced_factory)
     cid = h.lease()
@@ -349,17 +363,9 @@ def test_docs_examples_run_as_written(onced_factory, tmp_path):
 
 
 def test_calls_in_flight_are_bounded(onced_factory, monkeypatch):
-    # onced_test holds every call that carries a deadline 800 ms before it
-    # runs (ONCED_EXEC_HOLD_MS); with --contexts 1 one such JSON call fills
-    # the front door, and the next is refused 429 while it is held.
-    import conftest
-    monkeypatch.setattr(conftest, "ONCED",
-                        str(conftest.BUILD / "tests" / "onced_test"))
-    monkeypatch.setenv("ONCED_EXEC_HOLD_MS", "800")
-    o, h = start(onced_factory, args=["--contexts", "1"])
-    cid = h.lease()
-    raw = json.dumps({"name": "b", "by": 1}).encode()
-    held, rid, busy = hold_one(h, cid, raw)
+    # With --contexts 1 one held JSON call fills the front door, and the
+    # next is refused 429 while it is held.
+    o, h, held, rid, busy = start_holding(onced_factory, monkeypatch, "b")
     assert (busy["code"], busy["reason"]) == ("RESOURCE_EXHAUSTED",
                                               "HTTP_BUSY"), busy
     out = held.stdout.read().decode()
@@ -431,14 +437,7 @@ def test_sigterm_with_a_call_in_flight(onced_factory, monkeypatch):
     # SIGTERM while a JSON call is held before it runs: onced answers or
     # drops that connection, but the call runs and is recorded before it
     # exits 0; after a restart its retry is a replay, the counter moved once.
-    import conftest
-    monkeypatch.setattr(conftest, "ONCED",
-                        str(conftest.BUILD / "tests" / "onced_test"))
-    monkeypatch.setenv("ONCED_EXEC_HOLD_MS", "800")
-    o, h = start(onced_factory, args=["--contexts", "1"])
-    cid = h.lease()
-    raw = json.dumps({"name": "t", "by": 1}).encode()
-    held, rid, _ = hold_one(h, cid, raw)
+    o, h, held, rid, _ = start_holding(onced_factory, monkeypatch, "t")
     assert o.stop() == 0, o.log.read_text()
     held.wait(timeout=30 * SLOW)
     # nng 1.5.2 closes the connection at once (curl: empty reply, 52).
