@@ -160,6 +160,10 @@ http_finish(nng_aio *aio, uint16_t status, char *body, size_t len)
     if (body == NULL || nng_http_res_alloc(&res) != 0 ||
         nng_http_res_set_status(res, status) != 0 ||
         nng_http_res_set_header(res, "Content-Type", "application/json") != 0 ||
+        /* A failed authentication costs the peer its connection, as
+         * repeated ones do on nng (conns.h). */
+        (status == 401 &&
+         nng_http_res_set_header(res, "Connection", "close") != 0) ||
         nng_http_res_copy_data(res, body, len) != 0) {
         free(body);
         nng_http_res_free(res);

@@ -240,6 +240,13 @@ def test_authentication(onced_factory):
         assert (st, r.get("code"), r.get("reason")) == (
             401, "UNAUTHENTICATED", reason), (what, r)
     assert counter(o, "s") == 0
+    # A 401 costs the peer its connection (as repeated failures do on nng).
+    p = subprocess.run([CURL, "-sS", "-o", "/dev/null", "-D", "-", "-H",
+                        "Content-Type: application/json", "-d", "{}",
+                        h.base + "/v1" + GET], capture_output=True,
+                       timeout=30 * SLOW)
+    assert b" 401 " in p.stdout and b"connection: close" in p.stdout.lower(), \
+        p.stdout
     # The same request signed: it runs, once, under that rpc id.
     st, r = h.post(INCR, body, rpc_id=f"{cid}:1",
                    headers={"Once-Tag": good.upper()})
