@@ -107,6 +107,17 @@ void commit_split_write(store *s, const queue *group);
  * format error), EIO otherwise. */
 int store_leveldb_error(const char *what, char *err);
 
+/* store.c: closes db, then destroys what it was opened and used with —
+ * each argument only when not NULL (a half-made store or loader), in the
+ * order LevelDB needs (the database before its options, filter and
+ * cache). The one teardown of the store (store_close) and of a loader
+ * (load.c). */
+void store_leveldb_close(leveldb_t *db, leveldb_options_t *opts,
+                         leveldb_filterpolicy_t *filter, leveldb_cache_t *cache,
+                         leveldb_readoptions_t *ropts,
+                         leveldb_writeoptions_t *wsync,
+                         leveldb_writeoptions_t *wnosync);
+
 /* replicate.c: hands a group's merged batch to the appender and adds the
  * applied index to it; replicate_gate asks for a group without writes. */
 void replicate_group(store *s, leveldb_writebatch_t *merged);
