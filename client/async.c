@@ -145,8 +145,8 @@ async_entry(once_future *f, call_group_entry *e)
 static void
 async_spawn_locked(async_pool *p)
 {
-    bool work = p->rhead != NULL ||
-                (p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX);
+    bool work = !queue_empty(&p->resume) ||
+                (!queue_empty(&p->fresh) && p->nsenders < ASYNC_SENDERS_MAX);
 
     if (work && p->nidle == 0 && p->nworkers < ASYNC_WORKERS_MAX &&
         pthread_create(&p->threads[p->nworkers], NULL, async_worker, p) == 0) {
@@ -164,14 +164,8 @@ async_send_group(async_pool *p)
     call_group_entry g[BATCH_ENTRIES_MAX];
     size_t n = 0, finished = 0;
 
-    while (p->head != NULL && n < BATCH_ENTRIES_MAX) {
-        once_future *f = p->head;
-        if ((p->head = f->next) == NULL) {
-            p->tail = NULL;
-        }
-        f->next = NULL;
-        p->queued--;
-        fs[n++] = f;
+    while (!queue_empty(&p->fresh) && n < BATCH_ENTRIES_MAX) {
+        fs[n++] = QUEUE_ITEM(queue_pop(&p->fresh), once_future, link);
     }
     p->nsenders++;
     pthread_mutex_unlock(&p->lock);
@@ -200,12 +194,7 @@ async_send_group(async_pool *p)
     for (size_t i = 0; i < n; i++) {
         if (!g[i].done) {
             fs[i]->rest = g[i].rest;
-            if (p->rtail != NULL) {
-                p->rtail->next = fs[i];
-            } else {
-                p->rhead = fs[i];
-            }
-            p->rtail = fs[i];
+            queue_push(&p->resume, &fs[i]->link);
         }
     }
     p->pending -= finished;
@@ -221,13 +210,9 @@ async_send_group(async_pool *p)
 static void
 async_resume_one(async_pool *p)
 {
-    once_future *f = p->rhead;
+    once_future *f = QUEUE_ITEM(queue_pop(&p->resume), once_future, link);
     call_group_entry e;
 
-    if ((p->rhead = f->next) == NULL) {
-        p->rtail = NULL;
-    }
-    f->next = NULL;
     pthread_mutex_unlock(&p->lock);
     async_entry(f, &e);
     f->rest = NULL;
@@ -246,16 +231,16 @@ async_worker(void *arg)
 
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (p->rhead == NULL &&
-               !(p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX) &&
+        while (queue_empty(&p->resume) &&
+               !(!queue_empty(&p->fresh) && p->nsenders < ASYNC_SENDERS_MAX) &&
                !p->stop) {
             p->nidle++;
             pthread_cond_wait(&p->work, &p->lock);
             p->nidle--;
         }
-        if (p->rhead != NULL) {
+        if (!queue_empty(&p->resume)) {
             async_resume_one(p);
-        } else if (p->head != NULL && p->nsenders < ASYNC_SENDERS_MAX) {
+        } else if (!queue_empty(&p->fresh) && p->nsenders < ASYNC_SENDERS_MAX) {
             async_send_group(p);
         } else if (p->stop) {
             break; /* stop, and nothing left */
@@ -291,14 +276,7 @@ async_submit(async_pool *p, once_future *f, once_status *st)
         }
         p->nworkers = 1;
     }
-    f->next = NULL;
-    if (p->tail != NULL) {
-        p->tail->next = f;
-    } else {
-        p->head = f;
-    }
-    p->tail = f;
-    p->queued++;
+    queue_push(&p->fresh, &f->link);
     p->pending++;
     /* A sender for it: an idle worker, or a new one while senders are
      * free (a busy sender takes the queue when it comes back). */

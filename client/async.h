@@ -34,8 +34,8 @@ struct once_future {
     size_t req_len;
     once_done_fn done;
     void *arg;
-    struct once_future *next; /* in the queue, under the pool's lock */
-    struct call_rest *rest;   /* its first attempt did not end it */
+    queue_link link;        /* in a queue of the pool, under its lock */
+    struct call_rest *rest; /* its first attempt did not end it */
 
     /* Written by the worker before fin is set, read after. */
     int code;

@@ -31,32 +31,15 @@ batch_fini(batch_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-static void
-batch_unlink(batch_queue *q, batch_entry *e)
-{
-    batch_entry **pp = &q->head, *prev = NULL;
-
-    while (*pp != NULL && *pp != e) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp == e) {
-        *pp = e->next;
-        if (q->tail == e) {
-            q->tail = prev;
-        }
-        e->next = NULL;
-    }
-}
-
 /* Under the lock: the queue's head leads when nobody does. */
 static void
 batch_promote(batch_queue *q)
 {
-    if (!q->led && q->head != NULL) {
+    if (!q->led && !queue_empty(&q->waiting)) {
+        batch_entry *head = QUEUE_ITEM(q->waiting.head, batch_entry, link);
         q->led = true;
-        q->head->state = BATCH_LEADS;
-        pthread_cond_signal(&q->head->cv);
+        head->state = BATCH_LEADS;
+        pthread_cond_signal(&head->cv);
     }
 }
 
@@ -71,19 +54,13 @@ batch_join(batch_queue *q, batch_entry *e)
     e->resp = NULL;
     e->resp_len = 0;
     e->err = 0;
-    e->next = NULL;
     e->held = NULL;
     pthread_mutex_lock(&q->lock);
-    if (q->inflight < BATCH_INFLIGHT_MAX && q->head == NULL) {
+    if (q->inflight < BATCH_INFLIGHT_MAX && queue_empty(&q->waiting)) {
         q->inflight++;
         role = BATCH_PLAIN;
     } else {
-        if (q->tail != NULL) {
-            q->tail->next = e;
-        } else {
-            q->head = e;
-        }
-        q->tail = e;
+        queue_push(&q->waiting, &e->link);
         if (!q->led) {
             q->led = true;
             e->state = BATCH_LEADS;
@@ -111,7 +88,7 @@ batch_wait(batch_queue *q, batch_entry *e, uint64_t until_ms)
     }
     st = e->state;
     if (st == BATCH_QUEUED) { /* gave up before any leader took it */
-        batch_unlink(q, e);
+        queue_remove(&q->waiting, &e->link);
         e->err = ETIMEDOUT;
         st = e->state = BATCH_FAILED;
     } else if (st == BATCH_TAKEN) { /* sent, unanswered: leave the batch */
@@ -139,13 +116,15 @@ batch_take(batch_queue *q, batch_entry *e, uint64_t until_ms, size_t max_bytes,
     }
     /* Room or not: at until_ms the batch goes anyway (a server that
      * answers nothing must not keep calls from being sent at all). */
-    batch_unlink(q, e);
+    queue_remove(&q->waiting, &e->link);
     held[n++] = e;
     bytes = e->len;
-    while (q->head != NULL && n < BATCH_ENTRIES_MAX &&
-           bytes + q->head->len <= max_bytes) {
-        batch_entry *x = q->head;
-        batch_unlink(q, x);
+    while (!queue_empty(&q->waiting) && n < BATCH_ENTRIES_MAX) {
+        batch_entry *x = QUEUE_ITEM(q->waiting.head, batch_entry, link);
+        if (bytes + x->len > max_bytes) {
+            break;
+        }
+        queue_pop(&q->waiting);
         held[n++] = x;
         bytes += x->len;
     }

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/queue.h"
+
 /* Messages of one handle in flight before new calls queue. */
 #define BATCH_INFLIGHT_MAX 2u
 /* Entries in one batch (the server's limit, WIRE_BATCH_MAX_ENTRIES). */
@@ -52,7 +54,7 @@ typedef struct batch_entry {
     uint8_t *resp;     /* BATCH_DONE: malloc'd, the waiter frees */
     size_t resp_len;
     int err;                   /* BATCH_FAILED: an nng error */
-    struct batch_entry *next;  /* in the queue */
+    queue_link link;           /* in the queue */
     struct batch_entry **held; /* BATCH_TAKEN: the leader's slot for it */
 } batch_entry;
 
@@ -60,8 +62,8 @@ typedef struct batch_queue {
     pthread_mutex_t lock; /* protects every field */
     pthread_cond_t room;  /* inflight went down */
     unsigned inflight;    /* messages sent (or being sent), unanswered */
-    batch_entry *head, *tail;
-    bool led; /* a leader exists (queued or taking) */
+    queue waiting;        /* batch_entry QUEUED, in arrival order */
+    bool led;             /* a leader exists (queued or taking) */
 } batch_queue;
 
 void batch_init(batch_queue *q);

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/queue.h"
 #include "client/batch.h"
 #include "client/conn.h"
 #include "client/lease_gate.h"
@@ -47,11 +48,8 @@ typedef struct async_pool {
     pthread_mutex_t lock;                 /* protects every field below */
     pthread_cond_t work;                  /* a call was queued, or stop */
     pthread_cond_t drained;               /* pending reached 0 */
-    struct once_future *head;             /* queued, not started */
-    struct once_future *tail;             /* last queued */
-    struct once_future *rhead;            /* to resume (call_group_resume) */
-    struct once_future *rtail;            /* last to resume */
-    size_t queued;                        /* in the queue */
+    queue fresh;                          /* once_future queued, not started */
+    queue resume;                         /* to resume (call_group_resume) */
     unsigned nsenders;                    /* workers sending a group */
     size_t pending;                       /* queued or running */
     unsigned nworkers;                    /* threads started */

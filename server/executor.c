@@ -31,6 +31,7 @@
 #include "server/fair_queue.h"
 #include "server/verify.h"
 #include "base/clock.h"
+#include "base/queue.h"
 #include "proto/envelope.h"
 #include "proto/field_scan.h"
 #include "store/fault.h"
@@ -46,7 +47,7 @@
 typedef struct exec_task {
     void (*fn)(void *);
     void *arg;
-    struct exec_task *next;
+    queue_link link; /* in executor.tasks */
 } exec_task;
 
 /* Calls executed before a group is synced even if more are queued: bounds
@@ -66,8 +67,7 @@ struct executor {
     pthread_mutex_t mtx; /* protects the two queues and stopping */
     pthread_cond_t cv;
     fair_queue q; /* a lane per principal (fair_queue.h) */
-    exec_task *task_head;
-    exec_task *task_tail;
+    queue tasks;  /* exec_task, posted (executor_post) */
     bool stopping;
     /* Parked reads (exec_park), executor thread only: they hold their
      * request and no transaction, and go back to the queue after a sync
@@ -821,7 +821,7 @@ exec_main(void *arg)
         bool late = group_ms != 0 && clock_now_ms() - group_ms >= EXEC_GROUP_MS;
 
         pthread_mutex_lock(&ex->mtx);
-        if ((ex->q.queued == 0 && ex->task_head == NULL) || late ||
+        if ((ex->q.queued == 0 && queue_empty(&ex->tasks)) || late ||
             store_pending(ex->env->st) >= EXEC_GROUP_MAX) {
             /* Out of queued calls (or a full or late group): make
              * everything executed durable, one fsync, and reply. Calls
@@ -834,7 +834,7 @@ exec_main(void *arg)
             }
             pthread_mutex_lock(&ex->mtx);
         }
-        while (ex->q.queued == 0 && ex->task_head == NULL && !ex->stopping) {
+        while (ex->q.queued == 0 && queue_empty(&ex->tasks) && !ex->stopping) {
             uint64_t wait = exec_park_wait_ms(ex);
             struct timespec ts;
 
@@ -848,10 +848,8 @@ exec_main(void *arg)
                 break; /* a parked read's deadline: sync and unpark */
             }
         }
-        if ((t = ex->task_head) != NULL) {
-            if ((ex->task_head = t->next) == NULL) {
-                ex->task_tail = NULL;
-            }
+        if (!queue_empty(&ex->tasks)) {
+            t = QUEUE_ITEM(queue_pop(&ex->tasks), exec_task, link);
             pthread_mutex_unlock(&ex->mtx);
             t->fn(t->arg);
             free(t);
@@ -904,14 +902,8 @@ executor_post(void *arg, void (*fn)(void *), void *fn_arg)
     }
     t->fn = fn;
     t->arg = fn_arg;
-    t->next = NULL;
     pthread_mutex_lock(&ex->mtx);
-    if (ex->task_tail != NULL) {
-        ex->task_tail->next = t;
-    } else {
-        ex->task_head = t;
-    }
-    ex->task_tail = t;
+    queue_push(&ex->tasks, &t->link);
     pthread_cond_signal(&ex->cv);
     pthread_mutex_unlock(&ex->mtx);
 }

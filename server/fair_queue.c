@@ -15,19 +15,20 @@
 struct fairq_lane {
     unsigned char key[FAIRQ_KEY_MAX];
     size_t klen;
-    listener_req *head;
-    listener_req *tail;
-    fairq_lane *next; /* the next lane of the ring */
+    queue reqs;     /* listener_req, by their link */
+    queue_link way; /* in the ring */
 };
 
 int
 fair_queue_push(fair_queue *q, const void *key, size_t klen, listener_req *r)
 {
-    fairq_lane *l;
+    fairq_lane *l = NULL;
 
     klen = klen < FAIRQ_KEY_MAX ? klen : FAIRQ_KEY_MAX;
-    for (l = q->head; l != NULL; l = l->next) {
-        if (l->klen == klen && memcmp(l->key, key, klen) == 0) {
+    for (queue_link *w = q->ring.head; w != NULL; w = w->next) {
+        fairq_lane *x = QUEUE_ITEM(w, fairq_lane, way);
+        if (x->klen == klen && memcmp(x->key, key, klen) == 0) {
+            l = x;
             break;
         }
     }
@@ -37,21 +38,9 @@ fair_queue_push(fair_queue *q, const void *key, size_t klen, listener_req *r)
         }
         memcpy(l->key, key, klen);
         l->klen = klen;
-        if (q->tail != NULL) {
-            q->tail->next = l;
-        } else {
-            q->head = l;
-        }
-        q->tail = l;
-        q->lanes++;
+        queue_push(&q->ring, &l->way);
     }
-    r->next = NULL;
-    if (l->tail != NULL) {
-        l->tail->next = r;
-    } else {
-        l->head = r;
-    }
-    l->tail = r;
+    queue_push(&l->reqs, &r->link);
     q->queued++;
     return 0;
 }
@@ -59,33 +48,20 @@ fair_queue_push(fair_queue *q, const void *key, size_t klen, listener_req *r)
 listener_req *
 fair_queue_pop(fair_queue *q)
 {
-    fairq_lane *l = q->head;
+    queue_link *w = queue_pop(&q->ring);
+    fairq_lane *l;
     listener_req *r;
 
-    if (l == NULL) {
+    if (w == NULL) {
         return NULL;
     }
-    r = l->head;
-    if ((l->head = r->next) == NULL) {
-        l->tail = NULL;
-    }
-    r->next = NULL;
+    l = QUEUE_ITEM(w, fairq_lane, way);
+    r = QUEUE_ITEM(queue_pop(&l->reqs), listener_req, link);
     q->queued--;
-    q->head = l->next;
-    l->next = NULL;
-    if (q->head == NULL) {
-        q->tail = NULL;
-    }
-    if (l->head == NULL) {
+    if (queue_empty(&l->reqs)) {
         free(l);
-        q->lanes--;
     } else { /* to the tail of the ring */
-        if (q->tail != NULL) {
-            q->tail->next = l;
-        } else {
-            q->head = l;
-        }
-        q->tail = l;
+        queue_push(&q->ring, &l->way);
     }
     return r;
 }

@@ -9,13 +9,16 @@
  * became active, whatever their lanes hold.
  * Invariant: a lane is in the ring exactly while it holds a request; an
  * empty lane is freed.
- * Never: locks (its owner does); blocks.
+ * Never: locks (its owner does); blocks. Its lanes and ring are
+ * base/queue.h FIFOs.
  */
 #ifndef SERVER_FAIR_QUEUE_H
 #define SERVER_FAIR_QUEUE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base/queue.h"
 
 /* The longest key; longer ones are cut (a principal's name is at most
  * PRINCIPAL_NAME_MAX, 128, bytes). */
@@ -25,9 +28,7 @@ typedef struct listener_req listener_req;
 typedef struct fairq_lane fairq_lane;
 
 typedef struct fair_queue {
-    fairq_lane *head; /* the ring, as a list: served from the head */
-    fairq_lane *tail;
-    size_t lanes;  /* lanes in the ring */
+    queue ring;    /* of fairq_lane, as a list: served from the head */
     size_t queued; /* requests in all lanes */
 } fair_queue;
 

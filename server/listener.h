@@ -22,6 +22,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "base/queue.h"
 #include "server/stats.h"
 
 #define LISTENER_URLS_MAX 8
@@ -71,8 +72,9 @@ typedef struct listener_req {
     char principal[LISTENER_PRINCIPAL_MAX]; /* set by the verifier: the
                                       principal
                                       it names (cut), the executor's lane */
-    struct listener_req *next; /* queue link (verifier, executor, parked
-                                  reads) */
+    queue_link link;                        /* in a fair_queue lane (verifier,
+                                               executor) */
+    struct listener_req *next;              /* the executor's parked reads */
     /* NULL for a request of the nng socket; otherwise the front door that
      * made it (http_api.h) takes its reply: listener_reply calls this
      * with the packed Response instead of sending on a context. Never

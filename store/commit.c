@@ -48,14 +48,7 @@ store_txn_commit(store_txn *t, store_done_fn done, void *arg)
             abort();
         }
     }
-    t->next = NULL;
-    if (s->tail != NULL) {
-        s->tail->next = t;
-    } else {
-        s->head = t;
-    }
-    s->tail = t;
-    s->queued++;
+    queue_push(&s->handed, &t->link);
     pthread_mutex_unlock(&s->mtx);
 }
 
@@ -64,47 +57,34 @@ store_pending(store *s)
 {
     size_t n;
     pthread_mutex_lock(&s->mtx);
-    n = s->queued;
+    n = s->handed.len;
     pthread_mutex_unlock(&s->mtx);
     return n;
 }
 
-/* Takes up to COMMIT_GROUP_MAX queued transactions; NULL when none. */
-static store_txn *
-commit_take(store *s, size_t *n)
+/* Moves up to COMMIT_GROUP_MAX queued transactions into the empty group;
+ * how many (0 when none). */
+static size_t
+commit_take(store *s, queue *group)
 {
-    store_txn *first, *last;
+    size_t n;
 
     pthread_mutex_lock(&s->mtx);
-    first = s->head;
-    last = first;
-    *n = 0;
-    if (first != NULL) {
-        *n = 1;
-        while (last->next != NULL && *n < COMMIT_GROUP_MAX) {
-            last = last->next;
-            (*n)++;
-        }
-        s->head = last->next;
-        if (s->head == NULL) {
-            s->tail = NULL;
-        }
-        last->next = NULL;
-        s->queued -= *n;
-    }
+    n = queue_take(&s->handed, group, COMMIT_GROUP_MAX);
     pthread_mutex_unlock(&s->mtx);
-    return first;
+    return n;
 }
 
 static void
-commit_write(store *s, store_txn *group, size_t n)
+commit_write(store *s, const queue *group, size_t n)
 {
     leveldb_writebatch_t *merged = NULL;
     leveldb_writebatch_t *one = NULL;
     uint64_t dirty = 0;
     char *err = NULL;
 
-    for (store_txn *t = group; t != NULL; t = t->next) {
+    for (queue_link *l = group->head; l != NULL; l = l->next) {
+        store_txn *t = QUEUE_ITEM(l, store_txn, link);
         if (t->nwrites == 0) {
             continue;
         }
@@ -182,11 +162,12 @@ commit_write(store *s, store_txn *group, size_t n)
 /* Runs the done callbacks of a durable group, in order, and settles the
  * overlay. */
 static void
-commit_finish(store *s, store_txn *group)
+commit_finish(store *s, queue *group)
 {
-    while (group != NULL) {
-        store_txn *t = group;
-        group = t->next;
+    queue_link *l;
+
+    while ((l = queue_pop(group)) != NULL) {
+        store_txn *t = QUEUE_ITEM(l, store_txn, link);
         if (t->done != NULL) {
             t->done(t->arg);
         }
@@ -201,14 +182,14 @@ commit_finish(store *s, store_txn *group)
 size_t
 store_sync(store *s)
 {
-    store_txn *group;
+    queue group = {0};
     size_t n, total = 0;
 
     /* Callbacks may hand over more (the collector's barrier does): loop
      * until the queue is empty. */
-    while ((group = commit_take(s, &n)) != NULL) {
-        commit_write(s, group, n);
-        commit_finish(s, group);
+    while ((n = commit_take(s, &group)) > 0) {
+        commit_write(s, &group, n);
+        commit_finish(s, &group);
         total += n;
     }
     return total;

@@ -51,18 +51,7 @@ load_free(store_loader *l)
     if (l->batch != NULL) {
         leveldb_writebatch_destroy(l->batch);
     }
-    if (l->db != NULL) {
-        leveldb_close(l->db);
-    }
-    if (l->opts != NULL) {
-        leveldb_options_destroy(l->opts);
-    }
-    if (l->wsync != NULL) {
-        leveldb_writeoptions_destroy(l->wsync);
-    }
-    if (l->wnosync != NULL) {
-        leveldb_writeoptions_destroy(l->wnosync);
-    }
+    store_leveldb_close(l->db, l->opts, NULL, NULL, NULL, l->wsync, l->wnosync);
     free(l->dir);
     free(l);
 }

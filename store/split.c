@@ -62,11 +62,12 @@ split_write_part(store *s, const store_txn *t, bool records)
 }
 
 void
-commit_split_write(store *s, store_txn *group)
+commit_split_write(store *s, const queue *group)
 {
     const bool effect_first = ONCE_SPLIT_WRITES == 1;
 
-    for (store_txn *t = group; t != NULL; t = t->next) {
+    for (queue_link *l = group->head; l != NULL; l = l->next) {
+        store_txn *t = QUEUE_ITEM(l, store_txn, link);
         size_t first = split_write_part(s, t, !effect_first);
         if (first > 0 && first < t->nwrites) {
             FAULT_POINT(FAULT_WRITE_BETWEEN);

@@ -24,30 +24,40 @@
 #define STORE_CACHE_BYTES  (32u << 20)
 #define STORE_WRITE_BUFFER (8u << 20)
 
+void
+store_leveldb_close(leveldb_t *db, leveldb_options_t *opts,
+                    leveldb_filterpolicy_t *filter, leveldb_cache_t *cache,
+                    leveldb_readoptions_t *ropts, leveldb_writeoptions_t *wsync,
+                    leveldb_writeoptions_t *wnosync)
+{
+    if (db != NULL) {
+        leveldb_close(db);
+    }
+    if (opts != NULL) {
+        leveldb_options_destroy(opts);
+    }
+    if (filter != NULL) {
+        leveldb_filterpolicy_destroy(filter);
+    }
+    if (cache != NULL) {
+        leveldb_cache_destroy(cache);
+    }
+    if (ropts != NULL) {
+        leveldb_readoptions_destroy(ropts);
+    }
+    if (wsync != NULL) {
+        leveldb_writeoptions_destroy(wsync);
+    }
+    if (wnosync != NULL) {
+        leveldb_writeoptions_destroy(wnosync);
+    }
+}
+
 static void
 store_free(store *s)
 {
-    if (s->db != NULL) {
-        leveldb_close(s->db);
-    }
-    if (s->opts != NULL) {
-        leveldb_options_destroy(s->opts);
-    }
-    if (s->filter != NULL) {
-        leveldb_filterpolicy_destroy(s->filter);
-    }
-    if (s->cache != NULL) {
-        leveldb_cache_destroy(s->cache);
-    }
-    if (s->ropts != NULL) {
-        leveldb_readoptions_destroy(s->ropts);
-    }
-    if (s->wsync != NULL) {
-        leveldb_writeoptions_destroy(s->wsync);
-    }
-    if (s->wnosync != NULL) {
-        leveldb_writeoptions_destroy(s->wnosync);
-    }
+    store_leveldb_close(s->db, s->opts, s->filter, s->cache, s->ropts, s->wsync,
+                        s->wnosync);
     overlay_free(s->ov);
     pthread_mutex_destroy(&s->mtx);
     pthread_mutex_destroy(&s->compact_mtx);

@@ -14,6 +14,7 @@
 
 #include <leveldb/c.h>
 
+#include "base/queue.h"
 #include "store/overlay.h"
 #include "store/store.h"
 
@@ -33,7 +34,7 @@ struct store_txn {
     uint64_t ticket; /* set when handed over (store_txn_commit) */
     store_done_fn done;
     void *arg;
-    struct store_txn *next; /* commit queue link */
+    queue_link link; /* in store.handed, then in its group */
 };
 
 /* snapshot.c: one pinned snapshot. */
@@ -56,10 +57,8 @@ struct store {
     leveldb_writeoptions_t *wnosync; /* compact.c's spanning deletes */
     overlay *ov;
 
-    pthread_mutex_t mtx; /* protects the queue, queued and next_ticket */
-    store_txn *head;     /* handed over, not yet written */
-    store_txn *tail;
-    size_t queued;
+    pthread_mutex_t mtx; /* protects handed and next_ticket */
+    queue handed;        /* store_txn handed over, not yet written */
     uint64_t next_ticket;
 
     _Atomic uint64_t commits;
@@ -101,12 +100,23 @@ struct store {
 #define STORE_COMMIT_SEQ_KEY "m/commit_seq"
 
 /* split.c: test-only split builds (ONCE_SPLIT_WRITES), see there. */
-void commit_split_write(store *s, store_txn *group);
+void commit_split_write(store *s, const queue *group);
 
 /* store.c: frees a LevelDB error err after writing it to stderr with
  * what; returns EBADMSG when LevelDB found damaged data (a checksum or
  * format error), EIO otherwise. */
 int store_leveldb_error(const char *what, char *err);
+
+/* store.c: closes db, then destroys what it was opened and used with —
+ * each argument only when not NULL (a half-made store or loader), in the
+ * order LevelDB needs (the database before its options, filter and
+ * cache). The one teardown of the store (store_close) and of a loader
+ * (load.c). */
+void store_leveldb_close(leveldb_t *db, leveldb_options_t *opts,
+                         leveldb_filterpolicy_t *filter, leveldb_cache_t *cache,
+                         leveldb_readoptions_t *ropts,
+                         leveldb_writeoptions_t *wsync,
+                         leveldb_writeoptions_t *wnosync);
 
 /* replicate.c: hands a group's merged batch to the appender and adds the
  * applied index to it; replicate_gate asks for a group without writes. */

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "base/queue.h"
 #include "gc/gc.h"
 #include "lease/lease.h"
 #include "store/records.h"
@@ -33,7 +34,7 @@ test_clock(void)
 typedef struct task {
     void (*fn)(void *);
     void *arg;
-    struct task *next;
+    queue_link link;
 } task;
 
 typedef struct fixture {
@@ -42,8 +43,7 @@ typedef struct fixture {
     lease_table *lt;
     gc *g;
     pthread_mutex_t mtx; /* protects the task queue */
-    task *head;
-    task *tail;
+    queue tasks;
     uint64_t compact_after; /* the collector's (0: never) */
 } fixture;
 
@@ -55,14 +55,8 @@ post(void *arg, void (*fn)(void *), void *fn_arg)
     task *t = malloc(sizeof(*t));
     t->fn = fn;
     t->arg = fn_arg;
-    t->next = NULL;
     pthread_mutex_lock(&f->mtx);
-    if (f->tail != NULL) {
-        f->tail->next = t;
-    } else {
-        f->head = t;
-    }
-    f->tail = t;
+    queue_push(&f->tasks, &t->link);
     pthread_mutex_unlock(&f->mtx);
 }
 
@@ -154,13 +148,12 @@ run_pass(fixture *f)
     gc_stats_get(f->g, &before);
     gc_kick(f->g);
     for (int i = 0; i < 10000; i++) { /* at most ~10 s */
-        task *t;
+        queue_link *l;
         pthread_mutex_lock(&f->mtx);
-        if ((t = f->head) != NULL && (f->head = t->next) == NULL) {
-            f->tail = NULL;
-        }
+        l = queue_pop(&f->tasks);
         pthread_mutex_unlock(&f->mtx);
-        if (t != NULL) {
+        if (l != NULL) {
+            task *t = QUEUE_ITEM(l, task, link);
             t->fn(t->arg);
             free(t);
             continue;
