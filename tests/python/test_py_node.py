@@ -1,6 +1,6 @@
 """test_py_node.py — examples/once_http_client.mjs, a once client in Node
 with only its built-in fetch and crypto, run by Debian's nodejs
-(/usr/bin/node, scripts/deps.sh) against a real onced's --http-listen: in
+(/usr/bin/node, scripts/deps.sh; or ONCE_TEST_NODE) against a real onced's --http-listen: in
 OPEN mode, signed with the dev key and with a scheduler's key file, refused
 without a valid key or permission, its usage, and docs/http.md's Node
 command run as written.
@@ -19,7 +19,9 @@ from typing import List, Optional
 from conftest import ROOT, SLOW
 from test_py_http import counter, nng, start
 
-NODE = "/usr/bin/node"
+# ONCE_TEST_NODE: another node to run it with (say an older one); the docs'
+# command finds it first on PATH too.
+NODE = os.environ.get("ONCE_TEST_NODE", "/usr/bin/node")
 CLIENT = ROOT / "examples" / "once_http_client.mjs"
 
 
@@ -117,7 +119,8 @@ def test_docs_command_runs_as_written(onced_factory):
     m = re.search(r"<!-- node-example[^\n]*\n```sh\n(.*?)\n```\n\nprints"
                   r"[^\n]*\n\n```\n(.*?)\n```", doc, re.S)
     assert m, "no node-example block in docs/http.md"
-    env = dict(os.environ, ONCE=h.base, KEY_FILE=o.dev_key)
+    env = dict(os.environ, ONCE=h.base, KEY_FILE=o.dev_key,
+               PATH=os.path.dirname(NODE) + ":" + os.environ["PATH"])
     p = subprocess.run(["sh", "-e", "-c", m.group(1)], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60 * SLOW)
     assert p.returncode == 0, p.stderr
