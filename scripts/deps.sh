@@ -40,6 +40,9 @@ PACKAGES=(
     # a PostgreSQL of their own (initdb + pg_ctl in a temp dir), psycopg2.
     postgresql-15
     python3-psycopg2
+    # tests/python/test_py_node.py: examples/once_http_client.mjs, Node 18+
+    # (its built-in fetch and crypto, no npm package).
+    nodejs
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make
