@@ -39,6 +39,7 @@
 #include "base/close_bounded.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/stop_watch.h"
 #include "server/tls_watch.h"
 #include "proto/tls_server.h"
 
@@ -510,14 +511,19 @@ listener_shutdown(listener *l)
     pthread_mutex_lock(&l->mtx);
     l->closed = true; /* no submit and no send from here */
     pthread_mutex_unlock(&l->mtx);
+    stop_watch_step("the ipc listener watch's probe");
     listen_watch_stop(l->watch); /* no probe or new listener from here */
-    conns_stop(l->conns);        /* no idle close from here */
-    tls_watch_stop(l->tls_log);  /* reads the socket's listeners' stats */
+    stop_watch_step("the idle-connection closer");
+    conns_stop(l->conns); /* no idle close from here */
+    stop_watch_step("the TLS handshake log");
+    tls_watch_stop(l->tls_log); /* reads the socket's listeners' stats */
     /* Cancel every receive and send and wait for running callbacks, so no
      * request reaches the executor after this, however nng_close goes. */
+    stop_watch_step("the nng callbacks running on the listener's contexts");
     for (size_t i = 0; i < l->nctx; i++) {
         nng_aio_stop(l->ctxs[i].aio);
     }
+    stop_watch_step("the nng socket's close (bounded)");
     /* nng 1.5.2 can wait forever in nng_close for a pipe that never
      * finishes closing (seen after a peer that did not read its replies),
      * and SIGTERM must end onced whatever its peers did. */

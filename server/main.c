@@ -31,6 +31,7 @@
 #include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/notify.h"
+#include "server/stop_watch.h"
 #include "server/options.h"
 #include "repl/replica.h"
 #include "server/server.h"
@@ -212,13 +213,19 @@ main(int argc, char **argv)
     notify_stopping();
     log_info("%s: stopping; received calls finish and are synced",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
+    stop_watch_start();
+    stop_watch_step("the systemd watchdog thread");
     notify_watchdog_stop();
+    stop_watch_step("the HTTP API's calls in flight");
     http_api_stop(hx); /* its calls in flight are answered first */
-    metrics_stop(mx);  /* before the executor stops: it may hold a task */
+    stop_watch_step("the metrics publisher");
+    metrics_stop(mx); /* before the executor stops: it may hold a task */
     server_close(srv);
+    stop_watch_step("the replication log's close");
     repl_close(rp); /* after the last append: another replica takes over */
     metrics_free(mx);
     http_api_free(hx);
+    stop_watch_end();
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {
         config_args_free(&cur);

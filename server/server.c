@@ -16,6 +16,7 @@
 #include "gc/gc.h"
 #include "lease/lease.h"
 #include "server/listener.h"
+#include "server/stop_watch.h"
 #include "server/test_seams.h"
 #include "server/verify.h"
 #include "base/clock.h"
@@ -238,13 +239,19 @@ server_close(server *s)
     if (s == NULL) {
         return;
     }
-    gc_stop(s->env.gc);           /* a pass in flight finishes first */
+    stop_watch_step("the collector's pass in flight");
+    gc_stop(s->env.gc); /* a pass in flight finishes first */
+    stop_watch_step("the principals file watch");
     auth_watch_stop(s->env.auth); /* posts nothing after this */
-    listener_shutdown(s->ls);
+    listener_shutdown(s->ls);     /* names its own steps */
+    stop_watch_step("the verifier to hand on the calls it holds");
     verifier_close(s->vf); /* hands what it holds to the executor */
+    stop_watch_step("the executor's last calls and their sync");
     executor_close(s->ex); /* closes the services after the last call */
     gc_close(s->env.gc);   /* after the last Admin.Stats that reads it */
+    stop_watch_step("the store's close (LevelDB)");
     store_close(s->env.st);
+    stop_watch_step("the listener's contexts to be freed");
     listener_free(s->ls);
     lease_table_free(s->env.leases);
     auth_close(s->env.auth);

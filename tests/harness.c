@@ -268,12 +268,19 @@ spawn_needs_seams(const harness *h)
 
 /* fork/exec onced (the test build when the start needs its seams); stdout
  * and stderr append to h->log. */
+/* The binary spawn starts for h. */
+static char *
+spawn_bin(harness *h)
+{
+    return h->onced[0] != '\0'    ? h->onced
+           : spawn_needs_seams(h) ? (char *)ONCED_TEST_PATH
+                                  : (char *)ONCED_PATH;
+}
+
 static int
 spawn(harness *h)
 {
-    char *bin = h->onced[0] != '\0'    ? h->onced
-                : spawn_needs_seams(h) ? (char *)ONCED_TEST_PATH
-                                       : (char *)ONCED_PATH;
+    char *bin = spawn_bin(h);
     char *argv[6 + HARNESS_MAX_ARGS] = {bin, "--data", h->data, "--listen",
                                         h->url};
     char **envp = NULL;
@@ -555,6 +562,19 @@ harness_pause(harness *h)
     }
 }
 
+/* Prints every thread's stack of the running onced to stderr, for a stop
+ * that hung (through valgrind's gdbserver when it runs under valgrind's
+ * wrapper). */
+static void
+harness_dump_stacks(harness *h)
+{
+    const char *w = getenv("ONCE_TEST_ONCED_WRAPPER");
+    bool vg = w != NULL && strstr(w, "valgrind") != NULL;
+
+    watchdog_dump(h->pid, "the onced that did not stop",
+                  vg ? spawn_bin(h) : NULL);
+}
+
 int
 harness_kill(harness *h, int sig)
 {
@@ -567,6 +587,7 @@ harness_kill(harness *h, int sig)
     if (!reap(h, HARNESS_STOP_MS, &status)) {
         fprintf(stderr, "harness: onced ignored signal %d for %d ms\n", sig,
                 HARNESS_STOP_MS);
+        harness_dump_stacks(h);
         kill(h->pid, SIGKILL);
         reap(h, HARNESS_STOP_MS, &status);
         return -1;

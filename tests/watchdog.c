@@ -37,29 +37,38 @@ extern char **environ;
 
 static unsigned watchdog_seconds;
 
-/* gdb's "thread apply all bt" of pid to stderr, bounded. */
-static void
-watchdog_dump(pid_t pid, const char *what)
+void
+watchdog_dump(pid_t pid, const char *what, const char *valgrind_binary)
 {
-    char p[24];
+    char p[24], remote[64];
     char *argv[] = {"timeout",
                     WATCHDOG_GDB_S,
                     "gdb",
                     "-batch",
                     "-nx",
+                    "-ex",
+                    "set pagination off",
                     "-p",
                     p,
                     "-ex",
-                    "set pagination off",
-                    "-ex",
                     "thread apply all bt",
-                    NULL};
+                    NULL,  /* valgrind: the program's file */
+                    NULL}; /* argv's end */
     pid_t child;
     int status;
 
     snprintf(p, sizeof(p), "%d", (int)pid);
-    fprintf(stderr, "watchdog: ---- stacks of %s (pid %d) ----\n", what,
-            (int)pid);
+    if (valgrind_binary != NULL) {
+        /* Under valgrind the process is valgrind's: its gdbserver shows
+         * the program's threads. */
+        snprintf(remote, sizeof(remote), "target remote | vgdb --pid=%d",
+                 (int)pid);
+        argv[7] = "-ex";
+        argv[8] = remote;
+        argv[11] = (char *)valgrind_binary;
+    }
+    fprintf(stderr, "watchdog: ---- stacks of %s (pid %d%s) ----\n", what,
+            (int)pid, valgrind_binary != NULL ? ", under valgrind" : "");
     fflush(stderr);
     if (posix_spawnp(&child, "timeout", NULL, NULL, argv, environ) != 0) {
         fprintf(stderr, "watchdog: cannot run gdb (install gdb to see "
@@ -67,6 +76,7 @@ watchdog_dump(pid_t pid, const char *what)
         return;
     }
     (void)waitpid(child, &status, 0);
+    fprintf(stderr, "watchdog: ---- end of the stacks of %s ----\n", what);
 }
 
 /* Whether pid's command name starts with "onced". */
@@ -117,7 +127,7 @@ watchdog_dump_children(void)
              c != NULL && dumped < WATCHDOG_CHILDREN;
              c = strtok_r(NULL, " \n", &save)) {
             if (watchdog_is_onced(c)) {
-                watchdog_dump((pid_t)atoi(c), "an onced child");
+                watchdog_dump((pid_t)atoi(c), "an onced child", NULL);
                 dumped++;
             }
         }
@@ -139,7 +149,7 @@ watchdog_main(void *arg)
             "(ONCE_TEST_WATCHDOG_S), close to its ctest timeout: where every "
             "thread waits follows, then the test aborts\n",
             watchdog_seconds);
-    watchdog_dump(getpid(), "the test");
+    watchdog_dump(getpid(), "the test", NULL);
     watchdog_dump_children();
     fprintf(stderr, "watchdog: aborting the test\n");
     abort();
