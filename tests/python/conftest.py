@@ -55,6 +55,20 @@ def wait_for(cond, timeout: float, what: str, step: float = 0.01):
         time.sleep(step)
 
 
+
+def _thread_states(pid: int) -> List[str]:
+    """The state letter of every thread of pid (from /proc)."""
+    states = []
+    task = Path(f"/proc/{pid}/task")
+    for t in task.iterdir():
+        try:
+            stat = (t / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        states.append(stat[stat.rindex(")") + 2])
+    return states
+
+
 class Onced:
     """One onced on a fresh data dir and ipc socket."""
 
@@ -99,8 +113,15 @@ class Onced:
             return False
 
     def stop_signal(self, sig: int) -> None:
+        """Sends sig; for SIGSTOP, returns once every thread of onced is
+        stopped (kill returns before they are, and a request sent in
+        between would still be answered)."""
         self.killed = self.killed or sig == signal.SIGKILL
         os.kill(self.proc.pid, sig)
+        if sig == signal.SIGSTOP:
+            wait_for(lambda: all(s in "Tt" for s in
+                                 _thread_states(self.proc.pid)),
+                     10 * SLOW, "onced's threads to stop on SIGSTOP", 0.005)
 
     def kill(self) -> None:
         self.killed = True
