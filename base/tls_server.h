@@ -8,8 +8,8 @@
  * key's text is wiped from memory once nng has parsed it).
  * Never: logs; the caller says what failed with err.
  */
-#ifndef PROTO_TLS_SERVER_H
-#define PROTO_TLS_SERVER_H
+#ifndef BASE_TLS_SERVER_H
+#define BASE_TLS_SERVER_H
 
 #include <stddef.h>
 
@@ -27,4 +27,4 @@ int tls_server_config(nng_tls_config **out, const char *cert_file,
 int tls_server_listen(nng_socket s, const char *url, nng_tls_config *cfg,
                       nng_listener *lp);
 
-#endif /* PROTO_TLS_SERVER_H */
+#endif /* BASE_TLS_SERVER_H */

@@ -8,8 +8,8 @@
  * UINT64_MAX is ERANGE, never wrapped or clamped.
  * Never: uses strtoull (it accepts all of those).
  */
-#ifndef PROTO_NUMBER_H
-#define PROTO_NUMBER_H
+#ifndef BASE_NUMBER_H
+#define BASE_NUMBER_H
 
 #include <stdint.h>
 
@@ -21,4 +21,4 @@ int number_parse_u64(const char *s, const char **end, uint64_t *v);
 /* number_parse_u64 over the whole of s: nothing may follow the digits. */
 int number_parse_u64_all(const char *s, uint64_t *v);
 
-#endif /* PROTO_NUMBER_H */
+#endif /* BASE_NUMBER_H */
