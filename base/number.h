@@ -3,7 +3,8 @@
  * configuration file: decimal digits only.
  *
  * Owns the one strict decimal parser that onced's options, oncectl's
- * arguments and durations (duration.h) share.
+ * arguments, durations (duration.h) and the JSON mapping's integers
+ * (http/json_scalar.c) share.
  * Invariant: no sign, no spaces, no hex or octal, no locale; a value above
  * UINT64_MAX is ERANGE, never wrapped or clamped.
  * Never: uses strtoull (it accepts all of those).

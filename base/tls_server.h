@@ -1,8 +1,9 @@
 /*
  * tls_server.h — the server side of tls+tcp://: an nng TLS configuration
  * from a PEM certificate (chain) and key file, for onced's listener
- * (server/listener.c) and a follower's answering socket
- * (repl/notleader.c), which listen on the same URLs in turn.
+ * (server/listener.c), its HTTP API (server/http_api.c) and a follower's
+ * answering socket (repl/notleader.c), which listen on the same URLs in
+ * turn. In base/ because two layers use it (server/ and repl/ below it).
  *
  * Owns: nothing after it returns (the configuration is the caller's; the
  * key's text is wiped from memory once nng has parsed it).
