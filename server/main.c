@@ -106,6 +106,29 @@ http_open(const char *http_url, const char *metrics_url, server *srv,
     return 0;
 }
 
+/* The stop after SIGINT or SIGTERM, each step named to the stop watch
+ * (stop_watch.h) in the one order that keeps every received call. */
+static void
+stop_all(server *srv, repl *rp, http_api *hx, metrics *mx, int sig)
+{
+    notify_stopping();
+    log_info("%s: stopping; received calls finish and are synced",
+             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    stop_watch_start();
+    stop_watch_step("the systemd watchdog thread");
+    notify_watchdog_stop();
+    stop_watch_step("the HTTP API's calls in flight");
+    http_api_stop(hx); /* its calls in flight are answered first */
+    stop_watch_step("the metrics publisher");
+    metrics_stop(mx); /* before the executor stops: it may hold a task */
+    server_close(srv);
+    stop_watch_step("the replication log's close");
+    repl_close(rp); /* after the last append: another replica takes over */
+    metrics_free(mx);
+    http_api_free(hx);
+    stop_watch_end();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -210,22 +233,7 @@ main(int argc, char **argv)
         reload_config(srv, argc, argv, &boot, &cur);
         notify_ready(srv);
     }
-    notify_stopping();
-    log_info("%s: stopping; received calls finish and are synced",
-             sig == SIGINT ? "SIGINT" : "SIGTERM");
-    stop_watch_start();
-    stop_watch_step("the systemd watchdog thread");
-    notify_watchdog_stop();
-    stop_watch_step("the HTTP API's calls in flight");
-    http_api_stop(hx); /* its calls in flight are answered first */
-    stop_watch_step("the metrics publisher");
-    metrics_stop(mx); /* before the executor stops: it may hold a task */
-    server_close(srv);
-    stop_watch_step("the replication log's close");
-    repl_close(rp); /* after the last append: another replica takes over */
-    metrics_free(mx);
-    http_api_free(hx);
-    stop_watch_end();
+    stop_all(srv, rp, hx, mx, sig);
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {
         config_args_free(&cur);
