@@ -134,3 +134,32 @@ trust_create(int dirfd, const char *name)
     }
     return fd;
 }
+
+int
+trust_write_atomic(const char *path, const char *text, size_t len)
+{
+    char tmp[4096];
+    int fd, rv = 0;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+        (int)sizeof(tmp)) {
+        return ENAMETOOLONG;
+    }
+    if ((fd = trust_create(AT_FDCWD, tmp)) < 0) {
+        return errno;
+    }
+    if (fchmod(fd, 0600) != 0 || write(fd, text, len) != (ssize_t)len ||
+        fsync(fd) != 0) {
+        rv = errno != 0 ? errno : EIO;
+    }
+    if (close(fd) != 0 && rv == 0) {
+        rv = errno;
+    }
+    if (rv == 0 && rename(tmp, path) != 0) {
+        rv = errno;
+    }
+    if (rv != 0) {
+        unlink(tmp);
+    }
+    return rv;
+}

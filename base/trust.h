@@ -5,7 +5,7 @@
  * meet before onced (or oncectl) believes them, the check behind the
  * warning about a key file others can read (the principals file, the
  * replicas' --replicate-key, --etcd-key), and the creation of temporary
- * files next to them.
+ * files next to them and of such a file's new version (trust_write_atomic).
  * The rules: not a symbolic link; owned by the effective user or root;
  * not writable by group or others; a file is a regular file, a folder a
  * directory. Anyone who can write such a file, or replace it through the
@@ -51,5 +51,13 @@ bool trust_readable_by_others(const char *path, unsigned *mode);
  * descriptor, or -1 with errno set.
  */
 int trust_create(int dirfd, const char *name);
+
+/*
+ * Replaces path with the len bytes of text atomically: a temp file next
+ * to it ("<path>.tmp.<pid>", made by trust_create), mode 0600, written,
+ * fsynced and renamed over path (the principals file, a replaced key
+ * file). 0 or an errno; the temp file never outlives a failure.
+ */
+int trust_write_atomic(const char *path, const char *text, size_t len);
 
 #endif /* BASE_TRUST_H */

@@ -38,7 +38,7 @@
 #include <sys/stat.h>
 
 #include "bench/bench_env.h"
-#include "proto/duration.h"
+#include "base/duration.h"
 #include "proto/once.pb-c.h"
 
 /* The capacity model λ·W·b: 128 bytes of payload per completion record

@@ -20,7 +20,7 @@
 
 #include "cli/json_out.h"
 #include "base/clock.h"
-#include "proto/number.h"
+#include "base/number.h"
 #include "proto/reasons.h"
 
 /* ---- output ------------------------------------------------------------ */

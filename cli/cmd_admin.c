@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "base/clock.h"
-#include "proto/duration.h"
+#include "base/duration.h"
 #include "cli/json_out.h"
 #include "cli/msg_print.h"
 #include "once/client.h"

@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/duration.h"
+#include "base/duration.h"
 #include "proto/grants.pb-c.h"
 #include "cli/json_out.h"
 #include "cli/msg_print.h"
-#include "proto/number.h"
+#include "base/number.h"
 #include "once/client.h"
 #include "once/inputs.h"
 #include "cli/cli.h"

@@ -14,9 +14,9 @@
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
-#include "proto/duration.h"
+#include "base/duration.h"
 #include "cli/json_out.h"
-#include "proto/number.h"
+#include "base/number.h"
 
 static const char usage_lease[] =
     "usage: oncectl [GLOBAL OPTIONS] lease open [--ttl DURATION]\n"

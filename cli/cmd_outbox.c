@@ -19,7 +19,7 @@
 #include "cli/cli.h"
 #include "cli/cmds.h"
 #include "cli/json_out.h"
-#include "proto/duration.h"
+#include "base/duration.h"
 
 static const char usage_outbox[] =
     "usage: oncectl [GLOBAL OPTIONS] outbox subscribe TOPIC --consumer NAME "

@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "cli/json_out.h"
+#include "base/keyfile.h"
 #include "proto/principals.h"
 #include "proto/reasons.h"
 

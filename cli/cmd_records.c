@@ -13,9 +13,9 @@
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
-#include "proto/duration.h"
+#include "base/duration.h"
 #include "cli/json_out.h"
-#include "proto/number.h"
+#include "base/number.h"
 #include "once/admin.h"
 
 static const char usage_records[] =

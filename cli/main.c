@@ -30,8 +30,8 @@
 #include "cli/cmds.h"
 #include "cli/globals.h"
 #include "cli/server_default.h"
-#include "proto/conf_lines.h"
-#include "proto/duration.h"
+#include "base/conf_lines.h"
+#include "base/duration.h"
 
 static const char usage_head[] =
     "usage: oncectl [--server URL] [--json] [--timeout DURATION]\n"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/conf_lines.h"
+#include "base/conf_lines.h"
 
 /* The candidates of one file, one per kind; "" when the file has none. */
 typedef struct listen_pick {

@@ -26,7 +26,7 @@
 #include "client/conn.h"
 #include "client/lease.h"
 #include "client/lease_gate.h"
-#include "proto/principals.h"
+#include "base/keyfile.h"
 #include "client/status.h"
 
 #define CLIENT_DEADLINE_MS        10000u
@@ -82,7 +82,7 @@ static int
 client_secure(once_client *c, const once_options *o, const once_security *sec,
               once_status *st)
 {
-    char name[PRINCIPAL_NAME_MAX + 1], err[256];
+    char name[KEYFILE_NAME_MAX + 1], err[256];
 
     if (sec == NULL) {
         return ONCE_OK;

@@ -20,7 +20,7 @@
 #include "client/retry.h"
 #include "client/status.h"
 #include "base/clock.h"
-#include "proto/endpoint_stats.h"
+#include "base/endpoint_stats.h"
 
 /* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
 static bool

@@ -12,7 +12,7 @@
  * Never: stores into the slot on error.
  */
 #include "http/json_impl.h"
-#include "proto/number.h"
+#include "base/number.h"
 
 #include <errno.h>
 #include <float.h>

@@ -1,16 +1,15 @@
 /*
- * principals.h — the principals file (<data>/principals) and key files,
- * shared by onced (reads both formats), oncectl (writes them) and libonce
- * (reads a key file).
+ * principals.h — the principals file (<data>/principals), shared by onced
+ * (reads it) and oncectl (writes it). Key files ("NAME KEYHEX", what a
+ * client needs to sign as NAME) are base/keyfile.h.
  *
  * principals: one principal per line, "NAME ROLE KEYHEX [revoked]"; '#'
  * starts a comment. ROLE is "operator", "scheduler", "agent:MACHINE" or any
  * other word the policy file names. A revoked principal keeps its key (its
  * requests still authenticate) but is denied every method, so a retry of a
  * call it made earlier is PERMISSION_DENIED, not a stored result.
- * A key file: one line "NAME KEYHEX" — what a client needs to sign as NAME.
- * Both are written with mode 0600, atomically (temp file, fsync, rename) or
- * exclusively (a key file is never overwritten).
+ * Written with mode 0600, atomically (temp file, fsync, rename:
+ * trust_write_atomic).
  * Never: logs or prints a key; leaves a key in freed memory (wiped with
  * sodium_memzero).
  */
@@ -40,7 +39,8 @@ typedef struct principal_list {
     size_t cap;
 } principal_list;
 
-/* 1..128 of [A-Za-z0-9._@-]. */
+/* 1..128 of [A-Za-z0-9._@-]: keyfile_name_ok, the name a key file signs
+ * as. */
 bool principal_name_ok(const char *s);
 
 /* A word of [a-z0-9_-] (1..31), optionally ":" and a machine name of
@@ -69,26 +69,5 @@ int principals_append(principal_list *l, const principal_entry *e);
 
 /* Wipes and frees the entries; l is empty afterwards. */
 void principals_fini(principal_list *l);
-
-/*
- * Reads a key file: name (at least PRINCIPAL_NAME_MAX + 1 bytes) and key.
- * Returns 0, ENOENT, EINVAL (err says why) or another errno.
- */
-int keyfile_read(const char *path, char *name, uint8_t key[AUTH_KEY_BYTES],
-                 char *err, size_t errlen);
-
-/*
- * keyfile_read of a file that grants authority (onced --replicate-key):
- * opened as trust_open does (no link, owned by us or root, not group- or
- * world-writable). EPERM with err saying what is wrong and how to fix it;
- * otherwise as keyfile_read.
- */
-int keyfile_read_trusted(const char *path, char *name,
-                         uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen);
-
-/* Writes a new key file (O_EXCL, mode 0600): EEXIST when it exists. With
- * replace, an existing file is replaced atomically instead. */
-int keyfile_write(const char *path, const char *name,
-                  const uint8_t key[AUTH_KEY_BYTES], bool replace);
 
 #endif /* PROTO_PRINCIPALS_H */

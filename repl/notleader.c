@@ -38,7 +38,7 @@
 #include "proto/once.pb-c.h"
 #include "base/close_bounded.h"
 #include "base/log.h"
-#include "proto/tls_server.h"
+#include "base/tls_server.h"
 #include "proto/reasons.h"
 #include "store/fault.h"
 #include "store/store.h"

@@ -9,7 +9,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "proto/principals.h"
+#include "base/keyfile.h"
+#include "proto/auth_tag.h"
 #include "repl/etcd.h"
 #include "repl/replica.h"
 
@@ -51,7 +52,7 @@ struct repl {
     /* cfg.key_file, read once at the start (seed.c signs with it; wiped
      * when following ends) */
     bool signs;
-    char key_name[PRINCIPAL_NAME_MAX + 1];
+    char key_name[KEYFILE_NAME_MAX + 1];
     uint8_t key[AUTH_KEY_BYTES];
 };
 

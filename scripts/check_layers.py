@@ -20,7 +20,9 @@ Prints the folders in layer order (each uses only folders printed before
 it) and every circle found; exits 1 on a circle, 2 when it cannot read the
 build, else 0.
 Invariant: reads only; a symbol defined by several objects (the same
-source built into two targets) belongs to one file, named by its path.
+source built into two targets) belongs to one file, named by its path; an
+object whose source is in neither tree (a file moved since that build
+left its old object behind) is not read.
 Never: looks at #include lines or at source text other than `Module:`
 lines.
 """
@@ -71,10 +73,20 @@ def symbols(obj):
     return defined, used
 
 
-def file_graph(build):
+def stale(build, src_dir, src):
+    """Whether src (relative to the tree) is gone from both the source and
+    the build tree: its object is a leftover of a file moved or deleted
+    since that build (make does not delete it)."""
+    return not (os.path.exists(os.path.join(src_dir, src)) or
+                os.path.exists(os.path.join(build, src)))
+
+
+def file_graph(build, src_dir):
     """{file: set of files it uses}, over the project's own symbols."""
     defs, uses = {}, {}
     for src, obj in objects(build):
+        if stale(build, src_dir, src):
+            continue
         d, u = symbols(obj)
         uses.setdefault(src, set()).update(u)
         for s in d:
@@ -173,7 +185,7 @@ def main(argv):
     build = argv[1]
     src = argv[2] if len(argv) > 2 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
-    graph = file_graph(build)
+    graph = file_graph(build, src)
     if not graph:
         print(f"check_layers: no object files under {build}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@
 #include "server/call.h"
 #include "base/log.h"
 #include "proto/names.h"
+#include "base/keyfile.h"
 #include "proto/principals.h"
 #include "base/trust.h"
 #include "proto/wire.h"

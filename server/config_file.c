@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/conf_lines.h"
+#include "base/conf_lines.h"
 
 static void
 set_err(char *err, size_t errlen, const char *fmt, ...)

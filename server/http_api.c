@@ -23,7 +23,7 @@
 #include "base/log.h"
 #include "proto/principals.h"
 #include "proto/reasons.h"
-#include "proto/tls_server.h"
+#include "base/tls_server.h"
 #include "server/auth.h"
 #include "server/http_head.h"
 #include "server/listener.h"

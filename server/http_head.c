@@ -11,7 +11,7 @@
 #include <sodium.h>
 
 #include "proto/names.h"
-#include "proto/number.h"
+#include "base/number.h"
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 

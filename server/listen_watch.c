@@ -3,7 +3,7 @@
  */
 #include "server/listen_watch.h"
 
-#include "proto/endpoint_stats.h"
+#include "base/endpoint_stats.h"
 
 #include <errno.h>
 #include <fcntl.h>

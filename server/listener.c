@@ -41,7 +41,7 @@
 #include "base/log.h"
 #include "server/stop_watch.h"
 #include "server/tls_watch.h"
-#include "proto/tls_server.h"
+#include "base/tls_server.h"
 
 /* How long SIGTERM waits for nng_close (listener_shutdown). */
 #define LISTENER_CLOSE_WAIT_MS 3000

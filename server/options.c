@@ -23,8 +23,8 @@
 #include <nng/nng.h>
 
 #include "base/trust.h"
-#include "proto/duration.h"
-#include "proto/number.h"
+#include "base/duration.h"
+#include "base/number.h"
 #include "server/http_api.h"
 #include "server/metrics.h"
 

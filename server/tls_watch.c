@@ -10,7 +10,7 @@
 
 #include <nng/supplemental/util/platform.h>
 
-#include "proto/endpoint_stats.h"
+#include "base/endpoint_stats.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/periodic.h"

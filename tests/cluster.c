@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "proto/auth_tag.h"
+#include "base/keyfile.h"
 #include "proto/principals.h"
 #include "tests/harness.h"
 #include "tests/sys_helpers.h"

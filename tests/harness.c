@@ -18,6 +18,7 @@
 
 #include "proto/auth_tag.h"
 #include "base/clock.h"
+#include "base/keyfile.h"
 #include "proto/principals.h"
 #include "proto/wire.h"
 

@@ -36,6 +36,7 @@
 #include "proto/auth_tag.h"
 #include "proto/grants.pb-c.h"
 #include "tests/harness.h"
+#include "base/keyfile.h"
 #include "proto/principals.h"
 
 #define POLL_MAX_MS  10000

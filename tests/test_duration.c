@@ -1,5 +1,5 @@
 /*
- * test_duration.c — durations as people write them (proto/duration.h),
+ * test_duration.c — durations as people write them (base/duration.h),
  * shared by onced's flags and oncectl's options.
  *
  * Owns: the grammar's accepted and rejected forms, overflow, and that
@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto/duration.h"
+#include "base/duration.h"
 
 static void
 test_parse_ok(void **state)

@@ -8,8 +8,8 @@
  * Never: accepts a partially parsed string (trailing garbage is an error).
  * The clock itself (now, sleep, deadlines) is base/clock.h.
  */
-#ifndef PROTO_DURATION_H
-#define PROTO_DURATION_H
+#ifndef BASE_DURATION_H
+#define BASE_DURATION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,4 +23,4 @@ int duration_parse(const char *s, uint64_t *ms);
  * NUL-terminated. Returns buf. */
 char *duration_format(uint64_t ms, char *buf, size_t len);
 
-#endif /* PROTO_DURATION_H */
+#endif /* BASE_DURATION_H */

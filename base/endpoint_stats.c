@@ -2,7 +2,7 @@
  * endpoint_stats.c — one endpoint's scope in an nng statistics snapshot
  * (endpoint_stats.h).
  */
-#include "proto/endpoint_stats.h"
+#include "base/endpoint_stats.h"
 
 #include <string.h>
 

@@ -1,15 +1,16 @@
 /*
  * tls_server.h — the server side of tls+tcp://: an nng TLS configuration
  * from a PEM certificate (chain) and key file, for onced's listener
- * (server/listener.c) and a follower's answering socket
- * (repl/notleader.c), which listen on the same URLs in turn.
+ * (server/listener.c), its HTTP API (server/http_api.c) and a follower's
+ * answering socket (repl/notleader.c), which listen on the same URLs in
+ * turn. In base/ because two layers use it (server/ and repl/ below it).
  *
  * Owns: nothing after it returns (the configuration is the caller's; the
  * key's text is wiped from memory once nng has parsed it).
  * Never: logs; the caller says what failed with err.
  */
-#ifndef PROTO_TLS_SERVER_H
-#define PROTO_TLS_SERVER_H
+#ifndef BASE_TLS_SERVER_H
+#define BASE_TLS_SERVER_H
 
 #include <stddef.h>
 
@@ -27,4 +28,4 @@ int tls_server_config(nng_tls_config **out, const char *cert_file,
 int tls_server_listen(nng_socket s, const char *url, nng_tls_config *cfg,
                       nng_listener *lp);
 
-#endif /* PROTO_TLS_SERVER_H */
+#endif /* BASE_TLS_SERVER_H */

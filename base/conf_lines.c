@@ -6,7 +6,7 @@
  * surrounding blanks, the `=`, a leading `--` and one pair of quotes.
  * Never: interprets a key or a value.
  */
-#include "proto/conf_lines.h"
+#include "base/conf_lines.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * number.c — strict decimal parsing (number.h).
  */
-#include "proto/number.h"
+#include "base/number.h"
 
 #include <errno.h>
 

@@ -1,7 +1,7 @@
 /*
  * tls_server.c — tls+tcp:// server configuration (tls_server.h).
  */
-#include "proto/tls_server.h"
+#include "base/tls_server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

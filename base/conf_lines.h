@@ -10,8 +10,8 @@
  * unreadable file is an error naming the file and line; nothing else is.
  * Never: knows any key; what keys mean is the caller's business.
  */
-#ifndef PROTO_CONF_LINES_H
-#define PROTO_CONF_LINES_H
+#ifndef BASE_CONF_LINES_H
+#define BASE_CONF_LINES_H
 
 #include <stddef.h>
 
@@ -34,4 +34,4 @@ typedef int (*conf_line_fn)(const char *file, int lineno, const char *key,
 int conf_lines_read(const char *file, conf_line_fn fn, void *arg, char *err,
                     size_t errlen);
 
-#endif /* PROTO_CONF_LINES_H */
+#endif /* BASE_CONF_LINES_H */

@@ -3,13 +3,14 @@
  * configuration file: decimal digits only.
  *
  * Owns the one strict decimal parser that onced's options, oncectl's
- * arguments and durations (duration.h) share.
+ * arguments, durations (duration.h) and the JSON mapping's integers
+ * (http/json_scalar.c) share.
  * Invariant: no sign, no spaces, no hex or octal, no locale; a value above
  * UINT64_MAX is ERANGE, never wrapped or clamped.
  * Never: uses strtoull (it accepts all of those).
  */
-#ifndef PROTO_NUMBER_H
-#define PROTO_NUMBER_H
+#ifndef BASE_NUMBER_H
+#define BASE_NUMBER_H
 
 #include <stdint.h>
 
@@ -21,4 +22,4 @@ int number_parse_u64(const char *s, const char **end, uint64_t *v);
 /* number_parse_u64 over the whole of s: nothing may follow the digits. */
 int number_parse_u64_all(const char *s, uint64_t *v);
 
-#endif /* PROTO_NUMBER_H */
+#endif /* BASE_NUMBER_H */

@@ -8,8 +8,8 @@
  * Owns: the walk over a snapshot's scopes.
  * Never: frees or takes the snapshot (the caller's, nng_stats_free).
  */
-#ifndef PROTO_ENDPOINT_STATS_H
-#define PROTO_ENDPOINT_STATS_H
+#ifndef BASE_ENDPOINT_STATS_H
+#define BASE_ENDPOINT_STATS_H
 
 #include <stdint.h>
 
@@ -24,4 +24,4 @@ nng_stat *endpoint_stats_child(nng_stat *st, const char *name);
  * ignores the id and returns the first endpoint of the process. */
 nng_stat *endpoint_stats_find(nng_stat *st, const char *kind, uint64_t id);
 
-#endif /* PROTO_ENDPOINT_STATS_H */
+#endif /* BASE_ENDPOINT_STATS_H */

@@ -5,14 +5,14 @@
  * the grammar.
  * Never: uses strtoull (it accepts signs, spaces and hex), never locale.
  */
-#include "proto/duration.h"
+#include "base/duration.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/number.h"
+#include "base/number.h"
 
 typedef struct duration_unit {
     const char *name;
