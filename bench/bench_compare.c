@@ -73,6 +73,7 @@ static const compare_peer *const all_peers[] = {
     &compare_peer_once_repl,
     &compare_peer_once_shared,
     &compare_peer_once_async,
+    &compare_peer_once_http,
     /* --workload job (job_row.h): a job row per caller, read-modify-written
      * under its version with an idempotency key */
     &compare_peer_redis_job,
@@ -1117,6 +1118,7 @@ report(void)
         {"once", "redis", 0.9, 0},
         {"once-shared", "redis", 1.0, 1.3},
         {"once-async", "redis", 1.0, 1.3},
+        {"once-http", "once", 0.7, 0}, /* issue 27: JSON over HTTP */
         {"once-replicated", "etcd", 1.0, 1.0},
         {"once-kv-async", "redis-job", 0, 1.2},
         {"once-kv-async", "postgres-job", 2.0, 0},

@@ -100,6 +100,7 @@ extern const compare_peer compare_peer_etcd;
 extern const compare_peer compare_peer_once_repl;
 extern const compare_peer compare_peer_once_shared;
 extern const compare_peer compare_peer_once_async;
+extern const compare_peer compare_peer_once_http;
 extern const compare_peer compare_peer_redis_job;
 extern const compare_peer compare_peer_postgres_job;
 extern const compare_peer compare_peer_etcd_job;
