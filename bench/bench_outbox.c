@@ -21,15 +21,21 @@
  *               empty topic, and its fsyncs (Stats.fsyncs) over 1000 Reads
  *               against the same time with none.
  *
+ * Each phase (--phases picks some) runs on a thread of its own under a
+ * time bound its deadlines add up to, with a progress line on stderr;
+ * its rows are printed and appended to the CSV (outbox_report.c) as soon
+ * as it ends; one that overruns ends the run (exit 3) with its step and
+ * the bench's stacks.
+ *
  * Owns: the run: one onced (bench_onced_start) and one PostgreSQL cluster
- * (pg_cluster.c), both in temp dirs, the threads, the report.
+ * (pg_cluster.c), both in temp dirs, the threads, the phases' bounds.
  * Invariant: nothing counts unless it returned OK; every delivery is
  * checked — the target table (or the consumer's own tally) must hold
  * exactly the events produced, each once (count, distinct count, sum of
  * ids); a mismatch is printed and the exit status is 1.
  * Never: runs unbounded: producers end on their deadline or count,
  * consumers on their count or a drain deadline, every call on its
- * timeout.
+ * timeout, every phase on its bound.
  */
 #include <getopt.h>
 #include <inttypes.h>
