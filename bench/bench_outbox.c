@@ -614,7 +614,7 @@ phase_producing(bench *b, results *r)
         snprintf(topic, sizeof(topic), "p%d", n);
         fprintf(stderr, "bench_outbox: producing, once, %d producers, %d s\n",
                 n, b->a.seconds);
-        atomic_store(&b->step, "producing, once");
+        atomic_store(&b->step, "once");
         f0 = bench_server_fsyncs(b->srv.url);
         r->prod[SYS_ONCE][l] = produce(b, SYS_ONCE, topic, n, b->a.seconds, 0);
         r->prod[SYS_ONCE][l].fsyncs = bench_server_fsyncs(b->srv.url) - f0;
@@ -625,7 +625,7 @@ phase_producing(bench *b, results *r)
         fprintf(stderr,
                 "bench_outbox: producing, postgres, %d producers, %d s\n", n,
                 b->a.seconds);
-        atomic_store(&b->step, "producing, postgres");
+        atomic_store(&b->step, "postgres");
         f0 = pg_wal_syncs(b);
         r->prod[SYS_PG][l] = produce(b, SYS_PG, NULL, n, b->a.seconds, 0);
         r->prod[SYS_PG][l].fsyncs = pg_wal_syncs(b) - f0;
@@ -703,17 +703,17 @@ phase_delivering_once(bench *b, results *r, int np)
         b->ok = false;
         return;
     }
-    atomic_store(&b->step, "delivering: filling once's backlog");
+    atomic_store(&b->step, "filling once's backlog");
     fprintf(stderr, "bench_outbox: backlog of %d events into once\n",
             b->a.backlog);
     fill = produce(b, SYS_ONCE, "backlog", np, fill_s(&b->a), b->a.backlog);
     pg_sql(b, "TRUNCATE target");
-    atomic_store(&b->step, "delivering: once -> PostgreSQL");
+    atomic_store(&b->step, "once -> PostgreSQL");
     fprintf(stderr, "bench_outbox: delivering, once -> PostgreSQL\n");
     r->apply[SYS_ONCE] =
         consume_backlog(b, "apply", (uint32_t)b->a.batch, pc, &fill);
     check_table(b, "delivering once -> PostgreSQL", "target", &fill);
-    atomic_store(&b->step, "delivering: once -> no-op");
+    atomic_store(&b->step, "once -> no-op");
     fprintf(stderr, "bench_outbox: delivering, once -> no-op\n");
     r->noop = consume_backlog(b, "noop", NOOP_BATCH, NULL, &fill);
     check(b, "delivering once -> no-op", r->noop.n, r->noop.distinct,
@@ -731,11 +731,11 @@ phase_delivering_pg(bench *b, results *r, int np)
     int n = 1;
 
     pg_sql(b, "TRUNCATE outbox, target");
-    atomic_store(&b->step, "delivering: filling postgres' backlog");
+    atomic_store(&b->step, "filling postgres' backlog");
     fprintf(stderr, "bench_outbox: backlog of %d events into postgres\n",
             b->a.backlog);
     fill = produce(b, SYS_PG, NULL, np, fill_s(&b->a), b->a.backlog);
-    atomic_store(&b->step, "delivering: dispatcher -> PostgreSQL");
+    atomic_store(&b->step, "dispatcher -> PostgreSQL");
     fprintf(stderr, "bench_outbox: delivering, dispatcher -> PostgreSQL\n");
     t0 = bench_now_ns();
     while (pc != NULL && n > 0 && bench_now_ns() < end) {
@@ -787,8 +787,7 @@ phase_latency(bench *b, results *r, sys s)
     fprintf(stderr, "bench_outbox: latency, %s, %d producers, %d s\n",
             s == SYS_ONCE ? "once (long-poll)" : "postgres (poll)",
             b->a.lat_producers, b->a.seconds);
-    atomic_store(&b->step,
-                 s == SYS_ONCE ? "latency, once" : "latency, postgres");
+    atomic_store(&b->step, sys_name[s]);
     pthread_create(&tid, NULL, s == SYS_ONCE ? cons_thread : poll_thread, &c);
     p = produce(b, s, "lat", b->a.lat_producers, b->a.seconds, 0);
     atomic_store(&c.stop_at, p.n);
@@ -864,16 +863,16 @@ phase_idle_cpu(bench *b, results *r)
             "bench_outbox: onced idle %d s, with a consumer long-polling an "
             "empty topic %d s, idle %d s\n",
             b->a.seconds, b->a.seconds, b->a.seconds);
-    atomic_store(&b->step, "idle: Subscribe");
+    atomic_store(&b->step, "Subscribe");
     if (subscribe(b, "idle", "idle") != 0) {
         b->ok = false;
         return;
     }
-    atomic_store(&b->step, "idle: waiting for onced to settle");
+    atomic_store(&b->step, "waiting for onced to settle");
     settle(b);
-    atomic_store(&b->step, "idle: the first quiet window");
+    atomic_store(&b->step, "the first quiet window");
     r->cpu_quiet = quiet_window(b) / 2;
-    atomic_store(&b->step, "idle: a consumer long-polling");
+    atomic_store(&b->step, "a consumer long-polling");
     atomic_store(&c.stop_at, UINT64_MAX);
     atomic_store(&c.deadline_ns,
                  bench_now_ns() + (int64_t)b->a.seconds * 1000000000);
@@ -886,7 +885,7 @@ phase_idle_cpu(bench *b, results *r)
     if (c.err[0] != '\0') {
         fprintf(stderr, "bench_outbox: idle consumer: %s\n", c.err);
     }
-    atomic_store(&b->step, "idle: the second quiet window");
+    atomic_store(&b->step, "the second quiet window");
     r->cpu_quiet += quiet_window(b) / 2;
 }
 
@@ -902,7 +901,7 @@ phase_read_fsync(bench *b, results *r)
     int64_t t0, dt;
     tally fill;
 
-    atomic_store(&b->step, "fsync: Subscribe, 100 events");
+    atomic_store(&b->step, "Subscribe, 100 events");
     if (subscribe(b, "fs", "fs") != 0 ||
         (c = client_open(b, true, err)) == NULL) {
         b->ok = false;
@@ -911,9 +910,9 @@ phase_read_fsync(bench *b, results *r)
     fprintf(stderr, "bench_outbox: fsyncs over %d Reads\n", FSYNC_READS);
     fill = produce(b, SYS_ONCE, "fs", 1, 60, 100);
     (void)fill;
-    atomic_store(&b->step, "fsync: waiting for onced to settle");
+    atomic_store(&b->step, "waiting for onced to settle");
     settle(b);
-    atomic_store(&b->step, "fsync: the Reads");
+    atomic_store(&b->step, "the Reads");
     f0 = bench_server_fsyncs(b->srv.url);
     t0 = bench_now_ns();
     for (int i = 0; i < FSYNC_READS; i++) {
@@ -939,6 +938,13 @@ phase_read_fsync(bench *b, results *r)
 
 /* ---- each phase's rows --------------------------------------------------- */
 
+/* Events a producing run committed per fsync (0: no fsync counted). */
+static double
+per_fsync(const tally *t)
+{
+    return t->fsyncs > 0 ? (double)t->n / (double)t->fsyncs : 0;
+}
+
 static void
 rows_producing(const bench *b, const results *r, report *rp)
 {
@@ -951,10 +957,8 @@ rows_producing(const bench *b, const results *r, report *rp)
         snprintf(what, sizeof(what), "producing, %d producers (ev/s)", p);
         report_add(rp, what, o->per_s, g->per_s, p == 16 ? T_RATIO_MIN : T_NONE,
                    1.5, "x");
-        snprintf(what, sizeof(what), "fsyncs per event, %d producers", p);
-        report_add(rp, what, o->n > 0 ? (double)o->fsyncs / (double)o->n : 0,
-                   g->n > 0 ? (double)g->fsyncs / (double)g->n : 0, T_NONE, 0,
-                   "");
+        snprintf(what, sizeof(what), "events per fsync, %d producers", p);
+        report_add(rp, what, per_fsync(o), per_fsync(g), T_NONE, 0, "");
     }
 }
 
