@@ -1294,7 +1294,8 @@ parse_args(int argc, char **argv, args *a)
         !in_range(a->lat_producers, 1, MAX_PRODUCERS) ||
         !in_range(a->poll_ms, 1, 60000)) {
         fprintf(stderr, "bench_outbox: a value out of range (--producers "
-                        "wants e.g. 1,4,16); see --help\n");
+                        "wants e.g. 1,4,16, --phases e.g. idle,fsync); see "
+                        "--help\n");
         return 2;
     }
     return 0;
