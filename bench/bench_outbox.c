@@ -21,15 +21,21 @@
  *               empty topic, and its fsyncs (Stats.fsyncs) over 1000 Reads
  *               against the same time with none.
  *
+ * Each phase (--phases picks some) runs on a thread of its own under a
+ * time bound its deadlines add up to, with a progress line on stderr;
+ * its rows are printed and appended to the CSV (outbox_report.c) as soon
+ * as it ends; one that overruns ends the run (exit 3) with its step and
+ * the bench's stacks.
+ *
  * Owns: the run: one onced (bench_onced_start) and one PostgreSQL cluster
- * (pg_cluster.c), both in temp dirs, the threads, the report.
+ * (pg_cluster.c), both in temp dirs, the threads, the phases' bounds.
  * Invariant: nothing counts unless it returned OK; every delivery is
  * checked — the target table (or the consumer's own tally) must hold
  * exactly the events produced, each once (count, distinct count, sum of
  * ids); a mismatch is printed and the exit status is 1.
  * Never: runs unbounded: producers end on their deadline or count,
  * consumers on their count or a drain deadline, every call on its
- * timeout.
+ * timeout, every phase on its bound.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -40,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <once/client.h>
 #include <once/kv.h>
@@ -47,6 +54,7 @@
 
 #include "bench/bench_env.h"
 #include "bench/outbox_pg.h"
+#include "bench/outbox_report.h"
 #include "tests/sys_helpers.h"
 
 #ifndef ONCED_PATH
@@ -65,8 +73,22 @@
 #define PAYLOAD_MAX   64
 #define SETTLE_S      20 /* for onced to go quiet before the idle figures */
 #define SEEN_MAX      (1u << 26) /* event ids a consumer's tally tells apart */
+#define CALL_SLACK_S  30 /* a call's deadline (client_open) and then some */
+#define FILL_FS_S     60 /* the fsync phase's 100 events */
 
 typedef enum sys { SYS_ONCE, SYS_PG } sys;
+
+/* The phases, in the order they run (--phases). */
+enum {
+    PH_PRODUCING = 1u << 0,
+    PH_DELIVERING = 1u << 1,
+    PH_LATENCY = 1u << 2,
+    PH_IDLE = 1u << 3,
+    PH_FSYNC = 1u << 4,
+    PH_ALL = (1u << 5) - 1,
+};
+static const char *const phase_name[] = {"producing", "delivering", "latency",
+                                         "idle", "fsync"};
 static const char *const sys_name[] = {"once", "postgres"};
 
 typedef struct args {
@@ -79,6 +101,7 @@ typedef struct args {
     int poll_ms;
     const char *pg_bin;
     const char *csv;
+    unsigned phases; /* PH_* bits: what runs */
 } args;
 
 typedef struct bench {
@@ -89,6 +112,10 @@ typedef struct bench {
     char top[64];
     atomic_uint_fast64_t next_ev; /* event ids, from 1, unique in the run */
     bool ok;                      /* every check passed */
+    /* For the progress lines: what the running phase does now, and the
+     * events produced and delivered in the run so far. */
+    _Atomic(const char *) step;
+    atomic_uint_fast64_t progress;
 } bench;
 
 /* What came out of a run of producers or of a consumer. */
@@ -96,6 +123,7 @@ typedef struct tally {
     uint64_t n, sum;   /* events (produced or delivered) and sum of ids */
     uint64_t distinct; /* delivered: different ids among them */
     uint64_t errors;
+    uint64_t fsyncs; /* producing: the server's fsyncs meanwhile */
     double per_s;
     double p50_us, p99_us;
 } tally;
@@ -211,6 +239,7 @@ prod_thread(void *arg)
         rv = oc != NULL ? once_produce(oc, p->topic, ev, payload, err)
                         : obpg_produce(pc, ev, stamp, payload, err);
         if (rv == 0) {
+            atomic_fetch_add(&p->b->progress, 1);
             atomic_fetch_add(&p->n, 1);
             atomic_fetch_add(&p->sum, ev);
         } else {
@@ -355,6 +384,7 @@ cons_batch(cons *c, once_outbox_batch *bt, uint64_t *last)
         *last = ev.offset;
         sink_take(&c->k, evs[i], stamp);
     }
+    atomic_fetch_add(&c->b->progress, n);
     if (c->apply != NULL && n > 0) {
         rv = obpg_apply(c->apply, c->name, first, evs, n, c->err);
     }
@@ -437,6 +467,7 @@ poll_thread(void *arg)
         if (obpg_poll(c, NOOP_BATCH, sink_take, &p->k, &n, p->err) != 0) {
             break;
         }
+        atomic_fetch_add(&p->b->progress, (uint64_t)n);
         if (n < NOOP_BATCH) {
             bench_sleep_ms(p->b->a.poll_ms);
         }
@@ -555,17 +586,38 @@ has_16(const args *a)
     return false;
 }
 
+/* The WAL syncs PostgreSQL counted (pg_stat_wal), 0 when unknown. A
+ * backend hands its counts over at most once a second and when it exits:
+ * the count waits that second out. */
+static uint64_t
+pg_wal_syncs(bench *b)
+{
+    char err[PG_ERR_LEN];
+    int64_t v = 0;
+
+    bench_sleep_ms(1500);
+    if (obpg_scalar(b->pc, "SELECT wal_sync FROM pg_stat_wal", &v, err) != 0) {
+        fprintf(stderr, "bench_outbox: %s\n", err);
+        return 0;
+    }
+    return (uint64_t)v;
+}
+
 static void
 phase_producing(bench *b, results *r)
 {
     for (int l = 0; l < b->a.nlevels; l++) {
         int n = b->a.levels[l];
         char topic[32], what[64];
+        uint64_t f0;
 
         snprintf(topic, sizeof(topic), "p%d", n);
         fprintf(stderr, "bench_outbox: producing, once, %d producers, %d s\n",
                 n, b->a.seconds);
+        atomic_store(&b->step, "once");
+        f0 = bench_server_fsyncs(b->srv.url);
         r->prod[SYS_ONCE][l] = produce(b, SYS_ONCE, topic, n, b->a.seconds, 0);
+        r->prod[SYS_ONCE][l].fsyncs = bench_server_fsyncs(b->srv.url) - f0;
         snprintf(what, sizeof(what), "producing once, %d producers", n);
         check_head(b, what, topic, &r->prod[SYS_ONCE][l]);
 
@@ -573,17 +625,35 @@ phase_producing(bench *b, results *r)
         fprintf(stderr,
                 "bench_outbox: producing, postgres, %d producers, %d s\n", n,
                 b->a.seconds);
+        atomic_store(&b->step, "postgres");
+        f0 = pg_wal_syncs(b);
         r->prod[SYS_PG][l] = produce(b, SYS_PG, NULL, n, b->a.seconds, 0);
+        r->prod[SYS_PG][l].fsyncs = pg_wal_syncs(b) - f0;
         snprintf(what, sizeof(what), "producing postgres, %d producers", n);
         check_table(b, what, "outbox", &r->prod[SYS_PG][l]);
     }
     pg_sql(b, "TRUNCATE outbox");
 }
 
+/* A backlog consumer's time: DRAIN_MS and 2 ms an event, in s. */
+static int64_t
+drain_deadline_s(const args *a)
+{
+    return ((int64_t)DRAIN_MS + 2LL * a->backlog) / 1000 + 1;
+}
+
 static int64_t
 drain_deadline(const bench *b)
 {
-    return bench_now_ns() + ((int64_t)DRAIN_MS + 2LL * b->a.backlog) * 1000000;
+    return bench_now_ns() + drain_deadline_s(&b->a) * 1000000000;
+}
+
+/* Filling a backlog: a minute and 2 ms an event (a deadline, so a slow
+ * fill ends and is counted, never hangs). */
+static int
+fill_s(const args *a)
+{
+    return 60 + a->backlog / 500;
 }
 
 /* One consumer of the backlog, timed, in this thread. */
@@ -633,14 +703,17 @@ phase_delivering_once(bench *b, results *r, int np)
         b->ok = false;
         return;
     }
+    atomic_store(&b->step, "filling once's backlog");
     fprintf(stderr, "bench_outbox: backlog of %d events into once\n",
             b->a.backlog);
-    fill = produce(b, SYS_ONCE, "backlog", np, 3600, b->a.backlog);
+    fill = produce(b, SYS_ONCE, "backlog", np, fill_s(&b->a), b->a.backlog);
     pg_sql(b, "TRUNCATE target");
+    atomic_store(&b->step, "once -> PostgreSQL");
     fprintf(stderr, "bench_outbox: delivering, once -> PostgreSQL\n");
     r->apply[SYS_ONCE] =
         consume_backlog(b, "apply", (uint32_t)b->a.batch, pc, &fill);
     check_table(b, "delivering once -> PostgreSQL", "target", &fill);
+    atomic_store(&b->step, "once -> no-op");
     fprintf(stderr, "bench_outbox: delivering, once -> no-op\n");
     r->noop = consume_backlog(b, "noop", NOOP_BATCH, NULL, &fill);
     check(b, "delivering once -> no-op", r->noop.n, r->noop.distinct,
@@ -658,9 +731,11 @@ phase_delivering_pg(bench *b, results *r, int np)
     int n = 1;
 
     pg_sql(b, "TRUNCATE outbox, target");
+    atomic_store(&b->step, "filling postgres' backlog");
     fprintf(stderr, "bench_outbox: backlog of %d events into postgres\n",
             b->a.backlog);
-    fill = produce(b, SYS_PG, NULL, np, 3600, b->a.backlog);
+    fill = produce(b, SYS_PG, NULL, np, fill_s(&b->a), b->a.backlog);
+    atomic_store(&b->step, "dispatcher -> PostgreSQL");
     fprintf(stderr, "bench_outbox: delivering, dispatcher -> PostgreSQL\n");
     t0 = bench_now_ns();
     while (pc != NULL && n > 0 && bench_now_ns() < end) {
@@ -668,6 +743,7 @@ phase_delivering_pg(bench *b, results *r, int np)
             break;
         }
         t->n += (uint64_t)n;
+        atomic_fetch_add(&b->progress, (uint64_t)n);
     }
     t->per_s = (double)t->n * 1e9 / (double)(bench_now_ns() - t0);
     if (err[0] != '\0') {
@@ -711,6 +787,7 @@ phase_latency(bench *b, results *r, sys s)
     fprintf(stderr, "bench_outbox: latency, %s, %d producers, %d s\n",
             s == SYS_ONCE ? "once (long-poll)" : "postgres (poll)",
             b->a.lat_producers, b->a.seconds);
+    atomic_store(&b->step, sys_name[s]);
     pthread_create(&tid, NULL, s == SYS_ONCE ? cons_thread : poll_thread, &c);
     p = produce(b, s, "lat", b->a.lat_producers, b->a.seconds, 0);
     atomic_store(&c.stop_at, p.n);
@@ -786,12 +863,16 @@ phase_idle_cpu(bench *b, results *r)
             "bench_outbox: onced idle %d s, with a consumer long-polling an "
             "empty topic %d s, idle %d s\n",
             b->a.seconds, b->a.seconds, b->a.seconds);
+    atomic_store(&b->step, "Subscribe");
     if (subscribe(b, "idle", "idle") != 0) {
         b->ok = false;
         return;
     }
+    atomic_store(&b->step, "waiting for onced to settle");
     settle(b);
+    atomic_store(&b->step, "the first quiet window");
     r->cpu_quiet = quiet_window(b) / 2;
+    atomic_store(&b->step, "a consumer long-polling");
     atomic_store(&c.stop_at, UINT64_MAX);
     atomic_store(&c.deadline_ns,
                  bench_now_ns() + (int64_t)b->a.seconds * 1000000000);
@@ -804,6 +885,7 @@ phase_idle_cpu(bench *b, results *r)
     if (c.err[0] != '\0') {
         fprintf(stderr, "bench_outbox: idle consumer: %s\n", c.err);
     }
+    atomic_store(&b->step, "the second quiet window");
     r->cpu_quiet += quiet_window(b) / 2;
 }
 
@@ -819,6 +901,7 @@ phase_read_fsync(bench *b, results *r)
     int64_t t0, dt;
     tally fill;
 
+    atomic_store(&b->step, "Subscribe, 100 events");
     if (subscribe(b, "fs", "fs") != 0 ||
         (c = client_open(b, true, err)) == NULL) {
         b->ok = false;
@@ -827,7 +910,9 @@ phase_read_fsync(bench *b, results *r)
     fprintf(stderr, "bench_outbox: fsyncs over %d Reads\n", FSYNC_READS);
     fill = produce(b, SYS_ONCE, "fs", 1, 60, 100);
     (void)fill;
+    atomic_store(&b->step, "waiting for onced to settle");
     settle(b);
+    atomic_store(&b->step, "the Reads");
     f0 = bench_server_fsyncs(b->srv.url);
     t0 = bench_now_ns();
     for (int i = 0; i < FSYNC_READS; i++) {
@@ -851,156 +936,228 @@ phase_read_fsync(bench *b, results *r)
     once_client_close(c);
 }
 
-/* ---- the report ---------------------------------------------------------- */
+/* ---- each phase's rows --------------------------------------------------- */
 
-typedef enum tkind {
-    T_NONE,      /* no target: shown */
-    T_RATIO_MIN, /* once / postgres at least target */
-    T_ONCE_MIN,  /* once at least target */
-    T_ONCE_MAX,  /* once at most target */
-} tkind;
-
-typedef struct row {
-    char what[64];
-    double once, pg; /* pg < 0: no PostgreSQL figure */
-    tkind k;
-    double target;
-    const char *unit; /* of the target */
-} row;
-
-#define MAX_ROWS (MAX_LEVELS + 8)
-
-static int
-add_row(row *rows, int n, const char *what, double once, double pg, tkind k,
-        double target, const char *unit)
+/* Events a producing run committed per fsync (0: no fsync counted). */
+static double
+per_fsync(const tally *t)
 {
-    row *w = &rows[n];
-
-    snprintf(w->what, sizeof(w->what), "%s", what);
-    w->once = once;
-    w->pg = pg;
-    w->k = k;
-    w->target = target;
-    w->unit = unit;
-    return n + 1;
+    return t->fsyncs > 0 ? (double)t->n / (double)t->fsyncs : 0;
 }
 
-static const char *
-met(const row *w)
+static void
+rows_producing(const bench *b, const results *r, report *rp)
 {
-    double ratio = w->pg > 0 ? w->once / w->pg : 0;
-
-    switch (w->k) {
-    case T_RATIO_MIN:
-        return ratio >= w->target ? "met" : "MISSED";
-    case T_ONCE_MIN:
-        return w->once >= w->target ? "met" : "MISSED";
-    case T_ONCE_MAX:
-        return w->once <= w->target ? "met" : "MISSED";
-    default:
-        return "";
-    }
-}
-
-static int
-make_rows(const bench *b, const results *r, row *rows)
-{
-    int n = 0;
     char what[64];
 
     for (int l = 0; l < b->a.nlevels; l++) {
         int p = b->a.levels[l];
+        const tally *o = &r->prod[SYS_ONCE][l], *g = &r->prod[SYS_PG][l];
+
         snprintf(what, sizeof(what), "producing, %d producers (ev/s)", p);
-        n = add_row(rows, n, what, r->prod[SYS_ONCE][l].per_s,
-                    r->prod[SYS_PG][l].per_s, p == 16 ? T_RATIO_MIN : T_NONE,
-                    1.5, "x");
+        report_add(rp, what, o->per_s, g->per_s, p == 16 ? T_RATIO_MIN : T_NONE,
+                   1.5, "x");
+        snprintf(what, sizeof(what), "events per fsync, %d producers", p);
+        report_add(rp, what, per_fsync(o), per_fsync(g), T_NONE, 0, "");
     }
-    n = add_row(rows, n, "delivering into PostgreSQL (ev/s)",
-                r->apply[SYS_ONCE].per_s, r->apply[SYS_PG].per_s, T_RATIO_MIN,
-                1.0, "x");
-    n = add_row(rows, n, "delivering into a no-op (ev/s)", r->noop.per_s, -1,
-                T_ONCE_MIN, 50000, "/s");
-    n = add_row(rows, n, "commit to delivery p50 (ms)",
-                r->lat[SYS_ONCE].p50_us / 1000, r->lat[SYS_PG].p50_us / 1000,
-                T_NONE, 0, "");
-    n = add_row(rows, n, "commit to delivery p99 (ms)",
-                r->lat[SYS_ONCE].p99_us / 1000, r->lat[SYS_PG].p99_us / 1000,
-                T_NONE, 0, "");
-    n = add_row(rows, n, "CPU a long-poll adds (ms/s)",
-                r->cpu_poll - r->cpu_quiet, -1, T_ONCE_MAX, 1.0, " ms/s");
-    n = add_row(rows, n, "fsyncs Reads add (per 1000)",
-                (double)r->fs_reads - (double)r->fs_idle, -1, T_ONCE_MAX, 0,
-                "");
-    return n;
 }
 
 static void
-print_table(const bench *b, const results *r, const row *rows, int n)
+rows_delivering(const bench *b, const results *r, report *rp)
 {
-    printf("\nonce's outbox against a PostgreSQL outbox table + polling "
-           "dispatcher (poll %d ms, batch %d, backlog %d, latency at %d "
-           "producers)\n",
-           b->a.poll_ms, b->a.batch, b->a.backlog, b->a.lat_producers);
-    printf("%-36s %12s %12s %8s  %s\n", "", "once", "postgres", "ratio",
-           "target");
-    for (int i = 0; i < n; i++) {
-        const row *w = &rows[i];
-        char pg[16] = "-", ratio[16] = "-", target[40] = "";
+    (void)b;
+    report_add(rp, "delivering into PostgreSQL (ev/s)",
+               r->apply[SYS_ONCE].per_s, r->apply[SYS_PG].per_s, T_RATIO_MIN,
+               1.0, "x");
+    report_add(rp, "delivering into a no-op (ev/s)", r->noop.per_s, -1,
+               T_ONCE_MIN, 50000, "/s");
+}
 
-        if (w->pg >= 0) {
-            snprintf(pg, sizeof(pg), "%.1f", w->pg);
-            snprintf(ratio, sizeof(ratio), "%.2f",
-                     w->pg > 0 ? w->once / w->pg : 0);
-        }
-        if (w->k != T_NONE) {
-            snprintf(target, sizeof(target), "%s %g%s: %s",
-                     w->k == T_ONCE_MAX ? "<=" : ">=", w->target, w->unit,
-                     met(w));
-        }
-        printf("%-36s %12.1f %12s %8s  %s\n", w->what, w->once, pg, ratio,
-               target);
-    }
-    if (!has_16(&b->a)) {
-        printf("(the producing target is at 16 producers: not run)\n");
-    }
+static void
+rows_latency(const bench *b, const results *r, report *rp)
+{
+    (void)b;
+    report_add(rp, "commit to delivery p50 (ms)",
+               r->lat[SYS_ONCE].p50_us / 1000, r->lat[SYS_PG].p50_us / 1000,
+               T_NONE, 0, "");
+    report_add(rp, "commit to delivery p99 (ms)",
+               r->lat[SYS_ONCE].p99_us / 1000, r->lat[SYS_PG].p99_us / 1000,
+               T_NONE, 0, "");
+}
+
+static void
+rows_idle(const bench *b, const results *r, report *rp)
+{
+    (void)b;
+    report_add(rp, "CPU a long-poll adds (ms/s)", r->cpu_poll - r->cpu_quiet,
+               -1, T_ONCE_MAX, 1.0, " ms/s");
+}
+
+static void
+notes_idle(const bench *b, const results *r)
+{
+    (void)b;
     printf("onced CPU: %.2f ms/s idle (before and after), %.2f ms/s with a "
-           "consumer "
-           "long-polling (%" PRIu64 " Reads of %d ms); fsyncs: %" PRIu64
-           " over %d Reads, %" PRIu64 " in the same time idle\n",
-           r->cpu_quiet, r->cpu_poll, r->poll_reads, IDLE_POLL_MS, r->fs_reads,
-           FSYNC_READS, r->fs_idle);
-    printf("correctness: %s\n",
-           b->ok ? "checked (every event delivered exactly once)"
-                 : "MISMATCH (see above)");
+           "consumer long-polling (%" PRIu64 " Reads of %d ms)\n",
+           r->cpu_quiet, r->cpu_poll, r->poll_reads, IDLE_POLL_MS);
 }
 
 static void
-write_csv(const char *path, const row *rows, int n)
+rows_fsync(const bench *b, const results *r, report *rp)
 {
-    FILE *fp = fopen(path, "w");
+    (void)b;
+    report_add(rp, "fsyncs Reads add (per 1000)",
+               (double)r->fs_reads - (double)r->fs_idle, -1, T_ONCE_MAX, 0, "");
+}
 
-    if (fp == NULL) {
-        fprintf(stderr, "bench_outbox: cannot write %s\n", path);
-        return;
+static void
+notes_fsync(const bench *b, const results *r)
+{
+    (void)b;
+    printf("onced fsyncs: %" PRIu64 " over %d Reads, %" PRIu64
+           " in the same time idle\n",
+           r->fs_reads, FSYNC_READS, r->fs_idle);
+}
+
+/* ---- the phases, each bounded in time ------------------------------------ */
+
+#define PROGRESS_S 10 /* a line on stderr this often during a phase */
+
+typedef struct phase_def {
+    unsigned bit; /* PH_*; its name is phase_name[bit's index] */
+    void (*run)(bench *, results *);
+    void (*rows)(const bench *, const results *, report *);
+    void (*notes)(const bench *, const results *); /* below the rows */
+    int64_t bound_s;                               /* set by phase_bounds */
+} phase_def;
+
+static void
+phase_delivering(bench *b, results *r)
+{
+    phase_delivering_once(b, r, largest_level(&b->a));
+    phase_delivering_pg(b, r, largest_level(&b->a));
+}
+
+static void
+phase_latency_both(bench *b, results *r)
+{
+    phase_latency(b, r, SYS_ONCE);
+    phase_latency(b, r, SYS_PG);
+}
+
+static phase_def phases[] = {
+    {PH_PRODUCING, phase_producing, rows_producing, NULL, 0},
+    {PH_DELIVERING, phase_delivering, rows_delivering, NULL, 0},
+    {PH_LATENCY, phase_latency_both, rows_latency, NULL, 0},
+    {PH_IDLE, phase_idle_cpu, rows_idle, notes_idle, 0},
+    {PH_FSYNC, phase_read_fsync, rows_fsync, notes_fsync, 0},
+};
+#define NPHASES (sizeof(phases) / sizeof(phases[0]))
+
+/* Each phase's bound: what its own deadlines add up to, plus a call's
+ * deadline (CALL_SLACK_S) for every step that may end on one. */
+static void
+phase_bounds(const args *a)
+{
+    int64_t s = a->seconds, drain = drain_deadline_s(a);
+
+    phases[0].bound_s = a->nlevels * (2 * s + 4 * CALL_SLACK_S);
+    phases[1].bound_s = 2 * fill_s(a) + 3 * drain + 6 * CALL_SLACK_S;
+    phases[2].bound_s = 2 * (s + DRAIN_MS / 1000 + 2 * CALL_SLACK_S);
+    phases[3].bound_s = SETTLE_S + 3 * s + 4 * CALL_SLACK_S;
+    phases[4].bound_s = FILL_FS_S + SETTLE_S + 4 * CALL_SLACK_S;
+}
+
+typedef struct phase_run {
+    bench *b;
+    results *r;
+    const phase_def *ph;
+    atomic_bool done;
+} phase_run;
+
+static void *
+phase_thread(void *arg)
+{
+    phase_run *pr = arg;
+
+    pr->ph->run(pr->b, pr->r);
+    atomic_store(&pr->done, true);
+    return NULL;
+}
+
+static const char *
+phase_label(const phase_def *ph)
+{
+    return phase_name[__builtin_ctz(ph->bit)];
+}
+
+/* The bench's own threads' stacks on stderr (gdb, when there is one): what
+ * an overrun phase waits for. */
+static void
+dump_stacks(void)
+{
+    char cmd[160];
+
+    snprintf(cmd, sizeof(cmd),
+             "command -v gdb >/dev/null && timeout 60 gdb -p %d -batch -nx "
+             "-ex 'thread apply all bt' >&2 2>/dev/null",
+             (int)getpid());
+    fflush(stderr);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "bench_outbox: (no stacks: gdb missing or failed)\n");
     }
-    fprintf(fp, "metric,once,postgres,ratio,target,met\n");
-    for (int i = 0; i < n; i++) {
-        const row *w = &rows[i];
-        fprintf(fp, "\"%s\",%.3f,", w->what, w->once);
-        if (w->pg >= 0) {
-            fprintf(fp, "%.3f,%.3f,", w->pg, w->pg > 0 ? w->once / w->pg : 0);
-        } else {
-            fprintf(fp, ",,");
+}
+
+/*
+ * Runs ph on a thread of its own and waits at most its bound, with a
+ * progress line every PROGRESS_S. 0: it ended (its rows are printed and
+ * in the CSV); -1: it overran (said on stdout and stderr, stacks dumped;
+ * the thread is left running: the caller ends the process).
+ */
+static int
+run_phase(bench *b, results *r, report *rp, const phase_def *ph)
+{
+    phase_run pr = {.b = b, .r = r, .ph = ph};
+    int64_t t0 = bench_now_ns(), next = PROGRESS_S;
+    pthread_t tid;
+
+    fprintf(stderr, "bench_outbox: phase %s (bound %" PRId64 " s)\n",
+            phase_label(ph), ph->bound_s);
+    atomic_store(&b->step, "starting");
+    pthread_create(&tid, NULL, phase_thread, &pr);
+    while (!atomic_load(&pr.done)) {
+        int64_t el = (bench_now_ns() - t0) / 1000000000;
+
+        if (el >= ph->bound_s) {
+            printf("\nphase %s OVERRAN its bound of %" PRId64
+                   " s (at: %s); the rows above are all it kept\n",
+                   phase_label(ph), ph->bound_s, atomic_load(&b->step));
+            fflush(stdout);
+            fprintf(stderr,
+                    "bench_outbox: phase %s overran %" PRId64
+                    " s at: %s; its threads:\n",
+                    phase_label(ph), ph->bound_s, atomic_load(&b->step));
+            dump_stacks();
+            return -1;
         }
-        if (w->k != T_NONE) {
-            fprintf(fp, "\"%s %g%s\",%s\n",
-                    w->k == T_ONCE_MAX ? "<=" : ">=", w->target, w->unit,
-                    met(w));
-        } else {
-            fprintf(fp, ",\n");
+        if (el >= next) {
+            fprintf(stderr,
+                    "bench_outbox: %s: %s, %" PRId64 " s of at most %" PRId64
+                    " s, %" PRIu64 " events so far\n",
+                    phase_label(ph), atomic_load(&b->step), el, ph->bound_s,
+                    (uint64_t)atomic_load(&b->progress));
+            next += PROGRESS_S;
         }
+        bench_sleep_ms(100);
     }
-    fclose(fp);
+    pthread_join(tid, NULL);
+    ph->rows(b, r, rp);
+    report_rows(rp, phase_label(ph));
+    if (ph->notes != NULL) {
+        ph->notes(b, r);
+    }
+    fflush(stdout);
+    return 0;
 }
 
 /* ---- options and main ---------------------------------------------------- */
@@ -1034,7 +1191,12 @@ usage(FILE *out)
             "  --pg-bin DIR         initdb, pg_ctl (default\n"
             "                       /usr/lib/postgresql/15/bin)\n"
             "  --csv FILE           also write metric,once,postgres,ratio,\n"
-            "                       target,met rows to FILE\n"
+            "                       target,met rows to FILE, each phase's\n"
+            "                       as it ends\n"
+            "  --phases LIST        which phases run, of producing,\n"
+            "                       delivering,latency,idle,fsync (default\n"
+            "                       all); each is bounded in time, and one\n"
+            "                       that overruns ends the run (exit 3)\n"
             "  --help               this text\n",
             MAX_LEVELS, MAX_PRODUCERS);
 }
@@ -1043,6 +1205,32 @@ static bool
 in_range(int v, int lo, int hi)
 {
     return v >= lo && v <= hi;
+}
+
+/* PH_* bits of a comma list of phase names; 0 when a name is unknown. */
+static unsigned
+parse_phases(const char *s)
+{
+    unsigned bits = 0;
+
+    while (*s != '\0') {
+        size_t len = strcspn(s, ",");
+        unsigned bit = 0;
+
+        for (size_t i = 0; i < sizeof(phase_name) / sizeof(phase_name[0]);
+             i++) {
+            if (strlen(phase_name[i]) == len &&
+                strncmp(s, phase_name[i], len) == 0) {
+                bit = 1u << i;
+            }
+        }
+        if (bit == 0) {
+            return 0;
+        }
+        bits |= bit;
+        s += len + (s[len] == ',');
+    }
+    return bits;
 }
 
 /* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
@@ -1058,6 +1246,7 @@ parse_args(int argc, char **argv, args *a)
         {"poll-ms", required_argument, 0, 'i'},
         {"pg-bin", required_argument, 0, 'g'},
         {"csv", required_argument, 0, 'c'},
+        {"phases", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int ch;
@@ -1069,7 +1258,8 @@ parse_args(int argc, char **argv, args *a)
                 .lat_producers = 4,
                 .batch = 100,
                 .poll_ms = 100,
-                .pg_bin = "/usr/lib/postgresql/15/bin"};
+                .pg_bin = "/usr/lib/postgresql/15/bin",
+                .phases = PH_ALL};
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
@@ -1091,17 +1281,21 @@ parse_args(int argc, char **argv, args *a)
             a->pg_bin = optarg;
         } else if (ch == 'c') {
             a->csv = optarg;
+        } else if (ch == 'P') {
+            a->phases = parse_phases(optarg);
         } else {
             fprintf(stderr, "bench_outbox: bad option; see --help\n");
             return 2;
         }
     }
-    if (optind < argc || a->nlevels < 1 || !in_range(a->seconds, 1, 600) ||
-        !in_range(a->backlog, 1, 10000000) || !in_range(a->batch, 1, 1000) ||
+    if (optind < argc || a->nlevels < 1 || a->phases == 0 ||
+        !in_range(a->seconds, 1, 600) || !in_range(a->backlog, 1, 10000000) ||
+        !in_range(a->batch, 1, 1000) ||
         !in_range(a->lat_producers, 1, MAX_PRODUCERS) ||
         !in_range(a->poll_ms, 1, 60000)) {
         fprintf(stderr, "bench_outbox: a value out of range (--producers "
-                        "wants e.g. 1,4,16); see --help\n");
+                        "wants e.g. 1,4,16, --phases e.g. idle,fsync); see "
+                        "--help\n");
         return 2;
     }
     return 0;
@@ -1150,36 +1344,58 @@ stop(bench *b)
     }
 }
 
+/* Ends the run after an overrun: the phase's thread still holds calls
+ * and connections, so the servers go and the process exits at once. */
+static _Noreturn void
+abandon(bench *b, report *rp)
+{
+    report_close(rp);
+    fprintf(stderr, "bench_outbox: stopping after the overrun; exit 3\n");
+    pg_cluster_stop(&b->pg);
+    bench_onced_stop(&b->srv);
+    sys_rm_tree(b->top);
+    fflush(stdout);
+    _exit(3);
+}
+
 int
 main(int argc, char **argv)
 {
     static bench b;
     static results r;
-    row rows[MAX_ROWS];
-    int pr = parse_args(argc, argv, &b.a), n;
+    static report rp;
+    int pr = parse_args(argc, argv, &b.a);
 
     if (pr != 0) {
         return pr == 1 ? 0 : 2;
     }
     b.ok = true;
     atomic_store(&b.next_ev, 1);
-    if (start(&b) != 0) {
+    atomic_store(&b.step, "starting");
+    phase_bounds(&b.a);
+    if (report_open(&rp, b.a.csv) != 0 || start(&b) != 0) {
         stop(&b);
         return 1;
     }
-    printf("checks:\n");
-    phase_producing(&b, &r);
-    phase_delivering_once(&b, &r, largest_level(&b.a));
-    phase_delivering_pg(&b, &r, largest_level(&b.a));
-    phase_latency(&b, &r, SYS_ONCE);
-    phase_latency(&b, &r, SYS_PG);
-    phase_idle_cpu(&b, &r);
-    phase_read_fsync(&b, &r);
-    n = make_rows(&b, &r, rows);
-    print_table(&b, &r, rows, n);
-    if (b.a.csv != NULL) {
-        write_csv(b.a.csv, rows, n);
+    printf("once's outbox against a PostgreSQL outbox table + polling "
+           "dispatcher (poll %d ms, batch %d, backlog %d, latency at %d "
+           "producers)\n\nchecks:\n",
+           b.a.poll_ms, b.a.batch, b.a.backlog, b.a.lat_producers);
+    fflush(stdout);
+    for (size_t i = 0; i < NPHASES; i++) {
+        if ((b.a.phases & phases[i].bit) != 0 &&
+            run_phase(&b, &r, &rp, &phases[i]) != 0) {
+            abandon(&b, &rp);
+        }
     }
+    report_table(&rp, "all figures:");
+    if ((b.a.phases & PH_PRODUCING) != 0 && !has_16(&b.a)) {
+        printf("(the producing target is at 16 producers: not run)\n");
+    }
+    printf("correctness: %s\n",
+           b.ok ? "checked (every event delivered exactly once)"
+                : "MISMATCH (see above)");
+    report_close(&rp);
     stop(&b);
     return b.ok ? 0 : 1;
 }
