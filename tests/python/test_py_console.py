@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -285,10 +286,12 @@ def refused(base: str, tok: Optional[str]) -> str:
     return dom.by_id["login-reason"]
 
 
-def post(base: str, method: str, body: dict, tok: str) -> Tuple[int, dict]:
+def post(base: str, method: str, body: dict, tok: str,
+         rpc_id: str = "") -> Tuple[int, dict]:
     p = subprocess.run(
         [CURL, "-sS", "-o", "-", "-w", "\n%{http_code}", "-H",
          "Content-Type: application/json", "-H", f"Once-Console-Token: {tok}",
+         "-H", f"Once-Rpc-Id: {rpc_id}" if rpc_id else "Once-Rpc-Id;",
          "--data-binary", json.dumps(body), f"{base}/v1{method}"],
         capture_output=True, text=True, timeout=30)
     out, _, status = p.stdout.rpartition("\n")
@@ -314,10 +317,12 @@ def test_console_refuses_without_an_operator_token(onced_factory):
                                                int(time.time()) + 600))
     assert dom.by_id["server-role"] == "serving"
 
-    # Reads only: a valid operator token never runs a mutating method.
+    # Reads only: a valid operator token never runs a mutating method, even
+    # one that carries a good rpc id (it would run as dev otherwise).
     cid = ctl(o, "lease", "open", "--ttl", "1m")["client_id"]
     before = ctl(o, "counter", "get", "jobs")["value"]
-    st, r = post(base, "/once.v1.Counter/Increment", {"name": "jobs"}, good)
+    st, r = post(base, "/once.v1.Counter/Increment", {"name": "jobs", "by": 1}, good,
+                 rpc_id=f"{cid}:1")
     assert (st, r["reason"]) == (403, "CONSOLE_READ_ONLY"), r
     st, r = post(base, "/once.v1.Admin/Compact", {}, good)
     assert (st, r["reason"]) == (403, "CONSOLE_READ_ONLY"), r
@@ -335,3 +340,23 @@ def test_console_refuses_without_an_operator_token(onced_factory):
                     str(o.data)], check=True, capture_output=True, timeout=30)
     wait_for(lambda: post(base, "/once.v1.Admin/Stats", {}, good)[0] == 403,
              10 * SLOW, "onced to load the revocation", 0.1)
+
+
+def test_docs_examples_run_as_written(onced_factory, tmp_path):
+    o, base = start(onced_factory, dev=True)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "console.md") \
+        .read_text()
+    m = re.search(r"<!-- console-examples[^\n]*\n```sh\n(.*?)\n```", doc,
+                  re.S)
+    assert m, "no console-examples block in docs/console.md"
+    script = tmp_path / "examples.sh"
+    script.write_text(m.group(1) + "\n")
+    env = dict(os.environ, ONCE=base, KEY_FILE=o.dev_key,
+               PATH=f"{Path(ONCECTL).parent}:{os.environ['PATH']}")
+    p = subprocess.run(["sh", "-e", str(script)], env=env,
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert p.returncode == 0, p.stderr
+    shown = [ln[2:] for ln in m.group(1).splitlines()
+             if re.fullmatch(r"# \d+", ln)]
+    assert p.stdout.split() == shown, (p.stdout, shown)
+    assert "/console#token=ct1.dev." in p.stderr
