@@ -453,7 +453,8 @@ http_api_url_problem(const char *url)
               "http://0.0.0.0:8080 for every address)";
     } else if (u->u_path != NULL && u->u_path[0] != '\0' &&
                strcmp(u->u_path, "/") != 0) {
-        why = "the API is served at /v1/ and /metrics: give no path";
+        why = "the API is served at /v1/, /console and /metrics: give no "
+              "path";
     } else if ((u->u_query != NULL && u->u_query[0] != '\0') ||
                (u->u_fragment != NULL && u->u_fragment[0] != '\0')) {
         why = "the URL takes no query or fragment";

@@ -66,7 +66,7 @@ http_console_auth(const char *token, auth *a, const char *method, http_head *h,
                   http_outcome *o)
 {
     uint8_t tag[AUTH_TAG_BYTES];
-    uint64_t expiry_s;
+    uint64_t expiry_s, now_s;
     bool enabled, op = false, known;
     char shown[64];
 
@@ -100,13 +100,25 @@ http_console_auth(const char *token, auth *a, const char *method, http_head *h,
             "(unknown principal, wrong key, or altered)",
             shown);
     }
-    if (expiry_s * 1000 <= clock_wall_ms()) {
+    now_s = clock_wall_ms() / 1000;
+    if (expiry_s <= now_s) {
         sodium_memzero(key, AUTH_KEY_BYTES);
         return http_refusal(o, 0, ONCE__V1__CODE__UNAUTHENTICATED,
                             REASON_CONSOLE_TOKEN_EXPIRED,
                             "the console token of \"%s\" expired at %" PRIu64
                             " (Unix seconds); print a new one with oncectl "
                             "console-token",
+                            shown, expiry_s);
+    }
+    /* Short-lived is onced's rule, not only oncectl's (a minute of
+     * clock skew allowed). */
+    if (expiry_s - now_s > CONSOLE_TOKEN_TTL_MAX_S + 60) {
+        sodium_memzero(key, AUTH_KEY_BYTES);
+        return http_refusal(o, 0, ONCE__V1__CODE__UNAUTHENTICATED,
+                            REASON_CONSOLE_TOKEN_BAD,
+                            "the console token of \"%s\" lives longer than "
+                            "12 h (expiry %" PRIu64 "); print one with "
+                            "oncectl console-token",
                             shown, expiry_s);
     }
     if (!op) {

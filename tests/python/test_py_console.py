@@ -173,7 +173,8 @@ def view(base: str, name: str, tok: Optional[str], extra: str = "",
         assert (SCREENS / f"{shot}.png").stat().st_size > 1000
     dom = Dom(chromium(url))
     errs = dom.attrs_by_id.get("console-errors", {}).get("data-count")
-    assert errs == "0", f"the page noted errors: {dom.by_id.get('console-errors')}"
+    assert errs == "0", \
+        f"the page noted errors: {dom.by_id.get('console-errors')}"
     return dom
 
 
@@ -311,6 +312,8 @@ def test_console_refuses_without_an_operator_token(onced_factory):
     assert "CONSOLE_TOKEN_BAD" in refused(base, "ct1.dev.nonsense")
     expired = token_by_hand(o.dev_key, int(time.time()) - 1)
     assert "CONSOLE_TOKEN_EXPIRED" in refused(base, expired)
+    eternal = token_by_hand(o.dev_key, int(time.time()) + 13 * 3600)
+    assert "CONSOLE_TOKEN_BAD" in refused(base, eternal)  # over 12 h
     assert "CONSOLE_NOT_OPERATOR" in refused(base, token(sched))
     # A token made by hand as docs/console.md says is one oncectl's would be.
     dom = view(base, "overview", token_by_hand(o.dev_key,
@@ -321,8 +324,8 @@ def test_console_refuses_without_an_operator_token(onced_factory):
     # one that carries a good rpc id (it would run as dev otherwise).
     cid = ctl(o, "lease", "open", "--ttl", "1m")["client_id"]
     before = ctl(o, "counter", "get", "jobs")["value"]
-    st, r = post(base, "/once.v1.Counter/Increment", {"name": "jobs", "by": 1}, good,
-                 rpc_id=f"{cid}:1")
+    st, r = post(base, "/once.v1.Counter/Increment",
+                 {"name": "jobs", "by": 1}, good, rpc_id=f"{cid}:1")
     assert (st, r["reason"]) == (403, "CONSOLE_READ_ONLY"), r
     st, r = post(base, "/once.v1.Admin/Compact", {}, good)
     assert (st, r["reason"]) == (403, "CONSOLE_READ_ONLY"), r
