@@ -107,7 +107,7 @@ const STATS = [
   "fsyncs", "unauthenticated", "permission_denied", "batches",
   "batch_entries", "kv_keys", "kv_revision", "kv_txns", "conns_open",
   "conns_refused", "disk_bytes", "disk_free_bytes", "compactions",
-  "gc_passes", "reclaimed_total",
+  "gc_passes", "reclaimed_total", "log_index",
 ];
 
 function drawChart(svg, values, label) {
@@ -123,8 +123,7 @@ function drawChart(svg, values, label) {
   label.textContent = n ? `now ${values[n - 1].toFixed(1)}, max ${max.toFixed(1)}` : "";
 }
 
-async function overview() {
-  const s = await api("once.v1.Admin/Stats");
+async function overview(s) {
   const t = performance.now();
   samples.push({ t, requests: num(s, "requests"), records: num(s, "records_stored") });
   if (samples.length > SAMPLES_MAX) samples.shift();
@@ -142,9 +141,8 @@ async function overview() {
 }
 
 // ---- Leases: ListRecords' one row per client, most records first ---------
-async function leases() {
-  const [s, r] = await Promise.all([
-    api("once.v1.Admin/Stats"), api("once.v1.Admin/ListRecords", { limit: 1000 })]);
+async function leases(s) {
+  const r = await api("once.v1.Admin/ListRecords", { limit: 1000 });
   $("leases-live").textContent = num(s, "leases_live");
   $("leases-records").textContent = num(s, "records_stored");
   $("leases-bytes").textContent = num(s, "records_bytes");
@@ -248,9 +246,13 @@ const VIEWS = { overview, leases, grants, outbox };
 async function tick() {
   if (refused) return;
   try {
-    await VIEWS[view]();
-    $("server-role").textContent = "serving";
-    $("server-role").title = "this onced answers the JSON API: it leads its group or runs alone (a follower closes --http-listen)";
+    // Every view shows the role from Stats: a replica serves the JSON
+    // API only while it leads (a follower closes --http-listen).
+    const s = await api("once.v1.Admin/Stats");
+    await VIEWS[view](s);
+    $("server-role").textContent = s.replicated
+      ? `leader · log index ${num(s, "log_index")}` : "single (not replicated)";
+    $("server-role").dataset.replicated = s.replicated ? "1" : "0";
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
   } catch (e) {

@@ -211,7 +211,10 @@ def test_console_shows_what_oncectl_says(onced_factory):
     # The console's own reads count as requests: it shows at most the
     # number oncectl reads afterwards, and more than the scenario made.
     assert 10 <= int(dom.by_id["stat-requests"]) <= stats["requests"]
-    assert dom.by_id["server-role"] == "serving"
+    shows("role", dom.by_id["server-role"],
+          f"leader · log index {stats['log_index']}" if stats["replicated"]
+          else "single (not replicated)")
+    shows("log_index", dom.by_id["stat-log_index"], stats["log_index"])
     # calls/s: one point per pair of Stats reads, 250 ms apart.
     assert int(dom.attrs_by_id["chart-calls"]["data-points"]) >= 2
     assert float(dom.attrs_by_id["chart-calls"]["data-max"]) > 0
@@ -318,7 +321,7 @@ def test_console_refuses_without_an_operator_token(onced_factory):
     # A token made by hand as docs/console.md says is one oncectl's would be.
     dom = view(base, "overview", token_by_hand(o.dev_key,
                                                int(time.time()) + 600))
-    assert dom.by_id["server-role"] == "serving"
+    assert dom.by_id["server-role"] == "single (not replicated)"
 
     # Reads only: a valid operator token never runs a mutating method, even
     # one that carries a good rpc id (it would run as dev otherwise).
