@@ -218,6 +218,20 @@ async function grants() {
     field(div, "pending", (q.pending || []).length, "pending");
     field(div, "expired", (q.expired || []).length, "expired");
     field(div, "machine deleted", q.machine_deleted ? "yes" : "no", "machine_deleted");
+    const t = document.createElement("table");
+    t.className = "queue";
+    t.innerHTML = "<thead><tr><th>work id</th><th>row</th><th>request</th><th>attempt</th><th>surface</th><th>enqueued</th></tr></thead><tbody></tbody>";
+    const all = (q.pending || []).map((w) => ["pending", w])
+      .concat((q.expired || []).slice(-20).reverse().map((w) => ["expired", w]));
+    rows(t.tBodies[0], all, (tr, [kind, w]) => {
+      cell(tr, str(w, "work_id"), "work_id");
+      cell(tr, kind, "work_kind");
+      cell(tr, str(w, "request_id"), "work_request_id");
+      cell(tr, num(w, "attempt"), "work_attempt");
+      cell(tr, str(w, "surface"), "work_surface");
+      cell(tr, new Date(num(w, "enqueued_unix_ms")).toISOString(), "work_enqueued");
+    });
+    div.appendChild(t);
     return div;
   }));
 }

@@ -252,6 +252,10 @@ def test_console_shows_what_oncectl_says(onced_factory):
           len(q.get("pending", [])))
     shows("m1 expired", dom.one("expired", machine="m1"),
           len(q.get("expired", [])))
+    shows("m1's pending rows", dom.field("work_request_id", machine="m1"),
+          [w["request_id"] for w in q.get("pending", [])])
+    shows("m1's pending work ids", dom.field("work_id", machine="m1"),
+          [str(w["work_id"]) for w in q.get("pending", [])])
 
     dom = view(base, "outbox", tok, shot="outbox")
     for t in ctl(o, "outbox", "topics")["topics"]:
