@@ -370,3 +370,16 @@ def test_docs_examples_run_as_written(onced_factory, tmp_path):
              if re.fullmatch(r"# \d+", ln)]
     assert p.stdout.split() == shown, (p.stdout, shown)
     assert "/console#token=ct1.dev." in p.stderr
+
+
+def test_the_page_reports_its_errors(onced_factory):
+    """The no-error check above is not vacuous: a failed read and a script
+    error land in #console-errors."""
+    o, base = start(onced_factory, dev=False)
+    # A surface name that is not valid UTF-8 once decoded: GetSurface is
+    # refused 400, which the page notes as a failed fetch.
+    dom = Dom(chromium(f"{base}/console?view=grants&surface=%00"))
+    assert int(dom.attrs_by_id["console-errors"]["data-count"]) >= 1
+    assert "once.v1.Grants/GetSurface: HTTP 400" in dom.by_id["console-errors"]
+    dom = Dom(chromium(f"{base}/console?view=nonesuch"))
+    assert dom.by_id["console-errors"] == 'no view "nonesuch"'
