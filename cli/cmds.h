@@ -39,6 +39,10 @@ int cmd_grants(const cli *g, int argc, char **argv);
 /* `kv put|get|del|range|txn` (cmd_kv.c). */
 int cmd_kv(const cli *g, int argc, char **argv);
 
+/* `console-token [--ttl DURATION]` (cmd_console.c): a token for the
+ * operator console, signed with the key file; no RPC. */
+int cmd_console_token(const cli *g, int argc, char **argv);
+
 /* `key show` (cmd_key.c). */
 int cmd_key(const cli *g, int argc, char **argv);
 

@@ -63,6 +63,8 @@ static const char usage_head[] =
     "                                     inputs, ... (oncectl grants --help)\n"
     "  key show                           the server's Ed25519 key for "
     "grant credentials\n"
+    "  console-token [--ttl DURATION]     a token for onced's /console "
+    "(operators)\n"
     "  records list [--client ID] [--limit N]\n"
     "                                     retained completion records\n"
     "  stats                              server statistics\n"
@@ -131,6 +133,9 @@ dispatch(const cli *g, int argc, char **argv)
     }
     if (strcmp(cmd, "key") == 0) {
         return cmd_key(g, argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "console-token") == 0) {
+        return cmd_console_token(g, argc - 1, argv + 1);
     }
     if (strcmp(cmd, "chain") == 0) {
         return cmd_chain(g, argc - 1, argv + 1);

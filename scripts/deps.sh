@@ -43,6 +43,9 @@ PACKAGES=(
     # tests/python/test_py_node.py: examples/once_http_client.mjs, Node 18+
     # (its built-in fetch and crypto, no npm package).
     nodejs
+    # tests/python/test_py_console.py: the operator console in a real
+    # browser, headless (--dump-dom, --screenshot).
+    chromium
 )
 
 # Extra groups, only for the steps that need them: `deps.sh fuzz` (make

@@ -106,8 +106,10 @@ bool auth_verify(auth *a, server_call *c, const uint8_t *body, size_t len,
  * (http_api.h), on any thread: *enabled says whether onced authenticates
  * (false: OPEN); when it does and name (NUL-terminated) is a principal of
  * the tables in force, its key is copied to key (wipe it with
- * sodium_memzero after use) and true returned. */
-bool auth_key_copy(auth *a, const char *name, uint8_t key[32], bool *enabled);
+ * sodium_memzero after use) and true returned; *operator_ (unless
+ * NULL) then says whether its role is "operator" (false otherwise). */
+bool auth_key_copy(auth *a, const char *name, uint8_t key[32], bool *enabled,
+                   bool *operator_);
 
 /* The policy: may c->who call method (a full name)? Otherwise sets
  * PERMISSION_DENIED on c and returns false. */

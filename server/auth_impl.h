@@ -74,6 +74,7 @@ typedef struct file_sig {
 typedef struct auth_key {
     char name[PRINCIPAL_NAME_MAX + 1];
     uint8_t key[AUTH_KEY_BYTES];
+    bool operator_; /* role "operator" (the console token, http_console.h) */
 } auth_key;
 
 /* The tables of one load: entries sorted by name, whos[i] about v[i]. */

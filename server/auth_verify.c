@@ -50,6 +50,7 @@ auth_keyring_publish(auth *a)
     for (size_t i = 0; i < n; i++) {
         memcpy(kr[i].name, a->t.plist.v[i].name, sizeof(kr[i].name));
         memcpy(kr[i].key, a->t.plist.v[i].key, sizeof(kr[i].key));
+        kr[i].operator_ = strcmp(a->t.plist.v[i].role, "operator") == 0;
     }
     qsort(kr, n, sizeof(*kr), auth_key_cmp);
     pthread_mutex_lock(&a->kr_mtx);
@@ -166,7 +167,7 @@ auth_verify(auth *a, server_call *c, const uint8_t *body, size_t len,
 
 bool
 auth_key_copy(auth *a, const char *name, uint8_t key[AUTH_KEY_BYTES],
-              bool *enabled)
+              bool *enabled, bool *operator_)
 {
     auth_key probe, *hit = NULL;
 
@@ -182,6 +183,9 @@ auth_key_copy(auth *a, const char *name, uint8_t key[AUTH_KEY_BYTES],
     }
     if (hit != NULL) {
         memcpy(key, hit->key, AUTH_KEY_BYTES);
+    }
+    if (operator_ != NULL) {
+        *operator_ = hit != NULL && hit->operator_;
     }
     pthread_mutex_unlock(&a->kr_mtx);
     return hit != NULL;

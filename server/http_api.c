@@ -25,6 +25,7 @@
 #include "proto/reasons.h"
 #include "base/tls_server.h"
 #include "server/auth.h"
+#include "server/http_console.h"
 #include "server/http_head.h"
 #include "server/listener.h"
 #include "server/verify.h"
@@ -376,6 +377,23 @@ http_call_take(http_api *a, const wire_method *wm, nng_aio *aio,
     return hc;
 }
 
+/* Authenticates the request: by its console token when it carries one
+ * (name holds the token's principal then), else by http_head_auth. */
+static bool
+http_auth(nng_http_req *req, const http_api *a, const wire_method *wm,
+          http_head *h, const void *body, size_t blen, char *name,
+          uint8_t key[AUTH_KEY_BYTES], bool *sign, http_outcome *o)
+{
+    const char *token = nng_http_req_get_header(req, "Once-Console-Token");
+
+    if (token != NULL && token[0] != '\0') {
+        return http_console_auth(token, a->srv->env.auth, wm->full_name, h,
+                                 name, key, sign, o);
+    }
+    return http_head_auth(h, a->srv->env.auth, wm->full_name, body, blen, key,
+                          sign, o);
+}
+
 /* nng's HTTP thread: POST /v1/<method>. Never blocks: it decodes, hashes
  * and packs the request and hands it to the verifier; the reply finishes
  * aio. */
@@ -391,14 +409,14 @@ http_api_post(nng_aio *aio)
     void *body;
     size_t blen, plen = 0;
     uint8_t *payload = NULL, key[AUTH_KEY_BYTES];
+    char name[PRINCIPAL_NAME_MAX + 1];
     bool sign = false;
     nng_msg *msg = NULL;
 
     nng_http_req_get_data(req, &body, &blen);
     if ((wm = http_method(req, &o)) == NULL || !http_is_json(req, &o) ||
         !http_head_read(req, &h, &o) ||
-        !http_head_auth(&h, a->srv->env.auth, wm->full_name, body, blen, key,
-                        &sign, &o) ||
+        !http_auth(req, a, wm, &h, body, blen, name, key, &sign, &o) ||
         (hc = http_call_take(a, wm, aio, &o)) == NULL ||
         !http_payload(hc, body, blen, &payload, &plen, &o) ||
         !http_envelope(hc, &h, payload, plen, sign ? key : NULL, &msg, &o)) {
@@ -435,7 +453,8 @@ http_api_url_problem(const char *url)
               "http://0.0.0.0:8080 for every address)";
     } else if (u->u_path != NULL && u->u_path[0] != '\0' &&
                strcmp(u->u_path, "/") != 0) {
-        why = "the API is served at /v1/ and /metrics: give no path";
+        why = "the API is served at /v1/, /console and /metrics: give no "
+              "path";
     } else if ((u->u_query != NULL && u->u_query[0] != '\0') ||
                (u->u_fragment != NULL && u->u_fragment[0] != '\0')) {
         why = "the URL takes no query or fragment";
@@ -523,11 +542,15 @@ http_api_open(http_api **ap, const char *url, server *srv)
         goto fail;
     }
     a->handler = NULL; /* the server's now */
+    if ((rv = http_console_serve(a->http)) != 0) {
+        goto fail;
+    }
     if ((rv = nng_http_server_start(a->http)) != 0) {
         goto fail;
     }
     a->started = true;
-    log_info("JSON API on %s (POST %s/<method>)", url, HTTP_API_PREFIX);
+    log_info("JSON API on %s (POST %s/<method>), console on %s/console", url,
+             HTTP_API_PREFIX, url);
     *ap = a;
     return 0;
 fail:

@@ -12,7 +12,8 @@
  * (auth_key_copy) over the bytes docs/http.md defines, and the envelope
  * then signed with that key, so the verifier and the executor check it as
  * they check any request; the packed Response turned back into JSON and
- * an HTTP status by gRPC's mapping.
+ * an HTTP status by gRPC's mapping; the operator console's pages and
+ * console tokens on the same listener (http_console.h).
  * Invariant: the record's payload digest is over the packed request
  * message, never the JSON text, so a call made over HTTP and retried over
  * nng under the same rpc id (or the other way round) is one call; a

@@ -159,7 +159,7 @@ http_head_auth(const http_head *h, auth *a, const char *method,
     };
 
     *sign = false;
-    known = auth_key_copy(a, h->principal, key, &enabled);
+    known = auth_key_copy(a, h->principal, key, &enabled, NULL);
     if (!enabled) {
         return true; /* OPEN: the principal is a label */
     }

@@ -85,6 +85,8 @@ admin_stats(server_call *c)
     resp.kv_txns = atomic_load(&ss->kv_txns);
     resp.kv_compares_failed = atomic_load(&ss->kv_compares_failed);
     resp.kv_lease_deleted = atomic_load(&ss->kv_lease_deleted);
+    resp.replicated = store_replicated(c->env->st);
+    (void)store_applied_index(c->env->st, &resp.log_index); /* 0 if not */
     call_reply(c, &resp.base);
 }
 

@@ -97,6 +97,12 @@ store_set_appender(store *s, store_append_fn fn, void *arg)
     s->append_arg = arg;
 }
 
+bool
+store_replicated(const store *s)
+{
+    return s->append_fn != NULL;
+}
+
 void
 store_set_log_durable(store *s)
 {

@@ -182,6 +182,9 @@ typedef int (*store_append_fn)(void *arg, const void *entry, size_t len,
 /* Sets the appender; before any transaction is handed over. */
 void store_set_appender(store *s, store_append_fn fn, void *arg);
 
+/* Whether s has an appender (onced --replicate); the owner's thread. */
+bool store_replicated(const store *s);
+
 /* Replicated stores (leader and followers): etcd's log, not this store,
  * is what makes a write durable, so the group commit and store_apply_entry
  * stop syncing (an entry and its applied index still go in one write).
