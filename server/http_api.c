@@ -23,10 +23,10 @@
 #include "base/log.h"
 #include "proto/principals.h"
 #include "proto/reasons.h"
-#include "base/tls_server.h"
 #include "server/auth.h"
 #include "server/http_console.h"
 #include "server/http_head.h"
+#include "server/http_srv.h"
 #include "server/listener.h"
 #include "server/verify.h"
 
@@ -34,11 +34,6 @@
 
 struct http_api {
     server *srv;
-    nng_url *url;
-    nng_http_server *http;
-    nng_http_handler *handler; /* ours until added to http */
-    nng_tls_config *tls;       /* https:// only */
-    bool started;
     size_t inflight_max;     /* --contexts */
     _Atomic size_t inflight; /* http_calls alive */
 };
@@ -394,14 +389,14 @@ http_auth(nng_http_req *req, const http_api *a, const wire_method *wm,
                           sign, o);
 }
 
-/* nng's HTTP thread: POST /v1/<method>. Never blocks: it decodes, hashes
- * and packs the request and hands it to the verifier; the reply finishes
+/* An nng thread (http_srv.h): POST /v1/<method>. Never blocks: it decodes,
+ * hashes and packs the request and hands it to the verifier; the reply finishes
  * aio. */
 static void
 http_api_post(nng_aio *aio)
 {
     nng_http_req *req = nng_aio_get_input(aio, 0);
-    http_api *a = nng_http_handler_get_data(nng_aio_get_input(aio, 1));
+    http_api *a = nng_aio_get_input(aio, 1); /* the route's (http_srv.h) */
     http_outcome o = {0, "", "", 0};
     const wire_method *wm;
     http_call *hc = NULL;
@@ -491,29 +486,8 @@ http_api_names_clash(void)
     return false;
 }
 
-/* https://: the server side of TLS, from the listeners' files. */
-static int
-http_api_tls(http_api *a)
-{
-    const server_config *cfg = &a->srv->cfg;
-    char err[512];
-    int rv;
-
-    if (cfg->tls_cert == NULL || cfg->tls_key == NULL) {
-        log_error("--http-listen %s needs --tls-cert and --tls-key",
-                  a->url->u_rawurl);
-        return NNG_EINVAL;
-    }
-    if ((rv = tls_server_config(&a->tls, cfg->tls_cert, cfg->tls_key, err,
-                                sizeof(err))) != 0) {
-        log_error("%s", err);
-        return rv;
-    }
-    return nng_http_server_set_tls(a->http, a->tls);
-}
-
 int
-http_api_open(http_api **ap, const char *url, server *srv)
+http_api_open(http_api **ap, http_srv *hs, server *srv)
 {
     http_api *a;
     int rv;
@@ -527,65 +501,18 @@ http_api_open(http_api **ap, const char *url, server *srv)
         free(a);
         return NNG_EINVAL;
     }
-    if ((rv = nng_url_parse(&a->url, url)) != 0 ||
-        (rv = nng_http_server_hold(&a->http, a->url)) != 0 ||
-        (strcmp(a->url->u_scheme, "https") == 0 &&
-         (rv = http_api_tls(a)) != 0) ||
-        (rv = nng_http_handler_alloc(&a->handler, HTTP_API_PREFIX,
-                                     http_api_post)) != 0 ||
-        (rv = nng_http_handler_set_method(a->handler, "POST")) != 0 ||
-        (rv = nng_http_handler_set_tree(a->handler)) != 0 ||
-        (rv = nng_http_handler_set_data(a->handler, a, NULL)) != 0 ||
-        (rv = nng_http_handler_collect_body(a->handler, true,
-                                            srv->cfg.recv_max)) != 0 ||
-        (rv = nng_http_server_add_handler(a->http, a->handler)) != 0) {
-        goto fail;
+    if ((rv = http_srv_handle(hs, "POST", HTTP_API_PREFIX, true, http_api_post,
+                              a)) != 0 ||
+        (rv = http_console_serve(hs)) != 0) {
+        free(a);
+        return rv;
     }
-    a->handler = NULL; /* the server's now */
-    if ((rv = http_console_serve(a->http)) != 0) {
-        goto fail;
-    }
-    if ((rv = nng_http_server_start(a->http)) != 0) {
-        goto fail;
-    }
-    a->started = true;
-    log_info("JSON API on %s (POST %s/<method>), console on %s/console", url,
-             HTTP_API_PREFIX, url);
     *ap = a;
     return 0;
-fail:
-    log_error("cannot serve the JSON API on %s: %s (is the port in use? "
-              "pick another with --http-listen)",
-              url, nng_strerror(rv));
-    http_api_stop(a);
-    http_api_free(a);
-    return rv;
-}
-
-void
-http_api_stop(http_api *a)
-{
-    if (a != NULL && a->started) {
-        nng_http_server_stop(a->http); /* waits for calls in flight */
-        a->started = false;
-    }
 }
 
 void
 http_api_free(http_api *a)
 {
-    if (a == NULL) {
-        return;
-    }
-    if (a->http != NULL) {
-        nng_http_server_release(a->http);
-    }
-    if (a->handler != NULL) {
-        nng_http_handler_free(a->handler);
-    }
-    if (a->tls != NULL) {
-        nng_tls_config_free(a->tls);
-    }
-    nng_url_free(a->url);
     free(a);
 }

@@ -1,9 +1,9 @@
 /*
  * http_api.h — the JSON API (--http-listen URL): POST /v1/<full method
- * name> on nng's HTTP server, answered by the same verifier, executor,
- * records, replays and conflicts as the nng socket (docs/http.md).
+ * name> on onced's HTTP listener (http_srv.h), answered by the same verifier,
+ * executor, records, replays and conflicts as the nng socket (docs/http.md).
  *
- * Owns: the HTTP server's handler for /v1/ and one http_call per request
+ * Owns: the listener's handler for /v1/ and one http_call per request
  * in flight (at most the server's --contexts): the body in proto3's JSON
  * mapping decoded by the method's request descriptor (http/json_pb.h) and
  * packed; the Once-* headers read into exactly the envelope an nng client
@@ -19,13 +19,14 @@
  * nng under the same rpc id (or the other way round) is one call; a
  * request refused here (its path, headers, type, JSON, tag, size) reaches
  * nothing that writes.
- * Never: blocks in nng's handler callback or in the reply (both only
+ * Never: blocks in the handler callback or in the reply (both only
  * decode, hash, pack and hand over; the aio is finished from the reply);
  * trusts a Once-Principal without its tag when onced authenticates.
  */
 #ifndef SERVER_HTTP_API_H
 #define SERVER_HTTP_API_H
 
+#include "server/http_srv.h"
 #include "server/server.h"
 
 typedef struct http_api http_api;
@@ -35,15 +36,12 @@ typedef struct http_api http_api;
  * wrong. */
 const char *http_api_url_problem(const char *url);
 
-/* Serves POST /v1/... at url for the running server srv (https:// with
- * srv's --tls-cert and --tls-key). 0 or an nng error (logged). */
-int http_api_open(http_api **ap, const char *url, server *srv);
+/* Routes POST /v1/... and the console's pages on hs (before it starts)
+ * for the running server srv. 0 or an nng error. */
+int http_api_open(http_api **ap, http_srv *hs, server *srv);
 
-/* Stops serving: nng waits for every call in flight to be answered (the
- * executor must still run). Call before server_close. NULL is ok. */
-void http_api_stop(http_api *a);
-
-/* Frees a; after http_api_stop. NULL is ok. */
+/* Frees a; after the listener that routes to it has stopped (its calls
+ * in flight answered: http_srv_stop). NULL is ok. */
 void http_api_free(http_api *a);
 
 #endif /* SERVER_HTTP_API_H */

@@ -42,18 +42,13 @@ http_console_reads(const char *method)
 }
 
 int
-http_console_serve(nng_http_server *http)
+http_console_serve(http_srv *hs)
 {
     for (const console_asset *f = console_assets; f->path != NULL; f++) {
-        nng_http_handler *h;
         int rv;
 
-        if ((rv = nng_http_handler_alloc_static(&h, f->path, f->data, f->len,
-                                                f->type)) != 0) {
-            return rv;
-        }
-        if ((rv = nng_http_server_add_handler(http, h)) != 0) {
-            nng_http_handler_free(h);
+        if ((rv = http_srv_static(hs, f->path, f->type, f->data, f->len)) !=
+            0) {
             return rv;
         }
     }

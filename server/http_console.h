@@ -3,11 +3,11 @@
  * (docs/console.md): its pages, and the console token its fetches carry.
  *
  * Owns: serving the files built into onced (console_assets.h) at
- * /console and /console/NAME as nng static handlers (nng answers them
- * itself: no callback of ours runs); the check of Once-Console-Token on a
- * JSON API request (console_token.h): read methods only, the token's tag
- * under its principal's key, its expiry, the principal an operator.
- * Invariant: a request carrying a console token runs only a method of
+ * /console and /console/NAME as static routes of http_srv.h (answered
+ * from memory by the listener: no handler runs); the check of
+ * Once-Console-Token on a JSON API request (console_token.h): read methods
+ * only, the token's tag under its principal's key, its expiry, the principal an
+ * operator. Invariant: a request carrying a console token runs only a method of
  * the read list (http_console_reads), whatever the token; with onced
  * authenticating, only when the token verifies, has not expired and
  * names an operator — and then it runs as that principal, its envelope
@@ -29,10 +29,11 @@
 #include "proto/principals.h"
 #include "server/auth.h"
 #include "server/http_head.h"
+#include "server/http_srv.h"
 
-/* Adds the console's pages to http (before it starts). 0 or an nng
+/* Adds the console's pages to hs (before it starts). 0 or an nng
  * error. */
-int http_console_serve(nng_http_server *http);
+int http_console_serve(http_srv *hs);
 
 /* Whether method (full name) is one a console token may call. */
 bool http_console_reads(const char *method);

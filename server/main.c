@@ -28,8 +28,7 @@
 
 #include "server/config_file.h"
 #include "base/log.h"
-#include "server/http_api.h"
-#include "server/metrics.h"
+#include "server/http_front.h"
 #include "server/notify.h"
 #include "server/stop_watch.h"
 #include "server/options.h"
@@ -86,30 +85,10 @@ reload_config(server *srv, int argc, char **argv, config_args *boot,
     *cur = next;
 }
 
-/* The HTTP endpoints: the JSON API at http_url, /metrics at metrics_url
- * or, without one, beside the API (nng shares one server per address).
- * 0, or an error after undoing what was opened. */
-static int
-http_open(const char *http_url, const char *metrics_url, server *srv,
-          http_api **hx, metrics **mx)
-{
-    if (metrics_url == NULL) {
-        metrics_url = http_url;
-    }
-    if ((http_url != NULL && http_api_open(hx, http_url, srv) != 0) ||
-        (metrics_url != NULL && metrics_open(mx, metrics_url, srv) != 0)) {
-        http_api_stop(*hx);
-        http_api_free(*hx);
-        *hx = NULL;
-        return -1;
-    }
-    return 0;
-}
-
 /* The stop after SIGINT or SIGTERM, each step named to the stop watch
  * (stop_watch.h) in the one order that keeps every received call. */
 static void
-stop_all(server *srv, repl *rp, http_api *hx, metrics *mx, int sig)
+stop_all(server *srv, repl *rp, http_front *fx, int sig)
 {
     notify_stopping();
     log_info("%s: stopping; received calls finish and are synced",
@@ -117,15 +96,12 @@ stop_all(server *srv, repl *rp, http_api *hx, metrics *mx, int sig)
     stop_watch_start();
     stop_watch_step("the systemd watchdog thread");
     notify_watchdog_stop();
-    stop_watch_step("the HTTP API's calls in flight");
-    http_api_stop(hx); /* its calls in flight are answered first */
-    stop_watch_step("the metrics publisher");
-    metrics_stop(mx); /* before the executor stops: it may hold a task */
+    stop_watch_step("the HTTP calls in flight and the metrics publisher");
+    http_front_stop(fx); /* before the executor stops: calls in flight */
     server_close(srv);
     stop_watch_step("the replication log's close");
     repl_close(rp); /* after the last append: another replica takes over */
-    metrics_free(mx);
-    http_api_free(hx);
+    http_front_free(fx);
     stop_watch_end();
 }
 
@@ -139,8 +115,7 @@ main(int argc, char **argv)
     repl *rp = NULL;
     server *srv;
     const char *metrics_url;
-    metrics *mx = NULL;
-    http_api *hx = NULL;
+    http_front *fx = NULL;
     sigset_t set;
     char err[512];
     int sig, rv;
@@ -157,6 +132,9 @@ main(int argc, char **argv)
     cfg = opt.srv;
     rc = opt.repl;
     metrics_url = opt.metrics_url;
+    if (opt.http_url == NULL && metrics_url == NULL) {
+        cfg.http_conn_max = 0; /* no HTTP listener: no room kept for one */
+    }
     cur = boot;
     log_set_json(opt.json);
     if (boot.file != NULL) {
@@ -207,7 +185,7 @@ main(int argc, char **argv)
         repl_close(rp);
         return 1;
     }
-    if (http_open(opt.http_url, metrics_url, srv, &hx, &mx) != 0) {
+    if (http_front_open(&fx, opt.http_url, metrics_url, srv) != 0) {
         server_close(srv);
         log_error("not started");
         return 1;
@@ -233,7 +211,7 @@ main(int argc, char **argv)
         reload_config(srv, argc, argv, &boot, &cur);
         notify_ready(srv);
     }
-    stop_all(srv, rp, hx, mx, sig);
+    stop_all(srv, rp, fx, sig);
     log_info("stopped cleanly");
     if (cur.argv != boot.argv) {
         config_args_free(&cur);

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
 #include "server/executor.h"
+#include "server/http_srv.h"
 #include "gc/gc.h"
 #include "outbox/outbox.h"
 #include "base/log.h"
@@ -30,10 +30,6 @@
 
 struct metrics {
     server *srv;
-    nng_url *url;
-    nng_http_server *http;
-    nng_http_handler *handler; /* the server's once added */
-    bool http_started;
 
     periodic *publisher; /* NULL unless it runs */
     pthread_mutex_t mtx; /* protects pending */
@@ -418,12 +414,11 @@ metrics_render(metrics *m, prom_text *t)
     }
 }
 
-/* nng's HTTP thread: GET /metrics (and HEAD). */
+/* An nng thread (http_srv.h): GET /metrics (and HEAD). */
 static void
 metrics_http_get(nng_aio *aio)
 {
-    nng_http_handler *h = nng_aio_get_input(aio, 1);
-    metrics *m = nng_http_handler_get_data(h);
+    metrics *m = nng_aio_get_input(aio, 1); /* the route's */
     prom_text t = {NULL, 0, 0, false};
     nng_http_res *res = NULL;
     char *text = NULL;
@@ -439,7 +434,7 @@ metrics_http_get(nng_aio *aio)
         (rv = nng_http_res_copy_data(res, text, len)) != 0) {
         free(text);
         nng_http_res_free(res);
-        nng_aio_finish(aio, NNG_ENOMEM); /* nng answers 500 */
+        nng_aio_finish(aio, NNG_ENOMEM); /* the connection is closed */
         return;
     }
     free(text);
@@ -477,10 +472,9 @@ metrics_url_problem(const char *url)
 }
 
 int
-metrics_open(metrics **mp, const char *url, server *srv)
+metrics_open(metrics **mp, http_srv *hs, server *srv)
 {
     metrics *m;
-    nng_sockaddr sa;
     int rv;
 
     if ((m = calloc(1, sizeof(*m))) == NULL) {
@@ -491,43 +485,18 @@ metrics_open(metrics **mp, const char *url, server *srv)
     pthread_mutex_init(&m->topics_mtx, NULL);
     pthread_mutex_init(&m->mtx, NULL);
     pthread_cond_init(&m->cv, NULL);
-    if ((rv = nng_url_parse(&m->url, url)) != 0 ||
-        (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
-        (rv = nng_http_handler_alloc(&m->handler, METRICS_PATH,
-                                     metrics_http_get)) != 0 ||
-        (rv = nng_http_handler_set_data(m->handler, m, NULL)) != 0 ||
-        (rv = nng_http_handler_collect_body(m->handler, true, 0)) != 0) {
+    if ((rv = http_srv_handle(hs, "GET", METRICS_PATH, false, metrics_http_get,
+                              m)) != 0) {
         goto fail;
     }
-    if ((rv = nng_http_server_add_handler(m->http, m->handler)) != 0) {
-        goto fail;
-    }
-    m->handler = NULL; /* the server's now: freed with it */
     if (periodic_start(&m->publisher, metrics_publish, m, METRICS_PUBLISH_MS,
                        PERIODIC_RUN_FIRST) != 0) {
         rv = NNG_ENOMEM;
         goto fail;
     }
-    if ((rv = nng_http_server_start(m->http)) != 0) {
-        goto fail;
-    }
-    m->http_started = true;
-    if (nng_http_server_get_addr(m->http, &sa) == 0 &&
-        sa.s_family == NNG_AF_INET) {
-        char host[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.s_in.sa_addr, host, sizeof(host));
-        log_info("metrics on http://%s:%u%s", host,
-                 (unsigned)ntohs(sa.s_in.sa_port), METRICS_PATH);
-    } else {
-        log_info("metrics on %s (GET %s)", url, METRICS_PATH);
-    }
     *mp = m;
     return 0;
 fail:
-    log_error("cannot serve metrics on %s: %s (is the port in use? pick "
-              "another with --metrics-listen)",
-              url, nng_strerror(rv));
-    metrics_stop(m);
     metrics_free(m);
     return rv;
 }
@@ -537,10 +506,6 @@ metrics_stop(metrics *m)
 {
     if (m == NULL) {
         return;
-    }
-    if (m->http_started) {
-        nng_http_server_stop(m->http); /* waits for running handlers */
-        m->http_started = false;
     }
     periodic_stop(&m->publisher);
     /* A publication already queued runs on the executor, which still
@@ -558,13 +523,6 @@ metrics_free(metrics *m)
     if (m == NULL) {
         return;
     }
-    if (m->http != NULL) {
-        nng_http_server_release(m->http);
-    }
-    if (m->handler != NULL) {
-        nng_http_handler_free(m->handler); /* not added: still ours */
-    }
-    nng_url_free(m->url);
     outbox_topics_fini(&m->topics);
     pthread_mutex_destroy(&m->topics_mtx);
     pthread_mutex_destroy(&m->mtx);

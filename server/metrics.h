@@ -1,8 +1,8 @@
 /*
  * metrics.h — the Prometheus endpoint (--metrics-listen URL): GET /metrics
- * on nng's own HTTP server, in the text exposition format.
+ * on onced's HTTP listener (http_srv.h), in the text exposition format.
  *
- * Owns: the HTTP server and its handler, and a publisher thread that keeps
+ * Owns: the listener's handler for /metrics, and a publisher thread that keeps
  * time: every METRICS_PUBLISH_MS it reads the figures that need more than
  * an atomic load — bytes on disk (a listing of the data folder), the
  * collector's counters — and asks the executor to publish the lease
@@ -19,6 +19,7 @@
 #ifndef SERVER_METRICS_H
 #define SERVER_METRICS_H
 
+#include "server/http_srv.h"
 #include "server/server.h"
 
 /* How often the published figures are refreshed. */
@@ -30,12 +31,12 @@ typedef struct metrics metrics;
  * "/metrics"), else a static sentence saying what is wrong. */
 const char *metrics_url_problem(const char *url);
 
-/* Starts the publisher and serves GET /metrics at url for the running
- * server srv. Returns 0 or an nng error (logged: a port in use, say). */
-int metrics_open(metrics **mp, const char *url, server *srv);
+/* Starts the publisher and routes GET /metrics on hs (before it starts)
+ * for the running server srv. Returns 0 or an nng error. */
+int metrics_open(metrics **mp, http_srv *hs, server *srv);
 
-/* Stops serving (no handler runs after it returns) and publishing, and
- * waits for a publication queued on the executor. Call before
+/* Stops publishing and waits for a publication queued on the executor;
+ * after the listener has stopped (no handler runs then). Call before
  * server_close. NULL is ok. */
 void metrics_stop(metrics *m);
 

@@ -221,6 +221,16 @@ static const opt_def OPTIONS[] = {
            "--metrics-listen names another URL\n"
            "(http://HOST:PORT, or https:// with\n"
            "--tls-cert and --tls-key; default: none)"),
+    COUNT("http-conn-max", "N", srv.http_conn_max, 256, 1, 1000000, 0,
+          "HTTP connections open in all (default %D,\n"
+          "and at most half of what the open-file\n"
+          "limit leaves); a new one beyond it is\n"
+          "answered 503 and closed"),
+    DURATION("http-header-timeout", srv.http_header_ms, 10000, 100, 3600000, 0,
+             "an HTTP request's line and headers must\n"
+             "arrive within this long of its first byte\n"
+             "(default %D), else 408 and the connection\n"
+             "is closed"),
     TEXT("\n"
          "replication (docs/replication.md; off unless --replicate):\n"),
     STRING("replicate", "URLS", repl.endpoints, NULL,

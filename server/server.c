@@ -13,6 +13,7 @@
 
 #include "server/auth.h"
 #include "server/executor.h"
+#include "server/http_srv.h"
 #include "gc/gc.h"
 #include "lease/lease.h"
 #include "server/listener.h"
@@ -70,20 +71,36 @@ server_exec_config(const server_config *cfg, exec_config *x)
     x->park_max = cfg->contexts / 2;
 }
 
-/* --conn-max, lowered to what the descriptor limit leaves after
- * SERVER_FDS_SPARE for the store and the listeners (a connection past the
- * limit would fail every accept, and with it every new client). */
+/* --conn-max and --http-conn-max (*http, 0 without an HTTP listener),
+ * lowered to what the descriptor limit leaves after SERVER_FDS_SPARE for
+ * the store and the listeners: HTTP takes at most half of that room
+ * (less the connections it answers 503 at once) and the nng listener the
+ * rest, so a flood of HTTP peers never takes the descriptors an nng
+ * client needs (a connection past the limit would fail every accept,
+ * and with it every new client). Returns the nng listener's cap. */
 static size_t
-server_conn_max(size_t want)
+server_conn_max(size_t want, size_t *http)
 {
     struct rlimit rl;
-    size_t room;
+    size_t room, http_room;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
         rl.rlim_cur < 2 * SERVER_FDS_SPARE) {
         return want;
     }
     room = (size_t)rl.rlim_cur - SERVER_FDS_SPARE;
+    http_room =
+        room / 2 > 2 * HTTP_SRV_REFUSING ? room / 2 - 2 * HTTP_SRV_REFUSING : 1;
+    if (*http > http_room) {
+        log_warn("--http-conn-max %zu is above what the open-file limit "
+                 "(%llu) leaves for HTTP connections; using %zu (raise the "
+                 "limit, e.g. LimitNOFILE=, to allow more)",
+                 *http, (unsigned long long)rl.rlim_cur, http_room);
+        *http = http_room;
+    }
+    if (*http > 0) {
+        room -= *http + 2 * HTTP_SRV_REFUSING;
+    }
     if (want > room) {
         log_warn("--conn-max %zu is above what the open-file limit (%llu) "
                  "leaves for connections; using %zu (raise the limit, e.g. "
@@ -96,7 +113,7 @@ server_conn_max(size_t want)
 
 /* The listener's settings out of the server's configuration. */
 static void
-server_listener_config(const server_config *cfg, listener_config *l)
+server_listener_config(server_config *cfg, listener_config *l)
 {
     memset(l, 0, sizeof(*l));
     for (size_t i = 0; i < cfg->nlisten; i++) {
@@ -110,7 +127,7 @@ server_listener_config(const server_config *cfg, listener_config *l)
     l->listen_check_ms = cfg->listen_check_ms;
     l->conn_inflight = cfg->conn_inflight;
     l->send_timeout_ms = cfg->send_timeout_ms;
-    l->conn_max = server_conn_max(cfg->conn_max);
+    l->conn_max = server_conn_max(cfg->conn_max, &cfg->http_conn_max);
     l->conn_max_per_peer = cfg->conn_max_per_peer;
     l->conn_idle_ms = cfg->conn_idle_ms;
 }
@@ -204,7 +221,7 @@ server_open(server **sp, const server_config *cfg)
         log_error("cannot start the collector thread");
         goto fail;
     }
-    server_listener_config(cfg, &lc);
+    server_listener_config(&s->cfg, &lc);
     if ((rv = verifier_open(&s->vf, env->auth, &s->stats, executor_submit,
                             s->ex)) != 0) {
         log_error("cannot start the verifier thread");

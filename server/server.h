@@ -63,6 +63,11 @@ typedef struct server_config {
     size_t conn_max_per_peer; /* and of one peer */
     uint64_t conn_idle_ms;    /* closed after this long without a request;
                                  0: never */
+    /* The HTTP listeners' connections in all (http_srv.h; 0: no HTTP
+     * listener). server_open lowers both this and conn_max so that the
+     * two fit the open-file limit together, and writes the result here. */
+    size_t http_conn_max;
+    uint64_t http_header_ms; /* a request's line and headers, at most */
 
     /* onced --replicate (repl/replica.h): every group is appended to the
      * replicated log before it is written (store.h, "replicate.c"). NULL:
