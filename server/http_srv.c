@@ -26,7 +26,13 @@
 #define HTTP_SEND_MS         10000       /* a response the peer must take */
 #define HTTP_REFUSE_SEND_MS  1000        /* a 503 at the cap */
 #define HTTP_ACCEPT_PAUSE_MS 100         /* after a failed accept */
-#define HTTP_ROUTES_MAX      64
+/* After a refusal, what the peer still sends is read and dropped for at
+ * most this long and this much before the close: a close with unread
+ * bytes sends a reset, which may destroy the refusal before the peer
+ * reads it. */
+#define HTTP_DRAIN_MS   1000
+#define HTTP_DRAIN_MAX  (256 * 1024)
+#define HTTP_ROUTES_MAX 64
 
 typedef struct http_route {
     const char *method; /* "POST" or "GET" */
@@ -39,7 +45,7 @@ typedef struct http_route {
     size_t len;
 } http_route;
 
-typedef enum { SC_HEAD, SC_BODY, SC_CALL, SC_SEND } sc_state;
+typedef enum { SC_HEAD, SC_BODY, SC_CALL, SC_SEND, SC_DRAIN } sc_state;
 
 /* One connection. Its fields are its aios' callbacks' alone (one of io
  * and call is pending at a time), but for the links (srv->mtx). */
@@ -49,9 +55,11 @@ typedef struct http_sconn {
     nng_aio *io;   /* recv and send */
     nng_aio *call; /* the handler's */
     sc_state state;
-    bool refused;      /* counted in nrefusing, not nconns */
-    bool close_after;  /* after the response being sent */
-    bool head_only;    /* HEAD: the response without its body */
+    bool refused;     /* counted in nrefusing, not nconns */
+    bool close_after; /* after the response being sent */
+    bool head_only;   /* HEAD: the response without its body */
+    bool drain;       /* a refusal: SC_DRAIN after it is sent */
+    size_t drained;
     nng_time deadline; /* of the head (from its first byte) or the body */
     size_t len;        /* bytes in buf not yet used */
     nng_http_req *req;
@@ -202,6 +210,7 @@ sconn_refuse(http_sconn *c, uint16_t status, int code, const char *reason,
                  wire_code_name(code), reason, message);
     c->close_after = true;
     c->head_only = false;
+    c->drain = true;
     free(c->out);
     c->out = NULL;
     if (sconn_compose(c, status, http_phrase(status), "application/json", json,
@@ -218,6 +227,13 @@ sconn_sent(http_sconn *c)
 {
     free(c->out);
     c->out = NULL;
+    if (c->drain) {
+        c->state = SC_DRAIN;
+        c->deadline = nng_clock() + HTTP_DRAIN_MS;
+        c->len = 0;
+        sconn_recv(c);
+        return;
+    }
     if (c->close_after) {
         sconn_dead(c);
         return;
@@ -377,7 +393,7 @@ sconn_headers(http_sconn *c, char *p)
 
         *eol = '\0';
         if ((colon = strchr(p, ':')) == NULL || colon == p ||
-            strpbrk(p, " \t") < colon) {
+            strcspn(p, " \t") < (size_t)(colon - p)) {
             return false; /* no name, or folded, or a space before ':' */
         }
         *colon = '\0';
@@ -540,7 +556,7 @@ sconn_recv(http_sconn *c)
     nng_time now = nng_clock();
     nng_iov iov;
 
-    if (c->state == SC_HEAD) {
+    if (c->state == SC_HEAD || c->state == SC_DRAIN) {
         iov.iov_buf = c->buf + c->len;
         iov.iov_len = sizeof(c->buf) - c->len;
     } else {
@@ -565,7 +581,7 @@ sconn_io(void *arg)
     int rv = nng_aio_result(c->io);
     size_t n = nng_aio_count(c->io);
 
-    if (rv == NNG_ETIMEDOUT && c->state != SC_SEND &&
+    if (rv == NNG_ETIMEDOUT && c->state != SC_SEND && c->state != SC_DRAIN &&
         !(c->state == SC_HEAD && c->len == 0)) {
         sconn_refuse(c, 408, ONCE__V1__CODE__DEADLINE_EXCEEDED,
                      REASON_HTTP_SLOW_CLIENT,
@@ -601,6 +617,14 @@ sconn_io(void *arg)
             sconn_dispatch(c);
         } else {
             sconn_recv(c);
+        }
+        return;
+    case SC_DRAIN: /* dropped, until the peer closes or time is up */
+        c->drained += n;
+        if (c->drained < HTTP_DRAIN_MAX && nng_clock() < c->deadline) {
+            sconn_recv(c);
+        } else {
+            sconn_dead(c);
         }
         return;
     case SC_CALL:
