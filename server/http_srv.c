@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@
 #define HTTP_DRAIN_MS   1000
 #define HTTP_DRAIN_MAX  (256 * 1024)
 #define HTTP_ROUTES_MAX 64
+/* At the cap, a connection that has waited this long for a request head
+ * (stalled in one, or idle between requests) is closed to make room. */
+#define HTTP_EVICT_AGE_MS 1000
 
 typedef struct http_route {
     const char *method; /* "POST" or "GET" */
@@ -55,7 +59,17 @@ typedef struct http_sconn {
     nng_aio *io;   /* recv and send */
     nng_aio *call; /* the handler's */
     sc_state state;
-    bool refused;     /* counted in nrefusing, not nconns */
+    bool refused; /* (srv->mtx) counted in nrefusing, not nconns:
+                     answered 503 at the cap, or evicted */
+    /* nng_clock() since it waits for a request head (accepted, or its
+     * last response sent; never 0); 0 while it reads one past its head,
+     * runs it or answers it. Written by its callbacks, read by the
+     * accept callback's eviction. */
+    _Atomic uint64_t head_since;
+    bool at_cap;      /* accepted at the cap, to be answered 503: set once */
+    bool closed;      /* (srv->mtx) its stream closed by the eviction or the
+                         stop: no read or send is started on it again (nng
+                         1.5.2's tcp would leave one pending till its timeout) */
     bool close_after; /* after the response being sent */
     bool head_only;   /* HEAD: the response without its body */
     bool drain;       /* a refusal: SC_DRAIN after it is sent */
@@ -76,6 +90,7 @@ struct http_srv {
     nng_stream_listener *l;
     nng_aio *acc;
     bool acc_pausing; /* acc sleeps after a failed accept */
+    bool acc_waiting; /* (mtx) no accept pending: refusing slots full */
     http_srv_limits lim;
     http_route routes[HTTP_ROUTES_MAX];
     size_t nroutes;
@@ -159,6 +174,7 @@ static void
 sconn_dead(http_sconn *c)
 {
     http_srv *s = c->srv;
+    bool rearm;
 
     nng_stream_close(c->st);
     pthread_mutex_lock(&s->mtx);
@@ -178,8 +194,31 @@ sconn_dead(http_sconn *c)
     c->prev = NULL;
     c->next = s->dead;
     s->dead = c;
+    rearm = c->refused && s->acc_waiting && !s->closing;
+    s->acc_waiting = s->acc_waiting && !rearm;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mtx);
+    if (rearm) { /* a refusing slot is free again */
+        nng_stream_listener_accept(s->l, s->acc);
+    }
+}
+
+/* Starts op (nng_stream_recv or _send) on c's io, unless the stream was
+ * closed under it (then c is done). Under srv->mtx, as the close is:
+ * nng finishes an aio through its task queue, never inline. */
+static void
+sconn_io_start(http_sconn *c, void (*op)(nng_stream *, nng_aio *))
+{
+    bool closed;
+
+    pthread_mutex_lock(&c->srv->mtx);
+    if (!(closed = c->closed)) {
+        op(c->st, c->io);
+    }
+    pthread_mutex_unlock(&c->srv->mtx);
+    if (closed) {
+        sconn_dead(c);
+    }
 }
 
 static void
@@ -192,7 +231,7 @@ sconn_send(http_sconn *c)
     iov.iov_len = c->out_len - c->out_sent;
     nng_aio_set_iov(c->io, 1, &iov);
     nng_aio_set_timeout(c->io, c->refused ? HTTP_REFUSE_SEND_MS : HTTP_SEND_MS);
-    nng_stream_send(c->st, c->io);
+    sconn_io_start(c, nng_stream_send);
 }
 
 /* Refuses the request being read with status and the JSON body of
@@ -210,7 +249,8 @@ sconn_refuse(http_sconn *c, uint16_t status, int code, const char *reason,
                  wire_code_name(code), reason, message);
     c->close_after = true;
     c->head_only = false;
-    c->drain = true;
+    c->drain = !c->at_cap; /* a 503 at the cap is closed at once */
+    atomic_store(&c->head_since, 0);
     free(c->out);
     c->out = NULL;
     if (sconn_compose(c, status, http_phrase(status), "application/json", json,
@@ -240,6 +280,7 @@ sconn_sent(http_sconn *c)
     }
     c->state = SC_HEAD;
     c->head_only = false;
+    atomic_store(&c->head_since, nng_clock() | 1);
     if (c->len > 0) { /* a pipelined request: its clock starts now */
         c->deadline = nng_clock() + c->srv->lim.head_ms;
         sconn_parse(c);
@@ -530,6 +571,7 @@ sconn_parse(http_sconn *c)
     if (!sconn_head(c, head_len)) {
         return; /* refused */
     }
+    atomic_store(&c->head_since, 0);
     if (c->body_len > 0 && (c->body = malloc(c->body_len)) == NULL) {
         sconn_dead(c);
         return;
@@ -570,7 +612,7 @@ sconn_recv(http_sconn *c)
         nng_aio_set_timeout(
             c->io, c->deadline > now ? (nng_duration)(c->deadline - now) : 1);
     }
-    nng_stream_recv(c->st, c->io);
+    sconn_io_start(c, nng_stream_recv);
 }
 
 /* The io aio's callback: bytes received or sent. */
@@ -652,6 +694,8 @@ sconn_new(http_srv *s, nng_stream *st, bool refused)
     c->srv = s;
     c->st = st;
     c->refused = refused;
+    c->at_cap = refused;
+    atomic_store(&c->head_since, refused ? 0 : nng_clock() | 1);
     c->next = s->live;
     if (s->live != NULL) {
         s->live->prev = c;
@@ -665,6 +709,35 @@ sconn_new(http_srv *s, nng_stream *st, bool refused)
     return c;
 }
 
+/* At the cap (s->mtx held): closes the connection that has waited
+ * longest for a request head, if HTTP_EVICT_AGE_MS or more, moving it to
+ * the refusing slots until it is gone. Whether one was. */
+static bool
+http_srv_evict(http_srv *s)
+{
+    uint64_t now = nng_clock(), oldest = 0;
+    http_sconn *victim = NULL;
+
+    for (http_sconn *c = s->live; c != NULL; c = c->next) {
+        uint64_t since = atomic_load(&c->head_since);
+
+        if (!c->refused && since != 0 && now - since >= HTTP_EVICT_AGE_MS &&
+            (victim == NULL || since < oldest)) {
+            victim = c;
+            oldest = since;
+        }
+    }
+    if (victim == NULL) {
+        return false;
+    }
+    victim->refused = true;
+    s->nconns--;
+    s->nrefusing++;
+    victim->closed = true;
+    nng_stream_close(victim->st); /* its pending read fails: sconn_dead */
+    return true;
+}
+
 static void
 http_srv_accepted(void *arg)
 {
@@ -672,7 +745,7 @@ http_srv_accepted(void *arg)
     int rv = nng_aio_result(s->acc);
     nng_stream *st;
     http_sconn *c = NULL;
-    bool refused;
+    bool full, rearm;
 
     if (s->acc_pausing) { /* the pause after a failed accept is over */
         s->acc_pausing = false;
@@ -691,19 +764,29 @@ http_srv_accepted(void *arg)
     }
     st = nng_aio_get_output(s->acc, 0);
     pthread_mutex_lock(&s->mtx);
-    refused = s->nconns >= s->lim.conn_max;
-    if (!s->closing && (!refused || s->nrefusing < HTTP_SRV_REFUSING)) {
-        c = sconn_new(s, st, refused);
+    full = s->nconns >= s->lim.conn_max;
+    if (full && s->nrefusing < HTTP_SRV_REFUSING && http_srv_evict(s)) {
+        full = false;
     }
+    if (!s->closing && (!full || s->nrefusing < HTTP_SRV_REFUSING)) {
+        c = sconn_new(s, st, full);
+    }
+    /* With every refusing slot taken, the next peers wait in the
+     * kernel's backlog until one is free (sconn_dead accepts again). */
+    rearm = !s->closing && s->nrefusing < HTTP_SRV_REFUSING;
+    s->acc_waiting = !s->closing && !rearm;
     pthread_mutex_unlock(&s->mtx);
-    nng_stream_listener_accept(s->l, s->acc);
+    if (rearm) {
+        nng_stream_listener_accept(s->l, s->acc);
+    }
     if (c == NULL) {
-        nng_stream_free(st); /* closing, or too many refusals at once */
-    } else if (refused) {
+        nng_stream_free(st); /* closing, or out of memory */
+    } else if (full) {
         sconn_refuse(c, 503, ONCE__V1__CODE__UNAVAILABLE,
                      REASON_HTTP_BUSY_CONNECTIONS,
                      "onced holds as many HTTP connections as it takes "
-                     "(--http-conn-max); retry in a moment");
+                     "(--http-conn-max) and none has waited 1s for a "
+                     "request; retry in a moment");
     } else {
         c->state = SC_HEAD;
         sconn_recv(c);
@@ -856,6 +939,9 @@ http_srv_stop(http_srv *s)
     if (s == NULL) {
         return;
     }
+    pthread_mutex_lock(&s->mtx);
+    s->closing = true; /* no accept is started again */
+    pthread_mutex_unlock(&s->mtx);
     if (s->l != NULL) {
         nng_stream_listener_close(s->l);
     }
@@ -865,6 +951,7 @@ http_srv_stop(http_srv *s)
     pthread_mutex_lock(&s->mtx);
     s->closing = true;
     for (http_sconn *c = s->live; c != NULL; c = c->next) {
+        c->closed = true;
         nng_stream_close(c->st); /* its pending io fails: sconn_dead */
     }
     while (s->live != NULL) { /* calls in flight: their handlers answer */
