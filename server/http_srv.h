@@ -11,8 +11,10 @@
  * data — and sends the nng_http_res it outputs (status, Content-Type,
  * Connection, body); a static route answers bytes from memory.
  * Invariant: at most conn_max connections are held open, and at most
- * HTTP_SRV_REFUSING more are being answered 503 (then closed), so the
- * HTTP listener never takes the descriptors the nng listener needs; a
+ * HTTP_SRV_REFUSING more are being closed (one that waited a second or
+ * more for a request head, displaced by a new one) or answered 503 (when
+ * none did), so the HTTP listener never takes the descriptors the nng
+ * listener needs; a
  * request's line and headers are at most 16 KiB and arrive within
  * head_ms of its first byte, its body (Content-Length, at most body_max)
  * within 30 s after them, an idle keep-alive connection is closed after

@@ -139,7 +139,7 @@ metrics_publish(void *arg, unsigned why)
     }
 }
 
-/* ---- rendering (nng's HTTP threads: atomics only) -----------------------
+/* ---- rendering (nng's threads: atomics only) ----------------------------
  */
 
 static void

@@ -224,8 +224,9 @@ static const opt_def OPTIONS[] = {
     COUNT("http-conn-max", "N", srv.http_conn_max, 256, 1, 1000000, 0,
           "HTTP connections open in all (default %D,\n"
           "and at most half of what the open-file\n"
-          "limit leaves); a new one beyond it is\n"
-          "answered 503 and closed"),
+          "limit leaves); a new one beyond it closes\n"
+          "the one longest waiting for a request (1s\n"
+          "at least), else is answered 503 and closed"),
     DURATION("http-header-timeout", srv.http_header_ms, 10000, 100, 3600000, 0,
              "an HTTP request's line and headers must\n"
              "arrive within this long of its first byte\n"

@@ -4,7 +4,7 @@
  * receipt to reply, calls per group commit).
  *
  * Owns: counters and bucket counts, all atomics, written on the executor
- * thread and read by anyone (metrics.c renders them on nng's HTTP
+ * thread and read by anyone (metrics.c renders them on nng's
  * threads). Buckets are kept per bucket, not cumulated: a reader sums them,
  * so a histogram's count always equals the sum of its buckets.
  * Invariant: a bucket's bounds never change while onced runs.
