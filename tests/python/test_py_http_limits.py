@@ -63,6 +63,16 @@ def read_all(socks: List[socket.socket], done: dict, bound: float) -> None:
                 done[s] = got[s]
 
 
+def recv_all(s: socket.socket) -> bytes:
+    """What s is sent until onced closes it (s has a timeout)."""
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
 def response(raw: bytes) -> Tuple[int, dict]:
     """The status and JSON body of one HTTP response."""
     head, _, body = raw.partition(b"\r\n\r\n")
@@ -183,12 +193,7 @@ def test_oversized_content_length_is_413_json(onced_factory):
         s.sendall(b"POST /v1" + INCR.encode() + b" HTTP/1.1\r\nHost: x\r\n"
                   b"Content-Type: application/json\r\n"
                   b"Content-Length: 5000\r\n\r\n")
-        got = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got = recv_all(s)
     st, r = response(got)
     assert (st, r["code"], r["reason"]) == (
         413, "INVALID_ARGUMENT", "REQUEST_TOO_LARGE"), r
@@ -201,11 +206,6 @@ def test_head_over_16k_is_431(onced_factory):
     with socket.create_connection(("127.0.0.1", port_of(h)),
                                   timeout=10 * SLOW) as s:
         s.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 16384)
-        got = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got = recv_all(s)
     st, r = response(got)
     assert (st, r["reason"]) == (431, "HTTP_HEADERS_TOO_LARGE"), r
