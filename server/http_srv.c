@@ -34,6 +34,7 @@
 #define HTTP_DRAIN_MS   1000
 #define HTTP_DRAIN_MAX  (256 * 1024)
 #define HTTP_ROUTES_MAX 64
+#define HTTP_CONTINUE   "HTTP/1.1 100 Continue\r\n\r\n"
 /* At the cap, a connection that has waited this long for a request head
  * (stalled in one, or idle between requests) is closed to make room. */
 #define HTTP_EVICT_AGE_MS 1000
@@ -73,9 +74,11 @@ typedef struct http_sconn {
     bool close_after; /* after the response being sent */
     bool head_only;   /* HEAD: the response without its body */
     bool drain;       /* a refusal: SC_DRAIN after it is sent */
+    bool interim;     /* sending 100 Continue: SC_BODY after it */
     size_t drained;
     nng_time deadline; /* of the head (from its first byte) or the body */
     size_t len;        /* bytes in buf not yet used */
+    size_t scanned;    /* of them, searched for the head's end already */
     nng_http_req *req;
     const http_route *route;
     uint8_t *body;
@@ -267,6 +270,12 @@ sconn_sent(http_sconn *c)
 {
     free(c->out);
     c->out = NULL;
+    if (c->interim) { /* 100 Continue: now the body */
+        c->interim = false;
+        c->state = SC_BODY;
+        sconn_recv(c);
+        return;
+    }
     if (c->drain) {
         c->state = SC_DRAIN;
         c->deadline = nng_clock() + HTTP_DRAIN_MS;
@@ -549,13 +558,17 @@ static void
 sconn_parse(http_sconn *c)
 {
     char *end = NULL;
+    const char *expect;
     size_t head_len, take;
 
-    for (size_t i = 3; i < c->len && end == NULL; i++) {
+    /* from where the last search stopped: a head trickled a byte at a
+     * time costs its length once, not its square */
+    for (size_t i = c->scanned > 3 ? c->scanned : 3; i < c->len && !end; i++) {
         if (memcmp(c->buf + i - 3, "\r\n\r\n", 4) == 0) {
             end = c->buf + i + 1;
         }
     }
+    c->scanned = c->len;
     if (end == NULL) {
         if (c->len == sizeof(c->buf)) {
             sconn_refuse(c, 431, ONCE__V1__CODE__INVALID_ARGUMENT,
@@ -581,12 +594,22 @@ sconn_parse(http_sconn *c)
     c->body_got = take;
     c->len -= head_len + take;
     memmove(c->buf, c->buf + head_len + take, c->len);
+    c->scanned = 0;
     if (c->body_got == c->body_len) {
         sconn_dispatch(c);
         return;
     }
-    c->state = SC_BODY;
     c->deadline = nng_clock() + HTTP_BODY_MS;
+    if ((expect = nng_http_req_get_header(c->req, "Expect")) != NULL &&
+        strcasecmp(expect, "100-continue") == 0 && c->body_got == 0 &&
+        (c->out = strdup(HTTP_CONTINUE)) != NULL) {
+        c->out_len = strlen(HTTP_CONTINUE); /* curl waits for it */
+        c->out_sent = 0;
+        c->interim = true;
+        sconn_send(c);
+        return;
+    }
+    c->state = SC_BODY;
     sconn_recv(c);
 }
 

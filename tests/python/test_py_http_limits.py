@@ -209,3 +209,21 @@ def test_head_over_16k_is_431(onced_factory):
         got = recv_all(s)
     st, r = response(got)
     assert (st, r["reason"]) == (431, "HTTP_HEADERS_TOO_LARGE"), r
+
+
+def test_expect_continue_is_answered(onced_factory):
+    # curl asks "Expect: 100-continue" before a body above 1 KiB and waits
+    # --expect100-timeout for the interim answer: it comes at once.
+    o, h = start(onced_factory, dev=False)
+    body = '{"name": "e"' + " " * 2000 + "}"  # JSON's blanks: 2 KiB
+    t0 = time.monotonic()
+    p = subprocess.run(
+        ["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", "-v",
+         "--expect100-timeout", "20", "-H", "Content-Type: application/json",
+         "-H", "Expect: 100-continue", "--data-binary", body,
+         h.base + "/v1" + GET], capture_output=True, text=True,
+        timeout=60 * SLOW)
+    took = time.monotonic() - t0
+    assert p.stdout.endswith("\n200"), (p.stdout, p.stderr)
+    assert "HTTP/1.1 100 Continue" in p.stderr, p.stderr
+    assert took < 10 * SLOW, took
