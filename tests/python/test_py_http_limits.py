@@ -94,6 +94,9 @@ def test_stalled_flood_leaves_nng_and_http_served(onced_factory, monkeypatch,
     # The lead's reproduction: more peers than onced has descriptors, each
     # sending half a request and then nothing. On nng's HTTP server they
     # took every descriptor, and onced's nng listener with them.
+    if conftest.WRAPPER:  # as test_conns: not under make valgrind
+        pytest.skip("valgrind takes descriptors of onced's own, and onced "
+                    "below 256 files keeps no room apart")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4 * PEERS:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * PEERS),
