@@ -233,7 +233,7 @@ sconn_send(http_sconn *c)
     iov.iov_buf = c->out + c->out_sent;
     iov.iov_len = c->out_len - c->out_sent;
     nng_aio_set_iov(c->io, 1, &iov);
-    nng_aio_set_timeout(c->io, c->refused ? HTTP_REFUSE_SEND_MS : HTTP_SEND_MS);
+    nng_aio_set_timeout(c->io, c->at_cap ? HTTP_REFUSE_SEND_MS : HTTP_SEND_MS);
     sconn_io_start(c, nng_stream_send);
 }
 
@@ -318,7 +318,9 @@ sconn_called(void *arg)
     closing = c->srv->closing;
     pthread_mutex_unlock(&c->srv->mtx);
     if (rv != 0 || res == NULL || closing) { /* as nng: closed */
-        nng_http_res_free(res);
+        if (res != NULL) {
+            nng_http_res_free(res);
+        }
         sconn_dead(c);
         return;
     }
@@ -744,7 +746,7 @@ http_srv_evict(http_srv *s)
     for (http_sconn *c = s->live; c != NULL; c = c->next) {
         uint64_t since = atomic_load(&c->head_since);
 
-        if (!c->refused && since != 0 && now - since >= HTTP_EVICT_AGE_MS &&
+        if (!c->refused && since != 0 && now >= since + HTTP_EVICT_AGE_MS &&
             (victim == NULL || since < oldest)) {
             victim = c;
             oldest = since;
@@ -838,7 +840,9 @@ http_srv_reap(void *arg)
         nng_aio_free(c->io); /* waits for its callback to return */
         nng_aio_free(c->call);
         nng_stream_free(c->st);
-        nng_http_req_free(c->req);
+        if (c->req != NULL) {
+            nng_http_req_free(c->req);
+        }
         free(c->body);
         free(c->out);
         free(c);
