@@ -592,7 +592,9 @@ sconn_parse(http_sconn *c)
         return;
     }
     take = c->len - head_len < c->body_len ? c->len - head_len : c->body_len;
-    memcpy(c->body, c->buf + head_len, take);
+    if (take > 0) { /* no body: c->body is NULL, and memcpy's never is */
+        memcpy(c->body, c->buf + head_len, take);
+    }
     c->body_got = take;
     c->len -= head_len + take;
     memmove(c->buf, c->buf + head_len + take, c->len);
