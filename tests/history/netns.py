@@ -27,9 +27,11 @@ Names: namespaces `once-<pid>-e<i>` and `once-<pid>-r<j>`, root links
 namespace and `o<pid>*` link of a pid that is no longer running is
 removed (with the processes left in it): what a SIGKILLed run left.
 
-Usage as a tool: netns.py check (as root: builds a network, shows a cut
-path failing and a healed one working, removes it; exit 0 when all held),
-netns.py sweep (removes what dead runs left).
+Usage as a tool (as root; exit 77 otherwise): netns.py check (builds a
+network of 2 etcd-like and 1 replica-like members with a listener on each
+address, shows each cut path failing while cut, the other paths working,
+and the path working again once healed, removes it all; exit 0 when all
+held; ctest test_netns), netns.py sweep (removes what dead runs left).
 
 Owns: the namespaces, bridges, veth pairs and addresses it created, and
 their removal (close(), also from atexit and from SIGTERM/SIGINT/SIGHUP
@@ -46,7 +48,6 @@ from __future__ import annotations
 import atexit
 import os
 import re
-import socket
 import subprocess
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -126,7 +127,7 @@ class Net:
         self.down: Dict[str, bool] = {}
         atexit.register(self.close)
 
-    # ---- names and addresses ---------------------------------------------
+    # ---- names and addresses ------------------------------------------------
 
     def nsname(self, member: str) -> str:
         return f"once-{self.pid}-{member}"
@@ -148,7 +149,7 @@ class Net:
         netns exec execs it: the pid is the program's own)."""
         return [IP, "netns", "exec", self.nsname(member)]
 
-    # ---- build and remove ----------------------------------------------------
+    # ---- build and remove ---------------------------------------------------
 
     def build(self) -> None:
         """Every namespace, bridge, pair and address; on an error what was
@@ -201,7 +202,7 @@ class Net:
                 ip("link", "del", link, check=False)
         self.made_ns, self.made_links = [], []
 
-    # ---- cuts ------------------------------------------------------------------
+    # ---- cuts ---------------------------------------------------------------
 
     def cut(self, member: str, net: str) -> None:
         ip("link", "set", "dev", self.link(member, net), "down")
@@ -216,24 +217,29 @@ class Net:
             ip("link", "set", "dev", link, "up", check=False)
         self.down.clear()
 
-    # ---- probes: does a path work now? -----------------------------------------
+    # ---- probes: does a path work now? --------------------------------------
+
+    def reaches(self, src: str, dsts: List[Tuple[str, int]],
+                timeout: float = 1.0) -> List[bool]:
+        """For each of dsts, whether a TCP connection from src's namespace
+        ("root": this one) is accepted within timeout (one process per
+        call; the connections one after another)."""
+        code = ("import socket,sys\nfor a,p in " + repr(dsts) + ":\n"
+                " try:\n  socket.create_connection((a,p),timeout="
+                f"{timeout}).close()\n  print(1)\n"
+                " except OSError:\n  print(0)\n")
+        argv = ([] if src == "root" else self.ns(src)) + \
+            [sys.executable, "-c", code]
+        r = subprocess.run(argv, capture_output=True, text=True,
+                           timeout=timeout * len(dsts) + 15)
+        got = r.stdout.split()
+        if r.returncode != 0 or len(got) != len(dsts):
+            raise OSError(f"probe from {src}: {r.stderr.strip()}")
+        return [x == "1" for x in got]
 
     def connects(self, src: str, dst: Tuple[str, int],
                  timeout: float = 1.0) -> bool:
-        """Whether a TCP connection from src's namespace ("root": this
-        one) to dst is accepted within timeout."""
-        if src == "root":
-            try:
-                socket.create_connection(dst, timeout=timeout).close()
-                return True
-            except OSError:
-                return False
-        code = ("import socket,sys\ntry:\n socket.create_connection("
-                f"({dst[0]!r},{dst[1]}),timeout={timeout}).close()\n"
-                "except OSError:\n sys.exit(1)\n")
-        r = subprocess.run(self.ns(src) + [sys.executable, "-c", code],
-                           capture_output=True, timeout=timeout + 10)
-        return r.returncode == 0
+        return self.reaches(src, [dst], timeout)[0]
 
 
 def check() -> int:
@@ -286,6 +292,9 @@ def check() -> int:
 
 
 if __name__ == "__main__":
+    if os.geteuid() != 0:
+        print("netns: network namespaces need root", file=sys.stderr)
+        sys.exit(77)  # ctest's SKIP_RETURN_CODE
     cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
     if cmd == "sweep":
         print("\n".join(sweep()) or "nothing to sweep")
