@@ -639,7 +639,9 @@ def main() -> int:
     ap.add_argument("--onced", help="default: BUILD/tests/onced_test")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=30)
-    ap.add_argument("--nemeses", default="all")
+    ap.add_argument("--nemeses", default="all",
+                    help="all (the signal kinds), none, partition (the "
+                    "part-* kinds; root), or a comma list of kinds")
     ap.add_argument("--broken", default="",
                     help="ONCED_BROKEN for the replicas (store/fault.h)")
     ap.add_argument("--expect", choices=["valid", "invalid"])

@@ -75,6 +75,17 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def remove_ns(ns: str) -> None:
+    """SIGKILL to every process in namespace ns, then the namespace (its
+    veth ends go with it, and so their root ends)."""
+    for p in ip("netns", "pids", ns, check=False).stdout.split():
+        try:
+            os.kill(int(p), 9)
+        except (ProcessLookupError, ValueError):
+            pass
+    ip("netns", "del", ns, check=False)
+
+
 def sweep(keep_pid: Optional[int] = None) -> List[str]:
     """Removes the namespaces (and the processes in them) and root links
     that runs no longer alive left; what it removed."""
@@ -85,12 +96,7 @@ def sweep(keep_pid: Optional[int] = None) -> List[str]:
         if not m or int(m.group(2)) == keep_pid or \
                 pid_alive(int(m.group(2))):
             continue
-        for p in ip("netns", "pids", m.group(1), check=False).stdout.split():
-            try:
-                os.kill(int(p), 9)
-            except (ProcessLookupError, ValueError):
-                pass
-        ip("netns", "del", m.group(1), check=False)
+        remove_ns(m.group(1))
         gone.append(m.group(1))
     out = ip("-o", "link", "show", check=False).stdout
     for m in re.finditer(r"^\d+: (o(\d+)(?:b[pes]|[er]\d+[pes]))[@:]", out,
@@ -191,12 +197,7 @@ class Net:
         """Removes every namespace (after SIGKILL to what still runs in
         it) and root link this Net made. Idempotent."""
         for ns in self.made_ns:
-            for p in ip("netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(p), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
-            ip("netns", "del", ns, check=False)
+            remove_ns(ns)
         for link in self.made_links:  # a veth goes with its namespace
             if ip("link", "show", link, check=False).returncode == 0:
                 ip("link", "del", link, check=False)
