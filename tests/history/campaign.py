@@ -8,8 +8,7 @@ with the fault windows marked.
 
 Usage: campaign.py --build BUILD [--seed N] [--duration S]
        [--nemeses all|none|partition|kind,kind] [--broken SWITCH]
-       [--expect V]
-       [--out DIR]
+       [--expect V] [--out DIR]
 
 Nemeses (one fault at a time, each bounded in time, all healed at the
 end): kill-leader, stop-leader (the onced leader, found as a client finds
@@ -28,8 +27,8 @@ side) before the cut (it must work, else the fault is not made), during
 it (it must fail) and after the heal (it must work again within 10 s);
 a probe that disagrees fails the run. With --nemeses partition the kinds
 are drawn from a shuffled bag (every kind before any repeats, a kind of
-each link first), and a run
-without a cut of each of the three links (etcd, service, peer) fails.
+each link first), and a run without a cut of each of the three links
+(etcd, service, peer) fails.
 
 Owns: the run: its processes (through cluster.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
