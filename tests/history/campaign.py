@@ -279,6 +279,7 @@ class Nemesis:
         self.faults: List[dict] = []
         self.deaths: List[str] = []  # processes that died by themselves
         self.problems: List[str] = []  # cuts that did not cut or heal
+        self.skipped: List[str] = []  # partitions drawn but not made
         self.drawn: List[str] = []
         self.thread = threading.Thread(target=self.run, daemon=True)
 
@@ -352,11 +353,16 @@ class Nemesis:
         hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
         ps = self.target(role)
         if not ps or not ps[0].running or ps[0].stopped:
+            self.skipped.append(f"{kind}: no running {role}")
             return None
         p, net = ps[0], self.c.net
         member = self.c.member(p)
         src, dsts = self.c.path(member, link)
-        if not all(net.reaches(src, dsts)):
+        before = net.reaches(src, dsts)
+        if not all(before):
+            self.skipped.append(f"{kind} {p.name}: {src} reached "
+                                f"{before.count(True)} of {len(dsts)} "
+                                f"before the cut")
             return None
         t0 = time.monotonic_ns()
         net.cut(member, link)
@@ -420,7 +426,8 @@ def plot(out: str, title: str) -> Optional[str]:
     return None if r.returncode == 0 else f"gnuplot: {r.stderr.strip()}"
 
 
-def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
+def report(args, ops, faults, res, t0: int, extra: List[str],
+           skipped: List[str]) -> str:
     import check
     import io
     lines = [f"campaign: seed {args.seed}, {args.duration:g} s, nemeses "
@@ -443,6 +450,7 @@ def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
                  f"ops/s; latency p50 {percentile(lat, 0.5):.1f} ms, p99 "
                  f"{percentile(lat, 0.99):.1f} ms, max "
                  f"{max(lat, default=0):.0f} ms")
+    lines += [f"not made: {x}" for x in skipped]
     lines += extra
     buf = io.StringIO()
     check.report(res, ops, buf)
@@ -598,7 +606,8 @@ def run_once(args, box) -> int:
                    + (f", broken: {args.broken}" if args.broken else ""))
         if err:
             extra.append(err)
-    text = report(args, ops, fdicts, res, t0, extra)
+    text = report(args, ops, fdicts, res, t0, extra,
+                  nem.skipped if nem is not None else [])
     with open(os.path.join(args.out, "report.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "verdict.json"), "w") as f:
