@@ -208,10 +208,13 @@ retransmit: deps
 
 # campaign: a fault campaign (tests/history/campaign.py): 3 etcd members, 3
 # onced_test replicas, clients recording a history while a seeded schedule
-# of faults plays (NEMESES: all, none, or a comma list of kill-leader,
-# stop-leader, kill-replica, stop-replica, kill-etcd-leader,
+# of faults plays (NEMESES: all, none, partition, or a comma list of
+# kill-leader, stop-leader, kill-replica, stop-replica, kill-etcd-leader,
 # stop-etcd-leader, kill-etcd, stop-etcd, kill-etcd-quorum,
-# stop-etcd-quorum), then the checker
+# stop-etcd-quorum, part-leader-etcd, part-replica-etcd,
+# part-leader-clients, part-replica-clients, part-etcd-leader, part-etcd;
+# partitions run every process in a network namespace of its own,
+# tests/history/netns.py, and need root), then the checker
 # (tests/history/check.py). Report, history and plot in
 # build/campaign/seed-SEED/; exits 0 only on the verdict "valid".
 SEED     ?= 1

@@ -36,6 +36,9 @@ PACKAGES=(
     etcd-client
     gdb
     gnuplot-nox
+    # tests/history/netns.py (the campaign's partition nemeses): network
+    # namespaces, veth pairs and a bridge, cut with `ip link`.
+    iproute2
     # tests/python/test_py_billing.py and examples/billing_receiver.py:
     # a PostgreSQL of their own (initdb + pg_ctl in a temp dir), psycopg2.
     postgresql-15

@@ -7,15 +7,28 @@ the faults on a time line, and a gnuplot plot of throughput and latency
 with the fault windows marked.
 
 Usage: campaign.py --build BUILD [--seed N] [--duration S]
-       [--nemeses all|none|kind,kind] [--broken SWITCH] [--expect V]
-       [--out DIR]
+       [--nemeses all|none|partition|kind,kind] [--broken SWITCH]
+       [--expect V] [--out DIR]
 
 Nemeses (one fault at a time, each bounded in time, all healed at the
 end): kill-leader, stop-leader (the onced leader, found as a client finds
 it), kill-replica, stop-replica (a random replica), kill-etcd-leader,
 stop-etcd-leader (etcdctl endpoint status), kill-etcd, stop-etcd (a
 random member), kill-etcd-quorum, stop-etcd-quorum (two members of
-three: no quorum while clients write).
+three: no quorum while clients write). Partitions (--nemeses partition,
+or any part-* kind: every process then runs in a network namespace of
+its own, netns.py; as root): part-leader-etcd, part-replica-etcd (a
+replica cut from every etcd member), part-leader-clients,
+part-replica-clients (a replica cut from its clients and the other
+replicas), part-etcd-leader, part-etcd (an etcd member cut from the
+other members, its clients still reaching it); each cut lasts 2-5 s. A
+cut must be real: the cut path is probed (a TCP connect from the cut
+side) before the cut (it must work, else the fault is not made), during
+it (it must fail) and after the heal (it must work again within 10 s);
+a probe that disagrees fails the run. With --nemeses partition the kinds
+are drawn from a shuffled bag (every kind before any repeats, a kind of
+each link first), and a run without a cut of each of the three links
+(etcd, service, peer) fails.
 
 Owns: the run: its processes (through cluster.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
@@ -46,8 +59,16 @@ sys.path.insert(0, HERE)
 KINDS = ["kill-leader", "stop-leader", "kill-replica", "stop-replica",
          "kill-etcd-leader", "stop-etcd-leader", "kill-etcd", "stop-etcd",
          "kill-etcd-quorum", "stop-etcd-quorum"]
+# A partition kind: (whom it cuts, as target() names them; which link).
+PARTITIONS = {"part-leader-etcd": ("leader", "etcd"),
+              "part-replica-etcd": ("replica", "etcd"),
+              "part-leader-clients": ("leader", "service"),
+              "part-replica-clients": ("replica", "service"),
+              "part-etcd-leader": ("etcd-leader", "peer"),
+              "part-etcd": ("etcd", "peer")}
 COUNTERS = ["c0", "c1", "c2"]
 SURFACES = ["s0", "s1"]
+SKIP = 77  # ctest's SKIP_RETURN_CODE: partitions asked for, not root
 
 
 def setup_path(build: str) -> None:
@@ -246,17 +267,33 @@ class Workload:
 class Nemesis:
     """One fault at a time from a seeded schedule; each ends (healed)
     within its bound: a pause lasts 0.5-4 s, a killed process is started
-    again after 0.3-2 s (at least hold_min)."""
+    again after 0.3-2 s, a cut is healed after 2-5 s (each at least
+    hold_min). bag: kinds drawn from a shuffled bag, not at random."""
 
     def __init__(self, cluster, writer, seed: int, kinds: List[str],
-                 hold_min: float = 0) -> None:
+                 hold_min: float = 0, bag: bool = False) -> None:
         self.c, self.w, self.kinds = cluster, writer, kinds
-        self.hold_min = hold_min
+        self.hold_min, self.bag = hold_min, bag
         self.rng = random.Random(seed)
         self.stop = threading.Event()
         self.faults: List[dict] = []
         self.deaths: List[str] = []  # processes that died by themselves
+        self.problems: List[str] = []  # cuts that did not cut or heal
+        self.skipped: List[str] = []  # partitions drawn but not made
+        self.drawn: List[str] = []
         self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def next_kind(self) -> str:
+        if not self.bag:
+            return self.rng.choice(self.kinds)
+        if not self.drawn:  # one kind of each link first, then the rest
+            order = self.rng.sample(self.kinds, len(self.kinds))
+            first = {}
+            for k in order:
+                first.setdefault(PARTITIONS.get(k, (k, k))[1], k)
+            self.drawn = list(first.values()) + \
+                [k for k in order if k not in first.values()]
+        return self.drawn.pop(0)
 
     def target(self, kind: str) -> List:
         """The processes the kind's fault hits ([] when there is none now:
@@ -277,29 +314,77 @@ class Nemesis:
     def run(self) -> None:
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
             self.deaths += self.c.heal()
-            kind = self.rng.choice(self.kinds)
-            hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
-                else self.rng.uniform(0.3, 2.0)
-            hold = max(hold, self.hold_min)
-            ps = self.target(kind)
-            if not ps or not all(p.running for p in ps):
-                continue
-            t0 = time.monotonic_ns()
-            for p in ps:
-                p.signal(signal.SIGKILL if kind.startswith("kill")
-                         else signal.SIGSTOP)
-            self.stop.wait(hold)
-            for p in ps:
-                if kind.startswith("kill"):
-                    self.c.restart(p)
-                else:
-                    p.signal(signal.SIGCONT)
-            f = {"type": "fault", "kind": kind,
-                 "target": "+".join(p.name for p in ps),
-                 "start": t0, "end": time.monotonic_ns(),
-                 "detail": f"{hold:.2f}s"}
-            self.faults.append(f)
-            self.w.write(f)
+            kind = self.next_kind()
+            f = self.partition(kind) if kind in PARTITIONS \
+                else self.signal_fault(kind)
+            if f is not None:
+                self.faults.append(f)
+                self.w.write(f)
+
+    def signal_fault(self, kind: str) -> Optional[dict]:
+        """SIGKILL (started again after hold) or SIGSTOP (SIGCONT)."""
+        hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
+            else self.rng.uniform(0.3, 2.0)
+        hold = max(hold, self.hold_min)
+        ps = self.target(kind)
+        if not ps or not all(p.running for p in ps):
+            return None
+        t0 = time.monotonic_ns()
+        for p in ps:
+            p.signal(signal.SIGKILL if kind.startswith("kill")
+                     else signal.SIGSTOP)
+        self.stop.wait(hold)
+        for p in ps:
+            if kind.startswith("kill"):
+                self.c.restart(p)
+            else:
+                p.signal(signal.SIGCONT)
+        return {"type": "fault", "kind": kind,
+                "target": "+".join(p.name for p in ps),
+                "start": t0, "end": time.monotonic_ns(),
+                "detail": f"{hold:.2f}s"}
+
+    def partition(self, kind: str) -> Optional[dict]:
+        """One link of the target cut for hold seconds, then healed; the
+        cut path probed before (must work, else no fault), during (must
+        fail) and after (must work again within 10 s): a disagreeing
+        probe is a problem of the run (a nemesis that does nothing)."""
+        role, link = PARTITIONS[kind]
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        ps = self.target(role)
+        if not ps or not ps[0].running or ps[0].stopped:
+            self.skipped.append(f"{kind}: no running {role}")
+            return None
+        p, net = ps[0], self.c.net
+        member = self.c.member(p)
+        src, dsts = self.c.path(member, link)
+        before = net.reaches(src, dsts)
+        if not all(before):
+            self.skipped.append(f"{kind} {p.name}: {src} reached "
+                                f"{before.count(True)} of {len(dsts)} "
+                                f"before the cut")
+            return None
+        t0 = time.monotonic_ns()
+        net.cut(member, link)
+        during = net.reaches(src, dsts, 0.5)
+        self.stop.wait(max(0.0, hold - (time.monotonic_ns() - t0) / 1e9))
+        net.heal(member, link)
+        t1 = time.monotonic_ns()
+        healed = False
+        while not healed and time.monotonic_ns() - t1 < 10e9:
+            healed = all(net.reaches(src, dsts))
+        detail = (f"{hold:.2f}s; {link} link cut; {src} -> "
+                  f"{len(dsts)} address(es): {during.count(False)} "
+                  f"failed while cut, "
+                  f"{'all reached' if healed else 'NOT reached'} after")
+        if any(during):
+            self.problems.append(f"{kind} {p.name}: the cut path still "
+                                 f"worked during the cut ({detail})")
+        if not healed:
+            self.problems.append(f"{kind} {p.name}: the path did not work "
+                                 f"again within 10 s of the heal")
+        return {"type": "fault", "kind": kind, "target": p.name,
+                "start": t0, "end": t1, "detail": detail}
 
 
 # ---- report and plot -------------------------------------------------------
@@ -341,7 +426,8 @@ def plot(out: str, title: str) -> Optional[str]:
     return None if r.returncode == 0 else f"gnuplot: {r.stderr.strip()}"
 
 
-def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
+def report(args, ops, faults, res, t0: int, extra: List[str],
+           skipped: List[str]) -> str:
     import check
     import io
     lines = [f"campaign: seed {args.seed}, {args.duration:g} s, nemeses "
@@ -350,8 +436,8 @@ def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
              "", "faults (seconds from the first operation):"]
     for f in sorted(faults, key=lambda f: f["start"]):
         lines.append(f"  {(f['start'] - t0) / 1e9:7.2f} .. "
-                     f"{(f['end'] - t0) / 1e9:7.2f}  {f['kind']:<17} "
-                     f"{f['target']}")
+                     f"{(f['end'] - t0) / 1e9:7.2f}  {f['kind']:<20} "
+                     f"{f['target']:<11} {f.get('detail', '')}".rstrip())
     by_kind: Dict[str, int] = {}
     for f in faults:
         by_kind[f["kind"]] = by_kind.get(f["kind"], 0) + 1
@@ -364,6 +450,7 @@ def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
                  f"ops/s; latency p50 {percentile(lat, 0.5):.1f} ms, p99 "
                  f"{percentile(lat, 0.99):.1f} ms, max "
                  f"{max(lat, default=0):.0f} ms")
+    lines += [f"not made: {x}" for x in skipped]
     lines += extra
     buf = io.StringIO()
     check.report(res, ops, buf)
@@ -374,12 +461,13 @@ def report(args, ops, faults, res, t0: int, extra: List[str]) -> str:
 # ---- the run ---------------------------------------------------------------
 
 
-def start_cluster(args, env):
-    """The cluster, started; on other ports again when a start failed (a
-    port probed free can be taken before a member binds it), 3 tries."""
+def start_cluster(args, env, net=None):
+    """The cluster, started (in net's namespaces when net is given); on
+    other ports again when a start failed (a port probed free can be
+    taken before a member binds it), 3 tries."""
     from cluster import Cluster
     for attempt in range(1, 4):
-        cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep)
+        cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep, net=net)
         try:
             cl.start()
             return cl
@@ -392,9 +480,14 @@ def start_cluster(args, env):
 
 def run(args) -> int:
     """One campaign; on any exit status but 0 the tail of every etcd
-    member's and replica's log is printed (then the folder removed)."""
+    member's and replica's log is printed (then the folder removed, and
+    the network namespaces of a partition run)."""
     box: Dict[str, object] = {}
-    rv = run_once(args, box)
+    try:
+        rv = run_once(args, box)
+    finally:
+        if box.get("net") is not None:
+            box["net"].close()
     cl = box.get("cluster")
     if cl is not None:
         if rv != 0:
@@ -403,18 +496,47 @@ def run(args) -> int:
     return rv
 
 
+def parse_kinds(spec: str) -> Optional[List[str]]:
+    """The nemesis kinds of --nemeses (none, all, partition, or a comma
+    list), or None after saying which name is unknown."""
+    if spec in ("none", "all", "partition"):
+        return {"none": [], "all": list(KINDS),
+                "partition": list(PARTITIONS)}[spec]
+    kinds = spec.split(",")
+    for k in kinds:
+        if k not in KINDS and k not in PARTITIONS:
+            print(f"campaign: unknown nemesis {k} (all, none, partition, "
+                  f"{', '.join(KINDS + list(PARTITIONS))})", file=sys.stderr)
+            return None
+    return kinds
+
+
+def make_net(box):
+    """The network namespaces of a partition run (netns.py), built; None
+    (said why) when this process may not make them."""
+    import netns
+    if os.geteuid() != 0:
+        print("campaign: partitions need root (network namespaces)",
+              file=sys.stderr)
+        return None
+    net = box["net"] = netns.Net()
+    net.build()
+    return net
+
+
 def run_once(args, box) -> int:
     setup_path(args.build)
     import check
     from history import Writer, load_file
 
-    kinds = [] if args.nemeses == "none" else (
-        KINDS if args.nemeses == "all" else args.nemeses.split(","))
-    for k in kinds:
-        if k not in KINDS:
-            print(f"campaign: unknown nemesis {k} ({', '.join(KINDS)})",
-                  file=sys.stderr)
-            return 2
+    kinds = parse_kinds(args.nemeses)
+    if kinds is None:
+        return 2
+    net = None
+    if any(k in PARTITIONS for k in kinds):
+        net = make_net(box)
+        if net is None:
+            return SKIP
     os.makedirs(args.out, exist_ok=True)
     hist = os.path.join(args.out, "history.jsonl")
     if os.path.exists(hist):
@@ -431,23 +553,24 @@ def run_once(args, box) -> int:
     # SIGTERM, or the run's own bound (ctest's TIMEOUT would SIGKILL this
     # process and leave its children, each in a session of its own):
     # everything is stopped on the way out.
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGALRM, on_term)
+    for sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGHUP):
+        signal.signal(sig, on_term)
     signal.alarm(int(args.duration) + args.bound)
     try:
-        cl = box["cluster"] = start_cluster(args, env)
+        cl = box["cluster"] = start_cluster(args, env, net)
         wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
                       args.resend)
         wl.setup()
         wl.start()
-        nem = Nemesis(cl, w, args.seed, kinds, args.hold_min)
+        nem = Nemesis(cl, w, args.seed, kinds, args.hold_min,
+                      bag=args.nemeses == "partition")
         if kinds:
             nem.thread.start()
         time.sleep(args.duration)
         nem.stop.set()
         if kinds:
             nem.thread.join(30)
-        extra += nem.deaths + cl.heal()
+        extra += nem.deaths + nem.problems + cl.heal()
         if not wl.join(30):
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():
@@ -483,7 +606,8 @@ def run_once(args, box) -> int:
                    + (f", broken: {args.broken}" if args.broken else ""))
         if err:
             extra.append(err)
-    text = report(args, ops, fdicts, res, t0, extra)
+    text = report(args, ops, fdicts, res, t0, extra,
+                  nem.skipped if nem is not None else [])
     with open(os.path.join(args.out, "report.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "verdict.json"), "w") as f:
@@ -494,6 +618,10 @@ def run_once(args, box) -> int:
     problems = [x for x in extra if not x.startswith("gnuplot")]
     if kinds and not fdicts:
         problems.append("no fault was injected")
+    if args.nemeses == "partition":
+        links = {PARTITIONS[x["kind"]][1] for x in fdicts}
+        problems += [f"no cut of a {link} link was made" for link in
+                     ("etcd", "service", "peer") if link not in links]
     if res["figures"]["ok"] < args.min_ok:
         problems.append(f"only {res['figures']['ok']} ok operations "
                         f"(at least {args.min_ok} wanted)")
@@ -519,7 +647,9 @@ def main() -> int:
     ap.add_argument("--onced", help="default: BUILD/tests/onced_test")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=30)
-    ap.add_argument("--nemeses", default="all")
+    ap.add_argument("--nemeses", default="all",
+                    help="all (the signal kinds), none, partition (the "
+                    "part-* kinds; root), or a comma list of kinds")
     ap.add_argument("--broken", default="",
                     help="ONCED_BROKEN for the replicas (store/fault.h)")
     ap.add_argument("--expect", choices=["valid", "invalid"])

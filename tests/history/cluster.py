@@ -1,7 +1,9 @@
 """cluster.py — a real 3-member etcd cluster and onced replicas on it, as
 child processes, for the fault campaigns (the Python twin of
 tests/etcd_procs.c and tests/cluster.c: the same flags, free loopback
-ports, ipc:// paths in a temp dir of their own).
+ports, ipc:// paths in a temp dir of their own; or, given a netns.Net,
+each process in its own network namespace on its own addresses, the
+replicas on tcp://, for the partition nemeses).
 
 Owns: the etcd member and onced replica processes, their data folders and
 logs under one temp dir; starting, signalling (SIGKILL, SIGSTOP, SIGCONT),
@@ -30,6 +32,8 @@ from once import _lib
 
 ETCD = "/usr/bin/etcd"
 ETCDCTL = "/usr/bin/etcdctl"
+# Ports on a namespace's own addresses (netns.py), by network.
+NS_PORTS = {"peer": 2380, "etcd": 2379, "service": 7000}
 
 
 def free_port() -> int:
@@ -91,39 +95,75 @@ class Cluster:
 
     def __init__(self, onced: str, n: int = 3, ttl_s: int = 2,
                  env: Optional[Dict[str, str]] = None,
-                 keep: bool = False) -> None:
+                 keep: bool = False, net=None) -> None:
+        """net: a built netns.Net (each process in its own namespace, on
+        its addresses, replicas on tcp://); None: loopback ports and
+        ipc:// paths."""
         self.dir = tempfile.mkdtemp(prefix="once-campaign-", dir="/tmp")
-        self.onced, self.ttl_s, self.keep = onced, ttl_s, keep
+        self.onced, self.ttl_s, self.keep, self.net = onced, ttl_s, keep, net
         self.etcd: List[Proc] = []
         self.replicas: List[Proc] = []
-        cports = [free_port() for _ in range(3)]
-        pports = [free_port() for _ in range(3)]
-        self.client_urls = [f"http://127.0.0.1:{p}" for p in cports]
+        if net is None:
+            peer = [f"http://127.0.0.1:{free_port()}" for _ in range(3)]
+            self.client_urls = [f"http://127.0.0.1:{free_port()}"
+                                for _ in range(3)]
+            self.urls = [f"ipc://{self.dir}/r{i}.ipc" for i in range(n)]
+        else:
+            peer = ["http://%s:%d" % self._at(f"e{i}", "peer")
+                    for i in range(3)]
+            self.client_urls = ["http://%s:%d" % self._at(f"e{i}", "etcd")
+                                for i in range(3)]
+            self.urls = ["tcp://%s:%d" % self._at(f"r{i}", "service")
+                         for i in range(n)]
         self.endpoints = ",".join(self.client_urls)
-        initial = ",".join(f"m{i}=http://127.0.0.1:{p}"
-                           for i, p in enumerate(pports))
+        initial = ",".join(f"m{i}={u}" for i, u in enumerate(peer))
         for i in range(3):
-            argv = [ETCD, "--name", f"m{i}", "--data-dir",
-                    f"{self.dir}/m{i}", "--listen-client-urls",
-                    self.client_urls[i], "--advertise-client-urls",
-                    self.client_urls[i], "--listen-peer-urls",
-                    f"http://127.0.0.1:{pports[i]}",
-                    "--initial-advertise-peer-urls",
-                    f"http://127.0.0.1:{pports[i]}", "--initial-cluster",
-                    initial, "--initial-cluster-token",
-                    f"once-campaign-{self.dir}", "--initial-cluster-state",
-                    "new", "--max-request-bytes", "2097152"]
+            argv = self._in(f"e{i}") + [
+                ETCD, "--name", f"m{i}", "--data-dir",
+                f"{self.dir}/m{i}", "--listen-client-urls",
+                self.client_urls[i], "--advertise-client-urls",
+                self.client_urls[i], "--listen-peer-urls", peer[i],
+                "--initial-advertise-peer-urls", peer[i],
+                "--initial-cluster", initial, "--initial-cluster-token",
+                f"once-campaign-{self.dir}", "--initial-cluster-state",
+                "new", "--max-request-bytes", "2097152"]
             self.etcd.append(Proc(f"etcd{i}", argv, f"{self.dir}/m{i}.log"))
         self.cluster_name = f"c{os.getpid()}"
-        self.urls = [f"ipc://{self.dir}/r{i}.ipc" for i in range(n)]
         renv = dict(os.environ, **(env or {}))
         for i in range(n):
-            argv = [onced, "--data", f"{self.dir}/data{i}", "--listen",
-                    self.urls[i], "--replicate", self.endpoints,
-                    "--cluster", self.cluster_name, "--replicate-ttl",
-                    str(ttl_s)]
+            argv = self._in(f"r{i}") + [
+                onced, "--data", f"{self.dir}/data{i}", "--listen",
+                self.urls[i], "--replicate", self.endpoints, "--cluster",
+                self.cluster_name, "--replicate-ttl", str(ttl_s)]
             self.replicas.append(Proc(f"r{i}", argv,
                                       f"{self.dir}/onced{i}.log", renv))
+
+    def _in(self, member: str) -> List[str]:
+        """The argv prefix that runs a program in member's namespace."""
+        return [] if self.net is None else self.net.ns(member)
+
+    def _at(self, member: str, net: str):
+        """(address, port) of member's listener on net (with a Net)."""
+        return self.net.addr(member, net), NS_PORTS[net]
+
+    def member(self, p: "Proc") -> str:
+        """p's name in the Net: e<i> for etcd<i>, r<j> for r<j>."""
+        return "e" + p.name[4:] if p.name.startswith("etcd") else p.name
+
+    def path(self, member: str, link: str):
+        """What cutting member's link cuts, as a probe sees it: (the
+        namespace to connect from, the listeners it then cannot reach).
+        A replica's etcd link: from it to every etcd member's client
+        URL; its service link: from the root namespace (the clients) to
+        its --listen; an etcd member's peer link: from it to the other
+        members' peer URLs."""
+        if link == "etcd":
+            return member, [self._at(f"e{i}", "etcd")
+                            for i in range(len(self.etcd))]
+        if link == "service":
+            return "root", [self._at(member, "service")]
+        return member, [self._at(f"e{i}", "peer")
+                        for i in range(len(self.etcd)) if f"e{i}" != member]
 
     # ---- start and stop ------------------------------------------------------
 
@@ -173,6 +213,8 @@ class Cluster:
         the ones that were dead, with their exit status (outside a kill
         of the nemesis, a process that died did so by itself)."""
         dead = []
+        if self.net is not None:
+            self.net.heal_all()
         for p in self.all_procs():
             if p.running and p.stopped:
                 p.signal(signal.SIGCONT)
