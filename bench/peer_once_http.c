@@ -16,19 +16,16 @@
  * Never: resends under a new rpc id; parses more of the JSON than the
  * three fields it needs (value, code, replayed).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "bench/bench_env.h"
 #include "bench/compare_peer.h"
+#include "tests/sys_helpers.h"
 
 #define HTTP_BODY_MAX  4096
 #define HTTP_TIMEOUT_S 10L
@@ -49,32 +46,13 @@ typedef struct http_conn {
     size_t blen;
 } http_conn;
 
-/* A loopback port nobody listens on now (the kernel's pick). */
-static int
-free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
-
 static int
 http_start(const compare_config *cfg, void **envp)
 {
     http_env *e = calloc(1, sizeof(*e));
     char url[64];
     const char *args[] = {BENCH_ONCED_MANY_PEERS, "--http-listen", url, NULL};
-    int port = free_port();
+    int port = sys_free_port();
 
     if (e == NULL || port < 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
         fprintf(stderr, "once-http: no port, memory or libcurl\n");
