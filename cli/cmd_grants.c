@@ -321,6 +321,101 @@ submit_kept(once_client *c, once_inputs *s, const gsub *sc,
     }
 }
 
+/* Fills req from run_sub's arguments: --rpc-id into *id (rpc_arg its
+ * text), --store into *store, options and positionals into fields.
+ * ONCECTL_EXIT_OK with nothing to do after --help; -1 to go on; else the
+ * usage error's status. */
+static int
+sub_args(const cli *g, const gsub *sc, const ProtobufCMethodDescriptor *md,
+         ProtobufCMessage *req, int argc, char **argv, const char **rpc_arg,
+         const char **store, once_rpc_id *id)
+{
+    int npos = 0, ex, m;
+
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        bool matched = false;
+
+        if (is_help(argv[i])) {
+            usage_grants(stdout);
+            return ONCECTL_EXIT_OK;
+        }
+        if (is_global_opt(argv[i])) {
+            ex = usage_error(g, GLOBAL_HINT, "misplaced option '%s'", argv[i]);
+            return ex;
+        }
+        if (sc->mutating &&
+            (m = opt_value(argc, argv, &i, "--rpc-id", rpc_arg)) != 0) {
+            if (m < 0 || parse_rpc_id(*rpc_arg, id) != 0) {
+                ex = usage_error(g, "e.g. --rpc-id 3:1",
+                                 "--rpc-id takes CLIENT:SEQ");
+                return ex;
+            }
+            continue;
+        }
+        if ((strcmp(sc->method, "RequestGrant") == 0 ||
+             strcmp(sc->method, "Enqueue") == 0) &&
+            (m = opt_value(argc, argv, &i, "--store", store)) != 0) {
+            if (m < 0 || (*store)[0] == '\0') {
+                ex = usage_error(g, NULL, "--store needs a DIR");
+                return ex;
+            }
+            continue;
+        }
+        for (int k = 0; k < MAX_OPTS && sc->opts[k] != NULL; k++) {
+            if ((m = field_opt(argc, argv, &i, sc->opts[k], &v)) != 0) {
+                if (m < 0) {
+                    ex = usage_error(g, NULL, "'%s' needs a value", argv[i]);
+                    return ex;
+                }
+                if ((ex = set_field(g, req, sc->opts[k], v)) != 0) {
+                    return ex;
+                }
+                matched = true;
+                break;
+            }
+        }
+        if (matched) {
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            ex = usage_error(g, "see 'oncectl grants --help'",
+                             "unknown option '%s' to grants %s", argv[i],
+                             sc->name);
+            return ex;
+        }
+        if (npos >= MAX_POS || sc->pos[npos] == NULL) {
+            ex = usage_error(g, "see 'oncectl grants --help'",
+                             "too many arguments to grants %s", sc->name);
+            return ex;
+        }
+        if ((ex = set_field(g, req, sc->pos[npos++], argv[i])) != 0) {
+            return ex;
+        }
+    }
+    if (npos < MAX_POS && sc->pos[npos] != NULL) {
+        ex = usage_error(g, "see 'oncectl grants --help'", "grants %s needs %s",
+                         sc->name, sc->pos[npos]);
+        return ex;
+    }
+    {
+        /* attempt: 1 unless given (the server counts from 1). */
+        const ProtobufCFieldDescriptor *fd =
+            protobuf_c_message_descriptor_get_field_by_name(md->input,
+                                                            "attempt");
+        if (fd != NULL && *(uint32_t *)((char *)req + fd->offset) == 0) {
+            *(uint32_t *)((char *)req + fd->offset) = 1;
+        }
+    }
+    if (*store != NULL && *rpc_arg != NULL) {
+        ex = usage_error(g, "the store keeps the rpc id it sent with",
+                         "--store and --rpc-id do not go together");
+        return ex;
+    }
+
+    return -1;
+}
+
 static int
 run_sub(const cli *g, const gsub *sc, int argc, char **argv)
 {
@@ -337,7 +432,7 @@ run_sub(const cli *g, const gsub *sc, int argc, char **argv)
     uint8_t *buf = NULL;
     void *resp = NULL;
     size_t len, resp_len = 0;
-    int npos = 0, ex = ONCECTL_EXIT_OK, rv, m;
+    int ex = ONCECTL_EXIT_OK, rv;
 
     if (md == NULL) {
         fprintf(stderr, "oncectl: built without once.v1.Grants/%s\n",
@@ -348,87 +443,11 @@ run_sub(const cli *g, const gsub *sc, int argc, char **argv)
         return ONCECTL_EXIT_CALL;
     }
     md->input->message_init(req);
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        bool matched = false;
-
-        if (is_help(argv[i])) {
-            usage_grants(stdout);
-            goto out;
-        }
-        if (is_global_opt(argv[i])) {
-            ex = usage_error(g, GLOBAL_HINT, "misplaced option '%s'", argv[i]);
-            goto out;
-        }
-        if (sc->mutating &&
-            (m = opt_value(argc, argv, &i, "--rpc-id", &rpc_arg)) != 0) {
-            if (m < 0 || parse_rpc_id(rpc_arg, &id) != 0) {
-                ex = usage_error(g, "e.g. --rpc-id 3:1",
-                                 "--rpc-id takes CLIENT:SEQ");
-                goto out;
-            }
-            continue;
-        }
-        if ((strcmp(sc->method, "RequestGrant") == 0 ||
-             strcmp(sc->method, "Enqueue") == 0) &&
-            (m = opt_value(argc, argv, &i, "--store", &store)) != 0) {
-            if (m < 0 || store[0] == '\0') {
-                ex = usage_error(g, NULL, "--store needs a DIR");
-                goto out;
-            }
-            continue;
-        }
-        for (int k = 0; k < MAX_OPTS && sc->opts[k] != NULL; k++) {
-            if ((m = field_opt(argc, argv, &i, sc->opts[k], &v)) != 0) {
-                if (m < 0) {
-                    ex = usage_error(g, NULL, "'%s' needs a value", argv[i]);
-                    goto out;
-                }
-                if ((ex = set_field(g, req, sc->opts[k], v)) != 0) {
-                    goto out;
-                }
-                matched = true;
-                break;
-            }
-        }
-        if (matched) {
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            ex = usage_error(g, "see 'oncectl grants --help'",
-                             "unknown option '%s' to grants %s", argv[i],
-                             sc->name);
-            goto out;
-        }
-        if (npos >= MAX_POS || sc->pos[npos] == NULL) {
-            ex = usage_error(g, "see 'oncectl grants --help'",
-                             "too many arguments to grants %s", sc->name);
-            goto out;
-        }
-        if ((ex = set_field(g, req, sc->pos[npos++], argv[i])) != 0) {
-            goto out;
-        }
-    }
-    if (npos < MAX_POS && sc->pos[npos] != NULL) {
-        ex = usage_error(g, "see 'oncectl grants --help'", "grants %s needs %s",
-                         sc->name, sc->pos[npos]);
+    if ((ex = sub_args(g, sc, md, req, argc, argv, &rpc_arg, &store, &id)) >=
+        0) {
         goto out;
     }
-    {
-        /* attempt: 1 unless given (the server counts from 1). */
-        const ProtobufCFieldDescriptor *fd =
-            protobuf_c_message_descriptor_get_field_by_name(md->input,
-                                                            "attempt");
-        if (fd != NULL && *(uint32_t *)((char *)req + fd->offset) == 0) {
-            *(uint32_t *)((char *)req + fd->offset) = 1;
-        }
-    }
-    if (store != NULL && rpc_arg != NULL) {
-        ex = usage_error(g, "the store keeps the rpc id it sent with",
-                         "--store and --rpc-id do not go together");
-        goto out;
-    }
-
+    ex = ONCECTL_EXIT_OK;
     if ((rv = open_client(g, !sc->mutating || rpc_arg != NULL, &c, &st)) !=
         ONCE_OK) {
         ex = report_error(g, &st, NULL);
