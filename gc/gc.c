@@ -33,6 +33,8 @@ struct gc {
     uint64_t resume_after; /* where the next reclaim walk starts past (the
                               lease that ran out the last budget); executor
                               thread only */
+    bool outbox_walked;    /* a pass has run outbox_reclaim (its first walk
+                              fences an older store); executor thread only */
     uint64_t (*now_ms)(void);
     gc_post_fn post;
     void *post_arg;
@@ -251,7 +253,9 @@ gc_step_reclaim(void *arg)
     /* Outbox events every consumer acknowledged, in the same batch and
      * out of the same budget. */
     if (p.err == 0) {
-        p.err = outbox_reclaim(txn, &p.rc.budget, &events, &event_bytes);
+        p.err = outbox_reclaim(txn, !g->outbox_walked, &p.rc.budget, &events,
+                               &event_bytes);
+        g->outbox_walked = p.err == 0;
     }
     if (p.err != 0) {
         /* The table may already say "deleted" for some records; a restart

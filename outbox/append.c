@@ -88,6 +88,9 @@ outbox_append(store_txn *txn, const outbox_limits *l, outbox_producer *p,
     if (rv == 0) {
         rv = outbox_topic_write(txn, topic, &t);
     }
+    if (rv == 0 && t.head == 1) { /* the topic's first event */
+        rv = outbox_fences_put(txn);
+    }
     if (rv == 0) {
         *offset = ev.offset;
         p->next_index++;

@@ -89,6 +89,9 @@ outbox_subscribe(store_txn *txn, const Once__V1__OutboxSubscribeRequest *r,
             /* The topic exists from its first consumer on (Topics). */
             rv = outbox_topic_write(txn, r->topic, &t);
         }
+        if (rv == 0) {
+            rv = outbox_fences_put(txn);
+        }
     }
     resp->acked = acked;
     resp->head = t.head;

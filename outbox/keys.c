@@ -3,7 +3,7 @@
  *
  * Owns the bytes of every "o/" key, so no other file spells one.
  * Invariant: an event key sorts by its topic, then by offset (big-endian).
- * Never: reads or writes the store.
+ * Never: reads the store; writes only the fences (outbox_fences_put).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -88,6 +88,17 @@ outbox_key_consumer(outbox_key *k, const char *topic, const char *name)
 {
     return key_build(k, OUTBOX_CONSUMER_PREFIX, topic, true, name,
                      strlen(name));
+}
+
+int
+outbox_fences_put(store_txn *txn)
+{
+    int rv =
+        store_txn_put(txn, OUTBOX_FENCE_CONSUMERS, OUTBOX_FENCE_LEN, "", 0);
+
+    return rv != 0 ? rv
+                   : store_txn_put(txn, OUTBOX_FENCE_TOPICS, OUTBOX_FENCE_LEN,
+                                   "", 0);
 }
 
 void

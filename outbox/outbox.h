@@ -133,8 +133,12 @@ void outbox_topics_fini(Once__V1__OutboxTopicsResponse *resp);
  * their topic has acknowledged (a topic without consumers: all of
  * them), with each topic's new low-water mark and bytes, at most *budget
  * events (decremented). *deleted and *bytes count what was staged. 0 or
- * a store error (stage nothing then: abort txn). */
-int outbox_reclaim(store_txn *txn, uint64_t *budget, uint64_t *deleted,
-                   uint64_t *bytes);
+ * a store error (stage nothing then: abort txn). Past the first call of
+ * a process (first: false) a store whose topic fence is absent holds no
+ * topic and is not walked; the first call walks the topics whatever the
+ * fence, and stages the fences when it finds one (a store written before
+ * them). */
+int outbox_reclaim(store_txn *txn, bool first, uint64_t *budget,
+                   uint64_t *deleted, uint64_t *bytes);
 
 #endif /* OUTBOX_OUTBOX_H */

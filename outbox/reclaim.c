@@ -23,6 +23,7 @@ typedef struct reclaim_ctx {
     uint64_t *budget;
     uint64_t deleted;
     uint64_t bytes;
+    uint64_t topics; /* seen by the walk */
 } reclaim_ctx;
 
 typedef struct event_del {
@@ -56,7 +57,9 @@ event_del_one(void *arg, const char *key, size_t klen, const char *val,
     d->n++;
     d->bytes += vlen;
     d->next = off + 1;
-    return 0;
+    /* Stop on the last offset wanted, not on the key after it: past a
+     * topic's last event come the next topic's deleted events. */
+    return off == d->upto ? 1 : 0;
 }
 
 /* Reclaims what topic's consumers let go. */
@@ -108,6 +111,7 @@ topic_each(void *arg, const char *key, size_t klen, const char *val,
 
     (void)val;
     (void)vlen;
+    rc->topics++;
     if (*rc->budget == 0) {
         return 1;
     }
@@ -121,16 +125,40 @@ topic_each(void *arg, const char *key, size_t klen, const char *val,
     return rv;
 }
 
+/* Whether a topic was ever made: its fence is there (a point read, where
+ * a walk to the first topic key would step over every record tombstone
+ * when there is none). */
+static int
+topics_fenced(store_txn *txn, bool *fenced)
+{
+    char *val = NULL;
+    size_t vlen = 0;
+    int rv =
+        store_txn_get(txn, OUTBOX_FENCE_TOPICS, OUTBOX_FENCE_LEN, &val, &vlen);
+
+    free(val);
+    *fenced = rv == 0;
+    return rv == ENOENT ? 0 : rv;
+}
+
 int
-outbox_reclaim(store_txn *txn, uint64_t *budget, uint64_t *deleted,
+outbox_reclaim(store_txn *txn, bool first, uint64_t *budget, uint64_t *deleted,
                uint64_t *bytes)
 {
     reclaim_ctx rc = {.txn = txn, .budget = budget};
+    bool fenced = false;
     int rv;
 
+    *deleted = *bytes = 0;
+    if (!first && ((rv = topics_fenced(txn, &fenced)) != 0 || !fenced)) {
+        return rv;
+    }
     rv =
         store_txn_scan(txn, OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN,
                        OUTBOX_TOPIC_PREFIX, OUTBOX_PREFIX_LEN, topic_each, &rc);
+    if ((rv == 0 || rv == 1) && first && rc.topics > 0) {
+        rv = outbox_fences_put(txn); /* a store from before fences */
+    }
     *deleted = rc.deleted;
     *bytes = rc.bytes;
     return rv == 1 ? 0 : rv;

@@ -3,6 +3,7 @@
  * driven by a test clock: the test thread plays the executor (it runs the
  * tasks the collector posts), and time moves only when the test says so.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "base/queue.h"
 #include "gc/gc.h"
 #include "lease/lease.h"
+#include "outbox/outbox.h"
 #include "store/records.h"
 #include "store/store.h"
 #include "proto/wire.h"
@@ -485,6 +487,93 @@ test_no_compaction_when_off(void **state)
     assert_int_equal(compactions(f), 0);
 }
 
+/* ---- the outbox's step and its fences ---------------------------------- */
+
+/* Appends n one-byte events to topic (no consumer: each may go at once). */
+static void
+append_events(fixture *f, const char *topic, int n)
+{
+    store_txn *t = store_txn_begin(f->st);
+    outbox_limits l = {0, 64};
+    outbox_producer p = {1, 1, "test", test_clock(), 0};
+    uint64_t off;
+
+    for (int i = 0; i < n; i++) {
+        outbox_outcome o;
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(
+            outbox_append(t, &l, &p, topic, (const uint8_t *)"x", 1, &off, &o),
+            0);
+        assert_int_equal(o.code, ONCE__V1__CODE__OK);
+    }
+    store_txn_commit(t, NULL, NULL);
+}
+
+static uint64_t
+topic_events(fixture *f, const char *topic)
+{
+    store_txn *t = store_txn_begin(f->st);
+    outbox_topic tp;
+
+    assert_int_equal(outbox_topic_read(t, topic, &tp), 0);
+    store_txn_abort(t);
+    return tp.events;
+}
+
+/* The outbox's fences are "o/d" and "o/u" (outbox/outbox_impl.h). */
+static bool
+fenced(fixture *f)
+{
+    store_txn *t = store_txn_begin(f->st);
+    char *val = NULL;
+    size_t vlen = 0;
+    int rv = store_txn_get(t, "o/u", 3, &val, &vlen);
+
+    free(val);
+    store_txn_abort(t);
+    assert_true(rv == 0 || rv == ENOENT);
+    return rv == 0;
+}
+
+/* A topic's first event stages the fences, so the passes after a
+ * process's first one, which trust them, still find the topic. */
+static void
+test_outbox_topic_made_after_first_pass(void **state)
+{
+    fixture *f = *state;
+
+    run_pass(f); /* the process's first: no topic yet */
+    assert_false(fenced(f));
+    append_events(f, "t", 5);
+    assert_true(fenced(f));
+    assert_int_equal(topic_events(f, "t"), 5);
+    run_pass(f);
+    assert_int_equal(topic_events(f, "t"), 0);
+}
+
+/* A store written before fences: a process's first pass walks the topics
+ * anyway, reclaims, and fences them for the passes after it. */
+static void
+test_outbox_store_from_before_fences(void **state)
+{
+    fixture *f = *state;
+    store_txn *t;
+
+    append_events(f, "t", 5);
+    t = store_txn_begin(f->st);
+    assert_int_equal(store_txn_del(t, "o/d", 3), 0);
+    assert_int_equal(store_txn_del(t, "o/u", 3), 0);
+    store_txn_commit(t, NULL, NULL);
+    sync_store(f); /* a new process */
+    assert_false(fenced(f));
+    run_pass(f);
+    assert_int_equal(topic_events(f, "t"), 0);
+    assert_true(fenced(f));
+    append_events(f, "t", 3); /* not its first event: stages no fence */
+    run_pass(f);
+    assert_int_equal(topic_events(f, "t"), 0);
+}
+
 int
 main(void)
 {
@@ -507,6 +596,10 @@ main(void)
                                         setup_compact, teardown),
         cmocka_unit_test_setup_teardown(test_no_compaction_when_off, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_topic_made_after_first_pass,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_store_from_before_fences,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
