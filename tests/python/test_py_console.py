@@ -292,9 +292,11 @@ def glance_matches(dom: Dom, page: dict) -> None:
         n, og = x["surface"], x.get("open_grant")
         shows(f"{n} open grant", dom.one("open_grant", surface=n),
               og["grant_id"] if og else "-")
+        holder = x.get("legacy_holder", "")
         shows(f"{n} open grant's machine",
               dom.one("open_grant_machine", surface=n),
-              og["machine"] if og else "-")
+              og["machine"] if og else
+              f"legacy: {holder}" if holder else "-")
         shows(f"{n} open grant's epoch",
               dom.one("open_grant_epoch", surface=n),
               og["epoch"] if og else "-")
