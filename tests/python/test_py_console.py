@@ -29,6 +29,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -329,7 +330,10 @@ def test_grants_at_a_glance_shows_what_list_surfaces_says(onced_factory):
     shows("m1 pending", dom.one("pending", machine="m1"),
           len(ctl(o, "grants", "list-queue", "m1").get("pending", [])))
     assert dom.field("pending", machine="m2") == ["0"]
-    nxt = page["next_page_token"]
+    # Page 2: where the page's "next page" link leads.
+    href = dom.attrs_by_id["surfaces-next"].get("href", "")
+    nxt = parse_qs(urlparse(href).query).get("page_token", [""])[0]
+    shows("the next page link's token", nxt, page["next_page_token"])
     dom = view(base, "grants", tok, f"&page_size=2&page_token={nxt}")
     page = ctl(o, "grants", "list-surfaces", "--page-size", "2",
                "--page-token", nxt)
@@ -337,12 +341,16 @@ def test_grants_at_a_glance_shows_what_list_surfaces_says(onced_factory):
     assert [x["surface"] for x in page["surfaces"]] == ["s3"], page
     assert page.get("next_page_token", "") == "", page
 
-    # A rejection more shows on the next read of the default page.
+    # Two rejections more show on the next read of the default page,
+    # newest first.
     ctl_refused(o, "ALREADY_OWNED", "grants", "request", "r4", "s2", "m2",
                 "/srv/c", "1")
+    ctl_refused(o, "PLACEMENT_CHANGED", "grants", "request", "r6", "s2", "m2",
+                "/srv/c", "9")
     dom = view(base, "grants", tok)
     glance_matches(dom, ctl(o, "grants", "list-surfaces"))
-    assert dom.field("last_rej_reason", surface="s2") == ["ALREADY_OWNED"]
+    assert dom.field("last_rej_reason", surface="s2") == \
+        ["PLACEMENT_CHANGED", "ALREADY_OWNED"]
 
 
 def test_a_wrong_number_fails_the_check():
