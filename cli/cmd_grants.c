@@ -124,6 +124,14 @@ static const gsub subs[] = {
      {"machine"},
      {NULL},
      "MACHINE's pending and expired rows"},
+    {"list-surfaces",
+     "ListSurfaces",
+     false,
+     {NULL},
+     {"page_size", "page_token"},
+     "the surfaces with an open grant, a pending row or rejections,\n"
+     "      in name order, a page at a time (default 20, at most 100;\n"
+     "      the next page: --page-token NEXT_PAGE_TOKEN)"},
 };
 
 #define N_SUBS (sizeof(subs) / sizeof(subs[0]))

@@ -2,8 +2,8 @@
  * keys.h — the LevelDB keys of the start grants, all under "g/".
  *
  * Owns the key layout (one prefix per kind of row, then the identifying
- * bytes as given, so a key is an exact name — nothing here is ever range
- * scanned):
+ * bytes as given, so a key is an exact name; the only range scans are
+ * ListSurfaces' over g/s/, g/j/ and g/q/, in surface name order):
  *   g/p/<surface>            Placement: machine, location, generation
  *   g/s/<surface>            SurfaceRow: THE surface index and lock — the
  *                            open grant (or legacy holder), fencing epoch,

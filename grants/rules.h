@@ -16,9 +16,9 @@
  * replay.c (replays that mint afresh), lifecycle.c (RenewCredential,
  * FinishGrant, CancelGrant), legacy.c, permissions.c, surface.c
  * (GetSurface), queue.c (Enqueue, Claim, deletions, ListQueue),
- * rejections.c (the surface's rejection log), issue.c (the credential a
- * grant may carry now), outcome.c; the rows they share and the row macros
- * are in rules_impl.h (grant_rows.c).
+ * list_surfaces.c (ListSurfaces), rejections.c (the surface's rejection
+ * log), issue.c (the credential a grant may carry now), outcome.c; the
+ * rows they share and the row macros are in rules_impl.h (grant_rows.c).
  *
  * Concurrency: none here. onced's executor runs one call at a time, so
  * "lock (request_id, attempt) first, then look" is the order of the reads
@@ -59,6 +59,13 @@
 #define GRANTS_HISTORY_MAX         64
 #define GRANTS_REJECTIONS_MAX      64
 #define GRANTS_EXPIRED_MAX         256
+/* ListSurfaces: a page's default and largest size, the rejections shown
+ * per surface, and how many names per page size one page looks at under
+ * each of its three prefixes at most. */
+#define GRANTS_LIST_PAGE_DEFAULT    20
+#define GRANTS_LIST_PAGE_MAX        100
+#define GRANTS_LIST_LAST_REJECTIONS 5
+#define GRANTS_LIST_SCAN_PER_PAGE   4
 
 typedef struct grants_env {
     store_txn *txn;
@@ -134,6 +141,17 @@ void grants_replay_request(const grants_env *e,
                            grants_outcome *o);
 void grants_replay_claim(const grants_env *e, const Once__V1__ClaimRequest *r,
                          const uint8_t *stored, size_t len, grants_outcome *o);
+
+/* list_surfaces.c: ListSurfaces, a read. The check refuses a page_size
+ * above GRANTS_LIST_PAGE_MAX (BAD_LIMIT) and a page_token no page returned
+ * (BAD_PAGE_TOKEN), and puts the surface the token names in after ("" for
+ * the first page). */
+bool grants_check_list_surfaces(const Once__V1__ListSurfacesRequest *r,
+                                char after[GRANTS_NAME_MAX + 1],
+                                grants_outcome *o);
+void grants_list_surfaces(const grants_env *e,
+                          const Once__V1__ListSurfacesRequest *r,
+                          grants_outcome *o);
 
 /* queue.c: the work queue. */
 void grants_enqueue(const grants_env *e, const Once__V1__EnqueueRequest *r,

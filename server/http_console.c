@@ -18,15 +18,11 @@
 /* What the console reads; nothing here changes state. Admin/Snapshot is
  * a read too, but a copy of the whole store is not the console's. */
 static const char *const console_reads[] = {
-    "/once.v1.Admin/Stats",
-    "/once.v1.Admin/ListRecords",
-    "/once.v1.Grants/GetSurface",
-    "/once.v1.Grants/ListQueue",
-    "/once.v1.Grants/GetPublicKey",
-    "/once.v1.Outbox/Topics",
-    "/once.v1.Lease/LeaseInfo",
-    "/once.v1.Counter/Get",
-    "/once.v1.KV/Range",
+    "/once.v1.Admin/Stats",         "/once.v1.Admin/ListRecords",
+    "/once.v1.Grants/GetSurface",   "/once.v1.Grants/ListQueue",
+    "/once.v1.Grants/GetPublicKey", "/once.v1.Grants/ListSurfaces",
+    "/once.v1.Outbox/Topics",       "/once.v1.Lease/LeaseInfo",
+    "/once.v1.Counter/Get",         "/once.v1.KV/Range",
 };
 
 bool

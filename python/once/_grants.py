@@ -13,7 +13,7 @@ out-of-range number is refused here).
 from __future__ import annotations
 
 from ctypes import byref, create_string_buffer
-from typing import Any, Optional, Type, Union
+from typing import Any, Iterator, Optional, Type, Union
 
 from google.protobuf.message import Message
 
@@ -172,6 +172,25 @@ class GrantsMixin:
         """machine's pending and expired rows."""
         return self._g("ListQueue", _msg(g.ListQueueRequest, machine=machine),
                        None)
+
+    def list_surfaces(self, page_size: int = 0,
+                      page_token: str = "") -> g.ListSurfacesResponse:
+        """One page of the surfaces with an open grant, a pending row or
+        recorded rejections, in name order; next_page_token (empty on
+        the last page) asks for the next one."""
+        return self._g("ListSurfaces",
+                       _msg(g.ListSurfacesRequest, page_size=page_size,
+                            page_token=page_token), None)
+
+    def each_surface(self, page_size: int = 0) -> Iterator[Any]:
+        """Every SurfaceSummary list_surfaces gives, page after page."""
+        token = ""
+        while True:
+            page = self.list_surfaces(page_size, token)
+            yield from page.surfaces
+            token = page.next_page_token
+            if not token:
+                return
 
     def public_key(self) -> bytes:
         """The server's Ed25519 public key (32 bytes) that signs

@@ -157,6 +157,7 @@ async function leases(s) {
 }
 
 // ---- Grants: the surfaces and machines named in the URL or the form ------
+// (none named: the surfaces of ListSurfaces and the machines they show)
 function listParam(name) {
   return params.getAll(name).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
 }
@@ -202,10 +203,72 @@ function grantsSurface(g) {
   return div;
 }
 
+// ---- Grants at a glance: ListSurfaces, a page at a time ------------------
+// With no surface named: every surface with an open grant, a pending row
+// or rejections (?page_size=N, default 20; ?page_token= from "next page").
+function ageText(ms) {
+  const s = Math.max(0, ms) / 1000;
+  return s < 120 ? `${s.toFixed(0)} s` : s < 7200 ? `${(s / 60).toFixed(0)} min` : `${(s / 3600).toFixed(1)} h`;
+}
+
+async function surfaceList() {
+  const body = { page_size: Number(params.get("page_size")) || 0, page_token: params.get("page_token") || "" };
+  const r = await api("once.v1.Grants/ListSurfaces", body);
+  const list = r.surfaces || [];
+  rows($("surface-list").tBodies[0], list, (tr, x) => {
+    const og = x.open_grant;
+    tr.dataset.surface = str(x, "surface");
+    cell(tr, str(x, "surface"), "surface");
+    cell(tr, og ? num(og, "grant_id") : "-", "open_grant");
+    cell(tr, og ? str(og, "machine") : str(x, "legacy_holder") ? "legacy: " + str(x, "legacy_holder") : "-", "open_grant_machine");
+    cell(tr, og ? num(og, "epoch") : "-", "open_grant_epoch");
+    cell(tr, og ? ageText(num(r, "read_unix_ms") - num(og, "granted_unix_ms")) : "-", "open_grant_age");
+    cell(tr, num(x, "epoch"), "epoch");
+    cell(tr, str(x, "machine") || "none", "machine");
+    cell(tr, num(x, "pending_work_id") ? `${num(x, "pending_work_id")} on ${str(x, "pending_machine")}` : "-", "pending");
+    cell(tr, num(x, "rejections_kept"), "rejections_kept");
+    const td = cell(tr, "", "last_rejections");
+    for (const j of x.last_rejections || []) {
+      const span = document.createElement("span");
+      span.className = "rej";
+      span.dataset.field = "last_rej_reason";
+      span.textContent = str(j, "reason");
+      span.title = `${str(j, "request_id")} attempt ${num(j, "attempt")} on ${str(j, "machine")}: ${str(j, "message")}`;
+      td.appendChild(span);
+      td.appendChild(document.createTextNode(" "));
+    }
+  });
+  $("surface-list").dataset.count = String(list.length);
+  const next = str(r, "next_page_token");
+  const link = (token) => {
+    const q = new URLSearchParams(location.search);
+    if (token) q.set("page_token", token); else q.delete("page_token");
+    return "?" + q.toString();
+  };
+  $("surfaces-next").hidden = !next;
+  $("surfaces-next").href = link(next);
+  $("surfaces-next").dataset.token = next;
+  $("surfaces-first").hidden = !params.get("page_token");
+  $("surfaces-first").href = link("");
+  // The queues of the machines this page shows (open grants, pending rows).
+  const ms = new Set();
+  for (const x of list) {
+    if (x.open_grant && str(x.open_grant, "machine")) ms.add(str(x.open_grant, "machine"));
+    if (str(x, "pending_machine")) ms.add(str(x, "pending_machine"));
+  }
+  return [...ms].sort();
+}
+
 async function grants() {
-  const surfaces = listParam("surface"), machines = listParam("machine");
+  const surfaces = listParam("surface");
+  let machines = listParam("machine");
   $("grants-surfaces").value = surfaces.join(",");
   $("grants-machines").value = machines.join(",");
+  $("surface-glance").hidden = surfaces.length > 0;
+  if (surfaces.length === 0) {
+    const seen = await surfaceList();
+    if (machines.length === 0) machines = seen;
+  }
   const got = await Promise.all(surfaces.map((s) => api("once.v1.Grants/GetSurface", { surface: s })));
   $("surfaces").replaceChildren(...got.map(grantsSurface));
   const queues = await Promise.all(machines.map((m) => api("once.v1.Grants/ListQueue", { machine: m })));

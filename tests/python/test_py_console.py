@@ -5,8 +5,9 @@ with increments, a grant and a rejected request, an outbox consumer).
 
 Each view's DOM, as chromium leaves it after the page's scripts ran
 (--dump-dom), must show the numbers `oncectl --json stats`, `records
-list`, `grants get-surface`, `grants list-queue` and `outbox topics` give,
-and no error (the page lists script errors and failed fetches in
+list`, `grants get-surface`, `grants list-queue`, `grants list-surfaces`
+(the grants view with no surface named, page by page) and `outbox topics`
+give, and no error (the page lists script errors and failed fetches in
 #console-errors). A screenshot of each view is kept under
 $ONCE_BUILD_DIR/console-screens/. Access: with principals, the console
 shows nothing without an operator's token from `oncectl console-token`;
@@ -28,6 +29,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -54,14 +56,25 @@ def start(onced_factory, dev: bool):
     return o, base
 
 
+def run_ctl(o, args, key: Optional[str] = None):
+    """oncectl --json against o (the dev key when o has one)."""
+    k = key or (o.dev_key if o.dev else None)
+    return subprocess.run([ONCECTL, "--server", o.url, "--json"]
+                          + (["--key-file", k] if k else []) + list(args),
+                          capture_output=True, text=True, timeout=30 * SLOW)
+
+
 def ctl(o, *args: str, key: Optional[str] = None) -> dict:
     """oncectl --json against o; the parsed object (exit 0 required)."""
-    k = key or (o.dev_key if o.dev else None)
-    p = subprocess.run([ONCECTL, "--server", o.url, "--json"]
-                       + (["--key-file", k] if k else []) + list(args),
-                       capture_output=True, text=True, timeout=30 * SLOW)
+    p = run_ctl(o, args, key)
     assert p.returncode == 0, (args, p.stdout, p.stderr)
     return json.loads(p.stdout)
+
+
+def ctl_refused(o, reason: str, *args: str) -> None:
+    """oncectl --json against o must exit 1 with reason."""
+    p = run_ctl(o, args)
+    assert p.returncode == 1 and reason in p.stdout, (args, p.stdout)
 
 
 def token(key_file: str, ttl: str = "10m") -> str:
@@ -186,12 +199,8 @@ def scenario(o) -> dict:
         ctl(o, "counter", "incr", "jobs", "--rpc-id", f"{cid}:{seq}")
     ctl(o, "grants", "set-placement", "s1", "m1", "/srv/a")
     ctl(o, "grants", "request", "r1", "s1", "m1", "/srv/a", "1")
-    k = o.dev_key if o.dev else None
-    p = subprocess.run([ONCECTL, "--server", o.url, "--json"]
-                       + (["--key-file", k] if k else [])
-                       + ["grants", "request", "r2", "s1", "m2", "/srv/b",
-                          "1"], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 1 and "PLACEMENT_CHANGED" in p.stdout, p.stdout
+    ctl_refused(o, "PLACEMENT_CHANGED", "grants", "request", "r2", "s1", "m2",
+                "/srv/b", "1")
     ctl(o, "grants", "enqueue", "w1", "s1")
     ctl(o, "outbox", "subscribe", "once.system", "--consumer", "audit")
     return {"cid": cid}
@@ -267,6 +276,81 @@ def test_console_shows_what_oncectl_says(onced_factory):
             if c["name"]:
                 shows(f"{c['name']} lag", dom.one("lag", **ctx), c["lag"])
     assert dom.field("lag", topic="once.system", consumer="audit") != ["0"]
+
+
+def glance_rows(dom: Dom) -> List[str]:
+    """The surfaces the grants view's at-a-glance table lists, in order."""
+    return dom.field("surface")
+
+
+def glance_matches(dom: Dom, page: dict) -> None:
+    """Each row of the at-a-glance table shows what one page of `oncectl
+    --json grants list-surfaces` says."""
+    surfaces = page.get("surfaces", [])
+    shows("listed surfaces", glance_rows(dom),
+          [x["surface"] for x in surfaces])
+    for x in surfaces:
+        n, og = x["surface"], x.get("open_grant")
+        shows(f"{n} open grant", dom.one("open_grant", surface=n),
+              og["grant_id"] if og else "-")
+        holder = x.get("legacy_holder", "")
+        shows(f"{n} open grant's machine",
+              dom.one("open_grant_machine", surface=n),
+              og["machine"] if og else
+              f"legacy: {holder}" if holder else "-")
+        shows(f"{n} open grant's epoch",
+              dom.one("open_grant_epoch", surface=n),
+              og["epoch"] if og else "-")
+        shows(f"{n} epoch", dom.one("epoch", surface=n), x.get("epoch", 0))
+        shows(f"{n} rejections", dom.one("rejections_kept", surface=n),
+              x.get("rejections_kept", 0))
+        shows(f"{n} last rejections", dom.field("last_rej_reason", surface=n),
+              [r["reason"] for r in x.get("last_rejections", [])])
+    shows("next page", dom.attrs_by_id["surfaces-next"].get("data-token", ""),
+          page.get("next_page_token", ""))
+
+
+def test_grants_at_a_glance_shows_what_list_surfaces_says(onced_factory):
+    o, base = start(onced_factory, dev=True)
+    scenario(o)  # s1: open grant on m1, PLACEMENT_CHANGED, a queued row
+    ctl(o, "grants", "set-placement", "s2", "m2", "/srv/c")
+    ctl(o, "grants", "request", "r3", "s2", "m2", "/srv/c", "1")
+    ctl(o, "grants", "set-placement", "s0", "m1", "/srv/d")  # placed only
+    # s3: a NO_PLACEMENT rejection only
+    ctl_refused(o, "NO_PLACEMENT", "grants", "request", "r5", "s3", "m1",
+                "/srv/e", "1")
+    tok = token(o.dev_key)
+
+    # Page 1 of 2 (page_size 2 from the URL), then the "next page" link's.
+    dom = view(base, "grants", tok, "&page_size=2", shot="grants-glance")
+    page = ctl(o, "grants", "list-surfaces", "--page-size", "2")
+    assert [x["surface"] for x in page["surfaces"]] == ["s1", "s2"], page
+    glance_matches(dom, page)
+    # The machines of the listed grants and rows, with their queues.
+    shows("m1 pending", dom.one("pending", machine="m1"),
+          len(ctl(o, "grants", "list-queue", "m1").get("pending", [])))
+    assert dom.field("pending", machine="m2") == ["0"]
+    # Page 2: where the page's "next page" link leads.
+    href = dom.attrs_by_id["surfaces-next"].get("href", "")
+    nxt = parse_qs(urlparse(href).query).get("page_token", [""])[0]
+    shows("the next page link's token", nxt, page["next_page_token"])
+    dom = view(base, "grants", tok, f"&page_size=2&page_token={nxt}")
+    page = ctl(o, "grants", "list-surfaces", "--page-size", "2",
+               "--page-token", nxt)
+    glance_matches(dom, page)
+    assert [x["surface"] for x in page["surfaces"]] == ["s3"], page
+    assert page.get("next_page_token", "") == "", page
+
+    # Two rejections more show on the next read of the default page,
+    # newest first.
+    ctl_refused(o, "ALREADY_OWNED", "grants", "request", "r4", "s2", "m2",
+                "/srv/c", "1")
+    ctl_refused(o, "PLACEMENT_CHANGED", "grants", "request", "r6", "s2", "m2",
+                "/srv/c", "9")
+    dom = view(base, "grants", tok)
+    glance_matches(dom, ctl(o, "grants", "list-surfaces"))
+    assert dom.field("last_rej_reason", surface="s2") == \
+        ["PLACEMENT_CHANGED", "ALREADY_OWNED"]
 
 
 def test_a_wrong_number_fails_the_check():

@@ -217,3 +217,150 @@ def test_kept_inputs_survive_a_lost_answer(onced, tmp_path):
         with pytest.raises(once.NotFound):
             store.forget("req-2")
         assert store.list() == []
+
+
+# ---- ListSurfaces: the operator's list of surfaces ---------------------------
+
+def _listed_by_get_surface(c, names):
+    """The surfaces of names that ListSurfaces must list, read one by one
+    with GetSurface: an open grant or holder, a pending row, rejections."""
+    out = []
+    for n in sorted(names):
+        s = c.get_surface(n)
+        pending = s.HasField("pending") and \
+            s.pending.state == once.messages.WorkRow.PENDING
+        if s.HasField("open_grant") or s.legacy_holder or pending \
+                or len(s.rejections) > 0:
+            out.append(n)
+    return out
+
+
+def _surface_scenario(c):
+    """Surfaces in every state ListSurfaces tells apart; returns all names."""
+    names = []
+    for i in range(6):  # open grants on m1/m2
+        n = f"open-{i}"
+        gen = c.set_placement(n, f"m{1 + i % 2}", f"/o{i}").generation
+        c.request_grant(f"r-{n}", n, f"m{1 + i % 2}", f"/o{i}", gen)
+        names.append(n)
+    # A rejection on open-0 (ALREADY_OWNED) and one on open-1, twice.
+    with pytest.raises(once.AlreadyOwned):
+        c.request_grant("late", "open-0", "m1", "/o0", 1)
+    for _ in range(2):
+        with pytest.raises(once.FailedPrecondition):
+            c.request_grant("stale", "open-1", "m2", "/o1", 99)
+    for i in range(7):  # closed grants only: not listed
+        n = f"closed-{i}"
+        gen = c.set_placement(n, "m1", "/c").generation
+        g = c.request_grant(f"r-{n}", n, "m1", "/c", gen).grant
+        c.finish(g.grant_id, "SUCCEEDED")
+        names.append(n)
+    c.set_placement("placed-only", "m3", "/p")  # not listed
+    names.append("placed-only")
+    c.set_placement("queued", "m3", "/q")
+    c.enqueue("w-q", "queued")  # a pending row only
+    names.append("queued")
+    with pytest.raises(once.FailedPrecondition):  # NO_PLACEMENT, logged
+        c.request_grant("r-nowhere", "rejected-only", "m1", "/n", 1)
+    names.append("rejected-only")
+    c.legacy_claim("legacy", "old-holder")
+    names.append("legacy")
+    return names
+
+
+def test_list_surfaces_pages_through_what_get_surface_shows(onced):
+    with once.Client(onced.url) as c:
+        empty = c.list_surfaces()
+        assert list(empty.surfaces) == [] and empty.next_page_token == ""
+        names = _surface_scenario(c)
+        want = _listed_by_get_surface(c, names)
+        assert "placed-only" not in want and "closed-0" not in want
+        assert len(want) == 9, want
+        # Small pages: each at most 2 surfaces (some fewer: a page looks at
+        # 4 names per prefix and page size at most), every surface once,
+        # in order, the walk ending with an empty token.
+        got, token, pages = [], "", 0
+        while True:
+            page = c.list_surfaces(page_size=2, page_token=token)
+            assert len(page.surfaces) <= 2
+            got += [s.surface for s in page.surfaces]
+            pages += 1
+            token = page.next_page_token
+            if not token:
+                break
+            assert pages < 50, "the walk does not end"
+        assert got == want, (got, want)
+        assert pages >= 5
+        # One big page: the same, and each field as GetSurface has it.
+        page = c.list_surfaces(page_size=100)
+        assert [s.surface for s in page.surfaces] == want
+        assert page.next_page_token == ""
+        assert page.read_unix_ms > 0
+        for x in page.surfaces:
+            s = c.get_surface(x.surface)
+            assert x.HasField("open_grant") == s.HasField("open_grant")
+            if s.HasField("open_grant"):
+                assert (x.open_grant.grant_id, x.open_grant.machine,
+                        x.open_grant.epoch) == (s.open_grant.grant_id,
+                                                s.open_grant.machine,
+                                                s.open_grant.epoch)
+            assert (x.epoch, x.machine, x.generation, x.legacy_holder) == \
+                (s.epoch, s.machine, s.generation, s.legacy_holder)
+            assert x.rejections_kept == len(s.rejections)
+            assert [(r.reason, r.request_id, r.repeats)
+                    for r in x.last_rejections] == \
+                [(r.reason, r.request_id, r.repeats)
+                 for r in reversed(s.rejections)][:5]
+            pend = s.HasField("pending") and \
+                s.pending.state == once.messages.WorkRow.PENDING
+            assert x.pending_work_id == (s.pending.work_id if pend else 0)
+        by = {x.surface: x for x in page.surfaces}
+        assert [r.reason for r in by["open-0"].last_rejections] == \
+            ["ALREADY_OWNED"]
+        assert [(r.reason, r.repeats)
+                for r in by["open-1"].last_rejections] == \
+            [("PLACEMENT_CHANGED", 1)]
+        assert (by["queued"].pending_machine, by["legacy"].legacy_holder) == \
+            ("m3", "old-holder")
+        assert [s.surface for s in c.each_surface(page_size=1)] == want
+
+
+def test_list_surfaces_refuses_bad_pages_and_writes_nothing(onced):
+    with once.Client(onced.url) as c:
+        _surface_scenario(c)
+        before = (c.stats(), c.list_surfaces(page_size=100))
+        token = c.list_surfaces(page_size=1).next_page_token
+        assert token.startswith("ls1.")
+        for bad in ("nonsense", "ls1.", "ls1.zz", "ls1.abc", "ls1.00",
+                    "ls1.6100", "ls1.0a", "ls1." + "61" * 257,
+                    token[:-1], token + "x"):
+            with pytest.raises(once.InvalidArgument) as ei:
+                c.list_surfaces(page_token=bad)
+            assert ei.value.reason == "BAD_PAGE_TOKEN", bad
+        with pytest.raises(once.InvalidArgument) as ei:
+            c.list_surfaces(page_size=101)
+        assert ei.value.reason == "BAD_LIMIT"
+        after = (c.stats(), c.list_surfaces(page_size=100))
+        # Nothing written: no record kept, no commit, the same list.
+        assert after[0].records_stored == before[0].records_stored
+        assert after[0].commits == before[0].commits
+        assert after[1].surfaces == before[1].surfaces
+        # The largest page is fine.
+        assert len(c.list_surfaces(page_size=100).surfaces) == 9
+
+
+def test_list_surfaces_is_for_operators(onced_factory):
+    o = onced_factory(dev=True)
+    sched_key = o.principal("sched-ls", "scheduler")
+    agent_key = o.principal("agent-ls", "agent:m1")
+    with once.Client(o.url, key_file=o.dev_key) as op:
+        op.set_placement("s1", "m1", "/x")
+        op.request_grant("r1", "s1", "m1", "/x", 1)
+        assert [s.surface for s in op.list_surfaces().surfaces] == ["s1"]
+    for key in (sched_key, agent_key):
+        with once.Client(o.url, key_file=key) as other:
+            with pytest.raises(once.PermissionDenied) as ei:
+                other.list_surfaces()
+            assert ei.value.reason == "METHOD_DENIED"
+            if key == sched_key:
+                other.get_surface("s1")  # its own reads stay allowed
