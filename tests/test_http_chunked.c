@@ -68,37 +68,56 @@ test_split_anywhere(void **state)
     }
 }
 
+/* in decoded (fed step bytes at a time) to r with len bytes of body. */
+static void
+expect(const char *in, size_t step, size_t max, http_chunked_result r,
+       size_t len)
+{
+    decoded d = decode(in, step, max);
+
+    assert_int_equal(d.r, r);
+    assert_int_equal(d.len, len);
+    free(d.body);
+}
+
 static void
 test_empty_and_exact(void **state)
 {
-    decoded d = decode("0\r\n\r\n", 0, 16);
-
     (void)state;
-    assert_int_equal(d.r, HTTP_CHUNKED_DONE);
-    assert_int_equal(d.len, 0);
-    free(d.body);
-    d = decode("8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n", 1, 16);
-    assert_int_equal(d.r, HTTP_CHUNKED_DONE); /* exactly max */
-    assert_int_equal(d.len, 16);
-    free(d.body);
+    expect("0\r\n\r\n", 0, 16, HTTP_CHUNKED_DONE, 0);
+    /* exactly max */
+    expect("8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n", 1, 16,
+           HTTP_CHUNKED_DONE, 16);
 }
 
 static void
 test_too_large_at_the_size_line(void **state)
 {
-    /* the size line alone: no data needed to refuse */
-    decoded d = decode("11\r\n", 0, 16);
-
     (void)state;
-    assert_int_equal(d.r, HTTP_CHUNKED_TOO_LARGE);
+    /* the size line alone: no data needed to refuse */
+    expect("11\r\n", 0, 16, HTTP_CHUNKED_TOO_LARGE, 0);
+    /* no overflow */
+    expect("FFFFFFFFFFFFFFFFFFFFFFFFFFFF", 1, 1u << 20, HTTP_CHUNKED_TOO_LARGE,
+           0);
+    expect("10\r\n0123456789abcdef\r\n1\r\n", 0, 16, HTTP_CHUNKED_TOO_LARGE,
+           16);
+}
+
+/* head, then fill up to n bytes in all: BAD, its reason naming what. */
+static void
+expect_too_long(const char *head, char fill, size_t n, const char *what)
+{
+    char *in = malloc(n + 1);
+    decoded d;
+
+    memset(in, fill, n);
+    memcpy(in, head, strlen(head));
+    in[n] = '\0';
+    d = decode(in, 0, 1024);
+    assert_int_equal(d.r, HTTP_CHUNKED_BAD);
+    assert_non_null(strstr(d.why, what));
     free(d.body);
-    d = decode("FFFFFFFFFFFFFFFFFFFFFFFFFFFF", 1, 1u << 20); /* no overflow */
-    assert_int_equal(d.r, HTTP_CHUNKED_TOO_LARGE);
-    free(d.body);
-    d = decode("10\r\n0123456789abcdef\r\n1\r\n", 0, 16);
-    assert_int_equal(d.r, HTTP_CHUNKED_TOO_LARGE);
-    assert_int_equal(d.len, 16);
-    free(d.body);
+    free(in);
 }
 
 static void
@@ -114,31 +133,17 @@ test_broken_framing(void **state)
         "0\r\nX: 1\rY\r\n\r\n", /* trailer line not ending CRLF */
         "0\r\n\rX",             /* the final CRLF broken */
     };
-    char *longline = malloc(HTTP_CHUNKED_LINE_MAX + 16);
-    char *longtrailer = malloc(HTTP_CHUNKED_TRAILER_MAX + 16);
-    decoded d;
 
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        d = decode(bad[i], 0, 1024);
+        decoded d = decode(bad[i], 0, 1024);
+
         assert_int_equal(d.r, HTTP_CHUNKED_BAD);
         assert_non_null(d.why);
         free(d.body);
     }
-    memset(longline, 'e', HTTP_CHUNKED_LINE_MAX + 15);
-    memcpy(longline, "1;", 2);
-    longline[HTTP_CHUNKED_LINE_MAX + 15] = '\0';
-    d = decode(longline, 0, 1024);
-    assert_int_equal(d.r, HTTP_CHUNKED_BAD);
-    assert_non_null(strstr(d.why, "4 KiB"));
-    memset(longtrailer, 't', HTTP_CHUNKED_TRAILER_MAX + 15);
-    memcpy(longtrailer, "0\r\nX: ", 6);
-    longtrailer[HTTP_CHUNKED_TRAILER_MAX + 15] = '\0';
-    d = decode(longtrailer, 0, 1024);
-    assert_int_equal(d.r, HTTP_CHUNKED_BAD);
-    assert_non_null(strstr(d.why, "16 KiB"));
-    free(longline);
-    free(longtrailer);
+    expect_too_long("1;", 'e', HTTP_CHUNKED_LINE_MAX + 15, "4 KiB");
+    expect_too_long("0\r\nX: ", 't', HTTP_CHUNKED_TRAILER_MAX + 15, "16 KiB");
 }
 
 int
