@@ -322,6 +322,10 @@ def two_listeners(onced_factory, args=(), dev=True):
     murl = f"http://127.0.0.1:{free_port()}"
     o, h = start(onced_factory, dev=dev,
                  args=["--metrics-listen", murl, *args])
+    # onced answers Stats over nng before it opens its HTTP listeners; it
+    # logs "ready" after them.
+    wait_for(lambda: "ready (pid" in o.log.read_text(), 10 * SLOW,
+             "onced's HTTP listeners to be open")
     return o, h, murl
 
 
