@@ -138,6 +138,13 @@ http_chunked_feed(http_chunked *d, const char *in, size_t n, size_t *used,
     while (i < n && rv < 0) {
         char ch = in[i];
 
+        if (d->state != CK_DATA &&
+            ++d->framing > max + HTTP_CHUNKED_FRAMING_SLACK) {
+            *why = "the chunks' framing (size lines, extensions, trailer) "
+                   "is over --recv-max plus 64 KiB: send larger chunks";
+            rv = HTTP_CHUNKED_BAD;
+            break;
+        }
         switch (d->state) {
         case CK_SIZE:
             rv = chunked_size_byte(d, ch, *len, max, why);
@@ -176,7 +183,10 @@ http_chunked_feed(http_chunked *d, const char *in, size_t n, size_t *used,
             } else if (d->state == CK_DATA_CR) {
                 d->state = CK_DATA_LF;
             } else {
-                http_chunked_init(d); /* the next size line */
+                d->state = CK_SIZE; /* the next size line */
+                d->size = 0;
+                d->line = 0;
+                d->digits = d->bws = d->ext = false;
             }
             break;
         default:

@@ -8,8 +8,10 @@
  * take it past max is refused as soon as its size line is read, before a
  * byte of its data is (so a peer cannot make onced read forever); a size
  * line (with its extensions) is at most HTTP_CHUNKED_LINE_MAX bytes and
- * the trailer at most HTTP_CHUNKED_TRAILER_MAX; extensions and trailer
- * fields are read and dropped.
+ * the trailer at most HTTP_CHUNKED_TRAILER_MAX, and all of the framing
+ * at most max + HTTP_CHUNKED_FRAMING_SLACK (so a body costs at most
+ * 2 max + 64 KiB of bytes read, however small its chunks); extensions and
+ * trailer fields are read and dropped.
  * Never: reads beyond what it is given, blocks, or keeps a pointer to the
  * bytes it is given.
  */
@@ -22,6 +24,8 @@
 
 #define HTTP_CHUNKED_LINE_MAX    4096
 #define HTTP_CHUNKED_TRAILER_MAX (16 * 1024)
+/* The framing of one body (every byte but the chunks' data) beyond max. */
+#define HTTP_CHUNKED_FRAMING_SLACK (64 * 1024)
 
 typedef enum {
     HTTP_CHUNKED_MORE,      /* every byte used; more to come */
@@ -33,12 +37,13 @@ typedef enum {
 
 typedef struct http_chunked {
     int state;
-    uint64_t size; /* of the chunk whose size line is read, or whose data
-                      is (then: its bytes still to come) */
-    size_t line;   /* bytes of the size line, or of the trailer, so far */
-    bool digits;   /* the size line has a digit */
-    bool bws;      /* blanks after the digits: ';' or CR may follow */
-    bool ext;      /* in an extension (after ';'): read up to CR */
+    uint64_t size;  /* of the chunk whose size line is read, or whose data
+                       is (then: its bytes still to come) */
+    size_t line;    /* bytes of the size line, or of the trailer, so far */
+    size_t framing; /* bytes of the body's framing so far */
+    bool digits;    /* the size line has a digit */
+    bool bws;       /* blanks after the digits: ';' or CR may follow */
+    bool ext;       /* in an extension (after ';'): read up to CR */
 } http_chunked;
 
 /* Ready for a new body. */

@@ -146,6 +146,31 @@ test_broken_framing(void **state)
     expect_too_long("0\r\nX: ", 't', HTTP_CHUNKED_TRAILER_MAX + 15, "16 KiB");
 }
 
+static void
+test_framing_bounded(void **state)
+{
+    /* one data byte a chunk, each with a 4000-byte extension: the body
+     * stays far below max, the framing does not */
+    enum { CHUNKS = 20, EXT = 4000, ONE = EXT + 7 };
+    char *in = malloc(CHUNKS * ONE + 1);
+    decoded d;
+
+    (void)state;
+    for (int i = 0; i < CHUNKS; i++) {
+        char *c = in + i * ONE;
+        memcpy(c, "1;", 2);
+        memset(c + 2, 'e', EXT);
+        memcpy(c + 2 + EXT, "\r\nx\r\n", 5);
+    }
+    in[CHUNKS * ONE] = '\0';
+    d = decode(in, 0, 1024);
+    assert_int_equal(d.r, HTTP_CHUNKED_BAD);
+    assert_non_null(strstr(d.why, "framing"));
+    assert_true(d.len < CHUNKS);
+    free(d.body);
+    free(in);
+}
+
 int
 main(void)
 {
@@ -154,6 +179,7 @@ main(void)
         cmocka_unit_test(test_empty_and_exact),
         cmocka_unit_test(test_too_large_at_the_size_line),
         cmocka_unit_test(test_broken_framing),
+        cmocka_unit_test(test_framing_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
