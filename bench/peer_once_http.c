@@ -51,7 +51,13 @@ http_start(const compare_config *cfg, void **envp)
 {
     http_env *e = calloc(1, sizeof(*e));
     char url[64];
-    const char *args[] = {BENCH_ONCED_MANY_PEERS, "--http-listen", url, NULL};
+    /* every caller's connection comes from 127.0.0.1: one HTTP peer */
+    const char *args[] = {BENCH_ONCED_MANY_PEERS,
+                          "--http-conn-max-per-peer",
+                          "1024",
+                          "--http-listen",
+                          url,
+                          NULL};
     int port = sys_free_port();
 
     if (e == NULL || port < 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {

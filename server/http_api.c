@@ -27,6 +27,7 @@
 #include "server/http_console.h"
 #include "server/http_head.h"
 #include "server/http_srv.h"
+#include "server/http_stats.h"
 #include "server/listener.h"
 #include "server/verify.h"
 
@@ -171,17 +172,19 @@ http_finish(nng_aio *aio, uint16_t status, char *body, size_t len)
     nng_aio_finish(aio, 0);
 }
 
-/* Answers a request refused before it reached the verifier. */
+/* Answers a request refused before it reached the verifier, counted
+ * in hs (http_stats.h). */
 static void
-http_refuse(nng_aio *aio, const http_outcome *o)
+http_refuse(nng_aio *aio, const http_outcome *o, http_stats *hs)
 {
+    uint16_t status =
+        o->status != 0 ? (uint16_t)o->status : http_status_of(o->code);
     char *body = NULL;
     size_t len = 0;
 
+    http_stats_refused(hs, o->reason, status);
     (void)http_body(NULL, o->code, o->reason, o->message, false, &body, &len);
-    http_finish(aio,
-                o->status != 0 ? (uint16_t)o->status : http_status_of(o->code),
-                body, len);
+    http_finish(aio, status, body, len);
 }
 
 /* The response payload as JSON, or NULL when there is none to show. */
@@ -421,7 +424,7 @@ http_api_post(nng_aio *aio)
             atomic_fetch_sub(&a->inflight, 1);
             free(hc);
         }
-        http_refuse(aio, &o);
+        http_refuse(aio, &o, &a->srv->stats.http);
         return;
     }
     sodium_memzero(key, sizeof(key));

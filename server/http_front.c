@@ -129,6 +129,8 @@ http_front_open(http_front **fp, const char *http_url, const char *metrics_url,
     if (apart && http_url != NULL) { /* two listeners: half each */
         lim.conn_max = lim.conn_max / 2 > 0 ? lim.conn_max / 2 : 1;
     }
+    lim.per_peer = srv->cfg.http_conn_max_per_peer;
+    lim.stats = &srv->stats.http;
     lim.body_max = srv->cfg.recv_max;
     lim.head_ms = srv->cfg.http_header_ms;
     if ((http_url != NULL &&

@@ -20,6 +20,7 @@
 #include "proto/once.pb-c.h"
 #include "proto/reasons.h"
 #include "proto/wire.h"
+#include "server/http_chunked.h"
 
 #define HTTP_HEAD_MAX        (16 * 1024) /* request line and headers */
 #define HTTP_BODY_MS         30000       /* the body, after the headers */
@@ -50,7 +51,14 @@ typedef struct http_route {
     size_t len;
 } http_route;
 
-typedef enum { SC_HEAD, SC_BODY, SC_CALL, SC_SEND, SC_DRAIN } sc_state;
+typedef enum {
+    SC_HEAD,
+    SC_BODY,    /* a Content-Length body, read into body */
+    SC_CHUNKED, /* a chunked body, read into buf and decoded into body */
+    SC_CALL,
+    SC_SEND,
+    SC_DRAIN
+} sc_state;
 
 /* One connection. Its fields are its aios' callbacks' alone (one of io
  * and call is pending at a time), but for the links (srv->mtx). */
@@ -67,14 +75,17 @@ typedef struct http_sconn {
      * runs it or answers it. Written by its callbacks, read by the
      * accept callback's eviction. */
     _Atomic uint64_t head_since;
-    bool at_cap;      /* accepted at the cap, to be answered 503: set once */
-    bool closed;      /* (srv->mtx) its stream closed by the eviction or the
-                         stop: no read or send is started on it again (nng
-                         1.5.2's tcp would leave one pending till its timeout) */
-    bool close_after; /* after the response being sent */
-    bool head_only;   /* HEAD: the response without its body */
-    bool drain;       /* a refusal: SC_DRAIN after it is sent */
-    bool interim;     /* sending 100 Continue: SC_BODY after it */
+    bool at_cap;       /* accepted at a cap, to be answered 503 (or 429, its
+                          peer's): set once */
+    bool closed;       /* (srv->mtx) its stream closed by the eviction or the
+                          stop: no read or send is started on it again (nng
+                          1.5.2's tcp would leave one pending till its timeout) */
+    bool close_after;  /* after the response being sent */
+    bool head_only;    /* HEAD: the response without its body */
+    bool drain;        /* a refusal: SC_DRAIN after it is sent */
+    bool interim;      /* sending 100 Continue: the body after it */
+    bool chunked;      /* the request's body is chunked (ck decodes it) */
+    nng_sockaddr peer; /* its remote address (family 0: unknown) */
     size_t drained;
     nng_time deadline; /* of the head (from its first byte) or the body */
     size_t len;        /* bytes in buf not yet used */
@@ -83,6 +94,8 @@ typedef struct http_sconn {
     const http_route *route;
     uint8_t *body;
     size_t body_len, body_got;
+    size_t body_cap; /* chunked: body's allocation */
+    http_chunked ck;
     char *out;
     size_t out_len, out_sent;
     struct http_sconn *prev, *next; /* srv->live, or next in srv->dead */
@@ -134,6 +147,8 @@ http_phrase(uint16_t status)
         return "Length Required";
     case 413:
         return "Content Too Large";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 503:
@@ -194,6 +209,9 @@ sconn_dead(http_sconn *c)
     } else {
         s->nconns--;
     }
+    if (s->lim.stats != NULL) {
+        atomic_fetch_sub(&s->lim.stats->open, 1);
+    }
     c->prev = NULL;
     c->next = s->dead;
     s->dead = c;
@@ -250,9 +268,10 @@ sconn_refuse(http_sconn *c, uint16_t status, int code, const char *reason,
                  "{\"code\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
                  "\"replayed\":false}",
                  wire_code_name(code), reason, message);
+    http_stats_refused(c->srv->lim.stats, reason, status);
     c->close_after = true;
     c->head_only = false;
-    c->drain = !c->at_cap; /* a 503 at the cap is closed at once */
+    c->drain = !c->at_cap; /* a 503 (429) at a cap is closed at once */
     atomic_store(&c->head_since, 0);
     free(c->out);
     c->out = NULL;
@@ -272,7 +291,7 @@ sconn_sent(http_sconn *c)
     c->out = NULL;
     if (c->interim) { /* 100 Continue: now the body */
         c->interim = false;
-        c->state = SC_BODY;
+        c->state = c->chunked ? SC_CHUNKED : SC_BODY;
         sconn_recv(c);
         return;
     }
@@ -349,6 +368,8 @@ sconn_dispatch(http_sconn *c)
     if (r->cb == NULL) {
         nng_http_req_free(c->req);
         c->req = NULL;
+        free(c->body); /* a body sent with a GET: not used */
+        c->body = NULL;
         if (sconn_compose(c, 200, "OK", r->type, r->bytes, r->len) != 0) {
             sconn_dead(c);
             return;
@@ -486,13 +507,50 @@ http_has_token(const char *v, const char *tok)
     return false;
 }
 
+/* How c->req's body is framed: chunked (c->chunked), or *n bytes by its
+ * Content-Length (0: none); false when it is refused. */
+static bool
+sconn_framing(http_sconn *c, unsigned long long *n)
+{
+    const char *te = nng_http_req_get_header(c->req, "Transfer-Encoding");
+    const char *cl = nng_http_req_get_header(c->req, "Content-Length");
+    char *end;
+
+    *n = 0;
+    if (te != NULL && cl != NULL) { /* RFC 9112 6.1: may be refused */
+        sconn_refuse(c, 400, ONCE__V1__CODE__INVALID_ARGUMENT,
+                     REASON_HTTP_MALFORMED,
+                     "a Content-Length and a Transfer-Encoding: send one");
+        return false;
+    }
+    if (te != NULL && strcasecmp(te, "chunked") != 0) {
+        sconn_refuse(c, 411, ONCE__V1__CODE__INVALID_ARGUMENT,
+                     REASON_HTTP_MALFORMED,
+                     "onced reads bodies with a Content-Length or "
+                     "Transfer-Encoding: chunked only");
+        return false;
+    }
+    c->chunked = te != NULL;
+    if (cl != NULL) {
+        errno = 0;
+        *n = strtoull(cl, &end, 10);
+        if (cl[0] < '0' || cl[0] > '9' || *end != '\0' || errno != 0) {
+            sconn_refuse(c, 400, ONCE__V1__CODE__INVALID_ARGUMENT,
+                         REASON_HTTP_MALFORMED,
+                         "the Content-Length is not a number");
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The head (head_len bytes of buf, ending \r\n\r\n) read into c->req,
- * c->body_len and c->route, or the request refused. */
+ * c->body_len (or c->chunked) and c->route, or the request refused. */
 static bool
 sconn_head(http_sconn *c, size_t head_len)
 {
-    char *rest, *end;
-    const char *cl, *conn;
+    char *rest;
+    const char *conn;
     unsigned long long n = 0;
     uint16_t status = 404;
 
@@ -509,21 +567,8 @@ sconn_head(http_sconn *c, size_t head_len)
             http_has_token(conn, "close") ||
             (c->close_after && !http_has_token(conn, "keep-alive"));
     }
-    if (nng_http_req_get_header(c->req, "Transfer-Encoding") != NULL) {
-        sconn_refuse(c, 411, ONCE__V1__CODE__INVALID_ARGUMENT,
-                     REASON_HTTP_MALFORMED,
-                     "onced reads bodies with a Content-Length only");
+    if (!sconn_framing(c, &n)) {
         return false;
-    }
-    if ((cl = nng_http_req_get_header(c->req, "Content-Length")) != NULL) {
-        errno = 0;
-        n = strtoull(cl, &end, 10);
-        if (cl[0] < '0' || cl[0] > '9' || *end != '\0' || errno != 0) {
-            sconn_refuse(c, 400, ONCE__V1__CODE__INVALID_ARGUMENT,
-                         REASON_HTTP_MALFORMED,
-                         "the Content-Length is not a number");
-            return false;
-        }
     }
     if (n > c->srv->lim.body_max) {
         char msg[160];
@@ -554,13 +599,68 @@ sconn_head(http_sconn *c, size_t head_len)
     return true;
 }
 
+/* Whether the request asks for 100 Continue before its body, and it is
+ * being sent (sconn_sent reads the body after it). */
+static bool
+sconn_continue(http_sconn *c)
+{
+    const char *expect = nng_http_req_get_header(c->req, "Expect");
+
+    if (expect == NULL || strcasecmp(expect, "100-continue") != 0 ||
+        (c->out = strdup(HTTP_CONTINUE)) == NULL) {
+        return false;
+    }
+    c->out_len = strlen(HTTP_CONTINUE); /* curl waits for it */
+    c->out_sent = 0;
+    c->interim = true;
+    sconn_send(c);
+    return true;
+}
+
+/* In SC_CHUNKED: the c->len bytes of buf decoded into the body, then the
+ * call, or more read, or the request refused. */
+static void
+sconn_chunks(http_sconn *c)
+{
+    const char *why = "";
+    size_t used = 0;
+    char msg[160];
+    http_chunked_result r =
+        http_chunked_feed(&c->ck, c->buf, c->len, &used, &c->body, &c->body_len,
+                          &c->body_cap, c->srv->lim.body_max, &why);
+
+    c->len -= used; /* after the last chunk: a pipelined request's */
+    memmove(c->buf, c->buf + used, c->len);
+    switch (r) {
+    case HTTP_CHUNKED_MORE:
+        sconn_recv(c);
+        return;
+    case HTTP_CHUNKED_DONE:
+        sconn_dispatch(c);
+        return;
+    case HTTP_CHUNKED_BAD:
+        sconn_refuse(c, 400, ONCE__V1__CODE__INVALID_ARGUMENT,
+                     REASON_HTTP_BAD_CHUNK, why);
+        return;
+    case HTTP_CHUNKED_TOO_LARGE:
+        snprintf(msg, sizeof(msg),
+                 "the chunked body is over %zu bytes, as much as onced "
+                 "reads (--recv-max)",
+                 c->srv->lim.body_max);
+        sconn_refuse(c, 413, ONCE__V1__CODE__INVALID_ARGUMENT,
+                     REASON_REQUEST_TOO_LARGE, msg);
+        return;
+    default: /* out of memory */
+        sconn_dead(c);
+    }
+}
+
 /* In SC_HEAD with c->len bytes: a whole head read and its body begun, or
  * more read, or the request refused. */
 static void
 sconn_parse(http_sconn *c)
 {
     char *end = NULL;
-    const char *expect;
     size_t head_len, take;
 
     /* from where the last search stopped: a head trickled a byte at a
@@ -583,38 +683,43 @@ sconn_parse(http_sconn *c)
     }
     head_len = (size_t)(end - c->buf);
     c->body_len = c->body_got = 0;
+    c->chunked = false;
     if (!sconn_head(c, head_len)) {
         return; /* refused */
     }
     atomic_store(&c->head_since, 0);
+    c->len -= head_len;
+    memmove(c->buf, c->buf + head_len, c->len);
+    c->scanned = 0;
+    c->deadline = nng_clock() + HTTP_BODY_MS;
+    if (c->chunked) {
+        http_chunked_init(&c->ck);
+        c->body_cap = 0;
+        c->state = SC_CHUNKED;
+        if (c->len > 0 || !sconn_continue(c)) {
+            sconn_chunks(c);
+        }
+        return;
+    }
     if (c->body_len > 0 && (c->body = malloc(c->body_len)) == NULL) {
         sconn_dead(c);
         return;
     }
-    take = c->len - head_len < c->body_len ? c->len - head_len : c->body_len;
+    take = c->len < c->body_len ? c->len : c->body_len;
     if (take > 0) { /* no body: c->body is NULL, and memcpy's never is */
-        memcpy(c->body, c->buf + head_len, take);
+        memcpy(c->body, c->buf, take);
     }
     c->body_got = take;
-    c->len -= head_len + take;
-    memmove(c->buf, c->buf + head_len + take, c->len);
-    c->scanned = 0;
+    c->len -= take;
+    memmove(c->buf, c->buf + take, c->len);
     if (c->body_got == c->body_len) {
         sconn_dispatch(c);
         return;
     }
-    c->deadline = nng_clock() + HTTP_BODY_MS;
-    if ((expect = nng_http_req_get_header(c->req, "Expect")) != NULL &&
-        strcasecmp(expect, "100-continue") == 0 && c->body_got == 0 &&
-        (c->out = strdup(HTTP_CONTINUE)) != NULL) {
-        c->out_len = strlen(HTTP_CONTINUE); /* curl waits for it */
-        c->out_sent = 0;
-        c->interim = true;
-        sconn_send(c);
-        return;
-    }
     c->state = SC_BODY;
-    sconn_recv(c);
+    if (c->body_got > 0 || !sconn_continue(c)) {
+        sconn_recv(c);
+    }
 }
 
 /* Reads more of the head or the body, within its deadline (an idle
@@ -625,7 +730,7 @@ sconn_recv(http_sconn *c)
     nng_time now = nng_clock();
     nng_iov iov;
 
-    if (c->state == SC_HEAD || c->state == SC_DRAIN) {
+    if (c->state != SC_BODY) { /* SC_HEAD, SC_CHUNKED, SC_DRAIN */
         iov.iov_buf = c->buf + c->len;
         iov.iov_len = sizeof(c->buf) - c->len;
     } else {
@@ -680,6 +785,10 @@ sconn_io(void *arg)
         c->len += n;
         sconn_parse(c);
         return;
+    case SC_CHUNKED:
+        c->len += n;
+        sconn_chunks(c);
+        return;
     case SC_BODY:
         c->body_got += n;
         if (c->body_got == c->body_len) {
@@ -704,9 +813,10 @@ sconn_io(void *arg)
 /* ---- accepting ---------------------------------------------------------
  */
 
-/* A connection for st, on the live list (refused: to be answered 503). */
+/* A connection for st from peer, on the live list (refused: to be
+ * answered 503 or 429). */
 static http_sconn *
-sconn_new(http_srv *s, nng_stream *st, bool refused)
+sconn_new(http_srv *s, nng_stream *st, const nng_sockaddr *peer, bool refused)
 {
     http_sconn *c = calloc(1, sizeof(*c));
 
@@ -720,6 +830,7 @@ sconn_new(http_srv *s, nng_stream *st, bool refused)
     }
     c->srv = s;
     c->st = st;
+    c->peer = *peer;
     c->refused = refused;
     c->at_cap = refused;
     atomic_store(&c->head_since, refused ? 0 : nng_clock() | 1);
@@ -733,7 +844,48 @@ sconn_new(http_srv *s, nng_stream *st, bool refused)
     } else {
         s->nconns++;
     }
+    if (s->lim.stats != NULL) {
+        atomic_fetch_add(&s->lim.stats->open, 1);
+    }
     return c;
+}
+
+/* Whether a and b are one IP address (the ports aside). */
+static bool
+http_same_peer(const nng_sockaddr *a, const nng_sockaddr *b)
+{
+    if (a->s_family != b->s_family) {
+        return false;
+    }
+    switch (a->s_family) {
+    case NNG_AF_INET:
+        return a->s_in.sa_addr == b->s_in.sa_addr;
+    case NNG_AF_INET6:
+        return memcmp(a->s_in6.sa_addr, b->s_in6.sa_addr,
+                      sizeof(a->s_in6.sa_addr)) == 0;
+    default:
+        return false; /* unknown: never capped */
+    }
+}
+
+/* Whether peer holds lim.per_peer connections (not refused) already
+ * (s->mtx held). A walk of the live list, as the eviction's: at most
+ * conn_max + HTTP_SRV_REFUSING entries, on an accept only. */
+static bool
+http_srv_peer_full(const http_srv *s, const nng_sockaddr *peer)
+{
+    size_t n = 0;
+
+    if (s->lim.per_peer == 0 || peer->s_family == 0) {
+        return false;
+    }
+    for (const http_sconn *c = s->live; c != NULL; c = c->next) {
+        if (!c->refused && http_same_peer(&c->peer, peer) &&
+            ++n >= s->lim.per_peer) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* At the cap (s->mtx held): closes the connection that has waited
@@ -758,11 +910,29 @@ http_srv_evict(http_srv *s)
         return false;
     }
     victim->refused = true;
+    if (s->lim.stats != NULL) {
+        atomic_fetch_add(&s->lim.stats->evicted, 1);
+    }
     s->nconns--;
     s->nrefusing++;
     victim->closed = true;
     nng_stream_close(victim->st); /* its pending read fails: sconn_dead */
     return true;
+}
+
+/* Answers c, whose address holds --http-conn-max-per-peer already, 429. */
+static void
+http_srv_refuse_peer(http_sconn *c)
+{
+    char msg[200];
+
+    snprintf(msg, sizeof(msg),
+             "this address holds %zu HTTP connections to onced, as many as "
+             "one peer may (--http-conn-max-per-peer): reuse one, or close "
+             "one first",
+             c->srv->lim.per_peer);
+    sconn_refuse(c, 429, ONCE__V1__CODE__RESOURCE_EXHAUSTED,
+                 REASON_HTTP_PEER_CONNECTIONS, msg);
 }
 
 static void
@@ -771,8 +941,9 @@ http_srv_accepted(void *arg)
     http_srv *s = arg;
     int rv = nng_aio_result(s->acc);
     nng_stream *st;
+    nng_sockaddr peer;
     http_sconn *c = NULL;
-    bool full, rearm;
+    bool full, peer_full, rearm;
 
     if (s->acc_pausing) { /* the pause after a failed accept is over */
         s->acc_pausing = false;
@@ -790,13 +961,19 @@ http_srv_accepted(void *arg)
         return;
     }
     st = nng_aio_get_output(s->acc, 0);
+    if (nng_stream_get_addr(st, NNG_OPT_REMADDR, &peer) != 0) {
+        peer.s_family = 0; /* unknown: not capped by address */
+    }
     pthread_mutex_lock(&s->mtx);
-    full = s->nconns >= s->lim.conn_max;
-    if (full && s->nrefusing < HTTP_SRV_REFUSING && http_srv_evict(s)) {
+    /* A peer at its own cap is refused; it displaces nobody. */
+    peer_full = http_srv_peer_full(s, &peer);
+    full = peer_full || s->nconns >= s->lim.conn_max;
+    if (full && !peer_full && s->nrefusing < HTTP_SRV_REFUSING &&
+        http_srv_evict(s)) {
         full = false;
     }
     if (!s->closing && (!full || s->nrefusing < HTTP_SRV_REFUSING)) {
-        c = sconn_new(s, st, full);
+        c = sconn_new(s, st, &peer, full);
     }
     /* With every refusing slot taken, the next peers wait in the
      * kernel's backlog until one is free (sconn_dead accepts again). */
@@ -808,6 +985,8 @@ http_srv_accepted(void *arg)
     }
     if (c == NULL) {
         nng_stream_free(st); /* closing, or out of memory */
+    } else if (peer_full) {
+        http_srv_refuse_peer(c);
     } else if (full) {
         sconn_refuse(c, 503, ONCE__V1__CODE__UNAVAILABLE,
                      REASON_HTTP_BUSY_CONNECTIONS,

@@ -10,18 +10,21 @@
  * them — input 0 the nng_http_req (body copied in), input 1 the route's
  * data — and sends the nng_http_res it outputs (status, Content-Type,
  * Connection, body); a static route answers bytes from memory.
- * Invariant: at most conn_max connections are held open, and at most
- * HTTP_SRV_REFUSING more are being closed (one that waited a second or
- * more for a request head, displaced by a new one) or answered 503 (when
- * none did), so the HTTP listener never takes the descriptors the nng
- * listener needs; a
+ * Invariant: at most conn_max connections are held open, at most
+ * per_peer of them from one IP address (one more is answered 429 and
+ * closed, displacing nobody), and at most HTTP_SRV_REFUSING more are
+ * being closed (one that waited a second or more for a request head,
+ * displaced by a new one) or answered 503 (when none did) or 429, so the
+ * HTTP listener never takes the descriptors the nng listener needs; a
  * request's line and headers are at most 16 KiB and arrive within
- * head_ms of its first byte, its body (Content-Length, at most body_max)
- * within 30 s after them, an idle keep-alive connection is closed after
- * 60 s and a response the peer does not take within 10 s closes it; each
- * refusal is an HTTP status with the JSON body of docs/http.md. One
- * request per connection is read, answered, then the next one (pipelined
- * requests wait their turn).
+ * head_ms of its first byte, its body (a Content-Length, or chunks
+ * decoded as they arrive: at most body_max either way, refused 413 as
+ * soon as it would be more) within 30 s after them, an idle keep-alive
+ * connection is closed after 60 s and a response the peer does not take
+ * within 10 s closes it; each refusal is an HTTP status with the JSON
+ * body of docs/http.md, counted in lim.stats (with the connections open
+ * and those evicted). One request per connection is read, answered, then
+ * the next one (pipelined requests wait their turn).
  * Never: blocks in an nng callback (a handler hands work on, as
  * http_api.c does; static files and /metrics answer from memory); frees a
  * connection inside its own aio's callback (a reaper thread does).
@@ -36,15 +39,22 @@
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "server/http_stats.h"
+
 typedef struct http_srv http_srv;
 
-/* Connections answered 503 at once, beyond conn_max. */
+/* Connections being answered 503 (or 429: their address's cap) or closed
+ * to make room, beyond conn_max. */
 #define HTTP_SRV_REFUSING 8
 
 typedef struct http_srv_limits {
-    size_t conn_max;  /* connections held open */
-    size_t body_max;  /* largest Content-Length read (--recv-max) */
-    uint64_t head_ms; /* request line and headers, from the first byte */
+    size_t conn_max;   /* connections held open */
+    size_t per_peer;   /* of them, from one address (0: no such cap) */
+    size_t body_max;   /* largest body read (--recv-max), as sent with a
+                          Content-Length or decoded from chunks */
+    uint64_t head_ms;  /* request line and headers, from the first byte */
+    http_stats *stats; /* refusals, evictions, connections open are
+                          counted here (shared by listeners; NULL: not) */
 } http_srv_limits;
 
 /* Listens at url (http:// or https:// with tls, which stays the

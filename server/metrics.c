@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,39 @@ metrics_render_conns(prom_text *t, server_stats *ss)
                     atomic_load(&ss->auth_disconnects));
 }
 
+/* The HTTP listeners' own figures (http_stats.h). */
+static void
+metrics_render_http(prom_text *t, http_stats *hs)
+{
+    const char *name = "once_http_refusals_total";
+
+    metrics_gauge(t, "once_http_connections_open",
+                  "HTTP connections open now (--http-listen and "
+                  "--metrics-listen together, those being refused "
+                  "included).",
+                  (double)atomic_load(&hs->open));
+    metrics_counter(t, "once_http_connections_evicted_total",
+                    "HTTP connections closed unanswered to make room for "
+                    "a new one (--http-conn-max): each had waited 1s or "
+                    "more for a request.",
+                    atomic_load(&hs->evicted));
+    prom_text_family(t, name, "counter",
+                     "Requests and connections the HTTP front door refused "
+                     "before or instead of a call, by status reason and "
+                     "HTTP status (OTHER: any other pair).");
+    for (size_t i = 0; i < HTTP_STATS_ROWS; i++) {
+        const char *reason;
+        unsigned status;
+        char st[8];
+        const char *labels[4] = {"reason", NULL, "status", st};
+
+        http_stats_row(i, &reason, &status);
+        labels[1] = reason;
+        snprintf(st, sizeof(st), "%u", status);
+        prom_text_u64(t, name, labels, 2, atomic_load(&hs->refusals[i]));
+    }
+}
+
 static void
 metrics_render(metrics *m, prom_text *t)
 {
@@ -396,6 +430,7 @@ metrics_render(metrics *m, prom_text *t)
                     "accepting (--listen-check).",
                     atomic_load(&ss->listener_restarts));
     metrics_render_conns(t, ss);
+    metrics_render_http(t, &ss->http);
     metrics_gauge(t, "once_disk_bytes",
                   "Size of the files in the LevelDB folder.",
                   (double)atomic_load(&m->disk_bytes));

@@ -10,9 +10,10 @@
  * which only the executor may read. Everything it publishes lands in
  * atomics.
  * Invariant: the HTTP handler, on nng's threads, reads atomics only — the
- * server's counters (stats.h, stats_calls.h), the store's counters and the
- * published figures — and renders them; the executor's one extra task is
- * a walk of the lease table, at most one queued at a time.
+ * server's counters (stats.h, stats_calls.h, http_stats.h), the store's
+ * counters and the published figures — and renders them; the executor's
+ * one extra task is a walk of the lease table, at most one queued at a
+ * time.
  * Never: the handler takes a lock, touches LevelDB or the lease table, or
  * waits for the executor. Without --metrics-listen none of this exists.
  */

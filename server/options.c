@@ -227,6 +227,12 @@ static const opt_def OPTIONS[] = {
           "limit leaves); a new one beyond it closes\n"
           "the one longest waiting for a request (1s\n"
           "at least), else is answered 503 and closed"),
+    COUNT("http-conn-max-per-peer", "N", srv.http_conn_max_per_peer, 64, 1,
+          1000000, 0,
+          "HTTP connections open from one IP address\n"
+          "(default %D); a new one beyond them is\n"
+          "answered 429 and closed (behind a proxy,\n"
+          "raise it to --http-conn-max)"),
     DURATION("http-header-timeout", srv.http_header_ms, 10000, 100, 3600000, 0,
              "an HTTP request's line and headers must\n"
              "arrive within this long of its first byte\n"

@@ -67,7 +67,8 @@ typedef struct server_config {
      * listener). server_open lowers both this and conn_max so that the
      * two fit the open-file limit together, and writes the result here. */
     size_t http_conn_max;
-    uint64_t http_header_ms; /* a request's line and headers, at most */
+    size_t http_conn_max_per_peer; /* of them, from one IP address */
+    uint64_t http_header_ms;       /* a request's line and headers, at most */
 
     /* onced --replicate (repl/replica.h): every group is appended to the
      * replicated log before it is written (store.h, "replicate.c"). NULL:

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "server/http_stats.h"
 #include "server/stats_calls.h"
 
 typedef struct server_stats {
@@ -58,6 +59,8 @@ typedef struct server_stats {
     _Atomic uint64_t conns_idle_closed;
     _Atomic uint64_t peers_penalised;
     _Atomic uint64_t auth_disconnects;
+    http_stats http;   /* the HTTP listeners' refusals and connections
+                          (http_stats.h) */
     stats_calls calls; /* by method and code, latency, group commit
                           (the metrics endpoint, metrics.h) */
 } server_stats;

@@ -16,6 +16,12 @@ target_link_libraries(test_prom_text PRIVATE once_server PkgConfig::CMOCKA)
 add_test(NAME test_prom_text COMMAND test_prom_text)
 set_tests_properties(test_prom_text PROPERTIES TIMEOUT 60 LABELS unit)
 
+# The chunked-body decoder of the HTTP listener (server/http_chunked.c).
+add_executable(test_http_chunked test_http_chunked.c)
+target_link_libraries(test_http_chunked PRIVATE once_server PkgConfig::CMOCKA)
+add_test(NAME test_http_chunked COMMAND test_http_chunked)
+set_tests_properties(test_http_chunked PROPERTIES TIMEOUT 60 LABELS unit)
+
 # proto3's JSON mapping (http/json_pb.h) over every message of proto/ and
 # test-only messages with every scalar type (json_types.proto) and with
 # presence (json_presence.proto, proto2); the

@@ -18,7 +18,7 @@ import os
 import re
 import socket
 import subprocess
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import pytest
 
@@ -61,8 +61,8 @@ class Http:
     def post(self, method: str, body, *, rpc_id: str = "", sign: bool = True,
              headers: Optional[Dict[str, str]] = None,
              content_type: str = "application/json",
-             http_method: str = "POST", path: Optional[str] = None
-             ) -> Tuple[int, dict]:
+             http_method: str = "POST", path: Optional[str] = None,
+             curl_args: Sequence[str] = ()) -> Tuple[int, dict]:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         hdr = {"Content-Type": content_type}
         if rpc_id:
@@ -71,7 +71,7 @@ class Http:
             hdr["Once-Principal"] = self.principal
             hdr["Once-Tag"] = self.tag(method, rpc_id, "", raw)
         hdr.update(headers or {})
-        args = [CURL, "-sS", "-X", http_method, "-o", "-", "-w",
+        args = [CURL, "-sS", *curl_args, "-X", http_method, "-o", "-", "-w",
                 "\n%{http_code}", "--data-binary", "@-",
                 self.base + (path if path is not None else "/v1" + method)]
         for k, v in hdr.items():
@@ -383,12 +383,16 @@ def test_calls_in_flight_are_bounded(onced_factory, monkeypatch):
 
 def test_slow_and_idle_peers_hold_nothing(onced_factory):
     # A peer trickling its request a byte at a time and 200 connections
-    # that send nothing: calls over HTTP and nng go on meanwhile; a request
+    # that send nothing (from 4 other addresses, 50 each: one address holds
+    # 64 at most): calls over HTTP and nng go on meanwhile; a request
     # head over 16 KiB is refused (431, or a reset if curl is still sending
     # when the connection closes) and closes its connection.
     o, h = start(onced_factory)
     port = int(h.base.rsplit(":", 1)[1])
-    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(200)]
+    idle = [socket.create_connection(("127.0.0.1", port),
+                                     source_address=(f"127.0.0.{2 + i % 4}",
+                                                     0))
+            for i in range(200)]
     slow = socket.create_connection(("127.0.0.1", port))
     head = (b"POST /v1/once.v1.Counter/Get HTTP/1.1\r\nHost: x\r\n"
             b"Content-Type: application/json\r\n")
@@ -453,3 +457,46 @@ def test_sigterm_with_a_call_in_flight(onced_factory, monkeypatch):
     st, r = h.post(INCR, {"name": "t", "by": 1}, rpc_id=rid)
     assert (st, r["value"], r["replayed"]) == (200, "1", True), r
     assert counter(o, "t") == 1
+
+
+def test_chunked_body_is_the_same_call(onced_factory, tmp_path):
+    # curl sends the body in chunks when told to (Transfer-Encoding:
+    # chunked, --data-binary @file): onced decodes them into the same
+    # bytes, so the same rpc id is the same call whichever way the body
+    # was framed — a replay, not a second increment.
+    o, h = start(onced_factory)
+    cid = h.lease()
+    raw = json.dumps({"name": "k", "by": 2}).encode()
+    body = tmp_path / "body.json"
+    body.write_bytes(raw)
+
+    def chunked(rid: str) -> Tuple[int, dict, str]:
+        p = subprocess.run(
+            [CURL, "-sS", "-v", "-o", "-", "-w", "\n%{http_code}",
+             "-H", "Transfer-Encoding: chunked",
+             "-H", "Content-Type: application/json",
+             "-H", f"Once-Rpc-Id: {rid}",
+             "-H", f"Once-Principal: {h.principal}",
+             "-H", f"Once-Tag: {h.tag(INCR, rid, '', raw)}",
+             "--data-binary", f"@{body}", h.base + "/v1" + INCR],
+            capture_output=True, timeout=30 * SLOW)
+        assert p.returncode == 0, p.stderr
+        text, status = p.stdout.decode().rsplit("\n", 1)
+        return int(status), json.loads(text), p.stderr.decode()
+
+    st, r = h.post(INCR, raw, rpc_id=f"{cid}:1")  # Content-Length
+    assert (st, r["value"], r["replayed"]) == (200, "2", False), r
+    st, r, trace = chunked(f"{cid}:1")
+    assert "> Transfer-Encoding: chunked" in trace, trace
+    assert "> Content-Length" not in trace, trace
+    assert (st, r["value"], r["replayed"]) == (200, "2", True), r
+    # Chunked first, then Content-Length: the other way round.
+    st, r, _ = chunked(f"{cid}:2")
+    assert (st, r["value"], r["replayed"]) == (200, "4", False), r
+    st, r = h.post(INCR, raw, rpc_id=f"{cid}:2")
+    assert (st, r["value"], r["replayed"]) == (200, "4", True), r
+    # And through h.post's stdin: curl chunks what it cannot size.
+    st, r = h.post(INCR, raw, rpc_id=f"{cid}:3",
+                   headers={"Transfer-Encoding": "chunked"})
+    assert (st, r["value"], r["replayed"]) == (200, "6", False), r
+    assert counter(o, "k") == 6
