@@ -670,12 +670,16 @@ def report(res: Dict[str, Any], ops: List[Op], out=sys.stdout) -> None:
     print("checks: " + ", ".join(
         f"{name} {'FAILED x' + str(by_check[name]) if by_check[name] else 'ok'}"
         for name, _ in CHECKS), file=out)
-    for name, _ in CHECKS:  # the first five of each check
-        vs = [v for v in res["violations"] if v.check == name]
-        for v in vs[:5]:
+    for name, _ in CHECKS:  # of each check the first of each key, then
+        vs = [v for v in res["violations"] if v.check == name]  # five
+        firsts = {id(next(v for v in vs if v.key == k)) for k in
+                  {v.key for v in vs}}
+        vs.sort(key=lambda v: id(v) not in firsts)
+        most = max(5, len(firsts))
+        for v in vs[:most]:
             print(v.text(t0), file=out)
-        if len(vs) > 5:
-            print(f"... and {len(vs) - 5} more [{name}]", file=out)
+        if len(vs) > most:
+            print(f"... and {len(vs) - most} more [{name}]", file=out)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
