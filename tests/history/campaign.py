@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """campaign.py — a fault campaign: a 3-member etcd cluster and 3 onced
 replicas (cluster.py), clients recording a history (recorder.py) of
-counter increments and reads and start grants, a seeded random schedule
-of faults (the nemesis), then the checker (check.py), a text report with
-the faults on a time line, and a gnuplot plot of throughput and latency
-with the fault windows marked.
+counter increments and reads, KV gets, puts and compare-and-sets, outbox
+appends read and acknowledged by a consumer, and start grants, a seeded
+random schedule of faults (the nemesis), then the checker (check.py), a
+text report with the faults on a time line, and a gnuplot plot of
+throughput and latency with the fault windows marked.
 
 Usage: campaign.py --build BUILD [--seed N] [--duration S]
        [--nemeses all|none|partition|kind,kind] [--broken SWITCH]
@@ -67,6 +68,8 @@ PARTITIONS = {"part-leader-etcd": ("leader", "etcd"),
               "part-etcd-leader": ("etcd-leader", "peer"),
               "part-etcd": ("etcd", "peer")}
 COUNTERS = ["c0", "c1", "c2"]
+KV_KEYS = ["kv0", "kv1", "kv2"]
+TOPIC, CONSUMER = "t0", "q0"  # the outbox topic and its one consumer
 SURFACES = ["s0", "s1"]
 SKIP = 77  # ctest's SKIP_RETURN_CODE: partitions asked for, not root
 
@@ -79,11 +82,12 @@ def setup_path(build: str) -> None:
 
 
 class Workload:
-    """Writer processes (a leased handle each: increments, reads, grants,
-    renewals, and resends of acknowledged ids through a lease-less handle)
+    """Writer processes (a leased handle each: increments, reads, KV gets,
+    puts and compare-and-sets, outbox appends (a Txn's emit), grants,
+    renewals, and resends of acknowledged ids through a lease-less handle),
     reader processes (a lease-less handle each, its URLs starting at
-    another replica: reads only) and one lease prober (leases left to
-    expire)."""
+    another replica: reads only), one lease prober (leases left to expire)
+    and one outbox consumer (Read, then Ack of the last offset read)."""
 
     def __init__(self, urls: List[str], writer, seed: int, writers: int,
                  readers: int, resend_p: float) -> None:
@@ -108,6 +112,10 @@ class Workload:
         with self.client(0, True) as c:
             for s in SURFACES:
                 self.gen[s] = c.set_placement(s, "m1", "/w").generation
+            # Subscribed before anything is produced: reads every event.
+            c.invoke("/once.v1.Outbox/Subscribe",
+                     self.once.outbox_pb2.OutboxSubscribeRequest(
+                         topic=TOPIC, consumer=CONSUMER))
 
     def start(self) -> None:
         for i in range(self.nw):
@@ -120,6 +128,9 @@ class Workload:
             self.threads.append(t)
         self.threads.append(threading.Thread(
             target=self._guard, args=(self.lease_prober, self.nw + self.nr),
+            daemon=True))
+        self.threads.append(threading.Thread(
+            target=self._guard, args=(self.consumer, self.nw + self.nr + 1),
             daemon=True))
         for t in self.threads:
             t.start()
@@ -147,6 +158,7 @@ class Workload:
         rr = self.client(i, False)  # resends of known ids
         c = None
         n = 0
+        seen: Dict[str, Optional[str]] = {}  # KV key -> value last seen
         while not self.stop.is_set():
             if c is None or c.lease_state == self.once.LeaseState.LOST:
                 if c is not None:
@@ -158,7 +170,7 @@ class Workload:
             n += 1
             x = rng.random()
             name = rng.choice(COUNTERS)
-            if x < 0.6:
+            if x < 0.5:
                 res, v, err = rec.incr(c, name)
                 for _ in range(3):
                     if res != UNKNOWN or err is None or \
@@ -171,8 +183,13 @@ class Workload:
                 elif res == OK and rng.random() < self.resend_p:
                     cid, seq = rec.last_args["rpc"].split(":")
                     rec.incr(rr, name, 1, rpc=(int(cid), int(seq)))
-            elif x < 0.85:
+            elif x < 0.7:
                 rec.read(c, name)
+            elif x < 0.82:
+                self.kv_op(rec, c, rr, rng, seen, f"p{i}-{n}")
+            elif x < 0.87:
+                self.resend(rec, rr, rng, c, lambda r, h: rec.append(
+                    h, TOPIC, f"p{i}-{n}", rpc=r))
             elif x < 0.95:
                 self.grant(rec, c, rng.choice(SURFACES), f"p{i}-{n}",
                            rng.uniform(0, 0.05))
@@ -199,6 +216,81 @@ class Workload:
             res, v, err2 = call(rid)
             err = err2 or err
         return res, v, err
+
+    def resend(self, rec, rr, rng, c, call):
+        """call(rpc, handle) settled on c (self.settle; an id still unknown
+        is released), and when ok resent under its id through the
+        lease-less rr with chance resend_p: answered from its record, or
+        applied twice by a broken onced. The settled (result, value)."""
+        from history import OK, UNKNOWN
+        res, v, err = self.settle(lambda rpc: call(rpc, c))
+        if res == UNKNOWN and getattr(err, "rpc_id", None):
+            c.release(err.rpc_id.seq)
+        elif res == OK and rng.random() < self.resend_p:
+            cid, seq = rec.last_args["rpc"].split(":")
+            call((int(cid), int(seq)), rr)
+        return res, v
+
+    def kv_op(self, rec, c, rr, rng, seen: Dict, value: str) -> None:
+        """One KV operation on a random key: a get, a put, or (most often)
+        a compare-and-set from the value this process last saw there (the
+        else branch's get tells it the value when the compare fails)."""
+        from history import OK
+        key = rng.choice(KV_KEYS)
+        y = rng.random()
+        if y < 0.25:
+            res, v, _ = rec.get(c, key)
+            if res == OK:
+                seen[key] = v
+        elif y < 0.4:
+            res, _ = self.resend(rec, rr, rng, c, lambda r, h: rec.put(
+                h, key, value, rpc=r))
+            if res == OK:
+                seen[key] = value
+        else:
+            expect = seen.get(key)
+            res, hit = self.resend(rec, rr, rng, c, lambda r, h: rec.cas(
+                h, key, expect, value, rpc=r))
+            if res == OK:
+                seen[key] = value if hit else rec.last_seen
+
+    def consumer(self, i: int) -> None:
+        """The outbox consumer: Read (long-poll 200 ms), then Ack of the
+        last offset read (settled like any call; an Ack still unknown is
+        released: the next one covers it)."""
+        from recorder import Recorder
+        rec = Recorder(self.w, i)
+        with self.client(i, True) as c:
+            while not self.stop.is_set():
+                self.consume(rec, c)
+
+    def consume(self, rec, c, final: bool = False) -> Optional[int]:
+        """One Read and the Ack after it: the events read (None: the Read
+        did not answer)."""
+        from history import OK, UNKNOWN
+        res, v, _ = rec.outbox_read(c, TOPIC, CONSUMER, final)
+        if res != OK:
+            time.sleep(0.1)
+            return None
+        if v["events"]:
+            last = v["events"][-1][0]
+            res, _, err = self.settle(lambda rpc: rec.outbox_ack(
+                c, TOPIC, CONSUMER, last, rpc=rpc))
+            if res == UNKNOWN and getattr(err, "rpc_id", None):
+                c.release(err.rpc_id.seq)
+        return len(v["events"])
+
+    def drain(self, timeout: float = 30) -> bool:
+        """After every fault healed: the consumer reads (final) and acks
+        until a Read answers no event: every event was read."""
+        from recorder import Recorder
+        rec = Recorder(self.w, 998)
+        end = time.monotonic() + timeout
+        with self.client(0, True) as c:
+            while time.monotonic() < end:
+                if self.consume(rec, c, final=True) == 0:
+                    return True
+        return False
 
     def grant(self, rec, c, surface: str, request_id: str,
               work: float) -> None:
@@ -244,15 +336,17 @@ class Workload:
                 time.sleep(rng.random() * 0.01)
 
     def final_reads(self, timeout: float = 60) -> bool:
-        """After every fault healed: each counter read (final) until ok."""
+        """After every fault healed: each counter and KV key read (final)
+        until ok."""
         from recorder import Recorder
         from history import OK
         rec = Recorder(self.w, 999)
         end = time.monotonic() + timeout
         with self.client(0, False) as c:
-            for name in COUNTERS:
+            for name in COUNTERS + KV_KEYS:
+                read = rec.get if name in KV_KEYS else rec.read
                 while True:
-                    res, _, _ = rec.read(c, name, final=True)
+                    res, _, _ = read(c, name, final=True)
                     if res == OK:
                         break
                     if time.monotonic() > end:
@@ -575,6 +669,9 @@ def run_once(args, box) -> int:
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():
             extra.append("final reads: no replica answered within 60 s")
+        if not wl.drain():
+            extra.append("outbox drain: the consumer did not catch up "
+                         "within 30 s")
         extra += [f"workload error: {e}" for e in wl.errors]
     except BaseException as e:  # noqa: BLE001
         extra.append(f"campaign stopped: {type(e).__name__}: {e}")
@@ -633,9 +730,11 @@ def run_once(args, box) -> int:
               f"{res['verdict']}")
         return 1
     failed = {v.check for v in res["violations"]}
-    for name in filter(None, args.expect_check.split(",")):
-        if name not in failed:
-            print(f"campaign: expected the check {name} to fail; failed: "
+    for want in filter(None, args.expect_check.split(",")):
+        name, _, prefix = want.partition("@")  # check@key-prefix
+        if not any(v.check == name and v.key.startswith(prefix)
+                   for v in res["violations"]):
+            print(f"campaign: expected the check {want} to fail; failed: "
                   f"{sorted(failed) or 'none'}")
             return 1
     return 0 if args.expect or res["verdict"] == "valid" else 1
@@ -654,7 +753,8 @@ def main() -> int:
                     help="ONCED_BROKEN for the replicas (store/fault.h)")
     ap.add_argument("--expect", choices=["valid", "invalid"])
     ap.add_argument("--expect-check", default="",
-                    help="checks that must be among the failed ones")
+                    help="checks that must be among the failed ones "
+                    "(CHECK or CHECK@KEY-PREFIX: on a key starting so)")
     ap.add_argument("--hold-min", type=float, default=0,
                     help="every fault lasts at least this long (s)")
     ap.add_argument("--writers", type=int, default=4)

@@ -24,9 +24,17 @@ Checks:
                  (from the request's ok to its finish's invocation).
   lease-ended    no ok mutating result under a client id invoked after
                  that client's lease was seen closed or expired.
-  outbox-dense   per consumer: the offsets read form 0, 1, 2, ... with no
-                 gap or repeat (the hook for the outbox; no op feeds it
-                 yet).
+                 Per KV write and outbox call (put, cas, outbox_append,
+                 outbox_ack): every rpc id answered ok with one value only
+                 (a put's version, a cas's outcome, an append's offset).
+  outbox-dense   per consumer (key topic/consumer): each Read's events
+                 are cursor+1, cursor+2, ... with no gap or repeat; the
+                 cursor a Read reports never goes back (below an earlier
+                 Read's or an Ack answered ok); an offset holds one event
+                 and an event (client:seq:index) one offset; an append's
+                 event is at the offset it was answered; after the drain
+                 (a final Read with no event) the offsets read are 1..last
+                 with no hole and every append answered ok was read.
 
 Owns: the verdict of a history.
 Invariant: stdlib only; a history the checker cannot decide is never
@@ -166,6 +174,30 @@ def check_exactly_once(ops: List[Op]) -> List[Violation]:
                         "exactly-once", key,
                         f"acknowledged value {o.value} is outside 1..{F} "
                         "(the final value): a lost write", [o, fin]))
+    return out
+
+
+ONE_ANSWER = ("put", "cas", "outbox_append", "outbox_ack")
+
+
+def check_one_answer(ops: List[Op]) -> List[Violation]:
+    """Each rpc id of a KV write or an outbox call answered ok with one
+    value: a resend is answered from the call's record, so a second value
+    means the call ran twice (a put's new version, a cas's outcome, an
+    append's offset, an Ack's cursor)."""
+    out: List[Violation] = []
+    calls: Dict[Tuple[str, str, str], List[Op]] = defaultdict(list)
+    for o in ops:
+        if o.op in ONE_ANSWER and o.rpc and o.result == OK:
+            calls[(o.key, o.op, o.rpc)].append(o)
+    for (key, op, rpc), g in sorted(calls.items()):
+        values = sorted({json.dumps(o.value) for o in g})
+        if len(values) > 1:
+            out.append(Violation(
+                "exactly-once", key,
+                f"{op} rpc id {rpc} answered ok with values "
+                f"{', '.join(values)}: the call was applied more than once",
+                g))
     return out
 
 
@@ -476,33 +508,110 @@ def check_lease_ended(ops: List[Op]) -> List[Violation]:
     return out
 
 
-# ---- (e) outbox offsets, dense per consumer (the hook) ---------------------
+# ---- (e) the outbox: dense offsets, each event once ----------------------
+
+
+def _outbox_reads(o: Op) -> List[Tuple[int, str]]:
+    return [(int(off), str(eid)) for off, eid in o.value.get("events", [])]
+
+
+def _outbox_cursor(ops: List[Op], cons: str, reads: List[Op]
+                   ) -> List[Violation]:
+    """The cursor a Read reports never goes back: not below one an
+    earlier Read (completed before it was invoked) reported, nor below an
+    Ack answered ok before it (else offsets acknowledged come again)."""
+    marks = []  # (time, 0: a read's invoke / 1: a cursor known, value, op)
+    for o in reads:
+        marks.append((o.invoke, 0, int(o.value["acked"]), o))
+        marks.append((o.complete, 1, int(o.value["acked"]), o))
+    for o in ops:
+        if o.op == "outbox_ack" and o.key == cons and o.result == OK:
+            marks.append((o.complete, 1, max(int(o.args["offset"]),
+                                             int(o.value or 0)), o))
+    best, by = 0, None
+    for t, kind, v, o in sorted(marks, key=lambda m: m[:2]):
+        if kind == 1:
+            if v > best:
+                best, by = v, o
+        elif v < best:
+            return [Violation(
+                "outbox-dense", cons,
+                f"a Read reports the cursor at {v} after {best} was known "
+                f"(a repeat: offsets {v + 1}..{best} come again)", [by, o])]
+    return []
 
 
 def check_outbox(ops: List[Op]) -> List[Violation]:
+    """Per consumer (key "topic/consumer"): every Read's events are
+    cursor+1, cursor+2, ... (no gap, no repeat after the cursor it
+    reports); the cursor never goes back; an offset always holds the same
+    event and an event (client:seq:index) one offset only (one append, one
+    event); each append answered ok has its event at the offset it was
+    answered. Once the consumer drained (a final Read with no event): the
+    offsets read are 1..the last with no hole, and every append answered
+    ok was read."""
     out: List[Violation] = []
     reads: Dict[str, List[Op]] = defaultdict(list)
     for o in ops:
         if o.op == "outbox_read" and o.result == OK:
             reads[o.key].append(o)
-    for consumer, rs in sorted(reads.items()):
-        want, last = 0, None
-        for o in sorted(rs, key=lambda o: o.complete):
-            for off in o.value or []:
+    appends: Dict[str, List[Op]] = defaultdict(list)
+    for o in logical_calls(ops):
+        if o.op == "outbox_append" and o.result == OK:
+            appends[o.key].append(o)
+    for cons, rs in sorted(reads.items()):
+        rs.sort(key=lambda o: (o.invoke, o.id))
+        at: Dict[int, Tuple[str, Op]] = {}
+        where: Dict[str, Tuple[int, Op]] = {}
+        for o in rs:
+            want = int(o.value["acked"]) + 1
+            for off, eid in _outbox_reads(o):
                 if off != want:
                     out.append(Violation(
-                        "outbox-dense", consumer,
+                        "outbox-dense", cons,
                         f"offset {off} delivered where {want} was next "
-                        f"({'a repeat' if off < want else 'a gap'})",
-                        [x for x in (last, o) if x is not None]))
-                    return out
+                        f"({'a repeat' if off < want else 'a gap'})", [o]))
+                    break
                 want += 1
-            last = o
+            for off, eid in _outbox_reads(o):
+                held = at.setdefault(off, (eid, o))
+                w = where.setdefault(eid, (off, o))
+                if held[0] != eid:
+                    out.append(Violation(
+                        "outbox-dense", cons, f"offset {off} held event "
+                        f"{held[0]}, then {eid}", [held[1], o]))
+                if w[0] != off:
+                    out.append(Violation(
+                        "outbox-dense", cons, f"event {eid} at offsets "
+                        f"{w[0]} and {off}: one append, two events",
+                        [w[1], o]))
+        out += _outbox_cursor(ops, cons, rs)
+        drained = any(o.args.get("final") and not o.value["events"]
+                      for o in rs)
+        topic = cons.split("/")[0]
+        for a in appends.get(topic, []):
+            eid = f"{a.rpc}:0"
+            if eid in where and where[eid][0] != int(a.value):
+                out.append(Violation(
+                    "outbox-dense", cons, f"append {a.rpc} was answered "
+                    f"offset {a.value}, its event read at {where[eid][0]}",
+                    [a, where[eid][1]]))
+            elif drained and eid not in where:
+                out.append(Violation(
+                    "outbox-dense", cons, f"append {a.rpc} (offset "
+                    f"{a.value}) answered ok was never read", [a]))
+        if drained and at:
+            holes = sorted(set(range(1, max(at) + 1)) - set(at))
+            if holes:
+                out.append(Violation(
+                    "outbox-dense", cons, f"offsets {holes[:10]} were never "
+                    "read (a gap)", [at[max(at)][1]]))
     return out
 
 
 CHECKS: List[Tuple[str, Callable]] = [
-    ("exactly-once", check_exactly_once),
+    ("exactly-once", lambda ops: check_exactly_once(ops) +
+     check_one_answer(ops)),
     ("linearizable", None),  # needs the budget: run by check()
     ("one-grant", check_one_grant),
     ("lease-ended", check_lease_ended),
@@ -529,6 +638,12 @@ def check(ops: List[Op], budget: int = 2_000_000) -> Dict[str, Any]:
     for o in ops:
         kinds[o.op] += 1
     figures["by_op"] = dict(sorted(kinds.items()))
+    figures["kv"] = sum(kinds[k] for k in ("put", "cas", "get"))
+    figures["outbox"] = {
+        "appends": kinds["outbox_append"], "reads": kinds["outbox_read"],
+        "acks": kinds["outbox_ack"],
+        "events_read": sum(len(o.value.get("events", [])) for o in ops
+                           if o.op == "outbox_read" and o.result == OK)}
     verdict = "invalid" if vs else ("inconclusive" if inconclusive
                                     else "valid")
     return {"verdict": verdict, "violations": vs, "figures": figures,
@@ -542,6 +657,10 @@ def report(res: Dict[str, Any], ops: List[Op], out=sys.stdout) -> None:
     print(f"operations: {f['operations']} (ok {f['ok']}, fail {f['fail']}, "
           f"unknown {f['unknown']}); by op: "
           + ", ".join(f"{k} {v}" for k, v in f["by_op"].items()), file=out)
+    ob = f["outbox"]
+    print(f"KV operations: {f['kv']}; outbox: {ob['appends']} appends, "
+          f"{ob['reads']} reads ({ob['events_read']} events), {ob['acks']} "
+          "acks", file=out)
     if res["inconclusive"]:
         print(f"linearizability: inconclusive ({res['inconclusive']})",
               file=out)
@@ -551,12 +670,16 @@ def report(res: Dict[str, Any], ops: List[Op], out=sys.stdout) -> None:
     print("checks: " + ", ".join(
         f"{name} {'FAILED x' + str(by_check[name]) if by_check[name] else 'ok'}"
         for name, _ in CHECKS), file=out)
-    for name, _ in CHECKS:  # the first five of each check
-        vs = [v for v in res["violations"] if v.check == name]
-        for v in vs[:5]:
+    for name, _ in CHECKS:  # of each check the first of each key, then
+        vs = [v for v in res["violations"] if v.check == name]  # five
+        firsts = {id(next(v for v in vs if v.key == k)) for k in
+                  {v.key for v in vs}}
+        vs.sort(key=lambda v: id(v) not in firsts)
+        most = max(5, len(firsts))
+        for v in vs[:most]:
             print(v.text(t0), file=out)
-        if len(vs) > 5:
-            print(f"... and {len(vs) - 5} more [{name}]", file=out)
+        if len(vs) > most:
+            print(f"... and {len(vs) - most} more [{name}]", file=out)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -4,8 +4,8 @@ Owns: the record types (Op, Fault), reading and writing them, and the
 vocabulary of operations, results and fault kinds.
 Invariant: a history file is append-only JSON lines; every line has a
 "type" ("meta", "op" or "fault"); readers skip types they do not know, so
-new operations (KV put/cas/get, outbox reads) and new fault kinds can be
-added without breaking older checkers.
+new operations and new fault kinds can be added without breaking older
+checkers.
 Never: interprets results (check.py does), or needs anything outside
 Python's standard library (Debian's /usr/bin/python3 runs it).
 
@@ -22,9 +22,17 @@ An "op" line::
   final true for the reads made after every fault healed),
   grant_request (key = surface; args request_id, rpc; value grant id),
   grant_finish (args grant_id, rpc), lease_open (value client id),
-  lease_renew / lease_close (args client). Reserved for later: put, cas
-  (args expect, value; result value true/false), get (a KV key),
-  outbox_read (key = consumer; value: the list of offsets delivered).
+  lease_renew / lease_close (args client); the KV service (key = a KV
+  key): put (args value, rpc; value the key's new version), cas (args
+  expect — null: the key absent —, value, rpc; value true/false, the
+  Txn's succeeded), get (a Range of the key; value its value or null;
+  args final as for read); the outbox: outbox_append (key = topic; a Txn
+  with one emit; args payload, rpc; value the event's offset, its event
+  id "rpc:0"), outbox_read (key = "topic/consumer"; args final for the
+  drain after every fault healed; value {"acked": the cursor the reply
+  reports, "head", "events": [[offset, "client:seq:index"], ...]}),
+  outbox_ack (key = "topic/consumer"; args offset, rpc; value the
+  cursor after it).
 - invoke / complete: monotonic nanoseconds (CLOCK_MONOTONIC, one clock
   for every process of the run); complete is when the client stopped
   waiting, also for unknown results.
@@ -49,7 +57,7 @@ RESULTS = (OK, FAIL, UNKNOWN)
 # Operations that change state (an ok one under a client id whose lease
 # was seen ended breaks "a lease that ended stays ended").
 MUTATING = {"incr", "grant_request", "grant_finish", "lease_renew", "put",
-            "cas"}
+            "cas", "outbox_append", "outbox_ack"}
 
 INF = float("inf")
 

@@ -146,3 +146,88 @@ class Recorder:
         cid = c.client_id
         return self.record("lease_close", "", {"client": cid}, cid,
                            lambda: c.close_lease())
+
+    # ---- KV (once.v1.KV/Txn and Range) -------------------------------------
+
+    def kv_txn(self, c: once.Client, op: str, key: str, args: Dict,
+               compares, then, else_, value_of, rpc=None):
+        """A KV Txn recorded as op (put, cas, outbox_append) on key, under a
+        new rpc id or under rpc (client_id, seq) to resend one."""
+        if rpc:
+            args["rpc"] = f"{rpc[0]}:{rpc[1]}"
+        return self.record(op, key, args, rpc[0] if rpc else c.client_id,
+                           lambda: c.kv_txn_reply(compares, then, else_,
+                                                  rpc_id=rpc), value_of)
+
+    def put(self, c: once.Client, key: str, value: str, rpc=None):
+        """An unconditional put; its value is the key's new version (the
+        Txn's revision: a put applied twice answers two)."""
+        kv = once.kv
+        return self.kv_txn(c, "put", key, {"value": value}, [],
+                           [kv.put(key, value)], [],
+                           lambda r: r.results[0].put.version, rpc)
+
+    def cas(self, c: once.Client, key: str, expect: Optional[str],
+            value: str, rpc=None):
+        """Compare-and-set: value if the key holds expect (None: if it is
+        absent); the op's value is the Txn's succeeded. The else branch
+        reads the key: the caller learns what it holds from
+        self.last_seen."""
+        kv = once.kv
+        cmp = kv.absent(key) if expect is None else kv.value(key) == expect
+        self.last_seen = None
+
+        def value_of(r):
+            if not r.succeeded and r.results and r.results[0].get.found:
+                self.last_seen = r.results[0].get.kv.value.decode()
+            return bool(r.succeeded)
+        return self.kv_txn(c, "cas", key, {"expect": expect, "value": value},
+                           [cmp], [kv.put(key, value)], [kv.get(key)],
+                           value_of, rpc)
+
+    def get(self, c: once.Client, key: str, final: bool = False):
+        """A KV read (Range of one key): its value, None when absent."""
+        def value_of(kvs):
+            return kvs.value.decode() if kvs is not None else None
+        return self.record("get", key, {"final": True} if final else {}, 0,
+                           lambda: c.kv_get(key), value_of)
+
+    # ---- the outbox (an emit in a Txn; Outbox Read and Ack) -----------------
+
+    def append(self, c: once.Client, topic: str, payload: str, rpc=None):
+        """A Txn emitting one event on topic: the op's value is the event's
+        offset (KvEmitResult), its event id the rpc id with index 0."""
+        kv = once.kv
+        return self.kv_txn(c, "outbox_append", topic, {"payload": payload},
+                           [], [kv.emit(topic, payload)], [],
+                           lambda r: r.results[0].emit.offset, rpc)
+
+    def outbox_read(self, c: once.Client, topic: str, consumer: str,
+                    final: bool = False):
+        """Outbox Read (key "topic/consumer"): the value is {"acked": the
+        cursor the reply reports, "head", "events": [[offset, event id
+        "client:seq:index"], ...]}."""
+        req = once.outbox_pb2.OutboxReadRequest(
+            topic=topic, consumer=consumer, max_events=20, max_wait_ms=200)
+
+        def value_of(r):
+            return {"acked": r.acked, "head": r.head, "events": [
+                [e.offset, f"{e.id.client_id}:{e.id.seq}:{e.id.index}"]
+                for e in r.events]}
+        return self.record("outbox_read", f"{topic}/{consumer}",
+                           {"final": True} if final else {}, 0,
+                           lambda: c.invoke("/once.v1.Outbox/Read", req),
+                           value_of)
+
+    def outbox_ack(self, c: once.Client, topic: str, consumer: str,
+                   offset: int, rpc=None):
+        """Outbox Ack up to offset; the value is the cursor after it."""
+        req = once.outbox_pb2.OutboxAckRequest(topic=topic, consumer=consumer,
+                                               offset=offset)
+        args: Dict[str, Any] = {"offset": offset}
+        if rpc:
+            args["rpc"] = f"{rpc[0]}:{rpc[1]}"
+        return self.record("outbox_ack", f"{topic}/{consumer}", args,
+                           c.client_id,
+                           lambda: c.invoke("/once.v1.Outbox/Ack", req,
+                                            rpc_id=rpc), lambda r: r.acked)

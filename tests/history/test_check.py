@@ -1,7 +1,8 @@
 """test_check.py — the history checker (check.py) on hand-made histories:
 valid ones accepted, and each kind of violation flagged (a lost write, a
 duplicate apply, a stale read, two open grants, a lease that came back, a
-CAS that saw an old value, an outbox gap).
+CAS that saw an old value, a KV call applied twice, an outbox gap, a
+repeat, an append read twice or never).
 
 Owns: nothing beyond its asserts (histories are built in memory or in
 pytest's tmp_path).
@@ -229,15 +230,105 @@ def test_cas_on_stale_value_is_flagged():
     assert checks_failed(res) == ["linearizable"]
 
 
+def test_cas_window_is_the_smallest_failing_one():
+    """A long valid CAS chain, then a CAS that succeeds on a value already
+    replaced: the window holds only the stale CAS and the write it
+    missed, cut at the quiet moment before them."""
+    h = H()
+    h.add("put", "k", 0, 10, "ok", 1, value="v0", rpc="1:1")
+    t = 20
+    for n in range(1, 30):
+        h.add("cas", "k", t, t + 5, "ok", True, expect=f"v{n - 1}",
+              value=f"v{n}", rpc=f"1:{n + 1}")
+        h.add("get", "k", t + 6, t + 8, "ok", f"v{n}", process=9)
+        t += 10
+    missed = h.add("cas", "k", t, t + 5, "ok", True, expect="v29",
+                   value="x", rpc="2:1", process=1)
+    stale = h.add("cas", "k", t + 10, t + 15, "ok", True, expect="v29",
+                  value="y", rpc="3:1", process=2)
+    res = h.verdict()
+    assert checks_failed(res) == ["linearizable"]
+    v = res["violations"][0]
+    assert {o.id for o in v.ops} == {missed.id, stale.id}, \
+        [o.describe() for o in v.ops]
+    # and it fails on its own, from any starting value
+    free = type("Free", (check.RegisterModel,), {"init": check.ANY})
+    assert not check.linearizable(v.ops, free, shrinking=False)[0]
+
+
+def test_kv_call_applied_twice_is_flagged():
+    """A resent CAS or put executed again (a broken replay): the same rpc
+    id answered with two values."""
+    h = H()
+    h.add("cas", "k", 0, 10, "ok", True, expect=None, value="a", rpc="1:1")
+    h.add("cas", "k", 20, 30, "ok", False, expect=None, value="a",
+          rpc="1:1")
+    h.add("put", "j", 40, 50, "ok", 3, value="b", rpc="1:2")
+    h.add("put", "j", 60, 70, "ok", 4, value="b", rpc="1:2")
+    res = h.verdict()
+    assert checks_failed(res) == ["exactly-once"]
+    assert sorted(v.key for v in res["violations"]) == ["j", "k"]
+    # answered from the record (the same values): valid
+    h.ops[1].value, h.ops[3].value = True, 3
+    assert h.verdict()["verdict"] == "valid", h.verdict()["violations"]
+
+
+def read_q(h, t, acked, offsets, final=False):
+    ev = [[off, f"{off}:1:0"] for off in offsets]
+    args = {"final": True} if final else {}
+    return h.add("outbox_read", "t/q", t, t + 5, "ok",
+                 {"acked": acked, "head": max(offsets, default=acked),
+                  "events": ev}, **args)
+
+
+def test_outbox_in_order_with_redelivery_is_valid():
+    h = H()
+    for off in (1, 2, 3):
+        h.add("outbox_append", "t", off * 10, off * 10 + 2, "ok", off,
+              rpc=f"{off}:1", payload="p")
+    read_q(h, 50, 0, [1, 2])
+    h.add("outbox_ack", "t/q", 60, 62, "unknown", None, offset=2, rpc="9:1")
+    read_q(h, 70, 0, [1, 2, 3])  # the Ack did not land: read again
+    h.add("outbox_ack", "t/q", 80, 82, "ok", 3, offset=3, rpc="9:2")
+    read_q(h, 90, 3, [], final=True)
+    res = h.verdict()
+    assert res["verdict"] == "valid", res["violations"]
+
+
 def test_outbox_gap_and_repeat_are_flagged():
+    # a gap inside one Read
     h = H()
-    h.add("outbox_read", "q", 0, 10, "ok", [0, 1, 2])
-    h.add("outbox_read", "q", 20, 30, "ok", [4])
-    assert checks_failed(h.verdict()) == ["outbox-dense"]
+    read_q(h, 0, 0, [1, 2, 4])
+    res = h.verdict()
+    assert checks_failed(res) == ["outbox-dense"]
+    assert "a gap" in res["violations"][0].what
+    # a repeat: the Ack up to 2 answered ok, then 2 delivered again
     h = H()
-    h.add("outbox_read", "q", 0, 10, "ok", [0, 1])
-    h.add("outbox_read", "q", 20, 30, "ok", [1, 2])
-    assert checks_failed(h.verdict()) == ["outbox-dense"]
+    read_q(h, 0, 0, [1, 2])
+    h.add("outbox_ack", "t/q", 10, 12, "ok", 2, offset=2, rpc="9:1")
+    read_q(h, 20, 1, [2, 3])
+    res = h.verdict()
+    assert checks_failed(res) == ["outbox-dense"]
+    assert "a repeat" in res["violations"][0].what
+    assert {o.id for o in res["violations"][0].ops} == {2, 3}
+    # one append, two events (a Txn applied twice)
+    h = H()
+    h.add("outbox_append", "t", 0, 5, "ok", 1, rpc="1:1", payload="p")
+    r = read_q(h, 10, 0, [1, 2])
+    r.value["events"] = [[1, "1:1:0"], [2, "1:1:0"]]
+    res = h.verdict()
+    assert checks_failed(res) == ["outbox-dense"]
+    assert "two events" in res["violations"][0].what
+    # drained, but an acknowledged append never read; and a hole
+    h = H()
+    h.add("outbox_append", "t", 0, 5, "ok", 3, rpc="3:1", payload="p")
+    read_q(h, 10, 0, [1, 2])
+    h.add("outbox_ack", "t/q", 20, 22, "ok", 2, offset=2, rpc="9:1")
+    read_q(h, 30, 4, [5])
+    read_q(h, 40, 5, [], final=True)
+    whats = [v.what for v in h.verdict()["violations"]]
+    assert any("never read" in w for w in whats), whats
+    assert any("offsets [3, 4] were never read" in w for w in whats), whats
 
 
 # ---- the program ----------------------------------------------------------
