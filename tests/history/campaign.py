@@ -30,7 +30,20 @@ are drawn from a shuffled bag (every kind before any repeats, a kind of
 each link first), and a run without a cut of each of the three links
 (etcd, service, peer) fails.
 
-Owns: the run: its processes (through cluster.py), the workload threads,
+Paths, disks and clocks (each kind must be made at least once in a run
+that asks for it, drawn from a shuffled bag): loss-leader-clients,
+delay-leader-clients (the clients reach every replica through a
+once_proxy of its own, lossy.py; a window of drops or delays on the
+leader's for 2-5 s, whose counts must show it acted);
+disk-full-follower (as root: every replica's data folder is a tmpfs,
+diskfull.py; a follower's filled until ENOSPC for 3-6 s: it must fail
+clearly, then follow again within 30 s of the space coming back,
+started again when it exited); clock-jump-leader (libfaketime in every
+replica, clockjump.py; the leader's wall clock stepped 20-60 s forward
+or back for 2-5 s, the step seen in its Stats).
+
+Owns: the run: its processes (through cluster.py, lossy.py), the
+mounts (diskfull.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
 verdict.json, rates.csv, faults.dat, plot.png).
 Invariant: the same seed gives the same fault schedule and the same
@@ -66,6 +79,17 @@ PARTITIONS = {"part-leader-etcd": ("leader", "etcd"),
               "part-replica-clients": ("replica", "service"),
               "part-etcd-leader": ("etcd-leader", "peer"),
               "part-etcd": ("etcd", "peer")}
+# Loss or delay on the clients' path to the onced leader (lossy.py: a
+# once_proxy window): the kind and what its window does.
+LOSSY = {"loss-leader-clients": "loss", "delay-leader-clients": "delay"}
+# A follower's data folder (a tmpfs of its own, diskfull.py) filled up.
+DISK = ["disk-full-follower"]
+# The onced leader's wall clock stepped (clockjump.py: libfaketime).
+CLOCK = ["clock-jump-leader"]
+
+# Kinds played from a shuffled bag, each of which must be made at least
+# once in a run that asks for it.
+NEWER = list(LOSSY) + DISK + CLOCK
 COUNTERS = ["c0", "c1", "c2"]
 SURFACES = ["s0", "s1"]
 SKIP = 77  # ctest's SKIP_RETURN_CODE: partitions asked for, not root
@@ -281,6 +305,9 @@ class Nemesis:
         self.problems: List[str] = []  # cuts that did not cut or heal
         self.skipped: List[str] = []  # partitions drawn but not made
         self.drawn: List[str] = []
+        self.proxies = None  # lossy.Proxies, for the LOSSY kinds
+        self.disks = None  # diskfull.Disks, for the DISK kinds
+        self.clocks = None  # clockjump.Clocks, for the CLOCK kinds
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def next_kind(self) -> str:
@@ -315,8 +342,16 @@ class Nemesis:
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
             self.deaths += self.c.heal()
             kind = self.next_kind()
-            f = self.partition(kind) if kind in PARTITIONS \
-                else self.signal_fault(kind)
+            if kind in PARTITIONS:
+                f = self.partition(kind)
+            elif kind in LOSSY:
+                f = self.lossy(kind)
+            elif kind in DISK:
+                f = self.disk_full(kind)
+            elif kind in CLOCK:
+                f = self.clock_jump(kind)
+            else:
+                f = self.signal_fault(kind)
             if f is not None:
                 self.faults.append(f)
                 self.w.write(f)
@@ -385,6 +420,174 @@ class Nemesis:
                                  f"again within 10 s of the heal")
         return {"type": "fault", "kind": kind, "target": p.name,
                 "start": t0, "end": t1, "detail": detail}
+
+
+    def lossy(self, kind: str) -> Optional[dict]:
+        """A loss or delay window on the proxy in front of the onced
+        leader (lossy.py), 2-5 s: the proxy's counts for the window must
+        show drops (loss) or delays (delay), else the run fails."""
+        what = LOSSY[kind]
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        i = self.c.onced_leader(timeout=5)
+        if i is None:
+            self.skipped.append(f"{kind}: no onced leader")
+            return None
+        t0 = time.monotonic_ns()
+        got = self.proxies.window(i, what, hold, self.stop)
+        t1 = time.monotonic_ns()
+        name = self.c.replicas[i].name
+        if got is None:
+            self.problems.append(f"{kind} {name}: proxy{i} did not report "
+                                 f"its window")
+            return None
+        detail = (f"{hold:.2f}s; clients -> proxy{i} -> {name}: "
+                  f"{got['in']} messages, {got['dropped']} dropped, "
+                  f"{got['duplicated']} duplicated, {got['delayed']} "
+                  f"delayed")
+        acted = got["dropped"] if what == "loss" else got["delayed"]
+        if acted == 0 and not self.stop.is_set():
+            self.problems.append(f"{kind} {name}: the proxy's window did "
+                                 f"nothing ({detail})")
+        return {"type": "fault", "kind": kind, "target": name,
+                "start": t0, "end": t1, "detail": detail}
+
+    def disk_full(self, kind: str) -> Optional[dict]:
+        """A follower's tmpfs filled (diskfull.py) for 3-6 s: it must fail
+        clearly within the hold + 10 s (exit, or a log line naming the
+        full disk), then the filler goes, an exited follower is started
+        again, and it must follow again within 30 s; else the run
+        fails."""
+        lead = self.c.onced_leader(timeout=5)
+        cands = [j for j, p in enumerate(self.c.replicas)
+                 if j != lead and p.running and not p.stopped]
+        if lead is None or not cands:
+            self.skipped.append(f"{kind}: no leader, or no running follower")
+            return None
+        j = self.rng.choice(cands)
+        p, d = self.c.replicas[j], self.disks.dirs[j]
+        hold = max(self.rng.uniform(3.0, 6.0), self.hold_min)
+        at = os.path.getsize(p.log)
+        t0 = time.monotonic_ns()
+        wrote = self.disks.fill(d)
+        left = self.disks.free_bytes(d)
+        how = self._wait_failed(p, at, hold)
+        self.disks.free(d)
+        exited = not p.running
+        if exited:
+            at = os.path.getsize(p.log)
+            self.c.restart(p)
+        back = self._wait_log(p, at, ("repl: NOT_LEADER", "repl: leading"),
+                              30)
+        t1 = time.monotonic_ns()
+        detail = (f"{hold:.2f}s; {wrote >> 20} MiB written to fill "
+                  f"{p.name}'s tmpfs ({left} bytes left); "
+                  f"{how or 'NO failure seen'}; "
+                  f"{'started again, ' if exited else ''}"
+                  f"{'following again' if back else 'NOT back'}")
+        if how is None:
+            self.problems.append(f"{kind} {p.name}: the full disk made no "
+                                 f"failure ({detail})")
+        if not back:
+            self.problems.append(f"{kind} {p.name}: not following again "
+                                 f"within 30 s of the space coming back")
+        return {"type": "fault", "kind": kind, "target": p.name,
+                "start": t0, "end": t1, "detail": detail}
+
+    def clock_jump(self, kind: str) -> Optional[dict]:
+        """The onced leader's wall clock stepped 20-60 s forward or back
+        (seeded) for 2-5 s, then back to true time. The step must show
+        within 3 s in the leader's Stats: the oldest retained record's age
+        is taken on its wall clock, so it grows by half the step or more
+        (forward), or falls by as much or to 0 (back); a step not seen
+        fails the run. A backward step while no record is older than 1 s
+        has nothing to show it by and is not made."""
+        i = self.c.onced_leader(timeout=5)
+        if i is None:
+            self.skipped.append(f"{kind}: no onced leader")
+            return None
+        step = self.rng.randint(20, 60) * self.rng.choice((1, -1))
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        name, url = self.c.replicas[i].name, self.c.urls[i]
+        before = self._record_age(url)
+        if before is None or (step < 0 and before < 1000):
+            self.skipped.append(f"{kind} {name}: {step:+d} s, oldest record "
+                                f"age {before} ms: nothing to show it by")
+            return None
+        t0 = time.monotonic_ns()
+        self.clocks.jump(i, step)
+        seen = None
+        try:
+            end = time.monotonic() + 3
+            while seen is None and time.monotonic() < end:
+                age = self._record_age(url)
+                if age is not None and (
+                        (step > 0 and age - before >= step * 500) or
+                        (step < 0 and (age == 0 or
+                                       age <= before + step * 500))):
+                    seen = age
+                time.sleep(0.1)
+            self.stop.wait(max(0.0, hold - (time.monotonic_ns() - t0) / 1e9))
+        finally:
+            self.clocks.jump(i, 0)
+        t1 = time.monotonic_ns()
+        detail = (f"{hold:.2f}s; {name}'s wall clock {step:+d} s; oldest "
+                  f"record age {before} ms before, "
+                  f"{'%d ms in the jump' % seen if seen is not None else 'NO change seen'}")
+        if seen is None:
+            self.problems.append(f"{kind} {name}: the jump did not show in "
+                                 f"its Stats ({detail})")
+        return {"type": "fault", "kind": kind, "target": name,
+                "start": t0, "end": t1, "detail": detail}
+
+    @staticmethod
+    def _record_age(url: str) -> Optional[int]:
+        """Stats.oldest_record_age_ms of the replica at url (the leader),
+        or None when it did not answer."""
+        import once
+        try:
+            with once.Client(url, lease=False, deadline_ms=1000,
+                             attempt_timeout_ms=500) as c:
+                return c.stats().oldest_record_age_ms
+        except once.OnceError:
+            return None
+
+    def _wait_failed(self, p, at: int, hold: float) -> Optional[str]:
+        """Holds hold seconds (up to 10 more while no failure is seen);
+        how p failed after log offset at: its exit status and first
+        error line, or None."""
+        began = time.monotonic()
+        line = None
+        while True:
+            line = line or self._log_line(p, at, ("No space left",
+                                                  "cannot apply"))
+            done = not p.running or line is not None
+            waited = time.monotonic() - began
+            if (done and waited >= hold) or waited >= hold + 10 or \
+                    self.stop.is_set():
+                break
+            time.sleep(0.1)
+        if not p.running:
+            return f"exited (status {p.p.returncode}): {line or 'no line'}"
+        return None if line is None else f"still running: {line}"
+
+    def _wait_log(self, p, at: int, marks, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if p.running and self._log_line(p, at, marks) is not None:
+                return True
+            time.sleep(0.2)
+        return False
+
+    @staticmethod
+    def _log_line(p, at: int, marks) -> Optional[str]:
+        """The first line of p's log after offset at holding one of
+        marks, or None."""
+        with open(p.log, "rb") as f:
+            f.seek(at)
+            for raw in f.read().decode(errors="replace").splitlines():
+                if any(m in raw for m in marks):
+                    return raw.strip()[-200:]
+        return None
 
 
 # ---- report and plot -------------------------------------------------------
@@ -461,20 +664,34 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
 # ---- the run ---------------------------------------------------------------
 
 
-def start_cluster(args, env, net=None):
-    """The cluster, started (in net's namespaces when net is given); on
-    other ports again when a start failed (a port probed free can be
+def start_cluster(args, env, net=None, box=None):
+    """The cluster, started (in net's namespaces when net is given; with
+    box["disks"] set, each replica's data folder on a tmpfs of its own);
+    on other ports again when a start failed (a port probed free can be
     taken before a member binds it), 3 tries."""
     from cluster import Cluster
     for attempt in range(1, 4):
         cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep, net=net)
         try:
+            if box is not None and "disks" in box:
+                import diskfull
+                box["disks"] = diskfull.Disks(
+                    [f"{cl.dir}/data{i}" for i in range(len(cl.replicas))])
+                box["disks"].mount_all()
+            if box is not None and "clocks" in box:
+                import clockjump
+                box["clocks"] = clockjump.Clocks(cl.dir, len(cl.replicas))
+                for i, p in enumerate(cl.replicas):
+                    p.env = dict(p.env, **box["clocks"].env(i))
             cl.start()
             return cl
         except TimeoutError as e:
             print(f"campaign: the cluster did not start (attempt {attempt}): "
                   f"{e}\n{cl.dump_logs()}", file=sys.stderr)
-            cl.stop()
+            cl.stop(remove=False)
+            if box is not None and box.get("disks") is not None:
+                box["disks"].umount_all()
+            cl.remove()
     raise TimeoutError("the cluster did not start in 3 attempts")
 
 
@@ -488,6 +705,8 @@ def run(args) -> int:
     finally:
         if box.get("net") is not None:
             box["net"].close()
+        if box.get("disks") is not None:
+            box["disks"].umount_all()
     cl = box.get("cluster")
     if cl is not None:
         if rv != 0:
@@ -503,10 +722,11 @@ def parse_kinds(spec: str) -> Optional[List[str]]:
         return {"none": [], "all": list(KINDS),
                 "partition": list(PARTITIONS)}[spec]
     kinds = spec.split(",")
+    known = KINDS + list(PARTITIONS) + list(LOSSY) + DISK + CLOCK
     for k in kinds:
-        if k not in KINDS and k not in PARTITIONS:
+        if k not in known:
             print(f"campaign: unknown nemesis {k} (all, none, partition, "
-                  f"{', '.join(KINDS + list(PARTITIONS))})", file=sys.stderr)
+                  f"{', '.join(known)})", file=sys.stderr)
             return None
     return kinds
 
@@ -537,6 +757,19 @@ def run_once(args, box) -> int:
         net = make_net(box)
         if net is None:
             return SKIP
+    if any(k in DISK for k in kinds):
+        if os.geteuid() != 0:
+            print("campaign: disk-full needs root (tmpfs mounts)",
+                  file=sys.stderr)
+            return SKIP
+        box["disks"] = None  # start_cluster mounts them
+    if any(k in CLOCK for k in kinds):
+        import clockjump
+        if clockjump.library() is None:
+            print("campaign: clock jumps need libfaketime (scripts/deps.sh "
+                  "installs faketime)", file=sys.stderr)
+            return SKIP
+        box["clocks"] = None  # start_cluster sets the replicas' files
     os.makedirs(args.out, exist_ok=True)
     hist = os.path.join(args.out, "history.jsonl")
     if os.path.exists(hist):
@@ -545,7 +778,7 @@ def run_once(args, box) -> int:
     w.write({"type": "meta", "seed": args.seed, "duration": args.duration,
              "nemeses": kinds, "broken": args.broken, "onced": args.onced})
     env = {"ONCED_BROKEN": args.broken} if args.broken else {}
-    cl = nem = wl = None
+    cl = nem = wl = proxies = None
     extra: List[str] = []
 
     def on_term(sig, frame):
@@ -557,13 +790,22 @@ def run_once(args, box) -> int:
         signal.signal(sig, on_term)
     signal.alarm(int(args.duration) + args.bound)
     try:
-        cl = box["cluster"] = start_cluster(args, env, net)
-        wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
+        cl = box["cluster"] = start_cluster(args, env, net, box)
+        urls = cl.urls
+        if any(k in LOSSY for k in kinds):
+            from lossy import Proxies
+            proxies = Proxies(args.proxy, cl, args.seed)
+            proxies.start()
+            urls = proxies.urls
+        wl = Workload(urls, w, args.seed, args.writers, args.readers,
                       args.resend)
         wl.setup()
         wl.start()
         nem = Nemesis(cl, w, args.seed, kinds, args.hold_min,
-                      bag=args.nemeses == "partition")
+                      bag=args.nemeses == "partition" or
+                      any(k in NEWER for k in kinds))
+        nem.proxies, nem.disks = proxies, box.get("disks")
+        nem.clocks = box.get("clocks")
         if kinds:
             nem.thread.start()
         time.sleep(args.duration)
@@ -585,6 +827,8 @@ def run_once(args, box) -> int:
                 nem.thread.join(30)
         if wl is not None:
             wl.stop.set()
+        if proxies is not None:
+            proxies.stop()
         statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
         signal.alarm(0)
@@ -622,6 +866,9 @@ def run_once(args, box) -> int:
         links = {PARTITIONS[x["kind"]][1] for x in fdicts}
         problems += [f"no cut of a {link} link was made" for link in
                      ("etcd", "service", "peer") if link not in links]
+    made = {x["kind"] for x in fdicts}
+    problems += [f"no {k} fault was made" for k in kinds
+                 if k in NEWER and k not in made]
     if res["figures"]["ok"] < args.min_ok:
         problems.append(f"only {res['figures']['ok']} ok operations "
                         f"(at least {args.min_ok} wanted)")
@@ -645,6 +892,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--onced", help="default: BUILD/tests/onced_test")
+    ap.add_argument("--proxy", help="default: BUILD/bench/once_proxy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=30)
     ap.add_argument("--nemeses", default="all",
@@ -671,6 +919,7 @@ def main() -> int:
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.onced = a.onced or os.path.join(a.build, "tests", "onced_test")
+    a.proxy = a.proxy or os.path.join(a.build, "bench", "once_proxy")
     a.out = a.out or os.path.join(a.build, "campaign", f"seed-{a.seed}"
                                   + (f"-{a.broken}" if a.broken else ""))
     return run(a)
