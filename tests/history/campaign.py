@@ -308,6 +308,7 @@ class Nemesis:
         self.proxies = None  # lossy.Proxies, for the LOSSY kinds
         self.disks = None  # diskfull.Disks, for the DISK kinds
         self.clocks = None  # clockjump.Clocks, for the CLOCK kinds
+        self.aged_at = 0.0  # monotonic time of _aged_record's record
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def next_kind(self) -> str:
@@ -339,6 +340,8 @@ class Nemesis:
         return [self.rng.choice(self.c.replicas)]
 
     def run(self) -> None:
+        if any(k in CLOCK for k in self.kinds):
+            self._aged_record()
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
             self.deaths += self.c.heal()
             kind = self.next_kind()
@@ -500,7 +503,9 @@ class Nemesis:
         is taken on its wall clock, so it grows by half the step or more
         (forward), or falls by as much or to 0 (back); a step not seen
         fails the run. A backward step while no record is older than 1 s
-        has nothing to show it by and is not made."""
+        has nothing to show it by and is not made (_aged_record keeps one
+        there)."""
+        self._aged_record()
         i = self.c.onced_leader(timeout=5)
         if i is None:
             self.skipped.append(f"{kind}: no onced leader")
@@ -509,7 +514,7 @@ class Nemesis:
         hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
         name, url = self.c.replicas[i].name, self.c.urls[i]
         before = self._record_age(url)
-        if before is None or (step < 0 and before < 1000):
+        if before is None or (step < 0 and before < 500):
             self.skipped.append(f"{kind} {name}: {step:+d} s, oldest record "
                                 f"age {before} ms: nothing to show it by")
             return None
@@ -538,6 +543,28 @@ class Nemesis:
                                  f"its Stats ({detail})")
         return {"type": "fault", "kind": kind, "target": name,
                 "start": t0, "end": t1, "detail": detail}
+
+    def _aged_record(self) -> None:
+        """One completion record nobody acknowledges (an increment of the
+        counter clock-probe, which no check reads, under a lease of 120 s
+        opened through a lease-less handle and never renewed), made again
+        after 60 s: the leader's oldest retained record then has an age a
+        backward step can take back."""
+        import once
+        now = time.monotonic()
+        if self.aged_at and now - self.aged_at < 60:
+            return
+        try:
+            with once.Client(",".join(self.c.urls), lease=False,
+                             deadline_ms=3000,
+                             attempt_timeout_ms=1000) as c:
+                cid = c.call("/once.v1.Lease/OpenLease",
+                             once.once_pb2.OpenLeaseRequest(
+                                 ttl_ms=120000)).client_id
+                c.counter_incr("clock-probe", 1, rpc_id=(cid, 1))
+            self.aged_at = now
+        except once.OnceError:
+            pass
 
     @staticmethod
     def _record_age(url: str) -> Optional[int]:

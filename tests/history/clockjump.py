@@ -1,8 +1,9 @@
 """clockjump.py — the wall clock of one onced replica jumped forward or
 backward while it runs, for the clock-jump nemesis: Debian's libfaketime
 preloaded into every replica, each reading its own offset file
-(FAKETIME_TIMESTAMP_FILE, "+0" until a jump), re-read at least once a
-second (FAKETIME_CACHE_DURATION=1).
+(FAKETIME_TIMESTAMP_FILE, "+0" until a jump), re-read at
+every reading (FAKETIME_NO_CACHE=1: with a cache of 1 s a step was
+seen up to 2 s late, and so was the step back).
 
 Only CLOCK_REALTIME is faked (FAKETIME_DONT_FAKE_MONOTONIC=1): onced
 measures every deadline and elapsed time on CLOCK_MONOTONIC
@@ -44,15 +45,15 @@ class Clocks:
         default; the experiment in tests/README.md, not a real clock)."""
         env = {"LD_PRELOAD": self.lib or "",
                "FAKETIME_TIMESTAMP_FILE": self.files[i],
-               "FAKETIME_CACHE_DURATION": "1",
+               "FAKETIME_NO_CACHE": "1",
                "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
         if os.environ.get("CAMPAIGN_FAKE_MONOTONIC") == "1":
             del env["FAKETIME_DONT_FAKE_MONOTONIC"]
         return env
 
     def jump(self, i: int, seconds: int) -> None:
-        """Replica i's wall clock offset by seconds (from now on, within
-        the cache's second)."""
+        """Replica i's wall clock offset by seconds (from its next
+        reading on)."""
         tmp = self.files[i] + ".tmp"
         with open(tmp, "w") as f:
             f.write(f"{seconds:+d}s\n")
