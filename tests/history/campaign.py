@@ -479,8 +479,10 @@ class Nemesis:
         if exited:
             at = os.path.getsize(p.log)
             self.c.restart(p)
+        # Following again: said anew after a start (a follower that never
+        # stopped says nothing new; it only has to be running).
         back = self._wait_log(p, at, ("repl: NOT_LEADER", "repl: leading"),
-                              30)
+                              30) if exited else p.running
         t1 = time.monotonic_ns()
         detail = (f"{hold:.2f}s; {wrote >> 20} MiB written to fill "
                   f"{p.name}'s tmpfs ({left} bytes left); "
@@ -837,9 +839,9 @@ def run_once(args, box) -> int:
             nem.thread.start()
         time.sleep(args.duration)
         nem.stop.set()
-        if kinds:
-            nem.thread.join(30)
-        extra += nem.deaths + nem.problems + cl.heal()
+        if kinds:  # a disk-full fault may take 46 s to end
+            nem.thread.join(60)
+        extra += nem.deaths + cl.heal()
         if not wl.join(30):
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():
@@ -859,6 +861,8 @@ def run_once(args, box) -> int:
         statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
         signal.alarm(0)
+    if nem is not None:  # after the thread ended: all of them
+        extra += nem.problems
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:
         extra.append(f"replica exits on SIGTERM: {bad}")
