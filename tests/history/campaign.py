@@ -503,10 +503,12 @@ class Nemesis:
         (seeded) for 2-5 s, then back to true time. The step must show
         within 3 s in the leader's Stats: the oldest retained record's age
         is taken on its wall clock, so it grows by half the step or more
-        (forward), or falls by as much or to 0 (back); a step not seen
-        fails the run. A backward step while no record is older than 1 s
-        has nothing to show it by and is not made (_aged_record keeps one
-        there)."""
+        (forward), or falls by a second or more (back: to 0 while the old
+        record's time is ahead of the clock, or to the age of one made
+        during the step, which is older on that clock; without a step it
+        only grows while _aged_record's record is there); a step not
+        seen fails the run. A backward step while no record is 2 s old
+        has nothing to show it by and is not made."""
         self._aged_record()
         i = self.c.onced_leader(timeout=5)
         if i is None:
@@ -516,7 +518,7 @@ class Nemesis:
         hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
         name, url = self.c.replicas[i].name, self.c.urls[i]
         before = self._record_age(url)
-        if before is None or (step < 0 and before < 500):
+        if before is None or (step < 0 and before < 2000):
             self.skipped.append(f"{kind} {name}: {step:+d} s, oldest record "
                                 f"age {before} ms: nothing to show it by")
             return None
@@ -529,8 +531,7 @@ class Nemesis:
                 age = self._record_age(url)
                 if age is not None and (
                         (step > 0 and age - before >= step * 500) or
-                        (step < 0 and (age == 0 or
-                                       age <= before + step * 500))):
+                        (step < 0 and age <= before - 1000)):
                     seen = age
                 time.sleep(0.1)
             self.stop.wait(max(0.0, hold - (time.monotonic_ns() - t0) / 1e9))
