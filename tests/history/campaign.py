@@ -288,6 +288,13 @@ class Workload:
 # ---- the nemesis -----------------------------------------------------------
 
 
+def fault(kind: str, target: str, t0: int, t1: int, detail: str) -> dict:
+    """A fault's history entry: kind on target from t0 to t1 (monotonic
+    ns), with what it did."""
+    return {"type": "fault", "kind": kind, "target": target, "start": t0,
+            "end": t1, "detail": detail}
+
+
 class Nemesis:
     """One fault at a time from a seeded schedule; each ends (healed)
     within its bound: a pause lasts 0.5-4 s, a killed process is started
@@ -359,6 +366,12 @@ class Nemesis:
                 self.faults.append(f)
                 self.w.write(f)
 
+    def require(self, ok: bool, kind: str, who: str, what: str) -> None:
+        """Unless ok, a problem of the run: the fault kind on who did not
+        do what it must (what)."""
+        if not ok:
+            self.problems.append(f"{kind} {who}: {what}")
+
     def signal_fault(self, kind: str) -> Optional[dict]:
         """SIGKILL (started again after hold) or SIGSTOP (SIGCONT)."""
         hold = self.rng.uniform(0.5, 4.0) if kind.startswith("stop") \
@@ -377,10 +390,8 @@ class Nemesis:
                 self.c.restart(p)
             else:
                 p.signal(signal.SIGCONT)
-        return {"type": "fault", "kind": kind,
-                "target": "+".join(p.name for p in ps),
-                "start": t0, "end": time.monotonic_ns(),
-                "detail": f"{hold:.2f}s"}
+        return fault(kind, "+".join(p.name for p in ps), t0,
+                     time.monotonic_ns(), f"{hold:.2f}s")
 
     def partition(self, kind: str) -> Optional[dict]:
         """One link of the target cut for hold seconds, then healed; the
@@ -415,15 +426,11 @@ class Nemesis:
                   f"{len(dsts)} address(es): {during.count(False)} "
                   f"failed while cut, "
                   f"{'all reached' if healed else 'NOT reached'} after")
-        if any(during):
-            self.problems.append(f"{kind} {p.name}: the cut path still "
-                                 f"worked during the cut ({detail})")
-        if not healed:
-            self.problems.append(f"{kind} {p.name}: the path did not work "
-                                 f"again within 10 s of the heal")
-        return {"type": "fault", "kind": kind, "target": p.name,
-                "start": t0, "end": t1, "detail": detail}
-
+        self.require(not any(during), kind, p.name, "the cut path still "
+                     f"worked during the cut ({detail})")
+        self.require(healed, kind, p.name, "the path did not work again "
+                     "within 10 s of the heal")
+        return fault(kind, p.name, t0, t1, detail)
 
     def lossy(self, kind: str) -> Optional[dict]:
         """A loss or delay window on the proxy in front of the onced
@@ -448,11 +455,9 @@ class Nemesis:
                   f"{got['duplicated']} duplicated, {got['delayed']} "
                   f"delayed")
         acted = got["dropped"] if what == "loss" else got["delayed"]
-        if acted == 0 and not self.stop.is_set():
-            self.problems.append(f"{kind} {name}: the proxy's window did "
-                                 f"nothing ({detail})")
-        return {"type": "fault", "kind": kind, "target": name,
-                "start": t0, "end": t1, "detail": detail}
+        self.require(acted > 0 or self.stop.is_set(), kind, name,
+                     f"the proxy's window did nothing ({detail})")
+        return fault(kind, name, t0, t1, detail)
 
     def disk_full(self, kind: str) -> Optional[dict]:
         """A follower's tmpfs filled (diskfull.py) for 3-6 s: it must fail
@@ -489,14 +494,11 @@ class Nemesis:
                   f"{how or 'NO failure seen'}; "
                   f"{'started again, ' if exited else ''}"
                   f"{'following again' if back else 'NOT back'}")
-        if how is None:
-            self.problems.append(f"{kind} {p.name}: the full disk made no "
-                                 f"failure ({detail})")
-        if not back:
-            self.problems.append(f"{kind} {p.name}: not following again "
-                                 f"within 30 s of the space coming back")
-        return {"type": "fault", "kind": kind, "target": p.name,
-                "start": t0, "end": t1, "detail": detail}
+        self.require(how is not None, kind, p.name,
+                     f"the full disk made no failure ({detail})")
+        self.require(back, kind, p.name, "not following again within 30 s "
+                     "of the space coming back")
+        return fault(kind, p.name, t0, t1, detail)
 
     def clock_jump(self, kind: str) -> Optional[dict]:
         """The onced leader's wall clock stepped 20-60 s forward or back
@@ -541,11 +543,9 @@ class Nemesis:
         detail = (f"{hold:.2f}s; {name}'s wall clock {step:+d} s; oldest "
                   f"record age {before} ms before, "
                   f"{'%d ms in the jump' % seen if seen is not None else 'NO change seen'}")
-        if seen is None:
-            self.problems.append(f"{kind} {name}: the jump did not show in "
-                                 f"its Stats ({detail})")
-        return {"type": "fault", "kind": kind, "target": name,
-                "start": t0, "end": t1, "detail": detail}
+        self.require(seen is not None, kind, name,
+                     f"the jump did not show in its Stats ({detail})")
+        return fault(kind, name, t0, t1, detail)
 
     def _aged_record(self) -> None:
         """One completion record nobody acknowledges (an increment of the
