@@ -82,6 +82,9 @@ PARTITIONS = {"part-leader-etcd": ("leader", "etcd"),
 # Loss or delay on the clients' path to the onced leader (lossy.py: a
 # once_proxy window): the kind and what its window does.
 LOSSY = {"loss-leader-clients": "loss", "delay-leader-clients": "delay"}
+# The same on the onced leader's path to etcd (relay.py: a TCP relay in
+# this process; loss resets connections).
+ETCD_PATH = {"loss-leader-etcd": "loss", "delay-leader-etcd": "delay"}
 # A follower's data folder (a tmpfs of its own, diskfull.py) filled up.
 DISK = ["disk-full-follower"]
 # The onced leader's wall clock stepped (clockjump.py: libfaketime).
@@ -89,7 +92,7 @@ CLOCK = ["clock-jump-leader"]
 
 # Kinds played from a shuffled bag, each of which must be made at least
 # once in a run that asks for it.
-NEWER = list(LOSSY) + DISK + CLOCK
+NEWER = list(LOSSY) + list(ETCD_PATH) + DISK + CLOCK
 COUNTERS = ["c0", "c1", "c2"]
 SURFACES = ["s0", "s1"]
 SKIP = 77  # ctest's SKIP_RETURN_CODE: partitions asked for, not root
@@ -314,6 +317,7 @@ class Nemesis:
         self.drawn: List[str] = []
         self.proxies = None  # lossy.Proxies, for the LOSSY kinds
         self.disks = None  # diskfull.Disks, for the DISK kinds
+        self.relays = None  # relay.Relay per replica, for ETCD_PATH
         self.clocks = None  # clockjump.Clocks, for the CLOCK kinds
         self.aged_at = 0.0  # monotonic time of _aged_record's record
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -354,7 +358,7 @@ class Nemesis:
             kind = self.next_kind()
             if kind in PARTITIONS:
                 f = self.partition(kind)
-            elif kind in LOSSY:
+            elif kind in LOSSY or kind in ETCD_PATH:
                 f = self.lossy(kind)
             elif kind in DISK:
                 f = self.disk_full(kind)
@@ -434,8 +438,11 @@ class Nemesis:
 
     def lossy(self, kind: str) -> Optional[dict]:
         """A loss or delay window on the proxy in front of the onced
-        leader (lossy.py), 2-5 s: the proxy's counts for the window must
-        show drops (loss) or delays (delay), else the run fails."""
+        leader (lossy.py) or on its relay to etcd (relay.py), 2-5 s: the
+        window's counts must show drops or resets (loss) or delays
+        (delay), else the run fails."""
+        if kind in ETCD_PATH:
+            return self.etcd_path(kind)
         what = LOSSY[kind]
         hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
         i = self.c.onced_leader(timeout=5)
@@ -457,6 +464,25 @@ class Nemesis:
         acted = got["dropped"] if what == "loss" else got["delayed"]
         self.require(acted > 0 or self.stop.is_set(), kind, name,
                      f"the proxy's window did nothing ({detail})")
+        return fault(kind, name, t0, t1, detail)
+
+    def etcd_path(self, kind: str) -> Optional[dict]:
+        what = ETCD_PATH[kind]
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        i = self.c.onced_leader(timeout=5)
+        if i is None:
+            self.skipped.append(f"{kind}: no onced leader")
+            return None
+        t0 = time.monotonic_ns()
+        got = self.relays[i].window(what, hold, self.stop)
+        t1 = time.monotonic_ns()
+        name = self.c.replicas[i].name
+        detail = (f"{hold:.2f}s; {name} -> relay -> etcd: {got['chunks']} "
+                  f"chunks, {got['reset']} connections reset, "
+                  f"{got['delayed']} delayed")
+        acted = got["reset"] if what == "loss" else got["delayed"]
+        self.require(acted > 0 or self.stop.is_set(), kind, name,
+                     f"the relay's window did nothing ({detail})")
         return fault(kind, name, t0, t1, detail)
 
     def disk_full(self, kind: str) -> Optional[dict]:
@@ -708,6 +734,9 @@ def start_cluster(args, env, net=None, box=None):
                 box["disks"] = diskfull.Disks(
                     [f"{cl.dir}/data{i}" for i in range(len(cl.replicas))])
                 box["disks"].mount_all()
+            if box is not None and "relays" in box:
+                import relay
+                box["relays"] = relay.relays(cl, args.seed)
             if box is not None and "clocks" in box:
                 import clockjump
                 box["clocks"] = clockjump.Clocks(cl.dir, len(cl.replicas))
@@ -721,6 +750,9 @@ def start_cluster(args, env, net=None, box=None):
             cl.stop(remove=False)
             if box is not None and box.get("disks") is not None:
                 box["disks"].umount_all()
+            if box is not None and box.get("relays") is not None:
+                import relay
+                relay.close_all(box["relays"])
             cl.remove()
     raise TimeoutError("the cluster did not start in 3 attempts")
 
@@ -737,6 +769,9 @@ def run(args) -> int:
             box["net"].close()
         if box.get("disks") is not None:
             box["disks"].umount_all()
+        if box.get("relays") is not None:
+            import relay
+            relay.close_all(box["relays"])
     cl = box.get("cluster")
     if cl is not None:
         if rv != 0:
@@ -752,7 +787,8 @@ def parse_kinds(spec: str) -> Optional[List[str]]:
         return {"none": [], "all": list(KINDS),
                 "partition": list(PARTITIONS)}[spec]
     kinds = spec.split(",")
-    known = KINDS + list(PARTITIONS) + list(LOSSY) + DISK + CLOCK
+    known = KINDS + list(PARTITIONS) + list(LOSSY) + list(ETCD_PATH) + \
+        DISK + CLOCK
     for k in kinds:
         if k not in known:
             print(f"campaign: unknown nemesis {k} (all, none, partition, "
@@ -787,6 +823,12 @@ def run_once(args, box) -> int:
         net = make_net(box)
         if net is None:
             return SKIP
+    if any(k in ETCD_PATH for k in kinds):
+        if net is not None:
+            print("campaign: the etcd-path kinds and partitions do not go "
+                  "together (the relay is on loopback)", file=sys.stderr)
+            return 2
+        box["relays"] = None  # start_cluster puts them on the path
     if any(k in DISK for k in kinds):
         if os.geteuid() != 0:
             print("campaign: disk-full needs root (tmpfs mounts)",
@@ -835,7 +877,7 @@ def run_once(args, box) -> int:
                       bag=args.nemeses == "partition" or
                       any(k in NEWER for k in kinds))
         nem.proxies, nem.disks = proxies, box.get("disks")
-        nem.clocks = box.get("clocks")
+        nem.clocks, nem.relays = box.get("clocks"), box.get("relays")
         if kinds:
             nem.thread.start()
         time.sleep(args.duration)
