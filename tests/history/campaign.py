@@ -35,6 +35,10 @@ that asks for it, drawn from a shuffled bag): loss-leader-clients,
 delay-leader-clients (the clients reach every replica through a
 once_proxy of its own, lossy.py; a window of drops or delays on the
 leader's for 2-5 s, whose counts must show it acted);
+loss-leader-etcd, delay-leader-etcd (each replica reaches etcd through a
+TCP relay of its own in this process, relay.py; a window of connection
+resets or held chunks on the leader's, 2-5 s, the same proof; not with
+partitions);
 disk-full-follower (as root: every replica's data folder is a tmpfs,
 diskfull.py; a follower's filled until ENOSPC for 3-6 s: it must fail
 clearly, then follow again within 30 s of the space coming back,
@@ -43,7 +47,7 @@ replica, clockjump.py; the leader's wall clock stepped 20-60 s forward
 or back for 2-5 s, the step seen in its Stats).
 
 Owns: the run: its processes (through cluster.py, lossy.py), the
-mounts (diskfull.py), the workload threads,
+mounts (diskfull.py), the relays (relay.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
 verdict.json, rates.csv, faults.dat, plot.png).
 Invariant: the same seed gives the same fault schedule and the same
@@ -317,7 +321,7 @@ class Nemesis:
         self.drawn: List[str] = []
         self.proxies = None  # lossy.Proxies, for the LOSSY kinds
         self.disks = None  # diskfull.Disks, for the DISK kinds
-        self.relays = None  # relay.Relay per replica, for ETCD_PATH
+        self.relays = None  # relay.Relays, for the ETCD_PATH kinds
         self.clocks = None  # clockjump.Clocks, for the CLOCK kinds
         self.aged_at = 0.0  # monotonic time of _aged_record's record
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -441,48 +445,36 @@ class Nemesis:
         leader (lossy.py) or on its relay to etcd (relay.py), 2-5 s: the
         window's counts must show drops or resets (loss) or delays
         (delay), else the run fails."""
-        if kind in ETCD_PATH:
-            return self.etcd_path(kind)
-        what = LOSSY[kind]
+        etcd = kind in ETCD_PATH
+        what = (ETCD_PATH if etcd else LOSSY)[kind]
         hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
         i = self.c.onced_leader(timeout=5)
         if i is None:
             self.skipped.append(f"{kind}: no onced leader")
             return None
         t0 = time.monotonic_ns()
-        got = self.proxies.window(i, what, hold, self.stop)
+        path = self.relays if etcd else self.proxies
+        got = path.window(i, what, hold, self.stop)
         t1 = time.monotonic_ns()
         name = self.c.replicas[i].name
         if got is None:
             self.problems.append(f"{kind} {name}: proxy{i} did not report "
                                  f"its window")
             return None
-        detail = (f"{hold:.2f}s; clients -> proxy{i} -> {name}: "
-                  f"{got['in']} messages, {got['dropped']} dropped, "
-                  f"{got['duplicated']} duplicated, {got['delayed']} "
-                  f"delayed")
-        acted = got["dropped"] if what == "loss" else got["delayed"]
+        if etcd:
+            detail = (f"{hold:.2f}s; {name} -> relay -> etcd: "
+                      f"{got['chunks']} chunks, {got['reset']} connections "
+                      f"reset, {got['delayed']} delayed")
+        else:
+            detail = (f"{hold:.2f}s; clients -> proxy{i} -> {name}: "
+                      f"{got['in']} messages, {got['dropped']} dropped, "
+                      f"{got['duplicated']} duplicated, {got['delayed']} "
+                      f"delayed")
+        acted = got["delayed"] if what == "delay" else \
+            got["reset" if etcd else "dropped"]
         self.require(acted > 0 or self.stop.is_set(), kind, name,
-                     f"the proxy's window did nothing ({detail})")
-        return fault(kind, name, t0, t1, detail)
-
-    def etcd_path(self, kind: str) -> Optional[dict]:
-        what = ETCD_PATH[kind]
-        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
-        i = self.c.onced_leader(timeout=5)
-        if i is None:
-            self.skipped.append(f"{kind}: no onced leader")
-            return None
-        t0 = time.monotonic_ns()
-        got = self.relays[i].window(what, hold, self.stop)
-        t1 = time.monotonic_ns()
-        name = self.c.replicas[i].name
-        detail = (f"{hold:.2f}s; {name} -> relay -> etcd: {got['chunks']} "
-                  f"chunks, {got['reset']} connections reset, "
-                  f"{got['delayed']} delayed")
-        acted = got["reset"] if what == "loss" else got["delayed"]
-        self.require(acted > 0 or self.stop.is_set(), kind, name,
-                     f"the relay's window did nothing ({detail})")
+                     f"the {'relay' if etcd else 'proxy'}'s window did "
+                     f"nothing ({detail})")
         return fault(kind, name, t0, t1, detail)
 
     def disk_full(self, kind: str) -> Optional[dict]:
@@ -736,7 +728,7 @@ def start_cluster(args, env, net=None, box=None):
                 box["disks"].mount_all()
             if box is not None and "relays" in box:
                 import relay
-                box["relays"] = relay.relays(cl, args.seed)
+                box["relays"] = relay.Relays(cl, args.seed)
             if box is not None and "clocks" in box:
                 import clockjump
                 box["clocks"] = clockjump.Clocks(cl.dir, len(cl.replicas))
@@ -751,8 +743,7 @@ def start_cluster(args, env, net=None, box=None):
             if box is not None and box.get("disks") is not None:
                 box["disks"].umount_all()
             if box is not None and box.get("relays") is not None:
-                import relay
-                relay.close_all(box["relays"])
+                box["relays"].close()
             cl.remove()
     raise TimeoutError("the cluster did not start in 3 attempts")
 
@@ -770,8 +761,7 @@ def run(args) -> int:
         if box.get("disks") is not None:
             box["disks"].umount_all()
         if box.get("relays") is not None:
-            import relay
-            relay.close_all(box["relays"])
+            box["relays"].close()
     cl = box.get("cluster")
     if cl is not None:
         if rv != 0:

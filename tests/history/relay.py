@@ -26,7 +26,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 DELAY_MS = 300
 RESET_P = 0.2
@@ -132,21 +132,26 @@ class Relay:
                 pass
 
 
-def relays(cluster, seed: int) -> List[Relay]:
+class Relays:
     """A Relay per replica of cluster (not in namespaces), each replica's
-    --replicate pointed at it; call before cluster.start()."""
-    members = []
-    for u in cluster.client_urls:
-        host, port = u[len("http://"):].rsplit(":", 1)
-        members.append((host, int(port)))
-    out = []
-    for i, p in enumerate(cluster.replicas):
-        r = Relay(members, seed * 10 + i)
-        p.argv[p.argv.index("--replicate") + 1] = ",".join(r.urls)
-        out.append(r)
-    return out
+    --replicate pointed at its own; made before cluster.start()."""
 
+    def __init__(self, cluster, seed: int) -> None:
+        members = []
+        for u in cluster.client_urls:
+            host, port = u[len("http://"):].rsplit(":", 1)
+            members.append((host, int(port)))
+        self.relays: List[Relay] = []
+        for i, p in enumerate(cluster.replicas):
+            r = Relay(members, seed * 10 + i)
+            p.argv[p.argv.index("--replicate") + 1] = ",".join(r.urls)
+            self.relays.append(r)
 
-def close_all(rs: Optional[List[Relay]]) -> None:
-    for r in rs or []:
-        r.close()
+    def window(self, i: int, what: str, hold: float,
+               stop) -> Dict[str, int]:
+        """A window on replica i's relay (Relay.window)."""
+        return self.relays[i].window(what, hold, stop)
+
+    def close(self) -> None:
+        for r in self.relays:
+            r.close()
