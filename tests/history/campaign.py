@@ -677,6 +677,12 @@ def plot(out: str, title: str) -> Optional[str]:
     return None if r.returncode == 0 else f"gnuplot: {r.stderr.strip()}"
 
 
+def served(ops, f: dict) -> int:
+    """The operations that completed ok within fault f's window."""
+    return sum(1 for o in ops if o.result == "ok" and o.complete and
+               f["start"] <= o.complete <= f["end"])
+
+
 def report(args, ops, faults, res, t0: int, extra: List[str],
            skipped: List[str]) -> str:
     import check
@@ -688,7 +694,8 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
     for f in sorted(faults, key=lambda f: f["start"]):
         lines.append(f"  {(f['start'] - t0) / 1e9:7.2f} .. "
                      f"{(f['end'] - t0) / 1e9:7.2f}  {f['kind']:<20} "
-                     f"{f['target']:<11} {f.get('detail', '')}".rstrip())
+                     f"{f['target']:<11} {f.get('detail', '')}; "
+                     f"{served(ops, f)} ok during")
     by_kind: Dict[str, int] = {}
     for f in faults:
         by_kind[f["kind"]] = by_kind.get(f["kind"], 0) + 1
@@ -930,6 +937,10 @@ def run_once(args, box) -> int:
         links = {PARTITIONS[x["kind"]][1] for x in fdicts}
         problems += [f"no cut of a {link} link was made" for link in
                      ("etcd", "service", "peer") if link not in links]
+    problems += [f"{x['kind']} {x['target']}: no operation succeeded "
+                 f"while its disk was full (the cluster stopped serving)"
+                 for x in fdicts if x["kind"] in DISK and
+                 served(ops, x) == 0]
     made = {x["kind"] for x in fdicts}
     problems += [f"no {k} fault was made" for k in kinds
                  if k in NEWER and k not in made]
