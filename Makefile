@@ -212,9 +212,11 @@ retransmit: deps
 # kill-leader, stop-leader, kill-replica, stop-replica, kill-etcd-leader,
 # stop-etcd-leader, kill-etcd, stop-etcd, kill-etcd-quorum,
 # stop-etcd-quorum, part-leader-etcd, part-replica-etcd,
-# part-leader-clients, part-replica-clients, part-etcd-leader, part-etcd;
-# partitions run every process in a network namespace of its own,
-# tests/history/netns.py, and need root), then the checker
+# part-leader-clients, part-replica-clients, part-etcd-leader, part-etcd,
+# loss-leader-clients, delay-leader-clients, loss-leader-etcd,
+# delay-leader-etcd, disk-full-follower, clock-jump-leader; partitions run
+# every process in a network namespace of its own, tests/history/netns.py,
+# and need root, as does disk-full-follower), then the checker
 # (tests/history/check.py). Report, history and plot in
 # build/campaign/seed-SEED/; exits 0 only on the verdict "valid".
 SEED     ?= 1

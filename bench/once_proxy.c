@@ -20,6 +20,10 @@
  * its handshake meets a dying onced (a SIGKILL while it connects), so when
  * the back socket has had no connection for BACK_REDIAL_MS the dialer is
  * closed and dialed again, as libonce's conn_redial does.
+ * With --windows the faults act only inside a window the campaign opens by
+ * signal (SIGUSR1: drops and duplicates, SIGUSR2: delays) and closes
+ * (SIGHUP), which prints what the window did; the drop and duplicate dice
+ * are rolled all the same, outside windows too.
  * Never: looks inside a message, reorders what it does not delay, or blocks
  * one direction on the other.
  */
@@ -53,6 +57,8 @@ typedef struct proxy {
     int delay_ms;
     int max_delayed;
     bool quiet;
+    bool windows;           /* --windows: faults only inside a window */
+    _Atomic int window;     /* WIN_* bits open now (the main thread) */
     nng_socket fs, bs;      /* raw REP front, raw REQ back */
     _Atomic int delayed;    /* delayed messages not yet sent */
     _Atomic int back_pipes; /* connections of bs now (nng's callbacks) */
@@ -63,6 +69,10 @@ typedef struct proxy {
  * is replaced, and how often that is looked at. */
 #define BACK_REDIAL_MS 1000
 #define BACK_CHECK_MS  100
+
+/* The faults a --windows window turns on. */
+#define WIN_LOSS  1 /* --drop-* and --dup-* */
+#define WIN_DELAY 2 /* --delay-p and --delay-ms */
 
 /* One direction: from → to. The counters are written by its thread only
  * (the delayed ones by nng's callbacks, hence atomic) and read at exit. */
@@ -82,6 +92,13 @@ typedef struct later {
     nng_aio *aio;
     nng_msg *msg;
 } later;
+
+/* Whether the faults of bit act now: always without --windows. */
+static bool
+faults_on(proxy *p, int bit)
+{
+    return !p->windows || (atomic_load(&p->window) & bit) != 0;
+}
 
 /* splitmix64: small, seedable, good enough to decide drops. */
 static uint64_t
@@ -134,7 +151,7 @@ forward(dir *d, nng_msg *m)
     later *l;
 
     if (p->delay_ms > 0 && rng_unit(&d->rng) < p->delay_p &&
-        atomic_load(&p->delayed) < p->max_delayed &&
+        faults_on(p, WIN_DELAY) && atomic_load(&p->delayed) < p->max_delayed &&
         (l = calloc(1, sizeof(*l))) != NULL) {
         int ms = 1 + (int)(rng_next(&d->rng) % (uint64_t)p->delay_ms);
         l->d = d;
@@ -167,6 +184,9 @@ dir_main(void *arg)
          * the outcome, so the sequence stays aligned with the traffic. */
         drop = rng_unit(&d->rng) < d->cfg->drop;
         dup = rng_unit(&d->rng) < d->cfg->dup;
+        if (!faults_on(d->p, WIN_LOSS)) {
+            drop = dup = false;
+        }
         if (drop) {
             atomic_fetch_add(&d->dropped, 1);
             nng_msg_free(m);
@@ -256,6 +276,10 @@ usage(FILE *f)
             "  --delay-ms MS      delays are uniform in 1..MS (default 20)\n"
             "  --max-delayed N    messages delayed at once, at most (1024);\n"
             "                     past it a message goes undelayed\n"
+            "  --windows          faults only inside windows opened by\n"
+            "                     SIGUSR1 (drops, duplicates) or SIGUSR2\n"
+            "                     (delays) and closed by SIGHUP, which\n"
+            "                     prints the window's counts\n"
             "  --quiet            no report at exit\n"
             "  -h, --help         this text\n"
             "\n"
@@ -312,6 +336,7 @@ parse_args(proxy *p, int argc, char **argv)
         {"delay-ms", required_argument, NULL, 'd'},
         {"max-delayed", required_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'x'},
+        {"windows", no_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -358,6 +383,9 @@ parse_args(proxy *p, int argc, char **argv)
         case 'x':
             p->quiet = true;
             break;
+        case 'w':
+            p->windows = true;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -388,6 +416,63 @@ report(const dir *d)
             atomic_load(&d->sent));
 }
 
+/* A direction's counts at a window's start. */
+typedef struct dir_mark {
+    uint64_t in, dropped, duplicated, delayed;
+} dir_mark;
+
+static dir_mark
+dir_mark_take(const dir *d)
+{
+    return (dir_mark){atomic_load(&d->in), atomic_load(&d->dropped),
+                      atomic_load(&d->duplicated), atomic_load(&d->delayed)};
+}
+
+/* One line for what d did since m, in a window named what. */
+static void
+window_report(const char *what, const dir *d, const dir_mark *m)
+{
+    fprintf(stderr,
+            "once_proxy: window %s %s in %" PRIu64 " dropped %" PRIu64
+            " duplicated %" PRIu64 " delayed %" PRIu64 "\n",
+            what, d->name, atomic_load(&d->in) - m->in,
+            atomic_load(&d->dropped) - m->dropped,
+            atomic_load(&d->duplicated) - m->duplicated,
+            atomic_load(&d->delayed) - m->delayed);
+}
+
+/* Waits for signals until SIGINT or SIGTERM; with --windows, SIGUSR1 and
+ * SIGUSR2 open a window (loss, delay) and SIGHUP closes it, printing what
+ * it did (one line per direction, then "window end"). */
+static void
+signal_loop(proxy *p, const sigset_t *set, const dir *dq, const dir *dr)
+{
+    dir_mark mq = {0}, mr = {0};
+    int sig;
+
+    for (;;) {
+        if (sigwait(set, &sig) != 0 || sig == SIGINT || sig == SIGTERM) {
+            return;
+        }
+        if (!p->windows) {
+            continue;
+        }
+        if (sig == SIGUSR1 || sig == SIGUSR2) {
+            mq = dir_mark_take(dq);
+            mr = dir_mark_take(dr);
+            atomic_store(&p->window, sig == SIGUSR1 ? WIN_LOSS : WIN_DELAY);
+        } else if (sig == SIGHUP) {
+            int w = atomic_exchange(&p->window, 0);
+            const char *what = w == WIN_LOSS    ? "loss"
+                               : w == WIN_DELAY ? "delay"
+                                                : "none";
+            window_report(what, dq, &mq);
+            window_report(what, dr, &mr);
+            fprintf(stderr, "once_proxy: window end\n");
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -395,7 +480,7 @@ main(int argc, char **argv)
     dir dq, dr;
     back_watch bw;
     sigset_t set;
-    int sig, rv;
+    int rv;
 
     memset(&p, 0, sizeof(p));
     p.seed = 1;
@@ -408,6 +493,9 @@ main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     if ((rv = nng_rep0_open_raw(&p.fs)) != 0 ||
@@ -465,7 +553,7 @@ main(int argc, char **argv)
                 p.front, p.back, p.seed, p.req.drop, p.rep.drop, p.req.dup,
                 p.rep.dup, p.delay_p, p.delay_ms);
     }
-    sigwait(&set, &sig);
+    signal_loop(&p, &set, &dq, &dr);
     atomic_store(&bw.stop, true);
     pthread_join(bw.thread, NULL);
     nng_close(p.fs);

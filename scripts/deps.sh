@@ -39,6 +39,10 @@ PACKAGES=(
     # tests/history/netns.py (the campaign's partition nemeses): network
     # namespaces, veth pairs and a bridge, cut with `ip link`.
     iproute2
+    # tests/history/campaign.py's clock-jump nemesis: libfaketime preloaded
+    # into one replica, its offset changed at run time (docs/testing notes in
+    # tests/README.md say what it does to onced's clocks).
+    faketime
     # tests/python/test_py_billing.py and examples/billing_receiver.py:
     # a PostgreSQL of their own (initdb + pg_ctl in a temp dir), psycopg2.
     postgresql-15

@@ -31,7 +31,24 @@ are drawn from a shuffled bag (every kind before any repeats, a kind of
 each link first), and a run without a cut of each of the three links
 (etcd, service, peer) fails.
 
-Owns: the run: its processes (through cluster.py), the workload threads,
+Paths, disks and clocks (each kind must be made at least once in a run
+that asks for it, drawn from a shuffled bag): loss-leader-clients,
+delay-leader-clients (the clients reach every replica through a
+once_proxy of its own, lossy.py; a window of drops or delays on the
+leader's for 2-5 s, whose counts must show it acted);
+loss-leader-etcd, delay-leader-etcd (each replica reaches etcd through a
+TCP relay of its own in this process, relay.py; a window of connection
+resets or held chunks on the leader's, 2-5 s, the same proof; not with
+partitions);
+disk-full-follower (as root: every replica's data folder is a tmpfs,
+diskfull.py; a follower's filled until ENOSPC for 3-6 s: it must fail
+clearly, then follow again within 30 s of the space coming back,
+started again when it exited); clock-jump-leader (libfaketime in every
+replica, clockjump.py; the leader's wall clock stepped 20-60 s forward
+or back for 2-5 s, the step seen in its Stats).
+
+Owns: the run: its processes (through cluster.py, lossy.py), the
+mounts (diskfull.py), the relays (relay.py), the workload threads,
 the nemesis thread, and the files in --out (history.jsonl, report.txt,
 verdict.json, rates.csv, faults.dat, plot.png).
 Invariant: the same seed gives the same fault schedule and the same
@@ -67,6 +84,20 @@ PARTITIONS = {"part-leader-etcd": ("leader", "etcd"),
               "part-replica-clients": ("replica", "service"),
               "part-etcd-leader": ("etcd-leader", "peer"),
               "part-etcd": ("etcd", "peer")}
+# Loss or delay on the clients' path to the onced leader (lossy.py: a
+# once_proxy window): the kind and what its window does.
+LOSSY = {"loss-leader-clients": "loss", "delay-leader-clients": "delay"}
+# The same on the onced leader's path to etcd (relay.py: a TCP relay in
+# this process; loss resets connections).
+ETCD_PATH = {"loss-leader-etcd": "loss", "delay-leader-etcd": "delay"}
+# A follower's data folder (a tmpfs of its own, diskfull.py) filled up.
+DISK = ["disk-full-follower"]
+# The onced leader's wall clock stepped (clockjump.py: libfaketime).
+CLOCK = ["clock-jump-leader"]
+
+# Kinds played from a shuffled bag, each of which must be made at least
+# once in a run that asks for it.
+NEWER = list(LOSSY) + list(ETCD_PATH) + DISK + CLOCK
 COUNTERS = ["c0", "c1", "c2"]
 KV_KEYS = ["kv0", "kv1", "kv2"]
 TOPIC, CONSUMER = "t0", "q0"  # the outbox topic and its one consumer
@@ -358,6 +389,13 @@ class Workload:
 # ---- the nemesis -----------------------------------------------------------
 
 
+def fault(kind: str, target: str, t0: int, t1: int, detail: str) -> dict:
+    """A fault's history entry: kind on target from t0 to t1 (monotonic
+    ns), with what it did."""
+    return {"type": "fault", "kind": kind, "target": target, "start": t0,
+            "end": t1, "detail": detail}
+
+
 class Nemesis:
     """One fault at a time from a seeded schedule; each ends (healed)
     within its bound: a pause lasts 0.5-4 s, a killed process is started
@@ -375,6 +413,11 @@ class Nemesis:
         self.problems: List[str] = []  # cuts that did not cut or heal
         self.skipped: List[str] = []  # partitions drawn but not made
         self.drawn: List[str] = []
+        self.proxies = None  # lossy.Proxies, for the LOSSY kinds
+        self.disks = None  # diskfull.Disks, for the DISK kinds
+        self.relays = None  # relay.Relays, for the ETCD_PATH kinds
+        self.clocks = None  # clockjump.Clocks, for the CLOCK kinds
+        self.aged_at = 0.0  # monotonic time of _aged_record's record
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def next_kind(self) -> str:
@@ -406,14 +449,30 @@ class Nemesis:
         return [self.rng.choice(self.c.replicas)]
 
     def run(self) -> None:
+        if any(k in CLOCK for k in self.kinds):
+            self._aged_record()
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
             self.deaths += self.c.heal()
             kind = self.next_kind()
-            f = self.partition(kind) if kind in PARTITIONS \
-                else self.signal_fault(kind)
+            if kind in PARTITIONS:
+                f = self.partition(kind)
+            elif kind in LOSSY or kind in ETCD_PATH:
+                f = self.lossy(kind)
+            elif kind in DISK:
+                f = self.disk_full(kind)
+            elif kind in CLOCK:
+                f = self.clock_jump(kind)
+            else:
+                f = self.signal_fault(kind)
             if f is not None:
                 self.faults.append(f)
                 self.w.write(f)
+
+    def require(self, ok: bool, kind: str, who: str, what: str) -> None:
+        """Unless ok, a problem of the run: the fault kind on who did not
+        do what it must (what)."""
+        if not ok:
+            self.problems.append(f"{kind} {who}: {what}")
 
     def signal_fault(self, kind: str) -> Optional[dict]:
         """SIGKILL (started again after hold) or SIGSTOP (SIGCONT)."""
@@ -433,10 +492,8 @@ class Nemesis:
                 self.c.restart(p)
             else:
                 p.signal(signal.SIGCONT)
-        return {"type": "fault", "kind": kind,
-                "target": "+".join(p.name for p in ps),
-                "start": t0, "end": time.monotonic_ns(),
-                "detail": f"{hold:.2f}s"}
+        return fault(kind, "+".join(p.name for p in ps), t0,
+                     time.monotonic_ns(), f"{hold:.2f}s")
 
     def partition(self, kind: str) -> Optional[dict]:
         """One link of the target cut for hold seconds, then healed; the
@@ -471,14 +528,208 @@ class Nemesis:
                   f"{len(dsts)} address(es): {during.count(False)} "
                   f"failed while cut, "
                   f"{'all reached' if healed else 'NOT reached'} after")
-        if any(during):
-            self.problems.append(f"{kind} {p.name}: the cut path still "
-                                 f"worked during the cut ({detail})")
-        if not healed:
-            self.problems.append(f"{kind} {p.name}: the path did not work "
-                                 f"again within 10 s of the heal")
-        return {"type": "fault", "kind": kind, "target": p.name,
-                "start": t0, "end": t1, "detail": detail}
+        self.require(not any(during), kind, p.name, "the cut path still "
+                     f"worked during the cut ({detail})")
+        self.require(healed, kind, p.name, "the path did not work again "
+                     "within 10 s of the heal")
+        return fault(kind, p.name, t0, t1, detail)
+
+    def lossy(self, kind: str) -> Optional[dict]:
+        """A loss or delay window on the proxy in front of the onced
+        leader (lossy.py) or on its relay to etcd (relay.py), 2-5 s: the
+        window's counts must show drops or resets (loss) or delays
+        (delay), else the run fails."""
+        etcd = kind in ETCD_PATH
+        what = (ETCD_PATH if etcd else LOSSY)[kind]
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        i = self.c.onced_leader(timeout=5)
+        if i is None:
+            self.skipped.append(f"{kind}: no onced leader")
+            return None
+        t0 = time.monotonic_ns()
+        path = self.relays if etcd else self.proxies
+        got = path.window(i, what, hold, self.stop)
+        t1 = time.monotonic_ns()
+        name = self.c.replicas[i].name
+        if got is None:
+            self.problems.append(f"{kind} {name}: proxy{i} did not report "
+                                 f"its window")
+            return None
+        if etcd:
+            detail = (f"{hold:.2f}s; {name} -> relay -> etcd: "
+                      f"{got['chunks']} chunks, {got['reset']} connections "
+                      f"reset, {got['delayed']} delayed")
+        else:
+            detail = (f"{hold:.2f}s; clients -> proxy{i} -> {name}: "
+                      f"{got['in']} messages, {got['dropped']} dropped, "
+                      f"{got['duplicated']} duplicated, {got['delayed']} "
+                      f"delayed")
+        acted = got["delayed"] if what == "delay" else \
+            got["reset" if etcd else "dropped"]
+        self.require(acted > 0 or self.stop.is_set(), kind, name,
+                     f"the {'relay' if etcd else 'proxy'}'s window did "
+                     f"nothing ({detail})")
+        return fault(kind, name, t0, t1, detail)
+
+    def disk_full(self, kind: str) -> Optional[dict]:
+        """A follower's tmpfs filled (diskfull.py) for 3-6 s: it must fail
+        clearly within the hold + 10 s (exit, or a log line naming the
+        full disk), then the filler goes, an exited follower is started
+        again, and it must follow again within 30 s; else the run
+        fails."""
+        lead = self.c.onced_leader(timeout=5)
+        cands = [j for j, p in enumerate(self.c.replicas)
+                 if j != lead and p.running and not p.stopped]
+        if lead is None or not cands:
+            self.skipped.append(f"{kind}: no leader, or no running follower")
+            return None
+        j = self.rng.choice(cands)
+        p, d = self.c.replicas[j], self.disks.dirs[j]
+        hold = max(self.rng.uniform(3.0, 6.0), self.hold_min)
+        at = os.path.getsize(p.log)
+        t0 = time.monotonic_ns()
+        wrote = self.disks.fill(d)
+        left = self.disks.free_bytes(d)
+        how = self._wait_failed(p, at, hold)
+        self.disks.free(d)
+        exited = not p.running
+        if exited:
+            at = os.path.getsize(p.log)
+            self.c.restart(p)
+        # Following again: said anew after a start (a follower that never
+        # stopped says nothing new; it only has to be running).
+        back = self._wait_log(p, at, ("repl: NOT_LEADER", "repl: leading"),
+                              30) if exited else p.running
+        t1 = time.monotonic_ns()
+        detail = (f"{hold:.2f}s; {wrote >> 20} MiB written to fill "
+                  f"{p.name}'s tmpfs ({left} bytes left); "
+                  f"{how or 'NO failure seen'}; "
+                  f"{'started again, ' if exited else ''}"
+                  f"{'following again' if back else 'NOT back'}")
+        self.require(how is not None, kind, p.name,
+                     f"the full disk made no failure ({detail})")
+        self.require(back, kind, p.name, "not following again within 30 s "
+                     "of the space coming back")
+        return fault(kind, p.name, t0, t1, detail)
+
+    def clock_jump(self, kind: str) -> Optional[dict]:
+        """The onced leader's wall clock stepped 20-60 s forward or back
+        (seeded) for 2-5 s, then back to true time. The step must show
+        within 3 s in the leader's Stats: the oldest retained record's age
+        is taken on its wall clock, so it grows by half the step or more
+        (forward), or falls by a second or more (back: to 0 while the old
+        record's time is ahead of the clock, or to the age of one made
+        during the step, which is older on that clock; without a step it
+        only grows while _aged_record's record is there); a step not
+        seen fails the run. A backward step while no record is 2 s old
+        has nothing to show it by and is not made."""
+        self._aged_record()
+        i = self.c.onced_leader(timeout=5)
+        if i is None:
+            self.skipped.append(f"{kind}: no onced leader")
+            return None
+        step = self.rng.randint(20, 60) * self.rng.choice((1, -1))
+        hold = max(self.rng.uniform(2.0, 5.0), self.hold_min)
+        name, url = self.c.replicas[i].name, self.c.urls[i]
+        before = self._record_age(url)
+        if before is None or (step < 0 and before < 2000):
+            self.skipped.append(f"{kind} {name}: {step:+d} s, oldest record "
+                                f"age {before} ms: nothing to show it by")
+            return None
+        t0 = time.monotonic_ns()
+        self.clocks.jump(i, step)
+        seen = None
+        try:
+            end = time.monotonic() + 3
+            while seen is None and time.monotonic() < end:
+                age = self._record_age(url)
+                if age is not None and (
+                        (step > 0 and age - before >= step * 500) or
+                        (step < 0 and age <= before - 1000)):
+                    seen = age
+                time.sleep(0.1)
+            self.stop.wait(max(0.0, hold - (time.monotonic_ns() - t0) / 1e9))
+        finally:
+            self.clocks.jump(i, 0)
+        t1 = time.monotonic_ns()
+        detail = (f"{hold:.2f}s; {name}'s wall clock {step:+d} s; oldest "
+                  f"record age {before} ms before, "
+                  f"{'%d ms in the jump' % seen if seen is not None else 'NO change seen'}")
+        self.require(seen is not None, kind, name,
+                     f"the jump did not show in its Stats ({detail})")
+        return fault(kind, name, t0, t1, detail)
+
+    def _aged_record(self) -> None:
+        """One completion record nobody acknowledges (an increment of the
+        counter clock-probe, which no check reads, under a lease of 120 s
+        opened through a lease-less handle and never renewed), made again
+        after 60 s: the leader's oldest retained record then has an age a
+        backward step can take back."""
+        import once
+        now = time.monotonic()
+        if self.aged_at and now - self.aged_at < 60:
+            return
+        try:
+            with once.Client(",".join(self.c.urls), lease=False,
+                             deadline_ms=3000,
+                             attempt_timeout_ms=1000) as c:
+                cid = c.call("/once.v1.Lease/OpenLease",
+                             once.once_pb2.OpenLeaseRequest(
+                                 ttl_ms=120000)).client_id
+                c.counter_incr("clock-probe", 1, rpc_id=(cid, 1))
+            self.aged_at = now
+        except once.OnceError:
+            pass
+
+    @staticmethod
+    def _record_age(url: str) -> Optional[int]:
+        """Stats.oldest_record_age_ms of the replica at url (the leader),
+        or None when it did not answer."""
+        import once
+        try:
+            with once.Client(url, lease=False, deadline_ms=1000,
+                             attempt_timeout_ms=500) as c:
+                return c.stats().oldest_record_age_ms
+        except once.OnceError:
+            return None
+
+    def _wait_failed(self, p, at: int, hold: float) -> Optional[str]:
+        """Holds hold seconds (up to 10 more while no failure is seen);
+        how p failed after log offset at: its exit status and first
+        error line, or None."""
+        began = time.monotonic()
+        line = None
+        while True:
+            line = line or self._log_line(p, at, ("No space left",
+                                                  "cannot apply"))
+            done = not p.running or line is not None
+            waited = time.monotonic() - began
+            if (done and waited >= hold) or waited >= hold + 10 or \
+                    self.stop.is_set():
+                break
+            time.sleep(0.1)
+        if not p.running:
+            return f"exited (status {p.p.returncode}): {line or 'no line'}"
+        return None if line is None else f"still running: {line}"
+
+    def _wait_log(self, p, at: int, marks, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if p.running and self._log_line(p, at, marks) is not None:
+                return True
+            time.sleep(0.2)
+        return False
+
+    @staticmethod
+    def _log_line(p, at: int, marks) -> Optional[str]:
+        """The first line of p's log after offset at holding one of
+        marks, or None."""
+        with open(p.log, "rb") as f:
+            f.seek(at)
+            for raw in f.read().decode(errors="replace").splitlines():
+                if any(m in raw for m in marks):
+                    return raw.strip()[-200:]
+        return None
 
 
 # ---- report and plot -------------------------------------------------------
@@ -520,6 +771,12 @@ def plot(out: str, title: str) -> Optional[str]:
     return None if r.returncode == 0 else f"gnuplot: {r.stderr.strip()}"
 
 
+def served(ops, f: dict) -> int:
+    """The operations that completed ok within fault f's window."""
+    return sum(1 for o in ops if o.result == "ok" and o.complete and
+               f["start"] <= o.complete <= f["end"])
+
+
 def report(args, ops, faults, res, t0: int, extra: List[str],
            skipped: List[str]) -> str:
     import check
@@ -531,7 +788,8 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
     for f in sorted(faults, key=lambda f: f["start"]):
         lines.append(f"  {(f['start'] - t0) / 1e9:7.2f} .. "
                      f"{(f['end'] - t0) / 1e9:7.2f}  {f['kind']:<20} "
-                     f"{f['target']:<11} {f.get('detail', '')}".rstrip())
+                     f"{f['target']:<11} {f.get('detail', '')}; "
+                     f"{served(ops, f)} ok during")
     by_kind: Dict[str, int] = {}
     for f in faults:
         by_kind[f["kind"]] = by_kind.get(f["kind"], 0) + 1
@@ -555,20 +813,39 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
 # ---- the run ---------------------------------------------------------------
 
 
-def start_cluster(args, env, net=None):
-    """The cluster, started (in net's namespaces when net is given); on
-    other ports again when a start failed (a port probed free can be
+def start_cluster(args, env, net=None, box=None):
+    """The cluster, started (in net's namespaces when net is given; with
+    box["disks"] set, each replica's data folder on a tmpfs of its own);
+    on other ports again when a start failed (a port probed free can be
     taken before a member binds it), 3 tries."""
     from cluster import Cluster
     for attempt in range(1, 4):
         cl = Cluster(args.onced, ttl_s=2, env=env, keep=args.keep, net=net)
         try:
+            if box is not None and "disks" in box:
+                import diskfull
+                box["disks"] = diskfull.Disks(
+                    [f"{cl.dir}/data{i}" for i in range(len(cl.replicas))])
+                box["disks"].mount_all()
+            if box is not None and "relays" in box:
+                import relay
+                box["relays"] = relay.Relays(cl, args.seed)
+            if box is not None and "clocks" in box:
+                import clockjump
+                box["clocks"] = clockjump.Clocks(cl.dir, len(cl.replicas))
+                for i, p in enumerate(cl.replicas):
+                    p.env = dict(p.env, **box["clocks"].env(i))
             cl.start()
             return cl
         except TimeoutError as e:
             print(f"campaign: the cluster did not start (attempt {attempt}): "
                   f"{e}\n{cl.dump_logs()}", file=sys.stderr)
-            cl.stop()
+            cl.stop(remove=False)
+            if box is not None and box.get("disks") is not None:
+                box["disks"].umount_all()
+            if box is not None and box.get("relays") is not None:
+                box["relays"].close()
+            cl.remove()
     raise TimeoutError("the cluster did not start in 3 attempts")
 
 
@@ -582,6 +859,10 @@ def run(args) -> int:
     finally:
         if box.get("net") is not None:
             box["net"].close()
+        if box.get("disks") is not None:
+            box["disks"].umount_all()
+        if box.get("relays") is not None:
+            box["relays"].close()
     cl = box.get("cluster")
     if cl is not None:
         if rv != 0:
@@ -597,10 +878,12 @@ def parse_kinds(spec: str) -> Optional[List[str]]:
         return {"none": [], "all": list(KINDS),
                 "partition": list(PARTITIONS)}[spec]
     kinds = spec.split(",")
+    known = KINDS + list(PARTITIONS) + list(LOSSY) + list(ETCD_PATH) + \
+        DISK + CLOCK
     for k in kinds:
-        if k not in KINDS and k not in PARTITIONS:
+        if k not in known:
             print(f"campaign: unknown nemesis {k} (all, none, partition, "
-                  f"{', '.join(KINDS + list(PARTITIONS))})", file=sys.stderr)
+                  f"{', '.join(known)})", file=sys.stderr)
             return None
     return kinds
 
@@ -631,6 +914,25 @@ def run_once(args, box) -> int:
         net = make_net(box)
         if net is None:
             return SKIP
+    if any(k in ETCD_PATH for k in kinds):
+        if net is not None:
+            print("campaign: the etcd-path kinds and partitions do not go "
+                  "together (the relay is on loopback)", file=sys.stderr)
+            return 2
+        box["relays"] = None  # start_cluster puts them on the path
+    if any(k in DISK for k in kinds):
+        if os.geteuid() != 0:
+            print("campaign: disk-full needs root (tmpfs mounts)",
+                  file=sys.stderr)
+            return SKIP
+        box["disks"] = None  # start_cluster mounts them
+    if any(k in CLOCK for k in kinds):
+        import clockjump
+        if clockjump.library() is None:
+            print("campaign: clock jumps need libfaketime (scripts/deps.sh "
+                  "installs faketime)", file=sys.stderr)
+            return SKIP
+        box["clocks"] = None  # start_cluster sets the replicas' files
     os.makedirs(args.out, exist_ok=True)
     hist = os.path.join(args.out, "history.jsonl")
     if os.path.exists(hist):
@@ -639,7 +941,7 @@ def run_once(args, box) -> int:
     w.write({"type": "meta", "seed": args.seed, "duration": args.duration,
              "nemeses": kinds, "broken": args.broken, "onced": args.onced})
     env = {"ONCED_BROKEN": args.broken} if args.broken else {}
-    cl = nem = wl = None
+    cl = nem = wl = proxies = None
     extra: List[str] = []
 
     def on_term(sig, frame):
@@ -651,20 +953,29 @@ def run_once(args, box) -> int:
         signal.signal(sig, on_term)
     signal.alarm(int(args.duration) + args.bound)
     try:
-        cl = box["cluster"] = start_cluster(args, env, net)
-        wl = Workload(cl.urls, w, args.seed, args.writers, args.readers,
+        cl = box["cluster"] = start_cluster(args, env, net, box)
+        urls = cl.urls
+        if any(k in LOSSY for k in kinds):
+            from lossy import Proxies
+            proxies = Proxies(args.proxy, cl, args.seed)
+            proxies.start()
+            urls = proxies.urls
+        wl = Workload(urls, w, args.seed, args.writers, args.readers,
                       args.resend)
         wl.setup()
         wl.start()
         nem = Nemesis(cl, w, args.seed, kinds, args.hold_min,
-                      bag=args.nemeses == "partition")
+                      bag=args.nemeses == "partition" or
+                      any(k in NEWER for k in kinds))
+        nem.proxies, nem.disks = proxies, box.get("disks")
+        nem.clocks, nem.relays = box.get("clocks"), box.get("relays")
         if kinds:
             nem.thread.start()
         time.sleep(args.duration)
         nem.stop.set()
-        if kinds:
-            nem.thread.join(30)
-        extra += nem.deaths + nem.problems + cl.heal()
+        if kinds:  # a disk-full fault may take 46 s to end
+            nem.thread.join(60)
+        extra += nem.deaths + cl.heal()
         if not wl.join(30):
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():
@@ -682,9 +993,13 @@ def run_once(args, box) -> int:
                 nem.thread.join(30)
         if wl is not None:
             wl.stop.set()
+        if proxies is not None:
+            proxies.stop()
         statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
         signal.alarm(0)
+    if nem is not None:  # after the thread ended: all of them
+        extra += nem.problems
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:
         extra.append(f"replica exits on SIGTERM: {bad}")
@@ -719,6 +1034,13 @@ def run_once(args, box) -> int:
         links = {PARTITIONS[x["kind"]][1] for x in fdicts}
         problems += [f"no cut of a {link} link was made" for link in
                      ("etcd", "service", "peer") if link not in links]
+    problems += [f"{x['kind']} {x['target']}: no operation succeeded "
+                 f"while its disk was full (the cluster stopped serving)"
+                 for x in fdicts if x["kind"] in DISK and
+                 served(ops, x) == 0]
+    made = {x["kind"] for x in fdicts}
+    problems += [f"no {k} fault was made" for k in kinds
+                 if k in NEWER and k not in made]
     if res["figures"]["ok"] < args.min_ok:
         problems.append(f"only {res['figures']['ok']} ok operations "
                         f"(at least {args.min_ok} wanted)")
@@ -744,6 +1066,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--onced", help="default: BUILD/tests/onced_test")
+    ap.add_argument("--proxy", help="default: BUILD/bench/once_proxy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=30)
     ap.add_argument("--nemeses", default="all",
@@ -771,6 +1094,7 @@ def main() -> int:
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.onced = a.onced or os.path.join(a.build, "tests", "onced_test")
+    a.proxy = a.proxy or os.path.join(a.build, "bench", "once_proxy")
     a.out = a.out or os.path.join(a.build, "campaign", f"seed-{a.seed}"
                                   + (f"-{a.broken}" if a.broken else ""))
     return run(a)
