@@ -10,7 +10,7 @@
  * errno of rows.h and are never turned into a business outcome here.
  * Never: commits, or decides a rule; the decisions stay in the file of
  * their method (placement.c, start.c, replay.c, lifecycle.c, legacy.c,
- * permissions.c, surface.c, queue.c).
+ * permissions.c, surface.c, queue.c, list_surfaces.c, list_machines.c).
  */
 #ifndef GRANTS_RULES_IMPL_H
 #define GRANTS_RULES_IMPL_H
@@ -83,6 +83,38 @@ int grants_machine_open_add(const grants_env *e, const char *machine,
                             uint64_t id);
 int grants_machine_open_drop(const grants_env *e, const char *machine,
                              uint64_t id);
+
+/* ---- list_pages.c: the pages of the operator's lists --------------------- */
+
+/* How many key prefixes one list's page may scan at most. */
+#define GRANTS_LIST_PREFIXES_MAX 3
+
+/* Refuses a page_size above GRANTS_LIST_PAGE_MAX (BAD_LIMIT) and a
+ * page_token that is not tpfx ("ls1.", "lm1.") and the hex of a valid name
+ * (BAD_PAGE_TOKEN); puts the name in after ("" for the first page). */
+bool grants_page_check(uint32_t page_size, const char *page_token,
+                       const char *tpfx, char after[GRANTS_NAME_MAX + 1],
+                       grants_outcome *o);
+
+/* A page's candidate names, sorted, each once; cut: a scan stopped at its
+ * bound, so names may follow the last. */
+typedef struct grants_page_names_t {
+    char **v;
+    size_t n;
+    bool cut;
+} grants_page_names_t;
+
+/* The names after `after` under each of the np key prefixes ("g/s/"),
+ * at most GRANTS_LIST_SCAN_PER_PAGE * page per prefix, merged up to the
+ * first cut. 0 or a store error (pn empty). */
+int grants_page_names(store_txn *t, const char *const *prefixes, size_t np,
+                      const char *after, size_t page, grants_page_names_t *pn);
+void grants_page_names_free(grants_page_names_t *pn);
+
+/* The next page token after the first `seen` names of pn (malloc'd, with
+ * form tpfx), NULL when nothing may follow. 0 or ENOMEM. */
+int grants_page_next(const grants_page_names_t *pn, size_t seen,
+                     const char *tpfx, char **token);
 
 /* ---- issue.c: the credential of an accepted grant ------------------------ */
 
