@@ -11,7 +11,7 @@ import pytest
 
 import once
 
-from conftest import SLOW
+from conftest import PAST_PENDING_MAX_MS, SLOW
 
 
 def test_grant_rules(onced):
@@ -364,3 +364,139 @@ def test_list_surfaces_is_for_operators(onced_factory):
             assert ei.value.reason == "METHOD_DENIED"
             if key == sched_key:
                 other.get_surface("s1")  # its own reads stay allowed
+
+
+# ---- ListMachines: the operator's list of machines ---------------------------
+
+PENDING_MAX_MS = 12 * 3600 * 1000
+
+
+def _listed_by_list_queue(c, machines):
+    """What ListMachines must say of machines, read one by one with
+    ListQueue: (machine, pending, expired, newest expiry, deleted) of those
+    with pending or expired rows, or deleted."""
+    out = []
+    for m in sorted(machines):
+        q = c.list_queue(m)
+        if q.pending or q.expired or q.machine_deleted:
+            newest = q.expired[-1].enqueued_unix_ms + PENDING_MAX_MS \
+                if q.expired else 0
+            out.append((m, len(q.pending), len(q.expired), newest,
+                        q.machine_deleted))
+    return out
+
+
+def _summary(x):
+    return (x.machine, x.pending, x.expired, x.newest_expired_unix_ms,
+            x.deleted)
+
+
+def _machine_scenario(url, clock):
+    """Machines in every state ListMachines tells apart; returns all names
+    and the enqueue time of the rows that expire on m-exp."""
+    def queue(c, surface, machine):
+        c.set_placement(surface, machine, "/" + surface)
+        return c.enqueue("w-" + surface, surface).row.enqueued_unix_ms
+
+    with once.Client(url) as c:
+        for i in range(4):  # pending rows only
+            queue(c, f"q{i}", f"m-q{i}")
+        queue(c, "q4", "m-q0")  # two on m-q0
+        exp = [queue(c, "e0", "m-exp"), queue(c, "e1", "m-exp")]
+        queue(c, "b0", "m-both")
+        queue(c, "d0", "m-done")
+        assert len(c.claim("m-done").claimed) == 1  # all claimed: not listed
+        queue(c, "x0", "m-del")
+        c.delete_machine("m-del")  # deleted, no rows left
+        c.delete_machine("m-never")  # deleted, never had a row
+    clock.set(PAST_PENDING_MAX_MS)  # the rows above wait 13 hours...
+    with once.Client(url) as c:  # ...and expire when their machine claims
+        for m in ("m-exp", "m-both"):
+            assert len(c.claim(m).expired) == (2 if m == "m-exp" else 1)
+    clock.set(0)
+    with once.Client(url) as c:
+        queue(c, "b1", "m-both")  # pending again next to its expired row
+    names = [f"m-q{i}" for i in range(4)] + \
+        ["m-exp", "m-both", "m-done", "m-del", "m-never"]
+    return names, exp
+
+
+def test_list_machines_pages_through_what_list_queue_shows(clocked):
+    o, clock = clocked()
+    with once.Client(o.url) as c:
+        empty = c.list_machines()
+        assert list(empty.machines) == [] and empty.next_page_token == ""
+        assert list(c.each_machine(page_size=1)) == []
+    names, exp = _machine_scenario(o.url, clock)
+    with once.Client(o.url) as c:
+        want = _listed_by_list_queue(c, names)
+        by = {w[0]: w for w in want}
+        assert "m-done" not in by and len(want) == 8, want
+        assert by["m-exp"] == ("m-exp", 0, 2, max(exp) + PENDING_MAX_MS,
+                               False)
+        assert by["m-both"][1:3] == (1, 1) and by["m-q0"][1] == 2
+        assert by["m-del"][1:] == (0, 0, 0, True) == by["m-never"][1:]
+        # Small pages: each at most 2 machines, every machine once, in
+        # order, the walk ending with an empty token.
+        got, token, pages = [], "", 0
+        while True:
+            page = c.list_machines(page_size=2, page_token=token)
+            assert len(page.machines) <= 2
+            got += [_summary(x) for x in page.machines]
+            pages += 1
+            token = page.next_page_token
+            if not token:
+                break
+            assert token.startswith("lm1.") and pages < 50, token
+        assert got == want, (got, want)
+        assert pages >= 4
+        page = c.list_machines(page_size=100)
+        assert [_summary(x) for x in page.machines] == want
+        assert page.next_page_token == "" and page.read_unix_ms > 0
+        assert [_summary(x) for x in c.each_machine(page_size=1)] == want
+        # A placement undoes a deletion: m-never leaves the list.
+        c.set_placement("n0", "m-never", "/n0")
+        assert "m-never" not in [x.machine for x in c.each_machine()]
+
+
+def test_list_machines_refuses_bad_pages_and_writes_nothing(clocked):
+    o, clock = clocked()
+    _machine_scenario(o.url, clock)
+    with once.Client(o.url) as c:
+        before = (c.stats(), c.list_machines(page_size=100))
+        token = c.list_machines(page_size=1).next_page_token
+        assert token.startswith("lm1.")
+        surface_token = c.list_surfaces(page_size=1).next_page_token
+        for bad in ("nonsense", "lm1.", "lm1.zz", "lm1.abc", "lm1.00",
+                    "lm1.6100", "lm1.0a", "lm1." + "61" * 257,
+                    token[:-1], token + "x", surface_token,
+                    "ls1." + token[4:]):
+            with pytest.raises(once.InvalidArgument) as ei:
+                c.list_machines(page_token=bad)
+            assert ei.value.reason == "BAD_PAGE_TOKEN", bad
+        with pytest.raises(once.InvalidArgument) as ei:
+            c.list_machines(page_size=101)
+        assert ei.value.reason == "BAD_LIMIT"
+        after = (c.stats(), c.list_machines(page_size=100))
+        # Nothing written: no record kept, no commit, the same list.
+        assert after[0].records_stored == before[0].records_stored
+        assert after[0].commits == before[0].commits
+        assert after[1].machines == before[1].machines
+        assert len(after[1].machines) == 8
+
+
+def test_list_machines_is_for_operators(onced_factory):
+    o = onced_factory(dev=True)
+    sched_key = o.principal("sched-lm", "scheduler")
+    agent_key = o.principal("agent-lm", "agent:m1")
+    with once.Client(o.url, key_file=o.dev_key) as op:
+        op.set_placement("s1", "m1", "/x")
+        op.enqueue("w1", "s1")
+        assert [x.machine for x in op.list_machines().machines] == ["m1"]
+    for key in (sched_key, agent_key):
+        with once.Client(o.url, key_file=key) as other:
+            with pytest.raises(once.PermissionDenied) as ei:
+                other.list_machines()
+            assert ei.value.reason == "METHOD_DENIED"
+            if key == sched_key:
+                other.list_queue("m1")  # its own reads stay allowed
