@@ -32,9 +32,9 @@ grants_check_list_machines(const Once__V1__ListMachinesRequest *r,
 /* Fills m for machine (m->machine points at it); *listed: pending or
  * expired rows, or deleted. 0 or a store error. */
 static int
-machine_read(const grants_env *e, const char *machine,
-             Once__V1__MachineSummary *m, bool *listed)
+machine_read(const grants_env *e, const char *machine, void *item, bool *listed)
 {
+    Once__V1__MachineSummary *m = item;
     Once__Grants__V1__MachineQueue *q = NULL;
     Once__V1__WorkRow *w = NULL;
     bool deleted = false;
@@ -62,53 +62,33 @@ machine_read(const grants_env *e, const char *machine,
     return rv;
 }
 
+static const char *const prefixes[] = {"g/m/", "g/d/"};
+static const grants_page_spec spec = {
+    prefixes,     2,    TOKEN_PREFIX, sizeof(Once__V1__MachineSummary),
+    machine_read, NULL,
+};
+
 void
 grants_list_machines(const grants_env *e,
                      const Once__V1__ListMachinesRequest *r, grants_outcome *o)
 {
     Once__V1__ListMachinesResponse resp =
         ONCE__V1__LIST_MACHINES_RESPONSE__INIT;
-    static const char *const prefixes[2] = {"g/m/", "g/d/"};
-    size_t page = r->page_size != 0 ? r->page_size : GRANTS_LIST_PAGE_DEFAULT;
     char after[GRANTS_NAME_MAX + 1];
-    grants_page_names_t pn = {0};
-    size_t seen = 0, nsum = 0;
-    Once__V1__MachineSummary *sums = NULL, **ptrs = NULL;
-    char *next = NULL;
+    grants_page p;
     int rv;
 
     if (!grants_check_list_machines(r, after, o)) {
         return; /* validate refused it already; stays a refusal here */
     }
-    if ((rv = grants_page_names(e->txn, prefixes, 2, after, page, &pn)) != 0) {
+    if ((rv = grants_page_read(e, &spec, after, r->page_size, &p)) != 0) {
         goto err;
     }
-    if ((sums = calloc(page, sizeof(*sums))) == NULL ||
-        (ptrs = calloc(page, sizeof(*ptrs))) == NULL) {
-        rv = ENOMEM;
-        goto err;
-    }
-    while (seen < pn.n && nsum < page) {
-        bool listed = false;
-        if ((rv = machine_read(e, pn.v[seen++], &sums[nsum], &listed)) != 0) {
-            goto err;
-        }
-        if (listed) {
-            ptrs[nsum] = &sums[nsum];
-            nsum++;
-        }
-    }
-    if ((rv = grants_page_next(&pn, seen, TOKEN_PREFIX, &next)) != 0) {
-        goto err;
-    }
-    resp.next_page_token = next != NULL ? next : "";
-    resp.n_machines = nsum;
-    resp.machines = ptrs;
+    resp.next_page_token = p.next != NULL ? p.next : "";
+    resp.n_machines = p.n;
+    resp.machines = (Once__V1__MachineSummary **)p.ptrs;
     resp.read_unix_ms = e->now_ms;
 err:
     grants_end(o, rv, &resp.base);
-    free(next);
-    grants_page_names_free(&pn);
-    free(sums);
-    free(ptrs);
+    grants_page_free(&spec, &p);
 }

@@ -168,27 +168,30 @@ names_merge(name_list *l, size_t nl, char ***out, size_t *nout, bool *anycut)
     return 0;
 }
 
-int
-grants_page_names(store_txn *t, const char *const *prefixes, size_t np,
-                  const char *after, size_t page, grants_page_names_t *pn)
+/* The names after `after` under each prefix of s, at most
+ * GRANTS_LIST_SCAN_PER_PAGE * page per prefix, merged up to the first cut.
+ * 0 or a store error (pn empty). */
+static int
+page_names(store_txn *t, const grants_page_spec *s, const char *after,
+           size_t page, grants_page_names_t *pn)
 {
     name_list l[GRANTS_LIST_PREFIXES_MAX];
     int rv = 0;
 
     memset(pn, 0, sizeof(*pn));
     memset(l, 0, sizeof(l));
-    if (np > GRANTS_LIST_PREFIXES_MAX) {
+    if (s->np > GRANTS_LIST_PREFIXES_MAX) {
         return EINVAL;
     }
-    for (size_t i = 0; i < np && rv == 0; i++) {
+    for (size_t i = 0; i < s->np && rv == 0; i++) {
         l[i].cap = page * GRANTS_LIST_SCAN_PER_PAGE;
         l[i].after = after;
-        rv = names_scan(t, prefixes[i], &l[i]);
+        rv = names_scan(t, s->prefixes[i], &l[i]);
     }
     if (rv == 0) {
-        rv = names_merge(l, np, &pn->v, &pn->n, &pn->cut);
+        rv = names_merge(l, s->np, &pn->v, &pn->n, &pn->cut);
     }
-    for (size_t i = 0; i < np; i++) {
+    for (size_t i = 0; i < s->np; i++) {
         for (size_t j = 0; j < l[i].n; j++) {
             free(l[i].v[j]);
         }
@@ -197,19 +200,11 @@ grants_page_names(store_txn *t, const char *const *prefixes, size_t np,
     return rv;
 }
 
-void
-grants_page_names_free(grants_page_names_t *pn)
-{
-    for (size_t i = 0; i < pn->n; i++) {
-        free(pn->v[i]);
-    }
-    free(pn->v);
-    memset(pn, 0, sizeof(*pn));
-}
-
-int
-grants_page_next(const grants_page_names_t *pn, size_t seen, const char *tpfx,
-                 char **token)
+/* The token after the first `seen` names of pn (malloc'd), NULL when
+ * nothing may follow. 0 or ENOMEM. */
+static int
+page_next(const grants_page_names_t *pn, size_t seen, const char *tpfx,
+          char **token)
 {
     size_t plen = strlen(tpfx), n;
     char *t;
@@ -227,4 +222,62 @@ grants_page_next(const grants_page_names_t *pn, size_t seen, const char *tpfx,
                    n);
     *token = t;
     return 0;
+}
+
+/* Item i of p. */
+static void *
+item_at(const grants_page_spec *s, const grants_page *p, size_t i)
+{
+    return (char *)p->items + i * s->item_size;
+}
+
+int
+grants_page_read(const grants_env *e, const grants_page_spec *s,
+                 const char *after, uint32_t page_size, grants_page *p)
+{
+    size_t page = page_size != 0 ? page_size : GRANTS_LIST_PAGE_DEFAULT;
+    size_t seen = 0;
+    int rv;
+
+    memset(p, 0, sizeof(*p));
+    if ((rv = page_names(e->txn, s, after, page, &p->names)) != 0) {
+        return rv;
+    }
+    if ((p->items = calloc(page, s->item_size)) == NULL ||
+        (p->ptrs = calloc(page, sizeof(*p->ptrs))) == NULL) {
+        return ENOMEM;
+    }
+    while (seen < p->names.n && p->n < page) {
+        bool listed = false;
+        void *x = item_at(s, p, p->n);
+        rv = s->read(e, p->names.v[seen++], x, &listed);
+        if (rv != 0 || !listed) {
+            if (s->fini != NULL) {
+                s->fini(x);
+            }
+            memset(x, 0, s->item_size);
+            if (rv != 0) {
+                return rv;
+            }
+            continue;
+        }
+        p->ptrs[p->n++] = x;
+    }
+    return page_next(&p->names, seen, s->tpfx, &p->next);
+}
+
+void
+grants_page_free(const grants_page_spec *s, grants_page *p)
+{
+    for (size_t i = 0; i < p->n && s->fini != NULL; i++) {
+        s->fini(item_at(s, p, i));
+    }
+    for (size_t i = 0; i < p->names.n; i++) {
+        free(p->names.v[i]);
+    }
+    free(p->names.v);
+    free(p->items);
+    free(p->ptrs);
+    free(p->next);
+    memset(p, 0, sizeof(*p));
 }

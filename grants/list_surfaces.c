@@ -117,60 +117,44 @@ summary_read(const grants_env *e, const char *surface, summary *x, bool *listed)
 
 /* ---- the page ------------------------------------------------------------ */
 
+static int
+item_read(const grants_env *e, const char *name, void *item, bool *listed)
+{
+    return summary_read(e, name, item, listed);
+}
+
+static void
+item_fini(void *item)
+{
+    summary_fini(item);
+}
+
+static const char *const prefixes[] = {"g/s/", "g/j/", "g/q/"};
+static const grants_page_spec spec = {
+    prefixes, 3, TOKEN_PREFIX, sizeof(summary), item_read, item_fini,
+};
+
 void
 grants_list_surfaces(const grants_env *e,
                      const Once__V1__ListSurfacesRequest *r, grants_outcome *o)
 {
     Once__V1__ListSurfacesResponse resp =
         ONCE__V1__LIST_SURFACES_RESPONSE__INIT;
-    static const char *const prefixes[3] = {"g/s/", "g/j/", "g/q/"};
-    size_t page = r->page_size != 0 ? r->page_size : GRANTS_LIST_PAGE_DEFAULT;
     char after[GRANTS_NAME_MAX + 1];
-    grants_page_names_t pn = {0};
-    size_t seen = 0, nsum = 0;
-    summary *sums = NULL;
-    Once__V1__SurfaceSummary **ptrs = NULL;
-    char *next = NULL;
+    grants_page p;
     int rv;
 
     if (!grants_check_list_surfaces(r, after, o)) {
         return; /* validate refused it already; stays a refusal here */
     }
-    if ((rv = grants_page_names(e->txn, prefixes, 3, after, page, &pn)) != 0) {
+    if ((rv = grants_page_read(e, &spec, after, r->page_size, &p)) != 0) {
         goto err;
     }
-    if ((sums = calloc(page, sizeof(*sums))) == NULL ||
-        (ptrs = calloc(page, sizeof(*ptrs))) == NULL) {
-        rv = ENOMEM;
-        goto err;
-    }
-    while (seen < pn.n && nsum < page) {
-        bool listed = false;
-        if ((rv = summary_read(e, pn.v[seen++], &sums[nsum], &listed)) != 0) {
-            summary_fini(&sums[nsum]);
-            goto err;
-        }
-        if (!listed) {
-            summary_fini(&sums[nsum]);
-            continue;
-        }
-        ptrs[nsum] = &sums[nsum].m;
-        nsum++;
-    }
-    if ((rv = grants_page_next(&pn, seen, TOKEN_PREFIX, &next)) != 0) {
-        goto err;
-    }
-    resp.next_page_token = next != NULL ? next : "";
-    resp.n_surfaces = nsum;
-    resp.surfaces = ptrs;
+    resp.next_page_token = p.next != NULL ? p.next : "";
+    resp.n_surfaces = p.n;
+    resp.surfaces = (Once__V1__SurfaceSummary **)p.ptrs;
     resp.read_unix_ms = e->now_ms;
 err:
     grants_end(o, rv, &resp.base);
-    free(next);
-    for (size_t i = 0; i < nsum; i++) {
-        summary_fini(&sums[i]);
-    }
-    grants_page_names_free(&pn);
-    free(sums);
-    free(ptrs);
+    grants_page_free(&spec, &p);
 }

@@ -104,17 +104,39 @@ typedef struct grants_page_names_t {
     bool cut;
 } grants_page_names_t;
 
-/* The names after `after` under each of the np key prefixes ("g/s/"),
- * at most GRANTS_LIST_SCAN_PER_PAGE * page per prefix, merged up to the
- * first cut. 0 or a store error (pn empty). */
-int grants_page_names(store_txn *t, const char *const *prefixes, size_t np,
-                      const char *after, size_t page, grants_page_names_t *pn);
-void grants_page_names_free(grants_page_names_t *pn);
+/* What one list reads: its key prefixes (the candidate names are the
+ * bytes after "g/?/"), its token form, and its items (item_size bytes
+ * each): read fills one for a name (*listed: it belongs on the list; 0
+ * or a store error), fini frees what read took (NULL: nothing). */
+typedef struct grants_page_spec {
+    const char *const *prefixes;
+    size_t np;
+    const char *tpfx;
+    size_t item_size;
+    int (*read)(const grants_env *e, const char *name, void *item,
+                bool *listed);
+    void (*fini)(void *item);
+} grants_page_spec;
 
-/* The next page token after the first `seen` names of pn (malloc'd, with
- * form tpfx), NULL when nothing may follow. 0 or ENOMEM. */
-int grants_page_next(const grants_page_names_t *pn, size_t seen,
-                     const char *tpfx, char **token);
+/* A page read: its n listed items (they may point into names), ptrs to
+ * each (an item starts with its message: ptrs is the response's repeated
+ * field), and the next page token (NULL: the last page). */
+typedef struct grants_page {
+    void *items;
+    void **ptrs;
+    size_t n;
+    char *next;
+    grants_page_names_t names;
+} grants_page;
+
+/* Reads the page after `after` of at most page_size items (0: the
+ * default): the names under each prefix of s, at most
+ * GRANTS_LIST_SCAN_PER_PAGE * page_size per prefix, merged up to the
+ * first cut, read in order until the page is full. 0 or a store error;
+ * free p with grants_page_free either way. */
+int grants_page_read(const grants_env *e, const grants_page_spec *s,
+                     const char *after, uint32_t page_size, grants_page *p);
+void grants_page_free(const grants_page_spec *s, grants_page *p);
 
 /* ---- issue.c: the credential of an accepted grant ------------------------ */
 

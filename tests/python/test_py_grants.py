@@ -325,28 +325,36 @@ def test_list_surfaces_pages_through_what_get_surface_shows(onced):
         assert [s.surface for s in c.each_surface(page_size=1)] == want
 
 
+def _refuses_bad_pages(c, list_page, field, tpfx):
+    """list_page refuses page tokens no page of its returned (malformed,
+    or the other list's form around a name it returned) and a page_size
+    above 100, writing nothing; returns its largest page afterwards."""
+    before = (c.stats(), list_page(page_size=100))
+    token = list_page(page_size=1).next_page_token
+    assert token.startswith(tpfx), token
+    other_form = "ls1." if tpfx == "lm1." else "lm1."
+    for bad in ["nonsense", tpfx, tpfx + "zz", tpfx + "abc", tpfx + "00",
+                tpfx + "6100", tpfx + "0a", tpfx + "61" * 257, token[:-1],
+                token + "x", other_form + token[4:]]:
+        with pytest.raises(once.InvalidArgument) as ei:
+            list_page(page_token=bad)
+        assert ei.value.reason == "BAD_PAGE_TOKEN", bad
+    with pytest.raises(once.InvalidArgument) as ei:
+        list_page(page_size=101)
+    assert ei.value.reason == "BAD_LIMIT"
+    after = (c.stats(), list_page(page_size=100))
+    # Nothing written: no record kept, no commit, the same list.
+    assert after[0].records_stored == before[0].records_stored
+    assert after[0].commits == before[0].commits
+    assert getattr(after[1], field) == getattr(before[1], field)
+    return after[1]
+
+
 def test_list_surfaces_refuses_bad_pages_and_writes_nothing(onced):
     with once.Client(onced.url) as c:
         _surface_scenario(c)
-        before = (c.stats(), c.list_surfaces(page_size=100))
-        token = c.list_surfaces(page_size=1).next_page_token
-        assert token.startswith("ls1.")
-        for bad in ("nonsense", "ls1.", "ls1.zz", "ls1.abc", "ls1.00",
-                    "ls1.6100", "ls1.0a", "ls1." + "61" * 257,
-                    token[:-1], token + "x"):
-            with pytest.raises(once.InvalidArgument) as ei:
-                c.list_surfaces(page_token=bad)
-            assert ei.value.reason == "BAD_PAGE_TOKEN", bad
-        with pytest.raises(once.InvalidArgument) as ei:
-            c.list_surfaces(page_size=101)
-        assert ei.value.reason == "BAD_LIMIT"
-        after = (c.stats(), c.list_surfaces(page_size=100))
-        # Nothing written: no record kept, no commit, the same list.
-        assert after[0].records_stored == before[0].records_stored
-        assert after[0].commits == before[0].commits
-        assert after[1].surfaces == before[1].surfaces
-        # The largest page is fine.
-        assert len(c.list_surfaces(page_size=100).surfaces) == 9
+        after = _refuses_bad_pages(c, c.list_surfaces, "surfaces", "ls1.")
+        assert len(after.surfaces) == 9  # the largest page is fine
 
 
 def test_list_surfaces_is_for_operators(onced_factory):
@@ -463,26 +471,8 @@ def test_list_machines_refuses_bad_pages_and_writes_nothing(clocked):
     o, clock = clocked()
     _machine_scenario(o.url, clock)
     with once.Client(o.url) as c:
-        before = (c.stats(), c.list_machines(page_size=100))
-        token = c.list_machines(page_size=1).next_page_token
-        assert token.startswith("lm1.")
-        surface_token = c.list_surfaces(page_size=1).next_page_token
-        for bad in ("nonsense", "lm1.", "lm1.zz", "lm1.abc", "lm1.00",
-                    "lm1.6100", "lm1.0a", "lm1." + "61" * 257,
-                    token[:-1], token + "x", surface_token,
-                    "ls1." + token[4:]):
-            with pytest.raises(once.InvalidArgument) as ei:
-                c.list_machines(page_token=bad)
-            assert ei.value.reason == "BAD_PAGE_TOKEN", bad
-        with pytest.raises(once.InvalidArgument) as ei:
-            c.list_machines(page_size=101)
-        assert ei.value.reason == "BAD_LIMIT"
-        after = (c.stats(), c.list_machines(page_size=100))
-        # Nothing written: no record kept, no commit, the same list.
-        assert after[0].records_stored == before[0].records_stored
-        assert after[0].commits == before[0].commits
-        assert after[1].machines == before[1].machines
-        assert len(after[1].machines) == 8
+        after = _refuses_bad_pages(c, c.list_machines, "machines", "lm1.")
+        assert len(after.machines) == 8
 
 
 def test_list_machines_is_for_operators(onced_factory):
