@@ -399,34 +399,45 @@ def _summary(x):
             x.deleted)
 
 
-def _machine_scenario(url, clock):
-    """Machines in every state ListMachines tells apart; returns all names
-    and the enqueue time of the rows that expire on m-exp."""
-    def queue(c, surface, machine):
-        c.set_placement(surface, machine, "/" + surface)
-        return c.enqueue("w-" + surface, surface).row.enqueued_unix_ms
+def _queue(c, surface, machine):
+    c.set_placement(surface, machine, "/" + surface)
+    return c.enqueue("w-" + surface, surface).row.enqueued_unix_ms
 
+
+def _queue_machines(c):
+    """Machines with pending rows, all claimed, deleted; returns the
+    enqueue times of the two rows on m-exp."""
+    for i in range(4):  # pending rows only
+        _queue(c, f"q{i}", f"m-q{i}")
+    _queue(c, "q4", "m-q0")  # two on m-q0
+    exp = [_queue(c, "e0", "m-exp"), _queue(c, "e1", "m-exp")]
+    _queue(c, "b0", "m-both")
+    _queue(c, "d0", "m-done")
+    assert len(c.claim("m-done").claimed) == 1  # all claimed: not listed
+    _queue(c, "x0", "m-del")
+    c.delete_machine("m-del")  # deleted, no rows left
+    c.delete_machine("m-never")  # deleted, never had a row
+    return exp
+
+
+MACHINES = [f"m-q{i}" for i in range(4)] + \
+    ["m-exp", "m-both", "m-done", "m-del", "m-never"]
+
+
+def _machine_scenario(url, clock):
+    """Machines in every state ListMachines tells apart (_queue_machines,
+    then m-exp's rows expired, m-both's one expired and one pending);
+    returns the enqueue times of m-exp's rows."""
     with once.Client(url) as c:
-        for i in range(4):  # pending rows only
-            queue(c, f"q{i}", f"m-q{i}")
-        queue(c, "q4", "m-q0")  # two on m-q0
-        exp = [queue(c, "e0", "m-exp"), queue(c, "e1", "m-exp")]
-        queue(c, "b0", "m-both")
-        queue(c, "d0", "m-done")
-        assert len(c.claim("m-done").claimed) == 1  # all claimed: not listed
-        queue(c, "x0", "m-del")
-        c.delete_machine("m-del")  # deleted, no rows left
-        c.delete_machine("m-never")  # deleted, never had a row
+        exp = _queue_machines(c)
     clock.set(PAST_PENDING_MAX_MS)  # the rows above wait 13 hours...
     with once.Client(url) as c:  # ...and expire when their machine claims
         for m in ("m-exp", "m-both"):
             assert len(c.claim(m).expired) == (2 if m == "m-exp" else 1)
     clock.set(0)
     with once.Client(url) as c:
-        queue(c, "b1", "m-both")  # pending again next to its expired row
-    names = [f"m-q{i}" for i in range(4)] + \
-        ["m-exp", "m-both", "m-done", "m-del", "m-never"]
-    return names, exp
+        _queue(c, "b1", "m-both")  # pending again next to its expired row
+    return exp
 
 
 def test_list_machines_pages_through_what_list_queue_shows(clocked):
@@ -435,9 +446,9 @@ def test_list_machines_pages_through_what_list_queue_shows(clocked):
         empty = c.list_machines()
         assert list(empty.machines) == [] and empty.next_page_token == ""
         assert list(c.each_machine(page_size=1)) == []
-    names, exp = _machine_scenario(o.url, clock)
+    exp = _machine_scenario(o.url, clock)
     with once.Client(o.url) as c:
-        want = _listed_by_list_queue(c, names)
+        want = _listed_by_list_queue(c, MACHINES)
         by = {w[0]: w for w in want}
         assert "m-done" not in by and len(want) == 8, want
         assert by["m-exp"] == ("m-exp", 0, 2, max(exp) + PENDING_MAX_MS,
@@ -467,10 +478,11 @@ def test_list_machines_pages_through_what_list_queue_shows(clocked):
         assert "m-never" not in [x.machine for x in c.each_machine()]
 
 
-def test_list_machines_refuses_bad_pages_and_writes_nothing(clocked):
-    o, clock = clocked()
-    _machine_scenario(o.url, clock)
-    with once.Client(o.url) as c:
+def test_list_machines_refuses_bad_pages_and_writes_nothing(onced):
+    # One client throughout: no lease closed whose records the collector
+    # would drop (a commit) while the check runs.
+    with once.Client(onced.url) as c:
+        _queue_machines(c)
         after = _refuses_bad_pages(c, c.list_machines, "machines", "lm1.")
         assert len(after.machines) == 8
 
