@@ -1,7 +1,8 @@
 /*
  * list_pages.c — the page machinery the operator's lists share
  * (ListSurfaces, ListMachines): the page_size and page_token check, the
- * candidate names of a page and the next page token.
+ * candidate names of a page, reading its items through the list's
+ * grants_page_spec, and the next page token.
  *
  * Owns the bounded work of a page: the candidate names come from prefix
  * scans of keys.h (g/s/, g/m/...), each cut after GRANTS_LIST_SCAN_PER_PAGE
@@ -173,7 +174,7 @@ names_merge(name_list *l, size_t nl, char ***out, size_t *nout, bool *anycut)
  * 0 or a store error (pn empty). */
 static int
 page_names(store_txn *t, const grants_page_spec *s, const char *after,
-           size_t page, grants_page_names_t *pn)
+           size_t page, grants_page_names *pn)
 {
     name_list l[GRANTS_LIST_PREFIXES_MAX];
     int rv = 0;
@@ -203,7 +204,7 @@ page_names(store_txn *t, const grants_page_spec *s, const char *after,
 /* The token after the first `seen` names of pn (malloc'd), NULL when
  * nothing may follow. 0 or ENOMEM. */
 static int
-page_next(const grants_page_names_t *pn, size_t seen, const char *tpfx,
+page_next(const grants_page_names *pn, size_t seen, const char *tpfx,
           char **token)
 {
     size_t plen = strlen(tpfx), n;

@@ -98,11 +98,11 @@ bool grants_page_check(uint32_t page_size, const char *page_token,
 
 /* A page's candidate names, sorted, each once; cut: a scan stopped at its
  * bound, so names may follow the last. */
-typedef struct grants_page_names_t {
+typedef struct grants_page_names {
     char **v;
     size_t n;
     bool cut;
-} grants_page_names_t;
+} grants_page_names;
 
 /* What one list reads: its key prefixes (the candidate names are the
  * bytes after "g/?/"), its token form, and its items (item_size bytes
@@ -126,7 +126,7 @@ typedef struct grants_page {
     void **ptrs;
     size_t n;
     char *next;
-    grants_page_names_t names;
+    grants_page_names names;
 } grants_page;
 
 /* Reads the page after `after` of at most page_size items (0: the
