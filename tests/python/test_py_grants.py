@@ -357,21 +357,28 @@ def test_list_surfaces_refuses_bad_pages_and_writes_nothing(onced):
         assert len(after.surfaces) == 9  # the largest page is fine
 
 
-def test_list_surfaces_is_for_operators(onced_factory):
+def test_the_lists_are_for_operators(onced_factory):
+    """ListSurfaces and ListMachines: operators only by default."""
     o = onced_factory(dev=True)
     sched_key = o.principal("sched-ls", "scheduler")
     agent_key = o.principal("agent-ls", "agent:m1")
     with once.Client(o.url, key_file=o.dev_key) as op:
         op.set_placement("s1", "m1", "/x")
         op.request_grant("r1", "s1", "m1", "/x", 1)
-        assert [s.surface for s in op.list_surfaces().surfaces] == ["s1"]
+        op.set_placement("s2", "m2", "/x")
+        op.enqueue("w2", "s2")
+        assert [s.surface for s in op.list_surfaces().surfaces] == \
+            ["s1", "s2"]
+        assert [x.machine for x in op.list_machines().machines] == ["m2"]
     for key in (sched_key, agent_key):
         with once.Client(o.url, key_file=key) as other:
-            with pytest.raises(once.PermissionDenied) as ei:
-                other.list_surfaces()
-            assert ei.value.reason == "METHOD_DENIED"
+            for refused in (other.list_surfaces, other.list_machines):
+                with pytest.raises(once.PermissionDenied) as ei:
+                    refused()
+                assert ei.value.reason == "METHOD_DENIED", refused
             if key == sched_key:
                 other.get_surface("s1")  # its own reads stay allowed
+                other.list_queue("m2")
 
 
 # ---- ListMachines: the operator's list of machines ---------------------------
@@ -485,20 +492,3 @@ def test_list_machines_refuses_bad_pages_and_writes_nothing(onced):
         _queue_machines(c)
         after = _refuses_bad_pages(c, c.list_machines, "machines", "lm1.")
         assert len(after.machines) == 8
-
-
-def test_list_machines_is_for_operators(onced_factory):
-    o = onced_factory(dev=True)
-    sched_key = o.principal("sched-lm", "scheduler")
-    agent_key = o.principal("agent-lm", "agent:m1")
-    with once.Client(o.url, key_file=o.dev_key) as op:
-        op.set_placement("s1", "m1", "/x")
-        op.enqueue("w1", "s1")
-        assert [x.machine for x in op.list_machines().machines] == ["m1"]
-    for key in (sched_key, agent_key):
-        with once.Client(o.url, key_file=key) as other:
-            with pytest.raises(once.PermissionDenied) as ei:
-                other.list_machines()
-            assert ei.value.reason == "METHOD_DENIED"
-            if key == sched_key:
-                other.list_queue("m1")  # its own reads stay allowed
