@@ -419,15 +419,16 @@ def _queue_machines(c):
     _queue(c, "q4", "m-q0")  # two on m-q0
     exp = [_queue(c, "e0", "m-exp"), _queue(c, "e1", "m-exp")]
     _queue(c, "b0", "m-both")
-    _queue(c, "d0", "m-done")
-    assert len(c.claim("m-done").claimed) == 1  # all claimed: not listed
+    for m in ["m-done"] + [f"m-c{i}" for i in range(5)]:
+        _queue(c, "s-" + m, m)
+        assert len(c.claim(m).claimed) == 1  # all claimed: not listed
     _queue(c, "x0", "m-del")
     c.delete_machine("m-del")  # deleted, no rows left
     c.delete_machine("m-never")  # deleted, never had a row
     return exp
 
 
-MACHINES = [f"m-q{i}" for i in range(4)] + \
+MACHINES = [f"m-q{i}" for i in range(4)] + [f"m-c{i}" for i in range(5)] + \
     ["m-exp", "m-both", "m-done", "m-del", "m-never"]
 
 
@@ -480,6 +481,18 @@ def test_list_machines_pages_through_what_list_queue_shows(clocked):
         assert [_summary(x) for x in page.machines] == want
         assert page.next_page_token == "" and page.read_unix_ms > 0
         assert [_summary(x) for x in c.each_machine(page_size=1)] == want
+        # Bounded work: pages of 1 look at 4 names per prefix, so the five
+        # claimed machines m-c0..m-c4 in a row make a page with none and a
+        # token.
+        sizes, token = [], ""
+        while True:
+            page = c.list_machines(page_size=1, page_token=token)
+            sizes.append(len(page.machines))
+            token = page.next_page_token
+            if not token:
+                break
+            assert len(sizes) < 50, "the walk does not end"
+        assert 0 in sizes[:-1] and sum(sizes) == len(want), sizes
         # A placement undoes a deletion: m-never leaves the list.
         c.set_placement("n0", "m-never", "/n0")
         assert "m-never" not in [x.machine for x in c.each_machine()]
