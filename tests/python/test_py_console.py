@@ -6,8 +6,10 @@ with increments, a grant and a rejected request, an outbox consumer).
 Each view's DOM, as chromium leaves it after the page's scripts ran
 (--dump-dom), must show the numbers `oncectl --json stats`, `records
 list`, `grants get-surface`, `grants list-queue`, `grants list-surfaces`
-(the grants view with no surface named, page by page) and `outbox topics`
-give, and no error (the page lists script errors and failed fetches in
+(the grants view with no surface named, page by page), `grants
+list-machines` (its queues with no machine named, page by page, on
+onced_test after its clock moved 13 hours on and back) and `outbox
+topics` give, and no error (the page lists script errors and failed fetches in
 #console-errors). A screenshot of each view is kept under
 $ONCE_BUILD_DIR/console-screens/. Access: with principals, the console
 shows nothing without an operator's token from `oncectl console-token`;
