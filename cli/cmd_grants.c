@@ -132,6 +132,13 @@ static const gsub subs[] = {
      "the surfaces with an open grant, a pending row or rejections,\n"
      "      in name order, a page at a time (default 20, at most 100;\n"
      "      the next page: --page-token NEXT_PAGE_TOKEN)"},
+    {"list-machines",
+     "ListMachines",
+     false,
+     {NULL},
+     {"page_size", "page_token"},
+     "the machines with pending rows, expired rows or deleted, in\n"
+     "      name order, a page at a time (as list-surfaces)"},
 };
 
 #define N_SUBS (sizeof(subs) / sizeof(subs[0]))

@@ -3,7 +3,8 @@
  *
  * Owns the key layout (one prefix per kind of row, then the identifying
  * bytes as given, so a key is an exact name; the only range scans are
- * ListSurfaces' over g/s/, g/j/ and g/q/, in surface name order):
+ * ListSurfaces' over g/s/, g/j/ and g/q/, in surface name order, and
+ * ListMachines' over g/m/ and g/d/, in machine name order):
  *   g/p/<surface>            Placement: machine, location, generation
  *   g/s/<surface>            SurfaceRow: THE surface index and lock — the
  *                            open grant (or legacy holder), fencing epoch,

@@ -3,11 +3,11 @@
  * eye (an open grant or a legacy holder, a pending queued row, recorded
  * rejections), in name order, a page at a time.
  *
- * Owns the page: the candidate names come from three prefix scans (g/s/,
- * g/j/, g/q/ of keys.h), each cut after a bounded number of names, merged
- * and read up to the first cut ("the horizon"), so a page never looks at
- * more than GRANTS_LIST_SCAN_PER_PAGE times page_size names per prefix;
- * and the page token: "ls1." and the hex of the last name looked at.
+ * Owns the surface summary of a page: its candidate names come from
+ * three prefix scans (g/s/, g/j/, g/q/ of keys.h) through list_pages.c,
+ * so a page never looks at more than GRANTS_LIST_SCAN_PER_PAGE times
+ * page_size names per prefix; its page token is "ls1." and the hex of the
+ * last name looked at.
  * Invariant: stages nothing (a read: no rpc id, no record, no write).
  * Never: lists a surface twice across the pages of one walk; returns a
  * token that does not name a valid surface.
@@ -16,155 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
-#include "proto/names.h"
-#include "proto/reasons.h"
 #include "grants/rules_impl.h"
 
-#define TOKEN_PREFIX     "ls1."
-#define TOKEN_PREFIX_LEN 4
-#define SCAN_STOP        (-1) /* a scan callback's "enough": not an errno */
-
-/* The surface name a page token carries into after (a C string). */
-static bool
-token_read(const char *token, char after[GRANTS_NAME_MAX + 1])
-{
-    size_t hexlen = strlen(token), n = 0, at;
-
-    if (strncmp(token, TOKEN_PREFIX, TOKEN_PREFIX_LEN) != 0) {
-        return false;
-    }
-    hexlen -= TOKEN_PREFIX_LEN;
-    if (hexlen == 0 || hexlen % 2 != 0 || hexlen / 2 > GRANTS_NAME_MAX ||
-        sodium_hex2bin((unsigned char *)after, GRANTS_NAME_MAX,
-                       token + TOKEN_PREFIX_LEN, hexlen, NULL, &n, NULL) != 0 ||
-        n != hexlen / 2) {
-        return false;
-    }
-    after[n] = '\0';
-    return strlen(after) == n && /* no NUL inside */
-           name_check(after, GRANTS_NAME_MAX, &at) == NAME_OK;
-}
+#define TOKEN_PREFIX "ls1."
 
 bool
 grants_check_list_surfaces(const Once__V1__ListSurfacesRequest *r,
                            char after[GRANTS_NAME_MAX + 1], grants_outcome *o)
 {
-    after[0] = '\0';
-    if (r->page_size > GRANTS_LIST_PAGE_MAX) {
-        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_LIMIT,
-                    "page_size is at most %d (0: %d), got %u",
-                    GRANTS_LIST_PAGE_MAX, GRANTS_LIST_PAGE_DEFAULT,
-                    r->page_size);
-        return false;
-    }
-    if (r->page_token[0] != '\0' && !token_read(r->page_token, after)) {
-        after[0] = '\0';
-        grants_fail(o, CODE(INVALID_ARGUMENT), REASON_BAD_PAGE_TOKEN,
-                    "page_token is not one a page returned: send "
-                    "next_page_token back unchanged (empty: the first page)");
-        return false;
-    }
-    return true;
-}
-
-/* ---- candidate names ----------------------------------------------------- */
-
-typedef struct name_list {
-    char **v;
-    size_t n, cap; /* cap: the most names one scan takes */
-    bool cut;      /* the scan stopped at cap: names may follow */
-    const char *after;
-} name_list;
-
-static int
-name_one(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
-{
-    name_list *l = arg;
-    size_t n = klen - 4; /* "g/?/" */
-    char *s;
-
-    (void)val;
-    (void)vlen;
-    if (klen < 4 ||
-        (strlen(l->after) == n && memcmp(key + 4, l->after, n) == 0)) {
-        return 0; /* the token's own name: listed on the previous page */
-    }
-    if ((s = malloc(n + 1)) == NULL) {
-        return ENOMEM;
-    }
-    memcpy(s, key + 4, n);
-    s[n] = '\0';
-    l->v[l->n++] = s;
-    if (l->n == l->cap) {
-        l->cut = true;
-        return SCAN_STOP;
-    }
-    return 0;
-}
-
-/* The names under prefix ("g/s/") after l->after, at most l->cap. */
-static int
-names_scan(store_txn *t, const char *prefix, name_list *l)
-{
-    gkey start;
-    int rv;
-
-    if ((l->v = calloc(l->cap, sizeof(*l->v))) == NULL) {
-        return ENOMEM;
-    }
-    memcpy(start.b, prefix, 4);
-    memcpy(start.b + 4, l->after, strlen(l->after));
-    start.n = 4 + strlen(l->after);
-    rv = store_txn_scan(t, start.b, start.n, prefix, 4, name_one, l);
-    return rv == SCAN_STOP ? 0 : rv;
-}
-
-static int
-name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The three lists merged into *out (sorted, each name once, none past the
- * horizon: the last name of a list that was cut). Takes the names; the
- * lists keep none. *anycut: a list was cut. */
-static int
-names_merge(name_list l[3], char ***out, size_t *nout, bool *anycut)
-{
-    const char *horizon = NULL;
-    size_t total = l[0].n + l[1].n + l[2].n, n = 0;
-    char **v = calloc(total + 1, sizeof(*v));
-
-    if (v == NULL) {
-        return ENOMEM;
-    }
-    *anycut = false;
-    for (int i = 0; i < 3; i++) {
-        memcpy(v + n, l[i].v, l[i].n * sizeof(*v));
-        n += l[i].n;
-        if (l[i].cut) {
-            const char *last = l[i].v[l[i].n - 1];
-            if (horizon == NULL || strcmp(last, horizon) < 0) {
-                horizon = last;
-            }
-            *anycut = true;
-        }
-        l[i].n = 0;
-    }
-    qsort(v, n, sizeof(*v), name_cmp);
-    *nout = 0;
-    for (size_t i = 0; i < n; i++) {
-        if ((*nout > 0 && strcmp(v[i], v[*nout - 1]) == 0) ||
-            (horizon != NULL && strcmp(v[i], horizon) > 0)) {
-            free(v[i]);
-            continue;
-        }
-        v[(*nout)++] = v[i];
-    }
-    *out = v;
-    return 0;
+    return grants_page_check(r->page_size, r->page_token, TOKEN_PREFIX, after,
+                             o);
 }
 
 /* ---- one surface -------------------------------------------------------- */
@@ -256,20 +117,22 @@ summary_read(const grants_env *e, const char *surface, summary *x, bool *listed)
 
 /* ---- the page ------------------------------------------------------------ */
 
-/* "ls1." and the hex of name, malloc'd. */
-static char *
-token_make(const char *name)
+static int
+item_read(const grants_env *e, const char *name, void *item, bool *listed)
 {
-    size_t n = strlen(name);
-    char *t = malloc(TOKEN_PREFIX_LEN + 2 * n + 1);
-
-    if (t != NULL) {
-        memcpy(t, TOKEN_PREFIX, TOKEN_PREFIX_LEN);
-        sodium_bin2hex(t + TOKEN_PREFIX_LEN, 2 * n + 1,
-                       (const unsigned char *)name, n);
-    }
-    return t;
+    return summary_read(e, name, item, listed);
 }
+
+static void
+item_fini(void *item)
+{
+    summary_fini(item);
+}
+
+static const char *const prefixes[] = {"g/s/", "g/j/", "g/q/"};
+static const grants_page_spec spec = {
+    prefixes, 3, TOKEN_PREFIX, sizeof(summary), item_read, item_fini,
+};
 
 void
 grants_list_surfaces(const grants_env *e,
@@ -277,74 +140,21 @@ grants_list_surfaces(const grants_env *e,
 {
     Once__V1__ListSurfacesResponse resp =
         ONCE__V1__LIST_SURFACES_RESPONSE__INIT;
-    static const char *const prefixes[3] = {"g/s/", "g/j/", "g/q/"};
-    size_t page = r->page_size != 0 ? r->page_size : GRANTS_LIST_PAGE_DEFAULT;
     char after[GRANTS_NAME_MAX + 1];
-    name_list l[3];
-    char **names = NULL;
-    size_t nnames = 0, seen = 0, nsum = 0;
-    summary *sums = NULL;
-    Once__V1__SurfaceSummary **ptrs = NULL;
-    char *next = NULL;
-    bool anycut = false;
-    int rv = 0;
+    grants_page p;
+    int rv;
 
-    memset(l, 0, sizeof(l));
     if (!grants_check_list_surfaces(r, after, o)) {
         return; /* validate refused it already; stays a refusal here */
     }
-    for (int i = 0; i < 3 && rv == 0; i++) {
-        l[i].cap = page * GRANTS_LIST_SCAN_PER_PAGE;
-        l[i].after = after;
-        rv = names_scan(e->txn, prefixes[i], &l[i]);
-    }
-    if (rv != 0 || (rv = names_merge(l, &names, &nnames, &anycut)) != 0) {
+    if ((rv = grants_page_read(e, &spec, after, r->page_size, &p)) != 0) {
         goto err;
     }
-    if ((sums = calloc(page, sizeof(*sums))) == NULL ||
-        (ptrs = calloc(page, sizeof(*ptrs))) == NULL) {
-        rv = ENOMEM;
-        goto err;
-    }
-    while (seen < nnames && nsum < page) {
-        bool listed = false;
-        if ((rv = summary_read(e, names[seen++], &sums[nsum], &listed)) != 0) {
-            summary_fini(&sums[nsum]);
-            goto err;
-        }
-        if (!listed) {
-            summary_fini(&sums[nsum]);
-            continue;
-        }
-        ptrs[nsum] = &sums[nsum].m;
-        nsum++;
-    }
-    if (seen > 0 && (seen < nnames || anycut)) {
-        if ((next = token_make(names[seen - 1])) == NULL) {
-            rv = ENOMEM;
-            goto err;
-        }
-        resp.next_page_token = next;
-    }
-    resp.n_surfaces = nsum;
-    resp.surfaces = ptrs;
+    resp.next_page_token = p.next != NULL ? p.next : "";
+    resp.n_surfaces = p.n;
+    resp.surfaces = (Once__V1__SurfaceSummary **)p.ptrs;
     resp.read_unix_ms = e->now_ms;
 err:
     grants_end(o, rv, &resp.base);
-    free(next);
-    for (size_t i = 0; i < nsum; i++) {
-        summary_fini(&sums[i]);
-    }
-    for (size_t i = 0; i < nnames; i++) {
-        free(names[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        for (size_t j = 0; j < l[i].n; j++) {
-            free(l[i].v[j]);
-        }
-        free(l[i].v);
-    }
-    free(names);
-    free(sums);
-    free(ptrs);
+    grants_page_free(&spec, &p);
 }

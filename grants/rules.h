@@ -16,7 +16,8 @@
  * replay.c (replays that mint afresh), lifecycle.c (RenewCredential,
  * FinishGrant, CancelGrant), legacy.c, permissions.c, surface.c
  * (GetSurface), queue.c (Enqueue, Claim, deletions, ListQueue),
- * list_surfaces.c (ListSurfaces), rejections.c (the surface's rejection
+ * list_surfaces.c (ListSurfaces), list_machines.c (ListMachines), their
+ * shared pages in list_pages.c, rejections.c (the surface's rejection
  * log), issue.c (the credential a grant may carry now), outcome.c; the
  * rows they share and the row macros are in rules_impl.h (grant_rows.c).
  *
@@ -59,9 +60,9 @@
 #define GRANTS_HISTORY_MAX         64
 #define GRANTS_REJECTIONS_MAX      64
 #define GRANTS_EXPIRED_MAX         256
-/* ListSurfaces: a page's default and largest size, the rejections shown
- * per surface, and how many names per page size one page looks at under
- * each of its three prefixes at most. */
+/* ListSurfaces and ListMachines: a page's default and largest size, the
+ * rejections shown per surface, and how many names per page size one page
+ * looks at under each of its prefixes at most. */
 #define GRANTS_LIST_PAGE_DEFAULT    20
 #define GRANTS_LIST_PAGE_MAX        100
 #define GRANTS_LIST_LAST_REJECTIONS 5
@@ -151,6 +152,15 @@ bool grants_check_list_surfaces(const Once__V1__ListSurfacesRequest *r,
                                 grants_outcome *o);
 void grants_list_surfaces(const grants_env *e,
                           const Once__V1__ListSurfacesRequest *r,
+                          grants_outcome *o);
+
+/* list_machines.c: ListMachines, a read, with the same check and bounds
+ * as ListSurfaces (its tokens: "lm1."; the token names a machine). */
+bool grants_check_list_machines(const Once__V1__ListMachinesRequest *r,
+                                char after[GRANTS_NAME_MAX + 1],
+                                grants_outcome *o);
+void grants_list_machines(const grants_env *e,
+                          const Once__V1__ListMachinesRequest *r,
                           grants_outcome *o);
 
 /* queue.c: the work queue. */

@@ -10,7 +10,7 @@
  * errno of rows.h and are never turned into a business outcome here.
  * Never: commits, or decides a rule; the decisions stay in the file of
  * their method (placement.c, start.c, replay.c, lifecycle.c, legacy.c,
- * permissions.c, surface.c, queue.c).
+ * permissions.c, surface.c, queue.c, list_surfaces.c, list_machines.c).
  */
 #ifndef GRANTS_RULES_IMPL_H
 #define GRANTS_RULES_IMPL_H
@@ -83,6 +83,60 @@ int grants_machine_open_add(const grants_env *e, const char *machine,
                             uint64_t id);
 int grants_machine_open_drop(const grants_env *e, const char *machine,
                              uint64_t id);
+
+/* ---- list_pages.c: the pages of the operator's lists --------------------- */
+
+/* How many key prefixes one list's page may scan at most. */
+#define GRANTS_LIST_PREFIXES_MAX 3
+
+/* Refuses a page_size above GRANTS_LIST_PAGE_MAX (BAD_LIMIT) and a
+ * page_token that is not tpfx ("ls1.", "lm1.") and the hex of a valid name
+ * (BAD_PAGE_TOKEN); puts the name in after ("" for the first page). */
+bool grants_page_check(uint32_t page_size, const char *page_token,
+                       const char *tpfx, char after[GRANTS_NAME_MAX + 1],
+                       grants_outcome *o);
+
+/* A page's candidate names, sorted, each once; cut: a scan stopped at its
+ * bound, so names may follow the last. */
+typedef struct grants_page_names {
+    char **v;
+    size_t n;
+    bool cut;
+} grants_page_names;
+
+/* What one list reads: its key prefixes (the candidate names are the
+ * bytes after "g/?/"), its token form, and its items (item_size bytes
+ * each): read fills one for a name (*listed: it belongs on the list; 0
+ * or a store error), fini frees what read took (NULL: nothing). */
+typedef struct grants_page_spec {
+    const char *const *prefixes;
+    size_t np;
+    const char *tpfx;
+    size_t item_size;
+    int (*read)(const grants_env *e, const char *name, void *item,
+                bool *listed);
+    void (*fini)(void *item);
+} grants_page_spec;
+
+/* A page read: its n listed items (they may point into names), ptrs to
+ * each (an item starts with its message: ptrs is the response's repeated
+ * field), and the next page token (NULL: the last page). */
+typedef struct grants_page {
+    void *items;
+    void **ptrs;
+    size_t n;
+    char *next;
+    grants_page_names names;
+} grants_page;
+
+/* Reads the page after `after` of at most page_size items (0: the
+ * default): the names under each prefix of s, at most
+ * GRANTS_LIST_SCAN_PER_PAGE * page_size per prefix, merged up to the
+ * first cut, read in order until the page is full. 0 or a store error;
+ * free p with grants_page_free either way. */
+int grants_page_read(const grants_env *e, const grants_page_spec *s,
+                     const char *after, uint32_t page_size, grants_page *p);
+void grants_page_free(const grants_page_spec *s, grants_page *p);
 
 /* ---- issue.c: the credential of an accepted grant ------------------------ */
 

@@ -23,6 +23,7 @@ static const char *const console_reads[] = {
     "/once.v1.Grants/GetPublicKey", "/once.v1.Grants/ListSurfaces",
     "/once.v1.Outbox/Topics",       "/once.v1.Lease/LeaseInfo",
     "/once.v1.Counter/Get",         "/once.v1.KV/Range",
+    "/once.v1.Grants/ListMachines",
 };
 
 bool

@@ -244,6 +244,18 @@ v_list_surfaces(server_call *c)
 }
 
 static void
+v_list_machines(server_call *c)
+{
+    char after[GRANTS_NAME_MAX + 1];
+    grants_outcome o;
+    memset(&o, 0, sizeof(o));
+    svc_check(c,
+              grants_check_list_machines(REQ(Once__V1__ListMachinesRequest),
+                                         after, &o),
+              &o);
+}
+
+static void
 v_legacy(server_call *c)
 {
     const Once__V1__LegacyClaimRequest *r = REQ(Once__V1__LegacyClaimRequest);
@@ -317,6 +329,7 @@ EXEC(x_permission, grants_set_permission, Once__V1__SetPermissionRequest)
 EXEC(x_surface, grants_get_surface, Once__V1__GetSurfaceRequest)
 EXEC(x_list_queue, grants_list_queue, Once__V1__ListQueueRequest)
 EXEC(x_list_surfaces, grants_list_surfaces, Once__V1__ListSurfacesRequest)
+EXEC(x_list_machines, grants_list_machines, Once__V1__ListMachinesRequest)
 
 /* ---- replay (service_method.replay) ------------------------------------ */
 
@@ -367,6 +380,7 @@ static const service_method svc_grants_methods[] = {
     {G("ListQueue"), 0, v_list_queue, x_list_queue, NULL},
     {G("GetPublicKey"), 0, NULL, x_public_key, NULL},
     {G("ListSurfaces"), 0, v_list_surfaces, x_list_surfaces, NULL},
+    {G("ListMachines"), 0, v_list_machines, x_list_machines, NULL},
 };
 const service_ops svc_grants_ops = {
     .name = "once.v1.Grants",

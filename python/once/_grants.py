@@ -47,6 +47,17 @@ def _outcome(v: Union[str, int]) -> int:
     return v
 
 
+def _each(page_of: Any, field: str) -> Iterator[Any]:
+    """The items in field of page_of(token), page after page."""
+    token = ""
+    while True:
+        page = page_of(token)
+        yield from getattr(page, field)
+        token = page.next_page_token
+        if not token:
+            return
+
+
 class GrantsMixin:
     """Start grants (the methods are documented in docs/python.md and in
     proto/grants.proto). Mutating ones take ``rpc_id=`` to retry a known
@@ -184,13 +195,20 @@ class GrantsMixin:
 
     def each_surface(self, page_size: int = 0) -> Iterator[Any]:
         """Every SurfaceSummary list_surfaces gives, page after page."""
-        token = ""
-        while True:
-            page = self.list_surfaces(page_size, token)
-            yield from page.surfaces
-            token = page.next_page_token
-            if not token:
-                return
+        return _each(lambda t: self.list_surfaces(page_size, t), "surfaces")
+
+    def list_machines(self, page_size: int = 0,
+                      page_token: str = "") -> g.ListMachinesResponse:
+        """One page of the machines with pending rows, kept expired rows
+        or deleted, in name order; next_page_token (empty on the last
+        page) asks for the next one."""
+        return self._g("ListMachines",
+                       _msg(g.ListMachinesRequest, page_size=page_size,
+                            page_token=page_token), None)
+
+    def each_machine(self, page_size: int = 0) -> Iterator[Any]:
+        """Every MachineSummary list_machines gives, page after page."""
+        return _each(lambda t: self.list_machines(page_size, t), "machines")
 
     def public_key(self) -> bytes:
         """The server's Ed25519 public key (32 bytes) that signs

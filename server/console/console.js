@@ -157,7 +157,8 @@ async function leases(s) {
 }
 
 // ---- Grants: the surfaces and machines named in the URL or the form ------
-// (none named: the surfaces of ListSurfaces and the machines they show)
+// (none named: the surfaces of ListSurfaces and the machines they show,
+// and every machine of ListMachines at a glance)
 function listParam(name) {
   return params.getAll(name).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
 }
@@ -211,6 +212,22 @@ function ageText(ms) {
   return s < 120 ? `${s.toFixed(0)} s` : s < 7200 ? `${(s / 60).toFixed(0)} min` : `${(s / 3600).toFixed(1)} h`;
 }
 
+// The "first page" and "next page" links of a list (ids prefix-first,
+// prefix-next) after its page r; the token travels in the URL as key.
+function pageLinks(r, key, prefix) {
+  const next = str(r, "next_page_token");
+  const link = (token) => {
+    const q = new URLSearchParams(location.search);
+    if (token) q.set(key, token); else q.delete(key);
+    return "?" + q.toString();
+  };
+  $(prefix + "-next").hidden = !next;
+  $(prefix + "-next").href = link(next);
+  $(prefix + "-next").dataset.token = next;
+  $(prefix + "-first").hidden = !params.get(key);
+  $(prefix + "-first").href = link("");
+}
+
 async function surfaceList() {
   const body = { page_size: Number(params.get("page_size")) || 0, page_token: params.get("page_token") || "" };
   const r = await api("once.v1.Grants/ListSurfaces", body);
@@ -239,17 +256,7 @@ async function surfaceList() {
     }
   });
   $("surface-list").dataset.count = String(list.length);
-  const next = str(r, "next_page_token");
-  const link = (token) => {
-    const q = new URLSearchParams(location.search);
-    if (token) q.set("page_token", token); else q.delete("page_token");
-    return "?" + q.toString();
-  };
-  $("surfaces-next").hidden = !next;
-  $("surfaces-next").href = link(next);
-  $("surfaces-next").dataset.token = next;
-  $("surfaces-first").hidden = !params.get("page_token");
-  $("surfaces-first").href = link("");
+  pageLinks(r, "page_token", "surfaces");
   // The queues of the machines this page shows (open grants, pending rows).
   const ms = new Set();
   for (const x of list) {
@@ -259,12 +266,40 @@ async function surfaceList() {
   return [...ms].sort();
 }
 
+// ---- Queues at a glance: ListMachines, a page at a time -------------------
+// With no machine named: every machine with pending or expired rows, or
+// deleted (?machine_page_size=N, ?machine_page_token= from "next page");
+// a machine's name links to its queue.
+async function machineList() {
+  const body = { page_size: Number(params.get("machine_page_size")) || 0,
+    page_token: params.get("machine_page_token") || "" };
+  const r = await api("once.v1.Grants/ListMachines", body);
+  const list = r.machines || [];
+  rows($("machine-list").tBodies[0], list, (tr, x) => {
+    const m = str(x, "machine");
+    tr.dataset.machine = m;
+    const a = document.createElement("a");
+    a.textContent = m;
+    a.href = "?" + new URLSearchParams({ view: "grants", machine: m }).toString();
+    cell(tr, "", "list_machine").appendChild(a);
+    cell(tr, num(x, "pending"), "list_pending");
+    cell(tr, num(x, "expired"), "list_expired");
+    const t = num(x, "newest_expired_unix_ms");
+    cell(tr, t ? new Date(t).toISOString() : "-", "list_newest_expired");
+    cell(tr, x.deleted ? "yes" : "no", "list_deleted");
+  });
+  $("machine-list").dataset.count = String(list.length);
+  pageLinks(r, "machine_page_token", "machines");
+}
+
 async function grants() {
   const surfaces = listParam("surface");
   let machines = listParam("machine");
   $("grants-surfaces").value = surfaces.join(",");
   $("grants-machines").value = machines.join(",");
   $("surface-glance").hidden = surfaces.length > 0;
+  $("machine-glance").hidden = machines.length > 0;
+  if (machines.length === 0) await machineList();
   if (surfaces.length === 0) {
     const seen = await surfaceList();
     if (machines.length === 0) machines = seen;

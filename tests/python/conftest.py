@@ -220,6 +220,38 @@ def onced(onced_factory) -> Onced:
     return onced_factory()
 
 
+class Clock:
+    """onced_test's wall clock: the offset it adds, read from a file at
+    every reading (ONCED_CLOCK_OFFSET_FILE)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.set(0)
+
+    def set(self, offset_ms: int) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(str(offset_ms))
+        os.replace(tmp, self.path)  # never read half written
+
+
+# Past the 12 hours a queued row may wait (grants/rules.h).
+PAST_PENDING_MAX_MS = 13 * 3600 * 1000
+
+
+@pytest.fixture
+def clocked(onced_factory, monkeypatch, tmp_path):
+    """clocked(args=[...], dev=False) starts onced_test (the test seams)
+    with a clock the test moves; returns (onced, Clock). Later onceds of
+    the test are onced_test too."""
+    def make(args: List[str] = (), dev: bool = False):
+        clock = Clock(tmp_path / "clock-offset")
+        monkeypatch.setattr(sys.modules[__name__], "ONCED",
+                            str(BUILD / "tests" / "onced_test"))
+        monkeypatch.setenv("ONCED_CLOCK_OFFSET_FILE", str(clock.path))
+        return onced_factory(args=args, dev=dev), clock
+    return make
+
+
 def client_through(p: "Proxy", tries: int = 50, **opts) -> once.Client:
     """A Client on a lossy proxy: its OpenLease reply may be lost too, so
     opening is tried again (at most tries times)."""

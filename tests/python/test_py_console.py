@@ -6,8 +6,10 @@ with increments, a grant and a rejected request, an outbox consumer).
 Each view's DOM, as chromium leaves it after the page's scripts ran
 (--dump-dom), must show the numbers `oncectl --json stats`, `records
 list`, `grants get-surface`, `grants list-queue`, `grants list-surfaces`
-(the grants view with no surface named, page by page) and `outbox topics`
-give, and no error (the page lists script errors and failed fetches in
+(the grants view with no surface named, page by page), `grants
+list-machines` (its queues with no machine named, page by page, on
+onced_test after its clock moved 13 hours on and back) and `outbox
+topics` give, and no error (the page lists script errors and failed fetches in
 #console-errors). A screenshot of each view is kept under
 $ONCE_BUILD_DIR/console-screens/. Access: with principals, the console
 shows nothing without an operator's token from `oncectl console-token`;
@@ -26,6 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -33,7 +36,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from conftest import BUILD, ONCECTL, SLOW, wait_for
+from conftest import BUILD, ONCECTL, PAST_PENDING_MAX_MS, SLOW, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CURL = "/usr/bin/curl"
@@ -351,6 +354,90 @@ def test_grants_at_a_glance_shows_what_list_surfaces_says(onced_factory):
     glance_matches(dom, ctl(o, "grants", "list-surfaces"))
     assert dom.field("last_rej_reason", surface="s2") == \
         ["PLACEMENT_CHANGED", "ALREADY_OWNED"]
+
+
+def iso_ms(ms: int) -> str:
+    """ms as the console writes a time (JavaScript's toISOString)."""
+    t = datetime.fromtimestamp(ms // 1000, tz=timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def machine_glance_matches(dom: Dom, page: dict) -> None:
+    """Each row of the queue view's at-a-glance table shows what one page
+    of `oncectl --json grants list-machines` says."""
+    machines = page.get("machines", [])
+    shows("listed machines", dom.field("list_machine"),
+          [x["machine"] for x in machines])
+    for x in machines:
+        m = x["machine"]
+        shows(f"{m} pending rows", dom.one("list_pending", machine=m),
+              x.get("pending", 0))
+        shows(f"{m} expired rows", dom.one("list_expired", machine=m),
+              x.get("expired", 0))
+        t = x.get("newest_expired_unix_ms", 0)
+        shows(f"{m} newest expiry", dom.one("list_newest_expired", machine=m),
+              iso_ms(t) if t else "-")
+        shows(f"{m} deleted", dom.one("list_deleted", machine=m),
+              "yes" if x.get("deleted") else "no")
+    shows("next machines page",
+          dom.attrs_by_id["machines-next"].get("data-token", ""),
+          page.get("next_page_token", ""))
+
+
+def test_queues_at_a_glance_show_what_list_machines_says(clocked):
+    base = f"http://127.0.0.1:{free_port()}"
+    o, clock = clocked(args=["--http-listen", base], dev=True)
+
+    def queue(surface, machine):
+        ctl(o, "grants", "set-placement", surface, machine, "/" + surface)
+        ctl(o, "grants", "enqueue", "w-" + surface, surface)
+
+    queue("a0", "m-a")
+    queue("a1", "m-a")
+    queue("e0", "m-exp")
+    queue("b0", "m-both")
+    queue("d0", "m-done")
+    ctl(o, "grants", "claim", "m-done")  # all claimed: not listed
+    ctl(o, "grants", "delete-machine", "m-del")
+    clock.set(PAST_PENDING_MAX_MS)  # 13 hours on: e0 and b0 expire
+    for m in ("m-exp", "m-both"):
+        assert len(ctl(o, "grants", "claim", m)["expired"]) == 1
+    clock.set(0)
+    queue("b1", "m-both")
+    tok = token(o.dev_key)
+
+    # Pages of 2 (machine_page_size from the URL), following "next page".
+    nxt, seen = "", []
+    for n in range(1, 4):
+        extra = "&machine_page_size=2" + \
+            (f"&machine_page_token={nxt}" if nxt else "")
+        dom = view(base, "grants", tok, extra,
+                   shot="queues-glance" if n == 1 else None)
+        args = ["grants", "list-machines", "--page-size", "2"]
+        if nxt:
+            args += ["--page-token", nxt]
+        page = ctl(o, *args)
+        machine_glance_matches(dom, page)
+        seen += [x["machine"] for x in page.get("machines", [])]
+        href = dom.attrs_by_id["machines-next"].get("href", "")
+        nxt = parse_qs(urlparse(href).query).get("machine_page_token",
+                                                 [""])[0]
+        shows("the next machines page link's token", nxt,
+              page.get("next_page_token", ""))
+        if not nxt:
+            break
+    assert (n, seen) == (2, ["m-a", "m-both", "m-del", "m-exp"]), seen
+    # The default page; m-exp has only expired rows, and is listed.
+    dom = view(base, "grants", tok)
+    page = ctl(o, "grants", "list-machines")
+    machine_glance_matches(dom, page)
+    assert {x["machine"]: (x.get("pending", 0), x.get("expired", 0))
+            for x in page["machines"]}["m-exp"] == (0, 1)
+    assert dom.one("list_expired", machine="m-exp") == "1"
+    # A machine named: its queue, and no list.
+    dom = view(base, "grants", tok, "&machine=m-exp")
+    assert "hidden" in dom.attrs_by_id["machine-glance"]
+    shows("m-exp expired", dom.one("expired", machine="m-exp"), 1)
 
 
 def test_a_wrong_number_fails_the_check():

@@ -11,7 +11,7 @@ import pytest
 
 import once
 
-from conftest import SLOW
+from conftest import PAST_PENDING_MAX_MS, SLOW, wait_for
 
 
 def test_grant_rules(onced):
@@ -325,42 +325,198 @@ def test_list_surfaces_pages_through_what_get_surface_shows(onced):
         assert [s.surface for s in c.each_surface(page_size=1)] == want
 
 
+def _collector_quiet(c):
+    """Waits for a collector pass that committed nothing: the records the
+    scenario's calls acknowledged are reclaimed by then (each reclaim is a
+    commit, and it would otherwise land in the middle of a check that
+    nothing is written)."""
+    def pass_without_commit():
+        a = c.stats()
+        wait_for(lambda: c.stats().gc_passes > a.gc_passes, 30 * SLOW,
+                 "a collector pass")
+        return c.stats().commits == a.commits
+    wait_for(pass_without_commit, 60 * SLOW,
+             "a collector pass that commits nothing", 0)
+
+
+def _refuses_bad_pages(c, list_page, field, tpfx):
+    """list_page refuses page tokens no page of its returned (malformed,
+    or the other list's form around a name it returned) and a page_size
+    above 100, writing nothing; returns its largest page afterwards."""
+    _collector_quiet(c)
+    before = (c.stats(), list_page(page_size=100))
+    token = list_page(page_size=1).next_page_token
+    assert token.startswith(tpfx), token
+    other_form = "ls1." if tpfx == "lm1." else "lm1."
+    for bad in ["nonsense", tpfx, tpfx + "zz", tpfx + "abc", tpfx + "00",
+                tpfx + "6100", tpfx + "0a", tpfx + "61" * 257, token[:-1],
+                token + "x", other_form + token[4:]]:
+        with pytest.raises(once.InvalidArgument) as ei:
+            list_page(page_token=bad)
+        assert ei.value.reason == "BAD_PAGE_TOKEN", bad
+    with pytest.raises(once.InvalidArgument) as ei:
+        list_page(page_size=101)
+    assert ei.value.reason == "BAD_LIMIT"
+    after = (c.stats(), list_page(page_size=100))
+    # Nothing written: no record kept, no commit, the same list.
+    assert after[0].records_stored == before[0].records_stored
+    assert after[0].commits == before[0].commits
+    assert getattr(after[1], field) == getattr(before[1], field)
+    return after[1]
+
+
 def test_list_surfaces_refuses_bad_pages_and_writes_nothing(onced):
     with once.Client(onced.url) as c:
         _surface_scenario(c)
-        before = (c.stats(), c.list_surfaces(page_size=100))
-        token = c.list_surfaces(page_size=1).next_page_token
-        assert token.startswith("ls1.")
-        for bad in ("nonsense", "ls1.", "ls1.zz", "ls1.abc", "ls1.00",
-                    "ls1.6100", "ls1.0a", "ls1." + "61" * 257,
-                    token[:-1], token + "x"):
-            with pytest.raises(once.InvalidArgument) as ei:
-                c.list_surfaces(page_token=bad)
-            assert ei.value.reason == "BAD_PAGE_TOKEN", bad
-        with pytest.raises(once.InvalidArgument) as ei:
-            c.list_surfaces(page_size=101)
-        assert ei.value.reason == "BAD_LIMIT"
-        after = (c.stats(), c.list_surfaces(page_size=100))
-        # Nothing written: no record kept, no commit, the same list.
-        assert after[0].records_stored == before[0].records_stored
-        assert after[0].commits == before[0].commits
-        assert after[1].surfaces == before[1].surfaces
-        # The largest page is fine.
-        assert len(c.list_surfaces(page_size=100).surfaces) == 9
+        after = _refuses_bad_pages(c, c.list_surfaces, "surfaces", "ls1.")
+        assert len(after.surfaces) == 9  # the largest page is fine
 
 
-def test_list_surfaces_is_for_operators(onced_factory):
+def test_the_lists_are_for_operators(onced_factory):
+    """ListSurfaces and ListMachines: operators only by default."""
     o = onced_factory(dev=True)
     sched_key = o.principal("sched-ls", "scheduler")
     agent_key = o.principal("agent-ls", "agent:m1")
     with once.Client(o.url, key_file=o.dev_key) as op:
         op.set_placement("s1", "m1", "/x")
         op.request_grant("r1", "s1", "m1", "/x", 1)
-        assert [s.surface for s in op.list_surfaces().surfaces] == ["s1"]
+        op.set_placement("s2", "m2", "/x")
+        op.enqueue("w2", "s2")
+        assert [s.surface for s in op.list_surfaces().surfaces] == \
+            ["s1", "s2"]
+        assert [x.machine for x in op.list_machines().machines] == ["m2"]
     for key in (sched_key, agent_key):
         with once.Client(o.url, key_file=key) as other:
-            with pytest.raises(once.PermissionDenied) as ei:
-                other.list_surfaces()
-            assert ei.value.reason == "METHOD_DENIED"
+            for refused in (other.list_surfaces, other.list_machines):
+                with pytest.raises(once.PermissionDenied) as ei:
+                    refused()
+                assert ei.value.reason == "METHOD_DENIED", refused
             if key == sched_key:
                 other.get_surface("s1")  # its own reads stay allowed
+                other.list_queue("m2")
+
+
+# ---- ListMachines: the operator's list of machines ---------------------------
+
+PENDING_MAX_MS = 12 * 3600 * 1000
+
+
+def _listed_by_list_queue(c, machines):
+    """What ListMachines must say of machines, read one by one with
+    ListQueue: (machine, pending, expired, newest expiry, deleted) of those
+    with pending or expired rows, or deleted."""
+    out = []
+    for m in sorted(machines):
+        q = c.list_queue(m)
+        if q.pending or q.expired or q.machine_deleted:
+            newest = q.expired[-1].enqueued_unix_ms + PENDING_MAX_MS \
+                if q.expired else 0
+            out.append((m, len(q.pending), len(q.expired), newest,
+                        q.machine_deleted))
+    return out
+
+
+def _summary(x):
+    return (x.machine, x.pending, x.expired, x.newest_expired_unix_ms,
+            x.deleted)
+
+
+def _queue(c, surface, machine):
+    c.set_placement(surface, machine, "/" + surface)
+    return c.enqueue("w-" + surface, surface).row.enqueued_unix_ms
+
+
+def _queue_machines(c):
+    """Machines with pending rows, all claimed, deleted; returns the
+    enqueue times of the two rows on m-exp."""
+    for i in range(4):  # pending rows only
+        _queue(c, f"q{i}", f"m-q{i}")
+    _queue(c, "q4", "m-q0")  # two on m-q0
+    exp = [_queue(c, "e0", "m-exp"), _queue(c, "e1", "m-exp")]
+    _queue(c, "b0", "m-both")
+    for m in ["m-done"] + [f"m-c{i}" for i in range(5)]:
+        _queue(c, "s-" + m, m)
+        assert len(c.claim(m).claimed) == 1  # all claimed: not listed
+    _queue(c, "x0", "m-del")
+    c.delete_machine("m-del")  # deleted, no rows left
+    c.delete_machine("m-never")  # deleted, never had a row
+    return exp
+
+
+MACHINES = [f"m-q{i}" for i in range(4)] + [f"m-c{i}" for i in range(5)] + \
+    ["m-exp", "m-both", "m-done", "m-del", "m-never"]
+
+
+def _machine_scenario(url, clock):
+    """Machines in every state ListMachines tells apart (_queue_machines,
+    then m-exp's rows expired, m-both's one expired and one pending);
+    returns the enqueue times of m-exp's rows."""
+    with once.Client(url) as c:
+        exp = _queue_machines(c)
+    clock.set(PAST_PENDING_MAX_MS)  # the rows above wait 13 hours...
+    with once.Client(url) as c:  # ...and expire when their machine claims
+        for m in ("m-exp", "m-both"):
+            assert len(c.claim(m).expired) == (2 if m == "m-exp" else 1)
+    clock.set(0)
+    with once.Client(url) as c:
+        _queue(c, "b1", "m-both")  # pending again next to its expired row
+    return exp
+
+
+def test_list_machines_pages_through_what_list_queue_shows(clocked):
+    o, clock = clocked()
+    with once.Client(o.url) as c:
+        empty = c.list_machines()
+        assert list(empty.machines) == [] and empty.next_page_token == ""
+        assert list(c.each_machine(page_size=1)) == []
+    exp = _machine_scenario(o.url, clock)
+    with once.Client(o.url) as c:
+        want = _listed_by_list_queue(c, MACHINES)
+        by = {w[0]: w for w in want}
+        assert "m-done" not in by and len(want) == 8, want
+        assert by["m-exp"] == ("m-exp", 0, 2, max(exp) + PENDING_MAX_MS,
+                               False)
+        assert by["m-both"][1:3] == (1, 1) and by["m-q0"][1] == 2
+        assert by["m-del"][1:] == (0, 0, 0, True) == by["m-never"][1:]
+        # Small pages: each at most 2 machines, every machine once, in
+        # order, the walk ending with an empty token.
+        got, token, pages = [], "", 0
+        while True:
+            page = c.list_machines(page_size=2, page_token=token)
+            assert len(page.machines) <= 2
+            got += [_summary(x) for x in page.machines]
+            pages += 1
+            token = page.next_page_token
+            if not token:
+                break
+            assert token.startswith("lm1.") and pages < 50, token
+        assert got == want, (got, want)
+        assert pages >= 4
+        page = c.list_machines(page_size=100)
+        assert [_summary(x) for x in page.machines] == want
+        assert page.next_page_token == "" and page.read_unix_ms > 0
+        assert [_summary(x) for x in c.each_machine(page_size=1)] == want
+        # Bounded work: pages of 1 look at 4 names per prefix, so the five
+        # claimed machines m-c0..m-c4 in a row make a page with none and a
+        # token.
+        sizes, token = [], ""
+        while True:
+            page = c.list_machines(page_size=1, page_token=token)
+            sizes.append(len(page.machines))
+            token = page.next_page_token
+            if not token:
+                break
+            assert len(sizes) < 50, "the walk does not end"
+        assert 0 in sizes[:-1] and sum(sizes) == len(want), sizes
+        # A placement undoes a deletion: m-never leaves the list.
+        c.set_placement("n0", "m-never", "/n0")
+        assert "m-never" not in [x.machine for x in c.each_machine()]
+
+
+def test_list_machines_refuses_bad_pages_and_writes_nothing(onced):
+    # One client throughout: no lease closed whose records the collector
+    # would drop (a commit) while the check runs.
+    with once.Client(onced.url) as c:
+        _queue_machines(c)
+        after = _refuses_bad_pages(c, c.list_machines, "machines", "lm1.")
+        assert len(after.machines) == 8
