@@ -61,6 +61,7 @@ static struct {
     int clients;
     const char *csv;
     const char *png;
+    unsigned backoff_max_ms; /* 0: libonce's default */
 } opt = {
     .ttl = {2, 5}, .nttl = 2, .kills = 30, .kind = {true, true}, .clients = 4};
 
@@ -122,6 +123,8 @@ usage(FILE *f)
         "  --csv FILE     every sample: ttl_s,kind,fault,victim,client,"
         "unavail_ms\n"
         "  --png FILE     a CDF per TTL and kind (gnuplot; needs --csv)\n"
+        "  --backoff-max MS  the clients' backoff cap (default: libonce's,\n"
+        "                 500 ms)\n"
         "  --help\n"
         "\n"
         "Exit status: 0, or 1 when a client was not served again or the\n"
@@ -159,6 +162,7 @@ parse_args(int argc, char **argv)
         {"clients", required_argument, NULL, 'c'},
         {"csv", required_argument, NULL, 'o'},
         {"png", required_argument, NULL, 'p'},
+        {"backoff-max", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -200,6 +204,13 @@ parse_args(int argc, char **argv)
         case 'p':
             opt.png = optarg;
             break;
+        case 'b':
+            opt.backoff_max_ms = (unsigned)atoi(optarg);
+            if (opt.backoff_max_ms < 1 || opt.backoff_max_ms > 10000) {
+                fprintf(stderr, "bench_failover: --backoff-max 1..10000\n");
+                return -1;
+            }
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -221,16 +232,22 @@ ending(const run *u)
     return atomic_load(&u->stop) || atomic_load(&interrupted);
 }
 
-/* A success at now_ns: every published fault injected before it that this
- * client had not seen gets its gap, measured from the last success. */
+/* A success at now_ns of a call sent at sent_ns in `attempts` attempts:
+ * every published fault injected before it that this client had not seen
+ * gets its gap, measured from the last success. A call sent before the
+ * fault and answered by its first attempt was answered by the leader
+ * before the fault (the reply was on its way, or this thread had not run
+ * yet: SIGSTOP leaves sent replies to be delivered), so it counts as a
+ * success before the fault, not the first one after it. */
 static void
-note_ok(client *k, int64_t now_ns)
+note_ok(client *k, int64_t sent_ns, int64_t now_ns, uint32_t attempts)
 {
     run *u = k->run;
     int n = atomic_load_explicit(&u->nfaults, memory_order_acquire);
     int seen = atomic_load(&k->seen);
 
-    while (seen < n && u->faults[seen].at_ns < now_ns) {
+    while (seen < n && u->faults[seen].at_ns < now_ns &&
+           !(attempts == 1 && sent_ns < u->faults[seen].at_ns)) {
         u->faults[seen].gap_ns[k->idx] = now_ns - k->last_ok_ns;
         seen++;
     }
@@ -265,14 +282,17 @@ client_main(void *arg)
         once_rpc_id id = {0, 0};
         once_status st;
         int64_t v;
+        int64_t sent_ns = bench_now_ns();
         int rc = once_counter_incr_new(k->c, "failover", 1, &id, &v, &st);
+        uint32_t attempts = st.attempts;
 
         if (rc == ONCE_UNKNOWN) {
             rc = resolve(k, &id);
+            attempts = 2; /* the first attempt went unanswered */
         }
         if (rc == ONCE_OK) {
             atomic_fetch_add(&k->acked, 1);
-            note_ok(k, bench_now_ns());
+            note_ok(k, sent_ns, bench_now_ns(), attempts);
         } else if (rc == ONCE_UNKNOWN) {
             k->unresolved++;
             once_client_release(k->c, id.seq);
@@ -303,6 +323,7 @@ clients_start(run *u)
         k->run = u;
         once_options_init(&o);
         o.url = u->r->urls;
+        o.backoff_max_ms = opt.backoff_max_ms;
         if (once_client_open(&k->c, &o, &st) != ONCE_OK) {
             fprintf(stderr, "bench_failover: client %d: %s %s\n", i, st.reason,
                     st.message);
@@ -411,14 +432,6 @@ inject(run *u, int kind)
     return ok ? 0 : 1;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Prints one line per kind; 1 when a client was not served again. */
 static int
 report(run *u, FILE *csv)
@@ -450,7 +463,7 @@ report(run *u, FILE *csv)
                 }
             }
         }
-        qsort(ms, n, sizeof(*ms), cmp_i64);
+        /* bench_pct_us sorts ms: ms[n - 1] is the max */
         p50 = bench_pct_us(ms, n, 50) / 1000.0;
         p99 = bench_pct_us(ms, n, 99) / 1000.0;
         printf("ttl %2d s  %-4s  count %4zu  p50 %7.0f ms  p99 %7.0f ms  "
