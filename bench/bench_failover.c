@@ -88,6 +88,8 @@ typedef struct client {
     atomic_int seen;      /* faults whose gap this client recorded */
     long long unresolved; /* unknown outcomes given up on */
     long long refused;    /* definitive "not executed" answers */
+    long long reopened;   /* handles opened again after a lost lease */
+    bool started;         /* the thread runs (join it) */
     int64_t last_ok_ns;
 } client;
 
@@ -273,6 +275,48 @@ resolve(client *k, const once_rpc_id *id)
     return rc;
 }
 
+/* A handle for k (libonce never opens a new lease by itself). 0, or -1
+ * when none could be opened within RESOLVE_MS. */
+static int
+client_open(client *k)
+{
+    int64_t until = bench_now_ns() + (int64_t)RESOLVE_MS * 1000000;
+    once_options o;
+    once_status st;
+
+    once_options_init(&o);
+    o.url = k->run->r->urls;
+    o.backoff_max_ms = opt.backoff_max_ms;
+    for (int i = 0; i < 100 && !atomic_load(&interrupted); i++) {
+        if (once_client_open(&k->c, &o, &st) == ONCE_OK) {
+            return 0;
+        }
+        if (bench_now_ns() > until) {
+            break;
+        }
+        bench_sleep_ms(100);
+    }
+    fprintf(stderr, "bench_failover: client %d: %s %s\n", k->idx, st.reason,
+            st.message);
+    k->c = NULL;
+    return -1;
+}
+
+/* A client whose lease was lost opens a new handle; the time it takes is
+ * part of what it sees. */
+static int
+client_reopen(client *k)
+{
+    fprintf(stderr,
+            "\nbench_failover: client %d lost its lease; a new "
+            "handle\n",
+            k->idx);
+    once_client_close(k->c);
+    k->c = NULL;
+    k->reopened++;
+    return client_open(k);
+}
+
 static void *
 client_main(void *arg)
 {
@@ -287,7 +331,9 @@ client_main(void *arg)
         uint32_t attempts = st.attempts;
 
         if (rc == ONCE_UNKNOWN) {
-            rc = resolve(k, &id);
+            /* Anything but OK leaves it unknown: a retry refused here
+             * (the lease lost) says nothing of the first attempt. */
+            rc = resolve(k, &id) == ONCE_OK ? ONCE_OK : ONCE_UNKNOWN;
             attempts = 2; /* the first attempt went unanswered */
         }
         if (rc == ONCE_OK) {
@@ -298,14 +344,11 @@ client_main(void *arg)
             once_client_release(k->c, id.seq);
         } else {
             k->refused++; /* not executed: a definitive answer */
-            if (once_client_lease_state(k->c) == ONCE_CLIENT_LEASE_LOST) {
-                fprintf(stderr,
-                        "bench_failover: client %d lost its lease "
-                        "(%s); it stops\n",
-                        k->idx, st.reason);
-                break;
-            }
             bench_sleep_ms(10);
+        }
+        if (once_client_lease_state(k->c) == ONCE_CLIENT_LEASE_LOST &&
+            client_reopen(k) != 0) {
+            break;
         }
     }
     return NULL;
@@ -316,25 +359,17 @@ clients_start(run *u)
 {
     for (int i = 0; i < u->nclients; i++) {
         client *k = &u->cl[i];
-        once_options o;
-        once_status st;
 
         k->idx = i;
         k->run = u;
-        once_options_init(&o);
-        o.url = u->r->urls;
-        o.backoff_max_ms = opt.backoff_max_ms;
-        if (once_client_open(&k->c, &o, &st) != ONCE_OK) {
-            fprintf(stderr, "bench_failover: client %d: %s %s\n", i, st.reason,
-                    st.message);
+        if (client_open(k) != 0) {
             return -1;
         }
         k->last_ok_ns = bench_now_ns();
         if (pthread_create(&k->th, NULL, client_main, k) != 0) {
-            once_client_close(k->c);
-            k->c = NULL;
             return -1;
         }
+        k->started = true;
     }
     return 0;
 }
@@ -344,11 +379,12 @@ clients_stop(run *u)
 {
     atomic_store(&u->stop, true);
     for (int i = 0; i < u->nclients; i++) {
-        if (u->cl[i].c != NULL) {
+        if (u->cl[i].started) {
             pthread_join(u->cl[i].th, NULL);
-            once_client_close(u->cl[i].c);
-            u->cl[i].c = NULL;
+            u->cl[i].started = false;
         }
+        once_client_close(u->cl[i].c);
+        u->cl[i].c = NULL;
     }
 }
 
@@ -487,7 +523,7 @@ report(run *u, FILE *csv)
 static int
 check_once(run *u)
 {
-    long long acked = 0, unresolved = 0, refused = 0;
+    long long acked = 0, unresolved = 0, refused = 0, reopened = 0;
     once_options o;
     once_client *c = NULL;
     once_status st;
@@ -498,6 +534,7 @@ check_once(run *u)
         acked += atomic_load(&u->cl[i].acked);
         unresolved += u->cl[i].unresolved;
         refused += u->cl[i].refused;
+        reopened += u->cl[i].reopened;
     }
     once_options_init(&o);
     o.url = u->r->urls;
@@ -509,8 +546,8 @@ check_once(run *u)
     }
     once_client_close(c);
     printf("ttl %2d s  exactly-once: counter %" PRId64 ", acknowledged %lld, "
-           "unknown %lld, refused %lld: %s\n",
-           u->ttl_s, v, acked, unresolved, refused,
+           "unknown %lld, refused %lld, leases lost %lld: %s\n",
+           u->ttl_s, v, acked, unresolved, refused, reopened,
            rc != ONCE_OK ? "UNREAD"
            : v == acked  ? "ok"
            : unresolved > 0 && v > acked && v <= acked + unresolved
