@@ -129,8 +129,10 @@ usage(FILE *f)
         "                 500 ms)\n"
         "  --help\n"
         "\n"
-        "Exit status: 0, or 1 when a client was not served again or the\n"
-        "counter does not equal the acknowledged increments.\n",
+        "Exit status: 0; 1 when a client was not served again, the cluster\n"
+        "failed, the counter is not between the acknowledged increments and\n"
+        "those plus the unknown ones, or the plot failed; 2 on bad\n"
+        "arguments; 130 when interrupted (everything is stopped first).\n",
         MAX_FAULTS, MAX_CLIENTS);
 }
 
