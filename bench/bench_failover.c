@@ -553,8 +553,7 @@ check_once(run *u)
            rc != ONCE_OK ? "UNREAD"
            : v == acked  ? "ok"
            : unresolved > 0 && v > acked && v <= acked + unresolved
-               ? "ok "
-                 "(unknowns ran)"
+               ? "ok (unknowns ran)"
                : "VIOLATED");
     fflush(stdout);
     return rc == ONCE_OK && v >= acked && v <= acked + unresolved ? 0 : 1;
