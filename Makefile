@@ -55,11 +55,11 @@ asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) \
-	    -E 'test_replication'
+	    -E 'test_replication|bench_failover_smoke'
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-replication.supp \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --test-dir $(ASAN_BUILD) --output-on-failure -R 'test_replication'
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -R 'test_replication|bench_failover_smoke'
 
 # libFuzzer over envelope decoding and dispatch (tests/fuzz_dispatch.c),
 # clang + ASan + UBSan in build-fuzz/, FUZZ_SECONDS of fuzzing from the seed
