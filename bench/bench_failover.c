@@ -477,12 +477,12 @@ report(run *u, FILE *csv)
     int bad = 0;
 
     for (int kind = 0; kind < NKINDS; kind++) {
-        int64_t *ms = calloc(NKINDS * MAX_FAULTS * MAX_CLIENTS, sizeof(*ms));
+        int64_t *gap = calloc(MAX_FAULTS * MAX_CLIENTS, sizeof(*gap));
         size_t n = 0, lost = 0;
         double p50, p99;
 
-        if (ms == NULL || !opt.kind[kind]) {
-            free(ms);
+        if (gap == NULL || !opt.kind[kind]) {
+            free(gap);
             continue;
         }
         for (int j = 0; j < atomic_load(&u->nfaults); j++) {
@@ -493,7 +493,7 @@ report(run *u, FILE *csv)
                     lost++;
                     continue;
                 }
-                ms[n++] = f->gap_ns[i];
+                gap[n++] = f->gap_ns[i];
                 if (csv != NULL) {
                     fprintf(csv, "%d,%s,%d,%d,%d,%.1f\n", u->ttl_s,
                             kind_name[kind], j + 1, f->victim, i,
@@ -501,13 +501,14 @@ report(run *u, FILE *csv)
                 }
             }
         }
-        /* bench_pct_us sorts ms: ms[n - 1] is the max */
-        p50 = bench_pct_us(ms, n, 50) / 1000.0;
-        p99 = bench_pct_us(ms, n, 99) / 1000.0;
+        /* the unavailabilities in ns; bench_pct_us sorts them: gap[n - 1] is
+         * the max */
+        p50 = bench_pct_us(gap, n, 50) / 1000.0;
+        p99 = bench_pct_us(gap, n, 99) / 1000.0;
         printf("ttl %2d s  %-4s  count %4zu  p50 %7.0f ms  p99 %7.0f ms  "
                "max %7.0f ms  p99 <= 1.5 x TTL: %s%s\n",
                u->ttl_s, kind_name[kind], n, p50, p99,
-               n > 0 ? (double)ms[n - 1] / 1e6 : 0.0,
+               n > 0 ? (double)gap[n - 1] / 1e6 : 0.0,
                n > 0 && p99 <= 1.5 * u->ttl_s * 1000 ? "yes" : "no",
                lost > 0 ? "  (clients not served again: see below)" : "");
         if (lost > 0) {
@@ -516,7 +517,7 @@ report(run *u, FILE *csv)
                    u->ttl_s, kind_name[kind], lost);
             bad = 1;
         }
-        free(ms);
+        free(gap);
     }
     return bad;
 }
