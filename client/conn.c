@@ -33,8 +33,12 @@
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
 #define CONN_RECONNECT_MAX_MS 1000
-/* At most one new dialer per this many ms (conn_redial). */
+/* At most one new dialer per this many ms (conn_redial); with one URL
+ * the wait doubles, up to CONN_REDIAL_MAX_MS, until a reply comes: a new
+ * dialer ends the handshake of the one before, and a TLS handshake with a
+ * loaded server (valgrind in CI: over a second) would never finish. */
 #define CONN_REDIAL_MIN_MS 1000u
+#define CONN_REDIAL_MAX_MS 4000u
 /* At most one TLS probe per this many ms (conn_tls_verdict). */
 #define CONN_DIAG_MIN_MS 1000u
 /* How long conn_shut waits for nng_close (close_bounded). */
@@ -198,17 +202,31 @@ conn_dialer_restart(conn *cn)
     (void)conn_dialer_start(cn); /* on failure the next stall retries */
 }
 
+/* The wait before the next redial of the same URL. */
+static uint64_t
+conn_redial_gap(conn *cn)
+{
+    uint64_t gap = atomic_load(&cn->redial_gap_ms);
+
+    return cn->route.n > 1 || gap < CONN_REDIAL_MIN_MS ? CONN_REDIAL_MIN_MS
+                                                       : gap;
+}
+
 void
 conn_redial(conn *cn)
 {
-    uint64_t now;
+    uint64_t now, gap;
 
     pthread_mutex_lock(&cn->dial_lock);
     /* Read under the lock: a time taken before it may be older than the
      * redial_ms another caller just set, and now - redial_ms would wrap. */
     now = clock_now_ms();
-    if (now - cn->redial_ms >= CONN_REDIAL_MIN_MS) {
+    gap = conn_redial_gap(cn);
+    if (now - cn->redial_ms >= gap) {
         cn->redial_ms = now;
+        atomic_store(&cn->redial_gap_ms, gap * 2 < CONN_REDIAL_MAX_MS
+                                             ? gap * 2
+                                             : CONN_REDIAL_MAX_MS);
         /* Several URLs: the next one, unless the target answered a call
          * within the last second (then it is up, only this dial stalled). */
         (void)steer_rotate(&cn->route, steer_gen(&cn->route),
@@ -272,6 +290,7 @@ conn_suspect(conn *cn, uint64_t gen, uint64_t sent_ms)
 void
 conn_heard(conn *cn, uint64_t gen, bool served)
 {
+    atomic_store(&cn->redial_gap_ms, 0); /* connected: the least again */
     if (cn->route.n > 1) {
         steer_heard(&cn->route, gen, served, clock_now_ms());
     }

@@ -56,9 +56,12 @@ typedef struct conn {
     size_t ndialers;
     steer route;  /* the URLs and which one is the target (steer.h) */
     size_t nurls; /* URLs in url; set by conn_open, read-only afterwards */
-    uint64_t redial_ms; /* clock_now_ms() of the last redial */
-    bool tls_failed;    /* a dialer of sock saw a handshake fail as TLS
-                           (tls_diag_dialer_failed); sticky */
+    uint64_t redial_ms;             /* clock_now_ms() of the last redial */
+    _Atomic uint64_t redial_gap_ms; /* one URL: the wait before the next
+                                       redial (doubles, conn_redial; back
+                                       to the least on a reply); 0: least */
+    bool tls_failed; /* a dialer of sock saw a handshake fail as TLS
+                        (tls_diag_dialer_failed); sticky */
 
     pthread_mutex_t diag_lock; /* protects diag_ms and diag */
     uint64_t diag_ms;          /* clock_now_ms() of the last TLS probe */
@@ -108,8 +111,10 @@ int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
  * into the dying listener's backlog and writes its SP header after the
  * listener is gone. A new dialer starts over. Closing the old dialer while
  * its handshake is under way can in turn stop onced's nng 1.5.2 ipc
- * listener (the same ECLOSED rule on the server side, tests/README.md "Not
- * covered"), hence at most once a second. */
+ * listener (the same ECLOSED rule on the server side, listen_watch.h),
+ * hence at most once a second; with one URL the wait doubles, up to 4 s,
+ * until a reply comes (conn_heard), so that a slow handshake (TLS with a
+ * loaded server) is not started over before it can finish. */
 void conn_redial(conn *cn);
 
 /* The target's generation: read before an attempt, passed to conn_hint and

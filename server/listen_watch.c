@@ -4,6 +4,8 @@
 #include "server/listen_watch.h"
 
 #include "base/endpoint_stats.h"
+#include "base/tls_server.h"
+#include "server/tls_probe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,11 +30,18 @@
 #define WATCH_QUICK_MS 300 /* a probe's wait once nng counted an error */
 #define WATCH_PARKED   8   /* probes that timed out, kept open */
 #define WATCH_PARK_MS  30000 /* how long one is kept at most */
-#define IPC_PREFIX     "ipc://"
-#define IPC_PREFIX_LEN (sizeof(IPC_PREFIX) - 1)
+/* tls+tcp:// listeners are probed on an error nng counted and otherwise
+ * at most this often: a probe costs onced a TLS handshake (a signature),
+ * and the error that ends such a listener is always counted. */
+#define WATCH_TLS_EVERY_MS 30000
+#define IPC_PREFIX         "ipc://"
+#define IPC_PREFIX_LEN     (sizeof(IPC_PREFIX) - 1)
 
 typedef struct watch_entry {
     char *url;
+    nng_tls_config *tls;          /* tls+tcp://: the server configuration
+                                     (a hold of the listener's); NULL: ipc */
+    tls_probe *prober;            /* tls+tcp://: its probes (watch thread) */
     uint64_t other_seen;          /* its listener's "other" errors last read
                                      (watch thread) */
     nng_listener nl;              /* the listener now serving url */
@@ -46,10 +55,13 @@ struct listen_watch {
     watch_entry entries[WATCH_MAX];
     _Atomic size_t n; /* entries in use: set up before it counts them, as
                          the pipe callback may already run */
-    _Atomic uint64_t *restarts; /* the caller's counter */
+    _Atomic uint64_t *restarts;  /* the caller's counter */
+    listen_watch_moved_fn moved; /* told of every new listener; or NULL */
+    void *moved_arg;
     periodic *thread;           /* NULL until started */
     uint64_t next_probe_ms;     /* clock_now_ms() of the next round of probes
                                    (watch thread) */
+    uint64_t next_tls_probe_ms; /* the same for tls+tcp:// listeners */
     /* Probes that timed out, kept open (watch thread): closing one while
      * a slow onced is still in its handshake would end the listener (nng
      * 1.5.2), the very stop the watch looks for. */
@@ -118,6 +130,11 @@ watch_sweep(listen_watch *w, bool all)
             w->parked[i] = -1;
         }
     }
+    for (size_t i = 0; i < atomic_load(&w->n); i++) {
+        if (w->entries[i].prober != NULL) {
+            tls_probe_sweep(w->entries[i].prober, all);
+        }
+    }
 }
 
 /* Connects to path as an SP REQ peer over a plain AF_UNIX socket and sends
@@ -144,6 +161,33 @@ watch_connect(const char *path)
     return fd;
 }
 
+/* watch_probe over TLS (tls_probe.h): the same wait for a new pipe, the
+ * same parking of a probe that got none. */
+static bool
+watch_probe_tls(listen_watch *w, watch_entry *e, int wait_ms)
+{
+    uint64_t before = atomic_load(&e->pipes);
+    tls_probe_conn *c;
+    bool accepted;
+
+    if ((c = tls_probe_connect(e->prober, wait_ms)) == NULL) {
+        return watch_stopping(w); /* refused, or no answer: not accepting */
+    }
+    for (int i = 0; i < wait_ms / WATCH_POLL_MS + 1; i++) {
+        if (atomic_load(&e->pipes) != before || watch_stopping(w) ||
+            tls_probe_hung_up(c, WATCH_POLL_MS)) {
+            break;
+        }
+    }
+    accepted = atomic_load(&e->pipes) != before;
+    if (accepted) {
+        tls_probe_close(c);
+    } else {
+        tls_probe_park(e->prober, c);
+    }
+    return accepted || watch_stopping(w);
+}
+
 /*
  * Connects to e's path and waits up to wait_ms for a new
  * pipe of its listener (any client's counts: it shows the listener
@@ -167,6 +211,10 @@ watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
     uint64_t before = atomic_load(&e->pipes);
     bool accepted;
     int fd;
+
+    if (e->prober != NULL) {
+        return watch_probe_tls(w, e, wait_ms);
+    }
 
     if ((fd = watch_connect(e->url + IPC_PREFIX_LEN)) < 0) {
         return watch_stopping(w); /* no listener there at all */
@@ -195,12 +243,34 @@ watch_probe(listen_watch *w, watch_entry *e, int wait_ms)
     return accepted || watch_stopping(w);
 }
 
-/* The listener on e->url has stopped accepting: close it, remove its socket
- * file and listen there again. */
+/* A new listener on e->url: ipc:// after removing its socket file. */
+static int
+watch_listen(listen_watch *w, watch_entry *e, nng_listener *nl)
+{
+    const char *path = e->url + IPC_PREFIX_LEN;
+    int rv;
+
+    if (e->tls != NULL) {
+        if ((rv = tls_server_listen(w->sock, e->url, e->tls, nl)) == 0 &&
+            (rv = tls_probe_retarget(e->prober, *nl)) != 0) {
+            nng_listener_close(*nl);
+        }
+        return rv;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        log_error("the listener on %s accepts no connections and its "
+                  "socket file cannot be removed: %s",
+                  e->url, strerror(errno));
+        return NNG_EPERM;
+    }
+    return nng_listen(w->sock, e->url, nl, 0);
+}
+
+/* The listener on e->url has stopped accepting: close it and listen there
+ * again. */
 static void
 watch_relisten(listen_watch *w, watch_entry *e)
 {
-    const char *path = e->url + IPC_PREFIX_LEN;
     nng_listener nl;
     int rv;
 
@@ -212,13 +282,10 @@ watch_relisten(listen_watch *w, watch_entry *e)
         nng_listener_close(e->nl);
         e->nl.id = 0;
     }
-    if (unlink(path) != 0 && errno != ENOENT) {
-        log_error("the listener on %s accepts no connections and its "
-                  "socket file cannot be removed: %s",
-                  e->url, strerror(errno));
-        return;
+    if ((rv = watch_listen(w, e, &nl)) == NNG_EPERM) {
+        return; /* said */
     }
-    if ((rv = nng_listen(w->sock, e->url, &nl, 0)) != 0) {
+    if (rv != 0) {
         log_error("the listener on %s accepts no connections and listening "
                   "there again failed: %s (trying again in %llu ms)",
                   e->url, nng_strerror(rv), (unsigned long long)w->interval_ms);
@@ -226,11 +293,16 @@ watch_relisten(listen_watch *w, watch_entry *e)
     }
     e->nl = nl;
     e->other_seen = 0; /* a new listener's statistics */
+    if (w->moved != NULL) {
+        w->moved(w->moved_arg,
+                 (nng_listener){.id = atomic_load(&e->listener_id)}, nl);
+    }
     atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
     atomic_fetch_add(w->restarts, 1);
     log_warn("the listener on %s stopped accepting new connections (nng "
-             "1.5 ends an ipc listener when a peer hangs up during its "
-             "handshake); listening there again (its clients reconnect)",
+             "1.5 ends an ipc:// or tls+tcp:// listener when a peer hangs "
+             "up during its handshake); listening there again (its clients "
+             "reconnect)",
              e->url);
 }
 
@@ -258,6 +330,7 @@ watch_tick(void *arg, unsigned why)
     listen_watch *w = arg;
     uint64_t now = clock_now_ms();
     bool probes = now >= w->next_probe_ms;
+    bool tls_probes = now >= w->next_tls_probe_ms;
     nng_stat *snap = NULL;
 
     (void)why;
@@ -271,14 +344,17 @@ watch_tick(void *arg, unsigned why)
 
         if (other > e->other_seen) {
             e->other_seen = other;
-            if (!watch_probe(w, e, WATCH_QUICK_MS)) {
+            if (!watch_probe(w, e, WATCH_QUICK_MS) &&
+                (e->prober == NULL ||
+                 !watch_probe(w, e, LISTEN_WATCH_PROBE_MS))) {
                 watch_relisten(w, e);
                 continue;
             }
         }
         /* Two probes in a row must go unanswered: one alone may have met
          * a moment when onced could not run. */
-        if (probes && !watch_probe(w, e, LISTEN_WATCH_PROBE_MS) &&
+        if ((e->prober != NULL ? tls_probes : probes) &&
+            !watch_probe(w, e, LISTEN_WATCH_PROBE_MS) &&
             !watch_probe(w, e, LISTEN_WATCH_PROBE_MS)) {
             watch_relisten(w, e);
         }
@@ -288,6 +364,12 @@ watch_tick(void *arg, unsigned why)
     }
     if (probes) {
         w->next_probe_ms = clock_now_ms() + w->interval_ms;
+    }
+    if (tls_probes) {
+        w->next_tls_probe_ms =
+            clock_now_ms() + (w->interval_ms > WATCH_TLS_EVERY_MS
+                                  ? w->interval_ms
+                                  : WATCH_TLS_EVERY_MS);
     }
 }
 
@@ -302,6 +384,7 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
     }
     w->sock = sock;
     w->interval_ms = interval_ms;
+    w->next_tls_probe_ms = clock_now_ms() + WATCH_TLS_EVERY_MS;
     w->restarts = restarts;
     for (size_t i = 0; i < WATCH_PARKED; i++) {
         w->parked[i] = -1;
@@ -311,23 +394,42 @@ listen_watch_open(listen_watch **wp, nng_socket sock, uint64_t interval_ms,
 }
 
 int
-listen_watch_add(listen_watch *w, const char *url, nng_listener nl)
+listen_watch_add(listen_watch *w, const char *url, nng_listener nl,
+                 nng_tls_config *tls)
 {
     size_t n = atomic_load(&w->n);
     watch_entry *e;
+    int rv;
 
-    if (strncmp(url, IPC_PREFIX, IPC_PREFIX_LEN) != 0 || n == WATCH_MAX) {
-        return 0; /* only ipc:// is affected; more than WATCH_MAX: unwatched */
+    if ((tls == NULL && strncmp(url, IPC_PREFIX, IPC_PREFIX_LEN) != 0) ||
+        n == WATCH_MAX) {
+        return 0; /* tcp:// is not affected; past WATCH_MAX: unwatched */
     }
     e = &w->entries[n];
+    if (tls != NULL && (rv = tls_probe_open(&e->prober, nl)) != 0) {
+        return rv;
+    }
     if ((e->url = strdup(url)) == NULL) {
+        tls_probe_free(e->prober);
+        e->prober = NULL;
         return NNG_ENOMEM;
+    }
+    if (tls != NULL) {
+        nng_tls_config_hold(tls);
+        e->tls = tls;
     }
     e->nl = nl;
     atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
     atomic_store(&e->pipes, 0);
     atomic_store(&w->n, n + 1); /* after the entry is whole */
     return 0;
+}
+
+void
+listen_watch_on_move(listen_watch *w, listen_watch_moved_fn fn, void *arg)
+{
+    w->moved = fn;
+    w->moved_arg = arg;
 }
 
 int
@@ -362,6 +464,10 @@ listen_watch_free(listen_watch *w)
     watch_sweep(w, true);
     for (size_t i = 0; i < atomic_load(&w->n); i++) {
         free(w->entries[i].url);
+        tls_probe_free(w->entries[i].prober);
+        if (w->entries[i].tls != NULL) {
+            nng_tls_config_free(w->entries[i].tls); /* our hold */
+        }
     }
     free(w);
 }

@@ -1,9 +1,9 @@
 /*
  * listener.c — nng REP contexts, the async nng_ctx + nng_aio pattern, and
  * the listeners: ipc://, tcp:// and tls+tcp:// (nng's TLS over mbedTLS,
- * with the certificate and key of --tls-cert/--tls-key); ipc:// listeners
- * are watched (listen_watch.h, --listen-check), tls+tcp:// ones for failed
- * handshakes (tls_watch.h).
+ * with the certificate and key of --tls-cert/--tls-key); ipc:// and
+ * tls+tcp:// listeners are watched (listen_watch.h, --listen-check), and
+ * tls+tcp:// ones also for failed handshakes (tls_watch.h).
  *
  * What one connection may hold: a context that receives a request notes
  * the pipe it came from until its reply has been handed to that pipe
@@ -372,20 +372,32 @@ listener_listen(listener *l, const listener_config *cfg, const char *url)
 
     if (strncmp(url, "tls+", 4) != 0) {
         if ((rv = nng_listen(l->sock, url, &nl, 0)) == 0 && l->watch != NULL) {
-            rv = listen_watch_add(l->watch, url, nl);
+            rv = listen_watch_add(l->watch, url, nl, NULL);
         }
         return rv;
     }
     if (l->tls == NULL && (rv = listener_tls(l, cfg)) != 0) {
         return rv;
     }
-    if ((rv = tls_server_listen(l->sock, url, l->tls, &nl)) != 0) {
+    if ((rv = tls_server_listen(l->sock, url, l->tls, &nl)) != 0 ||
+        (l->watch != NULL &&
+         (rv = listen_watch_add(l->watch, url, nl, l->tls)) != 0)) {
         return rv;
     }
     if (l->tls_log == NULL && (rv = tls_watch_open(&l->tls_log)) != 0) {
         return rv;
     }
     return tls_watch_add(l->tls_log, url, nl);
+}
+
+/* The watch's thread: a tls+tcp:// listener was started again; the log
+ * of failed handshakes reads the new one. Atomics only. */
+static void
+listener_moved(void *arg, nng_listener old, nng_listener nl)
+{
+    listener *l = arg;
+
+    tls_watch_moved(l->tls_log, old, nl);
 }
 
 /* nng's thread, for every pipe of the socket: counted by the ipc watch
@@ -488,6 +500,9 @@ listener_open(listener **lp, const listener_config *cfg,
     }
     for (size_t i = 0; i < l->nctx; i++) {
         lctx_recv(&l->ctxs[i]);
+    }
+    if (l->watch != NULL) {
+        listen_watch_on_move(l->watch, listener_moved, l);
     }
     if (l->watch != NULL && (rv = listen_watch_start(l->watch)) != 0) {
         log_error("cannot start the listener watch: %s", nng_strerror(rv));

@@ -201,8 +201,9 @@ static const opt_def OPTIONS[] = {
     DURATION("listen-check", srv.listen_check_ms, 1000, 100, 3600000, 0,
              "how often each ipc:// listener is probed\n"
              "and, if it stopped accepting, started again\n"
-             "(default %D; nng 1.5 ends an ipc listener\n"
-             "when a peer hangs up during its handshake)"),
+             "(default %D; tls+tcp:// ones every 30 s at\n"
+             "least; nng 1.5 ends such a listener when a\n"
+             "peer hangs up during its handshake)"),
     SETTER("no-listen-check", NULL, set_no_listen_check, NULL, 0,
            "do not probe"),
     ACTION("config", "FILE", OPT_CONFIG, OPT_RELOAD | OPT_NO_KEY,

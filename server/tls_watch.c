@@ -3,6 +3,7 @@
  */
 #include "server/tls_watch.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,9 +22,10 @@
 
 typedef struct tls_entry {
     char *url;
-    nng_listener nl;
-    uint64_t seen;    /* the "auth" counter at the last read */
-    uint64_t untold;  /* failures not logged yet */
+    _Atomic uint32_t listener_id; /* the listener now serving url */
+    _Atomic bool moved;           /* a new one since the last read */
+    uint64_t seen;                /* the "auth" counter at the last read */
+    uint64_t untold;              /* failures not logged yet */
     uint64_t told_ms; /* clock_now_ms() of the last line; 0: none yet */
 } tls_entry;
 
@@ -34,12 +36,11 @@ struct tls_watch {
 };
 
 /* The "auth" counter (NNG_ECRYPTO and NNG_EPEERAUTH of accepted
- * connections) of listener nl in the snapshot, or 0. */
+ * connections) of the listener with id id in the snapshot, or 0. */
 static uint64_t
-tls_auth_errors(nng_stat *snap, nng_listener nl)
+tls_auth_errors(nng_stat *snap, uint32_t id)
 {
-    nng_stat *ls =
-        endpoint_stats_find(snap, "listener", (uint64_t)nng_listener_id(nl));
+    nng_stat *ls = endpoint_stats_find(snap, "listener", (uint64_t)id);
     nng_stat *auth = ls != NULL ? endpoint_stats_child(ls, "auth") : NULL;
 
     return auth != NULL ? nng_stat_value(auth) : 0;
@@ -73,7 +74,12 @@ tls_poll(void *arg, unsigned why)
     }
     for (size_t i = 0; i < w->n; i++) {
         tls_entry *e = &w->entries[i];
-        uint64_t v = tls_auth_errors(snap, e->nl);
+        uint64_t v;
+
+        if (atomic_exchange(&e->moved, false)) {
+            e->seen = 0; /* a new listener counts from 0 */
+        }
+        v = tls_auth_errors(snap, atomic_load(&e->listener_id));
         if (v > e->seen) {
             e->untold += v - e->seen;
         }
@@ -110,9 +116,22 @@ tls_watch_add(tls_watch *w, const char *url, nng_listener nl)
     if ((e->url = strdup(url)) == NULL) {
         return NNG_ENOMEM;
     }
-    e->nl = nl;
+    atomic_store(&e->listener_id, (uint32_t)nng_listener_id(nl));
     w->n++;
     return 0;
+}
+
+void
+tls_watch_moved(tls_watch *w, nng_listener old, nng_listener nl)
+{
+    for (size_t i = 0; w != NULL && i < w->n; i++) {
+        if (atomic_load(&w->entries[i].listener_id) ==
+            (uint32_t)nng_listener_id(old)) {
+            atomic_store(&w->entries[i].listener_id,
+                         (uint32_t)nng_listener_id(nl));
+            atomic_store(&w->entries[i].moved, true);
+        }
+    }
 }
 
 int

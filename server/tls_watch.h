@@ -28,6 +28,11 @@ int tls_watch_open(tls_watch **wp);
  * Returns 0, NNG_ENOMEM, or NNG_EINVAL when the watch is full. */
 int tls_watch_add(tls_watch *w, const char *url, nng_listener nl);
 
+/* Listener old was replaced by nl on the same URL (listen_watch.h): its
+ * count is read from nl from now on. Atomics only; any thread. NULL w is
+ * fine. */
+void tls_watch_moved(tls_watch *w, nng_listener old, nng_listener nl);
+
 /* Starts the thread. Returns 0 or an nng error. */
 int tls_watch_start(tls_watch *w);
 
