@@ -110,13 +110,20 @@ tsan: deps
 # test_slow_peer (flood bounds scaled from one request alone);
 # test_py_billing (its receiver must bill within bounded waits between a
 # dozen kills, and the whole test within 120 s).
+# test_py_tls (2026-12-04) for what valgrind counts, not for an error of
+# onced's: its hundreds of reset handshakes stop nng 1.5.2's tls+tcp://
+# listener (as they should; the watch listens again), and the TLS
+# connections that listener had taken and never handed over are then
+# reported definitely lost, allocated on nng's threads with no frame of
+# onced to suppress them by (tests/valgrind.supp suppresses the listener
+# itself). It runs in `make test`; test_tls runs under valgrind.
 # One suite at a time (VALGRIND_JOBS): two suites side by side, each onced
 # under memcheck, left raw calls of test_leases, test_crash_matrix and
 # test_tls_errors without an answer within their bounds in a CI-like clean
 # run (2026-12-03: a connection closed, a 5 s call timed out, a TLS
 # handshake outlasting oncectl's attempts).
 VALGRIND_JOBS    ?= 1
-VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer|test_py_billing
+VALGRIND_EXCLUDE ?= test_collector|test_replication|test_etcd|test_conns|test_outbox|test_preauth|test_slow_peer|test_py_billing|test_py_tls
 VALGRIND_CMD     ?= /usr/bin/valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
                     --suppressions=$(CURDIR)/tests/valgrind.supp
 
