@@ -62,6 +62,7 @@
 #include <time.h>
 
 #include "client/call.h"
+#include "client/classify.h"
 #include "client/client_impl.h"
 #include "base/clock.h"
 #include "client/lease_gate.h"
@@ -344,6 +345,28 @@ renew_report(once_client *c, unsigned fails, int rv, const once_status *st,
             st->message, until > now ? until - now : 0);
 }
 
+/* No renewal succeeded before the expiry estimate: the loss, saying so
+ * when the last refusal was a follower's (a failover outlasted the TTL —
+ * the new leader may well hold the lease live, but the handle cannot know
+ * it in time: docs/replication.md, "Client leases across a failover"). */
+static void
+renew_declare_lost(once_client *c, unsigned fails, const once_status *st)
+{
+    if (classify_reply(st->code, st->reason, false, false).follower) {
+        gate_declare(&c->gate,
+                     "no leader answered a renewal before its TTL ran out "
+                     "(%u failed in a row, last: %s %s): a failover or "
+                     "election outlasted the lease's TTL — choose a TTL "
+                     "above the failover time (docs/replication.md)",
+                     fails, once_strerror(st->code), st->reason);
+        return;
+    }
+    gate_declare(&c->gate,
+                 "no renewal succeeded before its TTL ran out "
+                 "(%u failed in a row, last: %s %s %s)",
+                 fails, once_strerror(st->code), st->reason, st->message);
+}
+
 static void *
 renew_main(void *arg)
 {
@@ -370,10 +393,7 @@ renew_main(void *arg)
         until = gate_until(&c->gate);
         if (now >= until) {
             pthread_mutex_unlock(&c->renew.lock);
-            gate_declare(&c->gate,
-                         "no renewal succeeded before its TTL ran out "
-                         "(%u failed in a row, last: %s %s %s)",
-                         fails, once_strerror(st.code), st.reason, st.message);
+            renew_declare_lost(c, fails, &st);
             return NULL;
         }
         /* Never wait on one renewal past the moment the lease ends. */

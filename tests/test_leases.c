@@ -280,6 +280,7 @@ typedef struct lost_seen {
     atomic_int calls;
     uint64_t client_id;
     char reason[64];
+    char message[256];
 } lost_seen;
 
 static void
@@ -290,6 +291,7 @@ on_lost(once_client *c, uint64_t client_id, const once_status *why, void *arg)
     (void)c;
     ls->client_id = client_id;
     snprintf(ls->reason, sizeof(ls->reason), "%s", why->reason);
+    snprintf(ls->message, sizeof(ls->message), "%s", why->message);
     atomic_fetch_add(&ls->calls, 1);
 }
 
@@ -548,6 +550,21 @@ test_stopped_server_ends_backoff(void **state)
  * the handle declared its lease lost at the end of the TTL although onced
  * held it live — the leases bench_failover saw lost at S = 5 s.
  */
+/* onced SIGKILLed, a follower's responder answering NO_LEADER on its
+ * address: a replicated cluster in an election, to its clients. Close it
+ * with notleader_close before harness_restart. */
+static notleader *
+leaderless_begin(harness *h)
+{
+    const char *urls[1] = {h->url};
+    notleader *nl = NULL;
+
+    assert_true(harness_kill(h, SIGKILL) >= 0);
+    unlink(h->path); /* the killed onced's socket file */
+    assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL, NULL), 0);
+    return nl;
+}
+
 #define SPELL_TTL_MS  15000 /* renewals every 5 s, the old retries 2.5 s */
 #define SPELL_BACK_MS 2200  /* after the old code's last retry (12.5 s) */
 
@@ -555,8 +572,7 @@ static void
 test_leaderless_spell_keeps_lease(void **state)
 {
     harness *h = *state;
-    const char *urls[1] = {h->url};
-    notleader *nl = NULL;
+    notleader *nl;
     once_client *a, *b = NULL;
     struct once_lease_info info;
     once_options o;
@@ -576,9 +592,7 @@ test_leaderless_spell_keeps_lease(void **state)
     once_client_on_lease_lost(a, on_lost, &ls);
     assert_int_equal(once_counter_incr(a, "spell", 1, NULL, &v, &st), ONCE_OK);
 
-    assert_true(harness_kill(h, SIGKILL) >= 0);
-    unlink(h->path);
-    assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL, NULL), 0);
+    nl = leaderless_begin(h);
     back = t0 + SPELL_TTL_MS - SPELL_BACK_MS;
     while (harness_now_ms() < back &&
            once_client_lease_state(a) != ONCE_CLIENT_LEASE_LOST) {
@@ -612,6 +626,45 @@ test_leaderless_spell_keeps_lease(void **state)
     assert_int_equal(v, 2);
     once_client_close(a);
     once_client_close(b);
+}
+
+/*
+ * The contract when the spell outlasts the TTL: the lease is lost at the
+ * end of the TTL the handle last heard of, whatever a new leader would
+ * say, and the loss says a failover outlasted the TTL (the operator's cue
+ * to choose a longer one, docs/replication.md); new calls then fail
+ * LEASE_EXPIRED without sending.
+ */
+static void
+test_leaderless_past_ttl_loses_lease(void **state)
+{
+    harness *h = *state;
+    notleader *nl;
+    once_client *a;
+    once_status st;
+    lost_seen ls;
+    int64_t v;
+
+    memset(&ls, 0, sizeof(ls));
+    a = open_client(h, false, LOSS_TTL_MS, 10000, 1000);
+    once_client_on_lease_lost(a, on_lost, &ls);
+    nl = leaderless_begin(h);
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS &&
+                    once_client_lease_state(a) != ONCE_CLIENT_LEASE_LOST;
+         i++) {
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    notleader_close(nl);
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(lost_calls(&ls), 1);
+    print_message("lost: %s %s\n", ls.reason, ls.message);
+    assert_string_equal(ls.reason, "LEASE_EXPIRED");
+    assert_non_null(strstr(ls.message, "outlasted the lease's TTL"));
+    assert_int_equal(once_counter_incr(a, "past", 1, NULL, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(st.attempts, 0);
+    once_client_close(a);
 }
 
 static void
@@ -1119,6 +1172,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stopped_server_ends_backoff,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_leaderless_spell_keeps_lease,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_leaderless_past_ttl_loses_lease,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_closed_lease_fails_fast,
                                         harness_setup, harness_teardown),
