@@ -10,8 +10,14 @@
  * 2. Renew. A thread renews every TTL/3 (RenewLease, deadline at most the
  *    time left). A success moves the gate's expiry estimate forward (the
  *    reply's time plus the remaining TTL it reports) and makes the state
- *    LIVE; a failure makes it FAILING, retries sooner, and from the second
- *    failure in a row prints a line on stderr.
+ *    LIVE; a failure makes it FAILING, and renewal is tried again after
+ *    the handle's backoff (retry.h, at most TTL/6) until one succeeds or
+ *    the estimate is reached: a cluster without a leader for a while (an
+ *    election answers NO_LEADER at once) costs the lease nothing as long
+ *    as a leader serves again before the estimate — and a new leader, like
+ *    a restarted onced, gives every live lease a full TTL. From the second
+ *    failure in a row it prints a line on stderr, then at most one per
+ *    TTL/3.
  * 3. Loss. The lease is lost — for good — when a renewal or any call under
  *    the own id is answered FAILED_PRECONDITION/LEASE_EXPIRED (or, with
  *    authentication on, PERMISSION_DENIED/NOT_YOUR_LEASE: a collected own
@@ -56,9 +62,11 @@
 #include <time.h>
 
 #include "client/call.h"
+#include "client/classify.h"
 #include "client/client_impl.h"
 #include "base/clock.h"
 #include "client/lease_gate.h"
+#include "client/retry.h"
 #include "client/status.h"
 #include "proto/wire.h"
 
@@ -292,12 +300,79 @@ renew_wait(once_client *c, uint64_t ms)
     return c->renew.stop;
 }
 
+/*
+ * The wait before renewing again after fails failures in a row: the
+ * handle's backoff (jittered, growing to backoff_max_ms), at most half the
+ * interval, and never past until, where the loop declares the loss. Short,
+ * so that a renewal refused during an election is tried again while the
+ * TTL lasts: spaced TTL/6 apart, with none in the TTL's last sixth, the
+ * tries all fell into back-to-back failovers (bench_failover, S = 5 s) and
+ * the lease was declared lost although the new leaders held it live.
+ */
+static uint64_t
+renew_retry_wait(once_client *c, unsigned fails, uint64_t interval,
+                 uint64_t until, uint64_t *rng)
+{
+    uint64_t wait = retry_backoff_ms(&c->retry, fails, rng);
+    uint64_t now = clock_now_ms();
+
+    if (wait > interval / 2) {
+        wait = interval / 2;
+    }
+    if (now < until && until - now < wait) {
+        wait = until - now;
+    }
+    return wait > 0 ? wait : 1;
+}
+
+/* The line for fails failed renewals in a row: from the second, then at
+ * most one per interval (renewal is retried far more often than that). */
+static void
+renew_report(once_client *c, unsigned fails, int rv, const once_status *st,
+             uint64_t interval, uint64_t *logged_ms)
+{
+    uint64_t now = clock_now_ms(), until = gate_until(&c->gate);
+
+    if (fails < 2 || (fails > 2 && now - *logged_ms < interval)) {
+        return;
+    }
+    *logged_ms = now;
+    fprintf(stderr,
+            "libonce: renewing the lease of client %" PRIu64
+            " failed %u times in a row: %s (%s): %s; retrying until it "
+            "ends in %" PRIu64 " ms\n",
+            c->gate.client_id, fails, once_strerror(rv), st->reason,
+            st->message, until > now ? until - now : 0);
+}
+
+/* No renewal succeeded before the expiry estimate: the loss, saying so
+ * when the last refusal was a follower's (a failover outlasted the TTL —
+ * the new leader may well hold the lease live, but the handle cannot know
+ * it in time: docs/replication.md, "Client leases across a failover"). */
+static void
+renew_declare_lost(once_client *c, unsigned fails, const once_status *st)
+{
+    if (classify_reply(st->code, st->reason, false, false).follower) {
+        gate_declare(&c->gate,
+                     "no leader answered a renewal before its TTL ran out "
+                     "(%u failed in a row, last: %s %s): a failover or "
+                     "election outlasted the lease's TTL — choose a TTL "
+                     "above the failover time (docs/replication.md)",
+                     fails, once_strerror(st->code), st->reason);
+        return;
+    }
+    gate_declare(&c->gate,
+                 "no renewal succeeded before its TTL ran out "
+                 "(%u failed in a row, last: %s %s %s)",
+                 fails, once_strerror(st->code), st->reason, st->message);
+}
+
 static void *
 renew_main(void *arg)
 {
     once_client *c = arg;
     uint64_t interval = c->gate.ttl_ms / 3;
-    uint64_t wait = 0;
+    uint64_t wait = 0, logged_ms = 0, rng = retry_seed();
     unsigned fails = 0;
     once_status st;
 
@@ -318,10 +393,7 @@ renew_main(void *arg)
         until = gate_until(&c->gate);
         if (now >= until) {
             pthread_mutex_unlock(&c->renew.lock);
-            gate_declare(&c->gate,
-                         "no renewal succeeded before its TTL ran out "
-                         "(%u failed in a row, last: %s %s %s)",
-                         fails, once_strerror(st.code), st.reason, st.message);
+            renew_declare_lost(c, fails, &st);
             return NULL;
         }
         /* Never wait on one renewal past the moment the lease ends. */
@@ -358,19 +430,8 @@ renew_main(void *arg)
                     st.reason, st.message, c->gate.client_id);
             break;
         }
-        if (fails >= 2) {
-            fprintf(stderr,
-                    "libonce: renewing the lease of client %" PRIu64
-                    " failed %u times in a row: %s (%s): %s\n",
-                    c->gate.client_id, fails, once_strerror(rv), st.reason,
-                    st.message);
-        }
-        /* Try again sooner, and once more right at the end of the TTL. */
-        wait = interval / 2 > 0 ? interval / 2 : 1;
-        now = clock_now_ms();
-        if (now < until && until - now < wait) {
-            wait = until - now;
-        }
+        renew_report(c, fails, rv, &st, interval, &logged_ms);
+        wait = renew_retry_wait(c, fails, interval, until, &rng);
     }
     pthread_mutex_unlock(&c->renew.lock);
     return NULL;

@@ -2,13 +2,16 @@
  * test_leases.c — leases and acknowledgements end to end (docs/spec.md):
  * live leases survive a restart with their records replayable; a lost
  * lease ends libonce's calls in flight as OUTCOME_UNKNOWN and fails new
- * ones without sending; STALE_RPC, WINDOW_FULL and BAD_ACK refuse a call
- * before it runs and write nothing; a lease LeaseInfo reported EXPIRED
- * stays ended across a restart; RenewLeases renews many leases in one
- * message, answers each id on its own and renews only the caller's.
+ * ones without sending; a spell of NO_LEADER refusals shorter than the TTL
+ * (a replicated cluster's election) does not cost the lease; STALE_RPC,
+ * WINDOW_FULL and BAD_ACK refuse a call before it runs and write nothing;
+ * a lease LeaseInfo reported EXPIRED stays ended across a restart; RenewLeases
+ * renews many leases in one message, answers each id on its own and renews only
+ * the caller's.
  *
  * Owns: those checks against a real onced (SIGKILL + restart, SIGSTOP /
- * SIGCONT, --window 4, principals added with the real oncectl), through
+ * SIGCONT, --window 4, principals added with the real oncectl, a
+ * follower's responder from repl/notleader.c in onced's place), through
  * libonce and through raw envelopes that carry a chosen first_incomplete.
  * Invariant: every effect is a counter increment, so a call that ran twice
  * (or under a new id) shows; every loop is bounded in count and in time;
@@ -32,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "repl/repl_impl.h"
 #include "tests/harness.h"
 
 #define POLL_MAX_MS  10000
@@ -276,6 +280,7 @@ typedef struct lost_seen {
     atomic_int calls;
     uint64_t client_id;
     char reason[64];
+    char message[256];
 } lost_seen;
 
 static void
@@ -286,6 +291,7 @@ on_lost(once_client *c, uint64_t client_id, const once_status *why, void *arg)
     (void)c;
     ls->client_id = client_id;
     snprintf(ls->reason, sizeof(ls->reason), "%s", why->reason);
+    snprintf(ls->message, sizeof(ls->message), "%s", why->message);
     atomic_fetch_add(&ls->calls, 1);
 }
 
@@ -528,6 +534,137 @@ test_stopped_server_ends_backoff(void **state)
     assert_int_equal(harness_get(b, "d-sleep"), 1);
     once_client_close(a);
     once_client_close(b);
+}
+
+/*
+ * A spell without a leader shorter than the lease's TTL: the lease
+ * survives. onced is SIGKILLed and in its place a follower's responder
+ * (repl/notleader.c, in this process) refuses every request
+ * UNAVAILABLE/NO_LEADER at once, as a replicated cluster does during an
+ * election; onced comes back (a restart gives live leases a fresh TTL, as
+ * a new leader does) SPELL_BACK_MS before the end of the TTL the handle
+ * last heard of. Its renewals must reach it in that time: one attempt per
+ * renewal (max_attempts 1) makes every refusal instant, so the renewal
+ * thread's own spacing is all there is. Without retrying a refused renewal
+ * soon (it waited TTL/6, and never tried in the last TTL/6 before the end),
+ * the handle declared its lease lost at the end of the TTL although onced
+ * held it live — the leases bench_failover saw lost at S = 5 s.
+ */
+/* onced SIGKILLed, a follower's responder answering NO_LEADER on its
+ * address: a replicated cluster in an election, to its clients. Close it
+ * with notleader_close before harness_restart. */
+static notleader *
+leaderless_begin(harness *h)
+{
+    const char *urls[1] = {h->url};
+    notleader *nl = NULL;
+
+    assert_true(harness_kill(h, SIGKILL) >= 0);
+    unlink(h->path); /* the killed onced's socket file */
+    assert_int_equal(notleader_open(&nl, urls, 1, NULL, NULL, NULL), 0);
+    return nl;
+}
+
+#define SPELL_TTL_MS  15000 /* renewals every 5 s, the old retries 2.5 s */
+#define SPELL_BACK_MS 2200  /* after the old code's last retry (12.5 s) */
+
+static void
+test_leaderless_spell_keeps_lease(void **state)
+{
+    harness *h = *state;
+    notleader *nl;
+    once_client *a, *b = NULL;
+    struct once_lease_info info;
+    once_options o;
+    once_status st;
+    lost_seen ls;
+    int64_t t0, back, end;
+    int state_at_back, state_after;
+    int64_t v;
+
+    memset(&ls, 0, sizeof(ls));
+    once_options_init(&o);
+    o.url = h->url;
+    o.lease_ttl_ms = SPELL_TTL_MS;
+    o.max_attempts = 1;
+    assert_int_equal(once_client_open(&a, &o, &st), ONCE_OK);
+    t0 = harness_now_ms(); /* the handle's TTL runs from before this */
+    once_client_on_lease_lost(a, on_lost, &ls);
+    assert_int_equal(once_counter_incr(a, "spell", 1, NULL, &v, &st), ONCE_OK);
+
+    nl = leaderless_begin(h);
+    back = t0 + SPELL_TTL_MS - SPELL_BACK_MS;
+    while (harness_now_ms() < back &&
+           once_client_lease_state(a) != ONCE_CLIENT_LEASE_LOST) {
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    state_at_back = once_client_lease_state(a);
+    notleader_close(nl);
+    assert_int_equal(harness_restart(h), 0);
+
+    /* Renewed (LIVE) or lost, bounded by the TTL's end and a margin. */
+    end = t0 + SPELL_TTL_MS + 5000;
+    while (harness_now_ms() < end &&
+           once_client_lease_state(a) == ONCE_CLIENT_LEASE_FAILING) {
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    state_after = once_client_lease_state(a);
+    assert_int_equal(harness_client(h, true, &b), ONCE_OK);
+    assert_int_equal(once_lease_info(b, once_client_id(a), &info, &st),
+                     ONCE_OK);
+    print_message("handle's lease state %d when onced came back %lld ms after "
+                  "the open, %d %lld ms after the open; onced's: %s\n",
+                  state_at_back, (long long)(back - t0), state_after,
+                  (long long)(harness_now_ms() - t0),
+                  once_lease_state_name(info.state));
+    assert_int_equal(info.state, ONCE_LEASE_STATE_LIVE);
+    assert_int_equal(state_at_back, ONCE_CLIENT_LEASE_FAILING);
+    assert_int_equal(state_after, ONCE_CLIENT_LEASE_LIVE);
+    assert_int_equal(atomic_load(&ls.calls), 0);
+    /* onced agrees: the handle's next call runs under the same id. */
+    assert_int_equal(once_counter_incr(a, "spell", 1, NULL, &v, &st), ONCE_OK);
+    assert_int_equal(v, 2);
+    once_client_close(a);
+    once_client_close(b);
+}
+
+/*
+ * The contract when the spell outlasts the TTL: the lease is lost at the
+ * end of the TTL the handle last heard of, whatever a new leader would
+ * say, and the loss says a failover outlasted the TTL (the operator's cue
+ * to choose a longer one, docs/replication.md); new calls then fail
+ * LEASE_EXPIRED without sending.
+ */
+static void
+test_leaderless_past_ttl_loses_lease(void **state)
+{
+    harness *h = *state;
+    notleader *nl;
+    once_client *a;
+    once_status st;
+    lost_seen ls;
+    int64_t v;
+
+    memset(&ls, 0, sizeof(ls));
+    a = open_client(h, false, LOSS_TTL_MS, 10000, 1000);
+    once_client_on_lease_lost(a, on_lost, &ls);
+    nl = leaderless_begin(h);
+    for (int i = 0; i < POLL_MAX_MS / POLL_STEP_MS &&
+                    once_client_lease_state(a) != ONCE_CLIENT_LEASE_LOST;
+         i++) {
+        harness_sleep_ms(POLL_STEP_MS);
+    }
+    notleader_close(nl);
+    assert_int_equal(once_client_lease_state(a), ONCE_CLIENT_LEASE_LOST);
+    assert_int_equal(lost_calls(&ls), 1);
+    print_message("lost: %s %s\n", ls.reason, ls.message);
+    assert_string_equal(ls.reason, "LEASE_EXPIRED");
+    assert_non_null(strstr(ls.message, "outlasted the lease's TTL"));
+    assert_int_equal(once_counter_incr(a, "past", 1, NULL, &v, &st),
+                     ONCE_FAILED_PRECONDITION);
+    assert_string_equal(st.reason, "LEASE_EXPIRED");
+    assert_int_equal(st.attempts, 0);
+    once_client_close(a);
 }
 
 static void
@@ -1033,6 +1170,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stopped_server_ends_inflight,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_stopped_server_ends_backoff,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_leaderless_spell_keeps_lease,
+                                        harness_setup, harness_teardown),
+        cmocka_unit_test_setup_teardown(test_leaderless_past_ttl_loses_lease,
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_closed_lease_fails_fast,
                                         harness_setup, harness_teardown),

@@ -25,7 +25,9 @@
  * TTL/3. The lease is *lost* when the server answers a renewal or a call
  * under the handle's client id with FAILED_PRECONDITION/LEASE_EXPIRED, or
  * when no renewal has succeeded for the whole TTL the server last granted
- * (by then the server has expired it). From that moment: every mutating
+ * (by then a single onced has expired it; a restarted onced, or a
+ * replicated cluster's new leader, gives live leases a fresh TTL, but the
+ * handle cannot know in time). From that moment: every mutating
  * call in flight under the handle's client id ends at once — ONCE_UNKNOWN
  * with reason "OUTCOME_UNKNOWN" if it was sent, FAILED_PRECONDITION /
  * "LEASE_EXPIRED" if it never left this process — without waiting for its
@@ -33,7 +35,11 @@
  * sending anything; once_client_lease_state() says ONCE_CLIENT_LEASE_LOST;
  * and the callback set with once_client_on_lease_lost() runs once. The
  * library never opens a new lease by itself and never re-sends an operation
- * under a new id: open a new handle for new calls.
+ * under a new id: open a new handle for new calls. A failed renewal is
+ * retried after the handle's backoff until the TTL's end, so a cluster
+ * without a leader for less than 2/3 of the TTL (renewals succeed every
+ * TTL/3) never costs the lease (docs/replication.md, "Client leases
+ * across a failover": choose the TTL above failover time).
  *
  * ABI rule (the one libonce follows, rather than LevelDB's opaque option
  * setters): a struct a caller allocates (once_options, once_status,
