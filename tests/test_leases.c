@@ -571,11 +571,12 @@ leaderless_begin(harness *h)
 static int64_t
 spell_ttl_ms(void)
 {
-    return getenv("ONCE_TEST_ONCED_WRAPPER") != NULL ? 60000 : 15000;
+    return getenv("ONCE_TEST_ONCED_WRAPPER") != NULL ? 60000 : 24000;
 }
 
 /* onced is back this long before the TTL's end: just after the old code's
- * last retry (TTL - TTL/6; 2.2 s at 15 s). */
+ * last retry (TTL - TTL/6; 3.7 s at 24 s, time for a sanitized onced to
+ * start). */
 static int64_t
 spell_back_ms(void)
 {
