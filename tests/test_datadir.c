@@ -45,9 +45,9 @@ typedef struct reply {
     int64_t value; /* IncrementResponse.value when OK */
 } reply;
 
-/* Increment(name, 1) as (cid, seq), raw. */
+/* Increment(name, 1) as (cid, seq), raw, sent once. */
 static reply
-incr(const harness *h, uint64_t cid, uint64_t seq, const char *name)
+incr_once(const harness *h, uint64_t cid, uint64_t seq, const char *name)
 {
     Once__V1__Response *resp = NULL;
     uint8_t *pl = NULL, *env = NULL;
@@ -82,6 +82,26 @@ incr(const harness *h, uint64_t cid, uint64_t seq, const char *name)
     }
     once__v1__response__free_unpacked(resp, NULL);
     return out;
+}
+
+/* incr_once, sent again under the same id, 200 ms apart, while no reply came
+ * back: a loaded machine can outlast CALL_MS, and onced's ipc listener may
+ * be listening again (its watch, after a hang-up mid-handshake), refusing
+ * connections for a moment. A retry of the id is what a client does, and
+ * its answer is the first one. Every call of the tests goes through
+ * here: an unanswered one fails the test, never passes for an OK (a
+ * zeroed reply's code is OK). */
+static reply
+incr(const harness *h, uint64_t cid, uint64_t seq, const char *name)
+{
+    reply r = incr_once(h, cid, seq, name);
+
+    for (int i = 0; i < 10 && r.rv != 0; i++) {
+        harness_sleep_ms(200);
+        r = incr_once(h, cid, seq, name);
+    }
+    assert_int_equal(r.rv, 0);
+    return r;
 }
 
 /* A lease of its own (long TTL, nothing renews it) for raw calls. */
@@ -475,7 +495,6 @@ retry_all(const harness *h, uint64_t cid)
 
         snprintf(name, sizeof(name), "n%03llu", (unsigned long long)seq);
         r = incr(h, cid, seq, name);
-        assert_int_equal(r.rv, 0);
         if (r.code == ONCE__V1__CODE__DATA_LOSS) {
             assert_string_equal(r.reason, "DATA_CORRUPT");
             lost++;
@@ -544,24 +563,6 @@ test_flipped_byte_data_loss(void **state)
 
 #define BACK_CALLS 300
 
-/* incr, sent again under the same id, 200 ms apart, while no reply came
- * back: a loaded machine can outlast CALL_MS, and onced's ipc listener may
- * be listening again (its watch, after a hang-up mid-handshake), refusing
- * connections for a moment. A retry of the id is what a client does, and
- * its answer is the first one. */
-static reply
-incr_answered(const harness *h, uint64_t cid, uint64_t seq, const char *name)
-{
-    reply r = incr(h, cid, seq, name);
-
-    for (int i = 0; i < 10 && r.rv != 0; i++) {
-        harness_sleep_ms(200);
-        r = incr(h, cid, seq, name);
-    }
-    assert_int_equal(r.rv, 0);
-    return r;
-}
-
 /* 300 acknowledged increments of one counter, Admin.Compact after the
  * first 200, SIGTERM: the last 100 are only in LevelDB's .log. */
 static uint64_t
@@ -570,7 +571,7 @@ back_prepare(harness *h)
     uint64_t cid = lease(h);
 
     for (uint64_t seq = 1; seq <= BACK_CALLS; seq++) {
-        reply r = incr_answered(h, cid, seq, "back");
+        reply r = incr(h, cid, seq, "back");
         assert_int_equal(r.code, ONCE__V1__CODE__OK);
         assert_int_equal(r.value, (int64_t)seq);
         if (seq == 200) {
