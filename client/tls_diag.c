@@ -22,6 +22,9 @@
 #include "base/clock.h"
 #include "base/endpoint_stats.h"
 
+/* Between two rounds of handshakes, the first cut short. */
+#define DIAG_ROUND_GAP_MS 100u
+
 /* mbedTLS's failures as nng 1.5.2 maps them (verification: NNG_ECRYPTO). */
 static bool
 diag_tls_failed(int rv)
@@ -148,18 +151,65 @@ tls_diag_dialer_failed(nng_dialer d)
     return failed;
 }
 
-int
-tls_diag_probe(const char *url, const char *ca_file, const char *server_name,
-               uint64_t timeout_ms, once_status *st)
+/* A handshake cut short by the network (the server reset or closed it, or
+ * its listener was listening again meanwhile): no verdict either way, and
+ * the same handshake may complete if tried again. nng 1.5.2 ends onced's
+ * tls+tcp:// listener when a client hangs up mid-handshake, as its own
+ * dialer may after refusing the certificate; onced's watch listens again
+ * within seconds, resetting what waited on the old listener. */
+static bool
+diag_cut_short(int rv)
 {
-    uint64_t until = clock_now_ms() + timeout_ms;
-    int rv;
+    return rv == NNG_ECONNRESET || rv == NNG_ECLOSED || rv == NNG_ECONNSHUT ||
+           rv == NNG_ECONNABORTED;
+}
 
-    rv = diag_try(url, true, ca_file, server_name, until);
+/* The verdict's wording once the handshake without verification worked
+ * and the one with the CA but no name gave rv. */
+static int
+diag_verdict(const char *url, const char *ca_file, const char *server_name,
+             int rv, once_status *st)
+{
+    if (rv == 0) {
+        if (diag_is_ip(server_name)) {
+            return status_set(
+                st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
+                "certificate of %s is trusted but not issued to DNS name "
+                "%s: libnng's mbedTLS matches DNS names only, not IP SANs; "
+                "add DNS:%s to its subjectAltName or use --tls-server-name",
+                url, server_name, server_name);
+        }
+        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
+                          "certificate of %s is trusted but not issued to "
+                          "%s (subjectAltName DNS names); use "
+                          "--tls-server-name for another name",
+                          url, server_name);
+    }
+    return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_UNTRUSTED,
+                      "certificate of %s failed verification: not signed "
+                      "by a CA in %s, or expired or not yet valid",
+                      url, ca_file);
+}
+
+/* One round of the probe's handshakes. Returns ONCE_OK (no verdict),
+ * ONCE_UNAVAILABLE with st set, or -1 when a handshake was cut short
+ * (diag_cut_short: worth another round). */
+static int
+diag_round(const char *url, const char *ca_file, const char *server_name,
+           uint64_t until, once_status *st)
+{
+    int rv = diag_try(url, true, ca_file, server_name, until);
+
+    if (diag_cut_short(rv)) {
+        return -1;
+    }
     if (!diag_tls_failed(rv)) {
         return ONCE_OK; /* it works, or no TLS was spoken: no verdict */
     }
     if ((rv = diag_try(url, false, NULL, NULL, until)) != 0) {
+        if (diag_cut_short(rv)) {
+            return -1;
+        }
         if (!diag_tls_failed(rv)) {
             return ONCE_OK; /* gone meanwhile */
         }
@@ -176,26 +226,28 @@ tls_diag_probe(const char *url, const char *ca_file, const char *server_name,
                           url);
     }
     rv = diag_try(url, true, ca_file, NULL, until);
-    if (rv == 0) {
-        if (diag_is_ip(server_name)) {
-            return status_set(
-                st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
-                "certificate of %s is trusted but not issued to DNS name "
-                "%s: libnng's mbedTLS matches DNS names only, not IP SANs; "
-                "add DNS:%s to its subjectAltName or use --tls-server-name",
-                url, server_name, server_name);
-        }
-        return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_NAME_MISMATCH,
-                          "certificate of %s is trusted but not issued to "
-                          "%s (subjectAltName DNS names); use "
-                          "--tls-server-name for another name",
-                          url, server_name);
+    if (diag_cut_short(rv)) {
+        return -1;
     }
-    if (!diag_tls_failed(rv)) {
+    if (rv != 0 && !diag_tls_failed(rv)) {
         return ONCE_OK;
     }
-    return status_set(st, ONCE_UNAVAILABLE, ONCE_REASON_TLS_UNTRUSTED,
-                      "certificate of %s failed verification: not signed "
-                      "by a CA in %s, or expired or not yet valid",
-                      url, ca_file);
+    return diag_verdict(url, ca_file, server_name, rv, st);
+}
+
+int
+tls_diag_probe(const char *url, const char *ca_file, const char *server_name,
+               uint64_t timeout_ms, once_status *st)
+{
+    uint64_t until = clock_now_ms() + timeout_ms;
+    int rc;
+
+    /* Rounds cut short go again, a little apart, while time is left. */
+    while ((rc = diag_round(url, ca_file, server_name, until, st)) < 0) {
+        if (retry_remaining_ms(until) <= DIAG_ROUND_GAP_MS) {
+            return ONCE_OK;
+        }
+        clock_sleep_ms(DIAG_ROUND_GAP_MS);
+    }
+    return rc;
 }

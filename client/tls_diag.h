@@ -16,7 +16,9 @@
  * the server's first byte or the failure) and the wording of the verdict.
  * Invariant: a verdict is given only when a handshake failed as TLS
  * (NNG_ECRYPTO or NNG_EPEERAUTH); a server that cannot be reached, or that
- * completes the handshake, gets none (the caller keeps waiting).
+ * completes the handshake, gets none (the caller keeps waiting); a
+ * handshake cut short (reset or closed by the network: onced's listener
+ * was listening again) is tried again while time is left.
  * Never: runs in an nng callback; never waits past the time it is given;
  * never sends onced a byte of the SP protocol.
  */

@@ -110,9 +110,12 @@ def test_reset_mid_handshake_keeps_listener(onced_factory, tmp_path):
     # client that trusts another CA).
     other, _ = make_certificate(tmp_path / "other")
     log_at = len(o.log.read_text())
+    # Its deadline covers one more repair: libonce's own refusal may end
+    # the listener (nng's dialer hangs up mid-handshake), and the verdict
+    # then waits for the watch (test_verdict_after_cut_short_handshake).
     with pytest.raises(once.OnceError) as refused:
         with once.Client(url, lease=False,
-                         deadline_ms=3000 if SLOW == 1 else 30000,
+                         deadline_ms=10000 if SLOW == 1 else 30000,
                          tls_ca_file=other,
                          tls_server_name="localhost") as c:
             c.counter_get("tls")
@@ -172,6 +175,43 @@ class SlowRelay:
         self.lsock.close()
 
 
+class StallRelay(SlowRelay):
+    """A relay that passes the first connection, then holds every new one
+    until stall_s after the second came and resets them all (SO_LINGER 0),
+    and passes the later ones: what a client sees when its refused
+    handshake ended onced's listener and the watch listened again."""
+
+    def __init__(self, port: int, stall_s: float) -> None:
+        self.stall_s, self.until, self.held = stall_s, None, []
+        super().__init__(port, 0.0)
+
+    def _accept(self) -> None:
+        while not self.stopping:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            self.conns += 1
+            if self.conns == 2:
+                self.until = time.monotonic() + self.stall_s
+                threading.Thread(target=self._reset_held, daemon=True).start()
+            if self.until is not None and time.monotonic() < self.until:
+                self.held.append(c)
+                continue
+            s = socket.create_connection(("127.0.0.1", self.port))
+            threading.Thread(target=self._pump, args=(c, s, 0.0),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(s, c, 0.0),
+                             daemon=True).start()
+
+    def _reset_held(self) -> None:
+        time.sleep(self.stall_s)
+        for c in self.held:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         struct.pack("ii", 1, 0))
+            c.close()
+
+
 def test_slow_handshake_completes(onced_factory, tmp_path):
     """libonce starts a stalled dial over (a new dialer, which ends the
     handshake under way) after a second without a connection; with one URL
@@ -188,5 +228,32 @@ def test_slow_handshake_completes(onced_factory, tmp_path):
                          tls_ca_file=cert, tls_server_name="localhost") as c:
             assert c.counter_get("slow") == 0
         print(f"connections through the relay: {relay.conns}")
+    finally:
+        relay.stop()
+
+
+def test_verdict_after_cut_short_handshake(onced_factory, tmp_path):
+    """A client that does not trust the certificate is told TLS_UNTRUSTED
+    even when its refusal ended onced's listener (nng 1.5.2) and the
+    watch's repair resets the verdict's first handshake: libonce's probe
+    goes again at once. Before, the cut-short probe counted as "no
+    verdict", the next came a second later, and a 2.5 s call ended
+    NOT_SENT (CI saw it with a 3 s deadline)."""
+    cert, key = make_certificate(tmp_path)
+    other, _ = make_certificate(tmp_path / "other")
+    port = free_port()
+    onced_factory(["--listen", f"tls+tcp://127.0.0.1:{port}", "--tls-cert",
+                   cert, "--tls-key", key] + EXTRA_ARGS)
+    relay = StallRelay(port, 1.3)
+    try:
+        with pytest.raises(once.OnceError) as refused:
+            with once.Client(relay.url, lease=False, deadline_ms=2500,
+                             tls_ca_file=other,
+                             tls_server_name="localhost") as c:
+                c.counter_get("tls")
+        print(f"connections through the relay: {relay.conns}, "
+              f"held and reset: {len(relay.held)}")
+        assert refused.value.reason == "TLS_UNTRUSTED", refused.value
+        assert relay.held, "no handshake was cut short: nothing was tested"
     finally:
         relay.stop()
