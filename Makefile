@@ -226,11 +226,15 @@ retransmit: deps
 # and need root, as does disk-full-follower), then the checker
 # (tests/history/check.py). Report, history and plot in
 # build/campaign/seed-SEED/; exits 0 only on the verdict "valid".
+# OVERLAP=N plays N nemesis threads whose faults may come at once (the
+# signal and partition kinds; tests/history/overlap.py).
 SEED     ?= 1
 DURATION ?= 60
 NEMESES  ?= all
+OVERLAP  ?= 1
 
 campaign: deps build
 	/usr/bin/python3 tests/history/campaign.py --build $(BUILD) \
-	    --seed $(SEED) --duration $(DURATION) --nemeses $(NEMESES)
+	    --seed $(SEED) --duration $(DURATION) --nemeses $(NEMESES) \
+	    --overlap $(OVERLAP)
 	@echo "report in $(BUILD)/campaign/seed-$(SEED)/report.txt, plot plot.png"

@@ -8,11 +8,12 @@ text report with the faults on a time line, and a gnuplot plot of
 throughput and latency with the fault windows marked.
 
 Usage: campaign.py --build BUILD [--seed N] [--duration S]
-       [--nemeses all|none|partition|kind,kind] [--broken SWITCH]
-       [--expect V] [--out DIR]
+       [--nemeses all|none|partition|kind,kind] [--overlap N]
+       [--broken SWITCH] [--expect V] [--out DIR]
 
-Nemeses (one fault at a time, each bounded in time, all healed at the
-end): kill-leader, stop-leader (the onced leader, found as a client finds
+Nemeses (one fault at a time, or with --overlap N that many threads whose
+faults may come at once, each on processes no other fault holds:
+overlap.py; each bounded in time, all healed at the end): kill-leader, stop-leader (the onced leader, found as a client finds
 it), kill-replica, stop-replica (a random replica), kill-etcd-leader,
 stop-etcd-leader (etcdctl endpoint status), kill-etcd, stop-etcd (a
 random member), kill-etcd-quorum, stop-etcd-quorum (two members of
@@ -403,11 +404,15 @@ class Nemesis:
     hold_min). bag: kinds drawn from a shuffled bag, not at random."""
 
     def __init__(self, cluster, writer, seed: int, kinds: List[str],
-                 hold_min: float = 0, bag: bool = False) -> None:
+                 hold_min: float = 0, bag: bool = False, who: int = 0,
+                 claims=None, stop=None) -> None:
         self.c, self.w, self.kinds = cluster, writer, kinds
         self.hold_min, self.bag = hold_min, bag
-        self.rng = random.Random(seed)
-        self.stop = threading.Event()
+        # who: this thread's number among the run's (--overlap); claims:
+        # overlap.Claims shared by them (None: the only one).
+        self.who, self.claims = who, claims
+        self.rng = random.Random(seed if who == 0 else f"{seed}/{who}")
+        self.stop = stop if stop is not None else threading.Event()
         self.faults: List[dict] = []
         self.deaths: List[str] = []  # processes that died by themselves
         self.problems: List[str] = []  # cuts that did not cut or heal
@@ -438,35 +443,62 @@ class Nemesis:
         clients keep writing while etcd cannot commit."""
         if kind.endswith("etcd-leader"):
             i = self.c.etcd_leader()
-            return [] if i is None else [self.c.etcd[i]]
+            return [] if i is None else self.claim([self.c.etcd[i]])
         if kind.endswith("etcd-quorum"):
-            return self.rng.sample(self.c.etcd, 2)
+            return self.claim(self.rng.sample(self.c.etcd, 2))
         if kind.endswith("etcd"):
-            return [self.rng.choice(self.c.etcd)]
+            return self.claim([self.rng.choice(self.c.etcd)])
         if kind.endswith("leader"):
             i = self.c.onced_leader(timeout=5)
-            return [] if i is None else [self.c.replicas[i]]
-        return [self.rng.choice(self.c.replicas)]
+            return [] if i is None else self.claim([self.c.replicas[i]])
+        return self.claim([self.rng.choice(self.c.replicas)])
+
+    def claim(self, ps: List) -> List:
+        """ps, claimed for this thread's fault ([] when another thread's
+        fault holds one of them: no fault now)."""
+        return ps if self.claimed(ps) else []
+
+    def claimed(self, ps: List) -> bool:
+        """Whether ps are claimed for this thread's fault now (always
+        when it is the run's only nemesis)."""
+        return self.claims is None or self.claims.claim(
+            self.who, [p.name for p in ps])
+
+    def far_side(self, link: str, p) -> List:
+        """The processes a partition's probes reach across link from p
+        (none for the service link: its far side is the clients)."""
+        if link == "etcd":
+            return list(self.c.etcd)
+        if link == "peer":
+            return [e for e in self.c.etcd if e is not p]
+        return []
 
     def run(self) -> None:
         if any(k in CLOCK for k in self.kinds):
             self._aged_record()
         while not self.stop.wait(self.rng.uniform(1.0, 3.0)):
-            self.deaths += self.c.heal()
-            kind = self.next_kind()
-            if kind in PARTITIONS:
-                f = self.partition(kind)
-            elif kind in LOSSY or kind in ETCD_PATH:
-                f = self.lossy(kind)
-            elif kind in DISK:
-                f = self.disk_full(kind)
-            elif kind in CLOCK:
-                f = self.clock_jump(kind)
-            else:
-                f = self.signal_fault(kind)
+            self.deaths += (self.c.heal() if self.claims is None else
+                            self.claims.heal_if_idle(self.c))
+            try:
+                f = self.play(self.next_kind())
+            finally:
+                if self.claims is not None:
+                    self.claims.release(self.who)
             if f is not None:
                 self.faults.append(f)
                 self.w.write(f)
+
+    def play(self, kind: str) -> Optional[dict]:
+        """One fault of kind, made and healed (None: not made now)."""
+        if kind in PARTITIONS:
+            return self.partition(kind)
+        if kind in LOSSY or kind in ETCD_PATH:
+            return self.lossy(kind)
+        if kind in DISK:
+            return self.disk_full(kind)
+        if kind in CLOCK:
+            return self.clock_jump(kind)
+        return self.signal_fault(kind)
 
     def require(self, ok: bool, kind: str, who: str, what: str) -> None:
         """Unless ok, a problem of the run: the fault kind on who did not
@@ -507,6 +539,10 @@ class Nemesis:
             self.skipped.append(f"{kind}: no running {role}")
             return None
         p, net = ps[0], self.c.net
+        if not self.claimed(self.far_side(link, p)):
+            self.skipped.append(f"{kind} {p.name}: the far side of its "
+                                f"{link} link is under another fault")
+            return None
         member = self.c.member(p)
         src, dsts = self.c.path(member, link)
         before = net.reaches(src, dsts)
@@ -735,6 +771,34 @@ class Nemesis:
 # ---- report and plot -------------------------------------------------------
 
 
+class Nemeses:
+    """The run's nemesis threads: one, or --overlap N whose faults may
+    come at once (overlap.py keeps them off each other's processes);
+    their findings read together."""
+
+    def __init__(self, n: int, make) -> None:
+        from overlap import Claims
+        self.claims = Claims() if n > 1 else None
+        self.stop = threading.Event()
+        self.all = [make(i, self.claims, self.stop) for i in range(n)]
+
+    def start(self) -> None:
+        for x in self.all:
+            x.thread.start()
+
+    def join(self, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        for x in self.all:
+            if x.thread.is_alive():
+                x.thread.join(max(0.0, end - time.monotonic()))
+
+    def alive(self) -> bool:
+        return any(x.thread.is_alive() for x in self.all)
+
+    def gather(self, what: str) -> List:
+        return [y for x in self.all for y in getattr(x, what)]
+
+
 def percentile(xs: List[float], q: float) -> float:
     if not xs:
         return 0.0
@@ -778,7 +842,7 @@ def served(ops, f: dict) -> int:
 
 
 def report(args, ops, faults, res, t0: int, extra: List[str],
-           skipped: List[str]) -> str:
+           skipped: List[str], notes: List[str] = ()) -> str:
     import check
     import io
     lines = [f"campaign: seed {args.seed}, {args.duration:g} s, nemeses "
@@ -803,7 +867,7 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
                  f"{percentile(lat, 0.99):.1f} ms, max "
                  f"{max(lat, default=0):.0f} ms")
     lines += [f"not made: {x}" for x in skipped]
-    lines += extra
+    lines += list(notes) + extra
     buf = io.StringIO()
     check.report(res, ops, buf)
     lines += ["", buf.getvalue().rstrip()]
@@ -811,6 +875,13 @@ def report(args, ops, faults, res, t0: int, extra: List[str],
 
 
 # ---- the run ---------------------------------------------------------------
+
+
+def overlap_pairs(fdicts: List[dict]) -> List[str]:
+    """The overlapping faults of a run, as "kind target + kind target"."""
+    from overlap import overlapping
+    return [f"{a['kind']} {a['target']} + {b['kind']} {b['target']}"
+            for a, b in overlapping(fdicts)]
 
 
 def start_cluster(args, env, net=None, box=None):
@@ -909,6 +980,12 @@ def run_once(args, box) -> int:
     kinds = parse_kinds(args.nemeses)
     if kinds is None:
         return 2
+    if args.overlap > 1 and any(k not in KINDS and k not in PARTITIONS
+                                for k in kinds):
+        print("campaign: --overlap plays the signal and partition kinds "
+              "only (the path, disk and clock kinds act on one shared "
+              "proxy, relay, mount or clock)", file=sys.stderr)
+        return 2
     net = None
     if any(k in PARTITIONS for k in kinds):
         net = make_net(box)
@@ -964,18 +1041,21 @@ def run_once(args, box) -> int:
                       args.resend)
         wl.setup()
         wl.start()
-        nem = Nemesis(cl, w, args.seed, kinds, args.hold_min,
-                      bag=args.nemeses == "partition" or
-                      any(k in NEWER for k in kinds))
-        nem.proxies, nem.disks = proxies, box.get("disks")
-        nem.clocks, nem.relays = box.get("clocks"), box.get("relays")
+        nem = Nemeses(args.overlap, lambda i, claims, stop: Nemesis(
+            cl, w, args.seed, kinds, args.hold_min,
+            bag=args.nemeses == "partition" or
+            any(k in NEWER for k in kinds), who=i, claims=claims,
+            stop=stop))
+        for x in nem.all:
+            x.proxies, x.disks = proxies, box.get("disks")
+            x.clocks, x.relays = box.get("clocks"), box.get("relays")
         if kinds:
-            nem.thread.start()
+            nem.start()
         time.sleep(args.duration)
         nem.stop.set()
         if kinds:  # a disk-full fault may take 46 s to end
-            nem.thread.join(60)
-        extra += nem.deaths + cl.heal()
+            nem.join(60)
+        extra += nem.gather("deaths") + cl.heal()
         if not wl.join(30):
             extra.append("workload: a process did not stop within 30 s")
         if not wl.final_reads():
@@ -989,8 +1069,8 @@ def run_once(args, box) -> int:
     finally:
         if nem is not None:
             nem.stop.set()
-            if nem.thread.is_alive():  # it may be restarting a process
-                nem.thread.join(30)
+            if nem.alive():  # it may be restarting a process
+                nem.join(30)
         if wl is not None:
             wl.stop.set()
         if proxies is not None:
@@ -998,8 +1078,8 @@ def run_once(args, box) -> int:
         statuses = cl.stop(remove=False) if cl is not None else {}
         w.close()
         signal.alarm(0)
-    if nem is not None:  # after the thread ended: all of them
-        extra += nem.problems
+    if nem is not None:  # after the threads ended: all of them
+        extra += nem.gather("problems")
     bad = {k: v for k, v in statuses.items() if v != 0}
     if bad:
         extra.append(f"replica exits on SIGTERM: {bad}")
@@ -1018,8 +1098,15 @@ def run_once(args, box) -> int:
                    + (f", broken: {args.broken}" if args.broken else ""))
         if err:
             extra.append(err)
+    pairs = overlap_pairs(fdicts)
+    notes = [] if args.overlap < 2 else [
+        f"faults at once: {len(pairs)} overlapping pair(s) from "
+        f"{args.overlap} nemeses ({', '.join(pairs[:3])}"
+        f"{', ...' if len(pairs) > 3 else ''}); "
+        f"{nem.claims.refused if nem is not None else 0} draw(s) not made "
+        f"(a process under another fault)"]
     text = report(args, ops, fdicts, res, t0, extra,
-                  nem.skipped if nem is not None else [])
+                  nem.gather("skipped") if nem is not None else [], notes)
     with open(os.path.join(args.out, "report.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "verdict.json"), "w") as f:
@@ -1030,6 +1117,9 @@ def run_once(args, box) -> int:
     problems = [x for x in extra if not x.startswith("gnuplot")]
     if kinds and not fdicts:
         problems.append("no fault was injected")
+    if kinds and args.overlap > 1 and not pairs:
+        problems.append(f"no two faults overlapped (--overlap "
+                        f"{args.overlap})")
     if args.nemeses == "partition":
         links = {PARTITIONS[x["kind"]][1] for x in fdicts}
         problems += [f"no cut of a {link} link was made" for link in
@@ -1078,6 +1168,11 @@ def main() -> int:
     ap.add_argument("--expect-check", default="",
                     help="checks that must be among the failed ones "
                     "(CHECK or CHECK@KEY-PREFIX: on a key starting so)")
+    ap.add_argument("--overlap", type=int, default=1,
+                    help="nemesis threads whose faults may come at once "
+                    "(each on processes no other fault holds; signal and "
+                    "partition kinds only); a run with N > 1 where no two "
+                    "faults overlapped fails")
     ap.add_argument("--hold-min", type=float, default=0,
                     help="every fault lasts at least this long (s)")
     ap.add_argument("--writers", type=int, default=4)
