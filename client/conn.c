@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
+#include "base/endpoint_stats.h"
 #include "base/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
@@ -188,6 +189,27 @@ conn_dialers_tls_failed(conn *cn)
     return false;
 }
 
+/* Whether a dialer of cn had a connection refused since it started (its
+ * "refused" statistic). Under dial_lock. */
+static bool
+conn_dialers_refused(conn *cn)
+{
+    nng_stat *snap, *ds, *refused;
+    bool any = false;
+
+    if (nng_stats_get(&snap) != 0) {
+        return false; /* no statistics: conn_redial still moves on */
+    }
+    for (size_t i = 0; i < cn->ndialers && !any; i++) {
+        ds = endpoint_stats_find(snap, "dialer",
+                                 (uint64_t)nng_dialer_id(cn->dialers[i]));
+        refused = ds != NULL ? endpoint_stats_child(ds, "refused") : NULL;
+        any = refused != NULL && nng_stat_value(refused) > 0;
+    }
+    nng_stats_free(snap);
+    return any;
+}
+
 /* Replaces the dialer with one of the target. Under dial_lock. */
 static void
 conn_dialer_restart(conn *cn)
@@ -234,6 +256,33 @@ conn_redial(conn *cn)
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
+}
+
+bool
+conn_several(const conn *cn)
+{
+    return cn->nurls > 1;
+}
+
+bool
+conn_refused_move(conn *cn)
+{
+    bool moved = false;
+    uint64_t now;
+
+    if (!conn_several(cn)) {
+        return false;
+    }
+    pthread_mutex_lock(&cn->dial_lock);
+    now = clock_now_ms();
+    if (conn_dialers_refused(cn) &&
+        steer_rotate(&cn->route, steer_gen(&cn->route), now, now)) {
+        cn->redial_ms = now; /* a move counts as a redial */
+        conn_dialer_restart(cn);
+        moved = true;
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+    return moved;
 }
 
 uint64_t
