@@ -144,11 +144,19 @@ class SlowRelay:
             except OSError:
                 return
             self.conns += 1
-            s = socket.create_connection(("127.0.0.1", self.port))
-            threading.Thread(target=self._pump, args=(c, s, 0.0),
-                             daemon=True).start()
-            threading.Thread(target=self._pump, args=(s, c, self.delay_s),
-                             daemon=True).start()
+            self._take(c)
+
+    def _take(self, c: socket.socket) -> None:
+        """A client's connection accepted (the conns-th)."""
+        self._relay(c, self.delay_s)
+
+    def _relay(self, c: socket.socket, delay_s: float) -> None:
+        """c's bytes to onced and back, the first ones back delay_s late."""
+        s = socket.create_connection(("127.0.0.1", self.port))
+        threading.Thread(target=self._pump, args=(c, s, 0.0),
+                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(s, c, delay_s),
+                         daemon=True).start()
 
     @staticmethod
     def _pump(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
@@ -185,24 +193,14 @@ class StallRelay(SlowRelay):
         self.stall_s, self.until, self.held = stall_s, None, []
         super().__init__(port, 0.0)
 
-    def _accept(self) -> None:
-        while not self.stopping:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            self.conns += 1
-            if self.conns == 2:
-                self.until = time.monotonic() + self.stall_s
-                threading.Thread(target=self._reset_held, daemon=True).start()
-            if self.until is not None and time.monotonic() < self.until:
-                self.held.append(c)
-                continue
-            s = socket.create_connection(("127.0.0.1", self.port))
-            threading.Thread(target=self._pump, args=(c, s, 0.0),
-                             daemon=True).start()
-            threading.Thread(target=self._pump, args=(s, c, 0.0),
-                             daemon=True).start()
+    def _take(self, c: socket.socket) -> None:
+        if self.conns == 2:
+            self.until = time.monotonic() + self.stall_s
+            threading.Thread(target=self._reset_held, daemon=True).start()
+        if self.until is not None and time.monotonic() < self.until:
+            self.held.append(c)
+        else:
+            self._relay(c, 0.0)
 
     def _reset_held(self) -> None:
         time.sleep(self.stall_s)
