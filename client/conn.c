@@ -189,22 +189,33 @@ conn_dialers_tls_failed(conn *cn)
     return false;
 }
 
+/* The value of statistic name of dialer d in snapshot snap (0: none). */
+static uint64_t
+conn_dialer_stat(nng_stat *snap, nng_dialer d, const char *name)
+{
+    nng_stat *ds =
+        endpoint_stats_find(snap, "dialer", (uint64_t)nng_dialer_id(d));
+    nng_stat *st = ds != NULL ? endpoint_stats_child(ds, name) : NULL;
+
+    return st != NULL ? nng_stat_value(st) : 0;
+}
+
 /* Whether a dialer of cn had a connection refused since it started (its
- * "refused" statistic). Under dial_lock. */
+ * "refused" statistic), or stopped for good: nng 1.5.2 counts the
+ * NNG_ECLOSED that ends a dialer (conn_redial) among its "other" errors.
+ * Under dial_lock. */
 static bool
 conn_dialers_refused(conn *cn)
 {
-    nng_stat *snap, *ds, *refused;
+    nng_stat *snap;
     bool any = false;
 
     if (nng_stats_get(&snap) != 0) {
         return false; /* no statistics: conn_redial still moves on */
     }
     for (size_t i = 0; i < cn->ndialers && !any; i++) {
-        ds = endpoint_stats_find(snap, "dialer",
-                                 (uint64_t)nng_dialer_id(cn->dialers[i]));
-        refused = ds != NULL ? endpoint_stats_child(ds, "refused") : NULL;
-        any = refused != NULL && nng_stat_value(refused) > 0;
+        any = conn_dialer_stat(snap, cn->dialers[i], "refused") > 0 ||
+              conn_dialer_stat(snap, cn->dialers[i], "other") > 0;
     }
     nng_stats_free(snap);
     return any;

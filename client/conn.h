@@ -124,7 +124,9 @@ bool conn_several(const conn *cn);
 /* A send finds no connection and the target's dialer had a connection
  * refused (nothing listens at its URL: a killed leader, one that followers
  * still name until its etcd lease lapses, or a winner re-executing): with
- * several URLs the target moves on to the next at once (steer_rotate,
+ * several URLs — or it stopped for good (the NNG_ECLOSED of a dial into a
+ * dying listener, conn_redial) — the target moves on to the next at once
+ * (steer_rotate,
  * marked down unless its last word was a follower's refusal), without
  * waiting out the second conn_redial keeps between redials — a refused
  * connection has no handshake under way to end. Returns whether it moved.
