@@ -102,7 +102,9 @@ exchange_no_route(once_client *c, uint64_t deadline, uint64_t attempt_end,
 /*
  * The send: waiting for a connection in slices; a send still unsent after
  * one, or at attempt_end (an attempt shorter than a slice), starts the
- * dial over — and, before attempt_end, waits on. A send that timed out
+ * dial over — and, before attempt_end, waits on. With several URLs the
+ * wait looks every EXCHANGE_REFUSED_POLL_MS whether the dial was refused
+ * (conn_refused_move) and, when it moved on, starts a new slice. A send that timed out
  * never reached a pipe, so sending the same message again is the same
  * attempt. 0 (m is the socket's) or an nng error (m freed).
  */
