@@ -51,7 +51,6 @@
 #define B        1
 
 #define INCR     "/once.v1.Counter/Increment"
-#define GET      "/once.v1.Counter/Get"
 #define KV_TXN   "/once.v1.KV/Txn"
 #define KV_RANGE "/once.v1.KV/Range"
 #define COUNTER  "rc"
@@ -67,6 +66,7 @@ typedef struct call {
     bool kv; /* a KV Txn (value: its revision), else an Increment */
     int rv;  /* 0: the original reply arrived */
     int code;
+    char reason[64];
     uint8_t payload[1024];
     size_t plen;
     int64_t value;
@@ -96,6 +96,10 @@ call_send(call *c, const char *url, int timeout_ms)
         return;
     }
     c->code = resp->status != NULL ? (int)resp->status->code : 0;
+    snprintf(c->reason, sizeof(c->reason), "%s",
+             resp->status != NULL && resp->status->reason != NULL
+                 ? resp->status->reason
+                 : "");
     if (resp->payload.len <= sizeof(c->payload)) {
         memcpy(c->payload, resp->payload.data, resp->payload.len);
         c->plen = resp->payload.len;
@@ -114,15 +118,26 @@ call_send(call *c, const char *url, int timeout_ms)
     once__v1__response__free_unpacked(resp, NULL);
 }
 
+/* The row's next call, zeroed. */
+static call *
+call_new(fixture *f)
+{
+    call *c;
+
+    assert_true(f->ncalls < ROW_MAX);
+    c = &f->calls[f->ncalls++];
+    memset(c, 0, sizeof(*c));
+    return c;
+}
+
 /* A new Increment of COUNTER by 1 under the next id of the row's lease. */
 static call *
 call_incr(fixture *f)
 {
-    call *c = &f->calls[f->ncalls++];
+    call *c = call_new(f);
     uint8_t *pl = NULL;
     size_t plen;
 
-    memset(c, 0, sizeof(*c));
     assert_int_equal(harness_incr_payload(COUNTER, 1, &pl, &plen), 0);
     assert_int_equal(
         harness_envelope(INCR, f->cid, f->seq++, pl, plen, &c->env, &c->len),
@@ -140,11 +155,10 @@ call_big_txn(fixture *f)
     Once__V1__KvPut puts[BIG_PUTS];
     char keys[BIG_PUTS][16];
     uint8_t *value = malloc(BIG_VALUE), *pl;
-    call *c = &f->calls[f->ncalls++];
+    call *c = call_new(f);
     size_t plen;
 
     assert_non_null(value);
-    memset(c, 0, sizeof(*c));
     memset(value, 'v', BIG_VALUE);
     for (int i = 0; i < BIG_PUTS; i++) {
         once__v1__kv_op__init(&ops[i]);
@@ -203,21 +217,7 @@ read_at(fixture *f, int i, const char *method, const void *pl, size_t plen)
 static int64_t
 counter_at(fixture *f, int i)
 {
-    Once__V1__GetRequest gr = ONCE__V1__GET_REQUEST__INIT;
-    Once__V1__Response *resp;
-    Once__V1__GetResponse *v;
-    uint8_t pl[64];
-    int64_t value;
-
-    gr.name = COUNTER;
-    resp = read_at(f, i, GET, pl, once__v1__get_request__pack(&gr, pl));
-    v = once__v1__get_response__unpack(NULL, resp->payload.len,
-                                       resp->payload.data);
-    assert_non_null(v);
-    value = v->value;
-    once__v1__get_response__free_unpacked(v, NULL);
-    once__v1__response__free_unpacked(resp, NULL);
-    return value;
+    return harness_raw_counter(f->rs->url[i], COUNTER);
 }
 
 /* The KV store's revision as replica i (leading) has it. */
@@ -252,7 +252,9 @@ assert_died_at(fixture *f, int i, const char *point)
     char line[96];
     int status = replicas_wait_exit(f->rs, i, CRASH_MS);
 
-    snprintf(line, sizeof(line), "fault point \"%s\": crashing", point);
+    /* The log names the point without its "@N". */
+    snprintf(line, sizeof(line), "fault point \"%.*s\": crashing",
+             (int)strcspn(point, "@"), point);
     if (status == -1 || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL ||
         !replicas_log_has(f->rs, i, line)) {
         replicas_dump(f->rs);
@@ -280,8 +282,9 @@ retry_until_answered(fixture *f, int i, const call *c, int64_t value)
     } while (harness_now_ms() < until);
     if (again.code != ONCE__V1__CODE__OK || again.value != value) {
         replicas_dump(f->rs);
-        fail_msg("retry at replica %d: rv %d code %d value %lld, not OK %lld",
-                 i, again.rv, again.code, (long long)again.value,
+        fail_msg("retry at replica %d: rv %d code %d %s value %lld, not OK "
+                 "%lld",
+                 i, again.rv, again.code, again.reason, (long long)again.value,
                  (long long)value);
     }
     if (c->rv == 0 && c->code == ONCE__V1__CODE__OK) {
@@ -359,8 +362,7 @@ static void
 recover_at_b(fixture *f, const char *point, int64_t rev0)
 {
     int64_t before = f->counter;
-    const call *last = &f->calls[f->ncalls > 0 ? f->ncalls - 1 : 0];
-    bool arrived = last->rv == 0 && last->code == ONCE__V1__CODE__OK;
+    size_t arrived = 0;
 
     for (size_t i = 0; i < f->ncalls; i++) {
         const call *c = &f->calls[i];
@@ -368,6 +370,7 @@ recover_at_b(fixture *f, const char *point, int64_t rev0)
 
         if (c->rv == 0 && c->code == ONCE__V1__CODE__OK) {
             assert_int_equal(c->value, want);
+            arrived++;
         }
         retry_until_answered(f, B, c, want);
     }
@@ -375,9 +378,9 @@ recover_at_b(fixture *f, const char *point, int64_t rev0)
     if (rev0 >= 0) {
         assert_int_equal(kv_revision_at(f, B), rev0 + 1);
     }
-    print_message("  %-18s %zu call(s), the last one's reply %s; counter "
-                  "%lld -> %lld through the new leader%s\n",
-                  point, f->ncalls, arrived ? "arrived" : "lost",
+    print_message("  %-18s %zu call(s), %zu original repl%s arrived; "
+                  "counter %lld -> %lld through the new leader%s\n",
+                  point, f->ncalls, arrived, arrived == 1 ? "y" : "ies",
                   (long long)before, (long long)f->counter,
                   rev0 >= 0 ? ", KV revision moved once" : "");
     calls_free(f);
