@@ -601,8 +601,15 @@ test_seed_chunk(void **state)
     call_send(c, f->rs->url[B], CALL_MS);
     assert_died_at(f, A, "seed_chunk");
     recover_at_b(f, "seed_chunk", -1);
-    promote_a(f, "", true);
+    restart_with(f, A, "");
+    /* Seeded again before B stops (B is the only source). */
+    while (!replicas_log_has(f->rs, A, "seeded from a snapshot") &&
+           harness_now_ms() < until + RETRY_MS) {
+        harness_sleep_ms(50);
+    }
     assert_true(replicas_log_has(f->rs, A, "seeded from a snapshot"));
+    replicas_kill(f->rs, A, SIGTERM);
+    promote_a(f, "", true);
 }
 
 int
