@@ -29,6 +29,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/fault.h"
 
 #define REPL_HANDOVER_ENV "ONCE_REPL_HANDOVER"
 
@@ -101,5 +102,6 @@ repl_handover_take(repl *r, bool *ours)
         (void)etcd_lease_revoke(r->kv, lease);
         return rv;
     }
+    FAULT_POINT(FAULT_HANDOVER_TAKEN); /* test build only */
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "proto/wire.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/fault.h"
 
 extern char **environ;
 
@@ -164,6 +165,9 @@ repl_write(repl *r, const uint8_t *entry, size_t len)
         }
         r->next++;
         off += n;
+        if (i + 1 < nparts) {
+            FAULT_POINT(FAULT_APPEND_PART); /* test build only */
+        }
     }
 }
 

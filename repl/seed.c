@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "proto/once.pb-c.h"
 #include "store/datadir.h"
+#include "store/fault.h"
 #include "store/store.h"
 
 #define SEED_TIMEOUT_MS  10000
@@ -206,6 +207,7 @@ repl_seed(repl *r, const char *url, store **stp, uint64_t *index)
         if (rv != 0) {
             break;
         }
+        FAULT_POINT(FAULT_SEED_CHUNK); /* test build only */
     }
     if (rv != 0) {
         log_warn("repl: seeding stopped after %" PRIu64 " keys: %s", s.keys,

@@ -30,6 +30,7 @@
 
 #include "base/log.h"
 #include "base/periodic.h"
+#include "store/fault.h"
 
 #define TRIM_PERIOD_MS 1000
 
@@ -119,6 +120,7 @@ trim_pass(repl *r, uint64_t *first)
         *first = 0;
         return;
     }
+    FAULT_POINT(FAULT_TRIM_DELETED); /* test build only */
     if ((rv = etcd_compact(r->tr, rev)) != 0) {
         log_warn("repl: etcd compaction at revision %" PRId64 " failed: %s",
                  rev, etcd_last_error(r->tr));

@@ -43,6 +43,20 @@
 #define FAULT_RECORDS_DELETED "records_deleted" /* reclaim synced */
 #define FAULT_LEASE_ENDED     "lease_ended"     /* end synced, reclaim not */
 
+/* The replicated path (onced --replicate; tests/test_repl_crash_matrix.c).
+ * There the call points above are passed too, batch_staged after the
+ * group's log entry is in etcd (store/replicate.c, the Txn succeeded) and
+ * before the local write; batch_written and reply_sent are the listener's,
+ * as embedded. The points below count as those do: append_part each part
+ * written while more of its entry follow (an entry above REPL_PART_MAX);
+ * trim_deleted each trim Txn that deleted log keys; seed_chunk each
+ * snapshot chunk loaded; handover_taken each re-executed winner that took
+ * its lease back. */
+#define FAULT_APPEND_PART    "append_part"    /* repl/lead.c: part in etcd */
+#define FAULT_TRIM_DELETED   "trim_deleted"   /* repl/trim.c: not compacted */
+#define FAULT_SEED_CHUNK     "seed_chunk"     /* repl/seed.c: not finished */
+#define FAULT_HANDOVER_TAKEN "handover_taken" /* repl/handover.c: not led */
+
 /* Fail points (armed with ":fail"; every hit counts, written or not). */
 #define FAULT_MINT "mint" /* grants_mint: signing a credential fails */
 

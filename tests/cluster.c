@@ -38,7 +38,7 @@ replica_spawn(replica_set *r, int i)
 
     snprintf(ttl, sizeof(ttl), "%d", r->ttl_s);
     snprintf(retain, sizeof(retain), "%u", r->retain);
-    argv[a++] = (char *)ONCED_PATH;
+    argv[a++] = (char *)(r->onced != NULL ? r->onced : ONCED_PATH);
     argv[a++] = "--data";
     argv[a++] = r->data[i];
     argv[a++] = "--listen";
@@ -74,7 +74,7 @@ replica_spawn(replica_set *r, int i)
         argv[a++] = r->etcd->key;
     }
     argv[a++] = NULL;
-    if ((r->pid[i] = procs_spawn_logged(argv, r->log[i])) < 0) {
+    if ((r->pid[i] = procs_spawn_logged_env(argv, r->env[i], r->log[i])) < 0) {
         r->pid[i] = 0;
         return -1;
     }
@@ -194,21 +194,23 @@ replicas_start_auth(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
     return replicas_start_with(rp, e, n, ttl_s, retain, true, replicate_key);
 }
 
-static int
-replicas_start_with(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
-                    unsigned retain, bool auth, bool replicate_key)
+/* A set of n replicas' names, paths and (auth) key files; nothing runs
+ * yet. NULL on failure. */
+static replica_set *
+replicas_alloc(etcd_cluster *e, int n, int ttl_s, unsigned retain, bool auth,
+               bool replicate_key)
 {
     replica_set *r = calloc(1, sizeof(*r));
     size_t off = 0;
 
     if (r == NULL || n < 1 || n > CLUSTER_MAX) {
         free(r);
-        return -1;
+        return NULL;
     }
     snprintf(r->dir, sizeof(r->dir), "/tmp/once-repl-XXXXXX");
     if (mkdtemp(r->dir) == NULL) {
         free(r);
-        return -1;
+        return NULL;
     }
     r->etcd = e;
     r->n = n;
@@ -229,23 +231,64 @@ replicas_start_with(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
     }
     if (auth && replica_keys(r) != 0) {
         replicas_free(r);
-        return -1;
+        return NULL;
     }
-    for (int i = 0; i < n; i++) {
-        if ((auth && replica_provision(r, i) != 0) ||
+    return r;
+}
+
+/* Spawns replicas [from, to) and waits until each answers. 0 or -1 (the
+ * logs printed). */
+static int
+replicas_spawn_range(replica_set *r, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        if ((r->auth && replica_provision(r, i) != 0) ||
             replica_spawn(r, i) != 0) {
-            replicas_free(r);
             return -1;
         }
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = from; i < to; i++) {
         if (replica_wait_up(r, i, 30000) != 0) {
             replicas_dump(r);
-            replicas_free(r);
             return -1;
         }
     }
+    return 0;
+}
+
+static int
+replicas_start_with(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                    unsigned retain, bool auth, bool replicate_key)
+{
+    replica_set *r = replicas_alloc(e, n, ttl_s, retain, auth, replicate_key);
+
+    if (r == NULL || replicas_spawn_range(r, 0, n) != 0) {
+        replicas_free(r);
+        return -1;
+    }
     if (replicas_leader(r, -1, 30000) < 0) {
+        replicas_dump(r);
+        replicas_free(r);
+        return -1;
+    }
+    *rp = r;
+    return 0;
+}
+
+int
+replicas_start_led(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                   const char *onced, const char *env0)
+{
+    replica_set *r = replicas_alloc(e, n, ttl_s, 0, false, false);
+
+    if (r == NULL) {
+        return -1;
+    }
+    r->onced = onced;
+    snprintf(r->env[0], sizeof(r->env[0]), "%s", env0 != NULL ? env0 : "");
+    if (replicas_spawn_range(r, 0, 1) != 0 ||
+        replicas_leader(r, -1, 30000) != 0 ||
+        replicas_spawn_range(r, 1, n) != 0) {
         replicas_dump(r);
         replicas_free(r);
         return -1;

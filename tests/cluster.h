@@ -48,6 +48,11 @@ typedef struct replica_set {
     char op_key[300];
     char repl_key[300];
     unsigned char op_secret[32];
+    /* replicas_start_led: the server binary (NULL: the shipped onced) and
+     * what each replica's next spawns add to its environment ("NAME=VALUE",
+     * "" nothing; a test may change it between restarts). */
+    const char *onced;
+    char env[CLUSTER_MAX][128];
 } replica_set;
 
 #define REPLICAS_OP   "op"
@@ -65,6 +70,13 @@ int replicas_start_retain(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
  * replica_set.auth); replicate_key as in replica_set. */
 int replicas_start_auth(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
                         unsigned retain, bool replicate_key);
+
+/* Starts n replicas of the server binary onced (NULL: the shipped one) on
+ * e, replica 0 first with env0 in its environment (replica_set.env) and
+ * alone until it leads (at most 30 s), then the others, waiting until
+ * they answer. 0 or -1. Free with replicas_free. */
+int replicas_start_led(replica_set **rp, etcd_cluster *e, int n, int ttl_s,
+                       const char *onced, const char *env0);
 
 /* Sends sig to replica i; reaps it unless sig is SIGSTOP/SIGCONT. */
 void replicas_kill(replica_set *r, int i, int sig);

@@ -36,13 +36,33 @@ procs_sleep_ms(int ms)
 
 #define ETCD_PATH "/usr/bin/etcd"
 
-/* fork/exec argv with stdout and stderr appended to log. */
 pid_t
 procs_spawn_logged(char *const argv[], const char *log)
 {
-    pid_t pid = fork();
+    return procs_spawn_logged_env(argv, NULL, log);
+}
 
-    if (pid == 0) {
+extern char **environ;
+
+pid_t
+procs_spawn_logged_env(char *const argv[], const char *env, const char *log)
+{
+    size_t n = 0;
+    char **envp;
+    pid_t pid;
+
+    while (environ[n] != NULL) {
+        n++;
+    }
+    /* Built before the fork: the child only execs. */
+    if ((envp = calloc(n + 2, sizeof(*envp))) == NULL) {
+        return -1;
+    }
+    memcpy(envp, environ, n * sizeof(*envp));
+    if (env != NULL && env[0] != '\0') {
+        envp[n] = (char *)env;
+    }
+    if ((pid = fork()) == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -50,9 +70,10 @@ procs_spawn_logged(char *const argv[], const char *log)
             close(fd);
         }
         setpgid(0, 0);
-        execv(argv[0], argv);
+        execve(argv[0], argv, envp);
         _exit(127);
     }
+    free(envp);
     return pid;
 }
 

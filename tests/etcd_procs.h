@@ -66,6 +66,11 @@ void etcd_cluster_dump(const etcd_cluster *e);
  * log, in a process group of its own. The pid, or -1. */
 pid_t procs_spawn_logged(char *const argv[], const char *log);
 
+/* procs_spawn_logged with env ("NAME=VALUE"; NULL or "": none) added to
+ * the environment the child inherits. */
+pid_t procs_spawn_logged_env(char *const argv[], const char *env,
+                             const char *log);
+
 /* Sends sig to pid and reaps it (SIGKILL after 10 s). */
 void procs_reap(pid_t pid, int sig);
 

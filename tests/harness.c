@@ -855,6 +855,34 @@ harness_counter(const harness *h, const char *name)
     return v;
 }
 
+int64_t
+harness_raw_counter(const char *url, const char *name)
+{
+    Once__V1__GetRequest gr = ONCE__V1__GET_REQUEST__INIT;
+    Once__V1__Response *resp = NULL;
+    Once__V1__GetResponse *v;
+    uint8_t pl[512], *env = NULL;
+    size_t plen, elen;
+    int64_t value;
+
+    gr.name = (char *)name;
+    plen = once__v1__get_request__pack(&gr, pl);
+    assert_int_equal(
+        harness_envelope("/once.v1.Counter/Get", 0, 0, pl, plen, &env, &elen),
+        0);
+    assert_int_equal(harness_raw_rpc(url, env, elen, &resp, 3000), 0);
+    free(env);
+    assert_non_null(resp->status);
+    assert_int_equal(resp->status->code, ONCE__V1__CODE__OK);
+    v = once__v1__get_response__unpack(NULL, resp->payload.len,
+                                       resp->payload.data);
+    assert_non_null(v);
+    value = v->value;
+    once__v1__get_response__free_unpacked(v, NULL);
+    once__v1__response__free_unpacked(resp, NULL);
+    return value;
+}
+
 void
 harness_lease_info(once_client *c, uint64_t cid, struct once_lease_info *li)
 {

@@ -212,6 +212,11 @@ void harness_probe_run(once_client *c, const char *name, int period_ms,
 /* harness_get through a client of its own (no lease), opened and closed. */
 int64_t harness_counter(const harness *h, const char *name);
 
+/* The counter name as the onced at url has it now, by one raw Counter/Get
+ * (no retry: libonce's would hide a failed attempt); fails the test
+ * unless answered OK in 3 s. */
+int64_t harness_raw_counter(const char *url, const char *name);
+
 /* once_lease_info of cid into *li. */
 void harness_lease_info(once_client *c, uint64_t cid,
                         struct once_lease_info *li);

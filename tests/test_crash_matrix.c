@@ -44,7 +44,6 @@
 #include "tests/load.h"
 
 #define INCR     "/once.v1.Counter/Increment"
-#define GET      "/once.v1.Counter/Get"
 #define CALL_MS  3000  /* one raw attempt */
 #define CRASH_MS 10000 /* how long an armed onced may take to die */
 
@@ -137,27 +136,7 @@ incr(const harness *h, uint64_t cid, uint64_t seq, uint64_t fi,
 static int64_t
 get(const harness *h, const char *name)
 {
-    Once__V1__GetRequest gr = ONCE__V1__GET_REQUEST__INIT;
-    Once__V1__Response *resp = NULL;
-    Once__V1__GetResponse *v;
-    uint8_t pl[512], *env = NULL;
-    size_t plen, elen;
-    int64_t value;
-
-    gr.name = (char *)name;
-    plen = once__v1__get_request__pack(&gr, pl);
-    assert_int_equal(harness_envelope(GET, 0, 0, pl, plen, &env, &elen), 0);
-    assert_int_equal(harness_raw_rpc(h->url, env, elen, &resp, CALL_MS), 0);
-    free(env);
-    assert_non_null(resp->status);
-    assert_int_equal(resp->status->code, ONCE__V1__CODE__OK);
-    v = once__v1__get_response__unpack(NULL, resp->payload.len,
-                                       resp->payload.data);
-    assert_non_null(v);
-    value = v->value;
-    once__v1__get_response__free_unpacked(v, NULL);
-    once__v1__response__free_unpacked(resp, NULL);
-    return value;
+    return harness_raw_counter(h->url, name);
 }
 
 /* A lease of its own (long TTL, nothing renews it) for raw calls. */
