@@ -100,7 +100,8 @@ call_send(call *c, const char *url, int timeout_ms)
              resp->status != NULL && resp->status->reason != NULL
                  ? resp->status->reason
                  : "");
-    if (resp->payload.len <= sizeof(c->payload)) {
+    /* (no memcpy from the NULL data of an empty payload: UBSan) */
+    if (resp->payload.len > 0 && resp->payload.len <= sizeof(c->payload)) {
         memcpy(c->payload, resp->payload.data, resp->payload.len);
         c->plen = resp->payload.len;
     }
