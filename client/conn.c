@@ -28,7 +28,6 @@
 #include "base/clock.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
-#include "base/endpoint_stats.h"
 #include "base/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
@@ -189,38 +188,6 @@ conn_dialers_tls_failed(conn *cn)
     return false;
 }
 
-/* The value of statistic name of dialer d in snapshot snap (0: none). */
-static uint64_t
-conn_dialer_stat(nng_stat *snap, nng_dialer d, const char *name)
-{
-    nng_stat *ds =
-        endpoint_stats_find(snap, "dialer", (uint64_t)nng_dialer_id(d));
-    nng_stat *st = ds != NULL ? endpoint_stats_child(ds, name) : NULL;
-
-    return st != NULL ? nng_stat_value(st) : 0;
-}
-
-/* Whether a dialer of cn had a connection refused since it started (its
- * "refused" statistic), or stopped for good: nng 1.5.2 counts the
- * NNG_ECLOSED that ends a dialer (conn_redial) among its "other" errors.
- * Under dial_lock. */
-static bool
-conn_dialers_refused(conn *cn)
-{
-    nng_stat *snap;
-    bool any = false;
-
-    if (nng_stats_get(&snap) != 0) {
-        return false; /* no statistics: conn_redial still moves on */
-    }
-    for (size_t i = 0; i < cn->ndialers && !any; i++) {
-        any = conn_dialer_stat(snap, cn->dialers[i], "refused") > 0 ||
-              conn_dialer_stat(snap, cn->dialers[i], "other") > 0;
-    }
-    nng_stats_free(snap);
-    return any;
-}
-
 /* Replaces the dialer with one of the target. Under dial_lock. */
 static void
 conn_dialer_restart(conn *cn)
@@ -267,33 +234,6 @@ conn_redial(conn *cn)
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
-}
-
-bool
-conn_several(const conn *cn)
-{
-    return cn->nurls > 1;
-}
-
-bool
-conn_refused_move(conn *cn)
-{
-    bool moved = false;
-    uint64_t now;
-
-    if (!conn_several(cn)) {
-        return false;
-    }
-    pthread_mutex_lock(&cn->dial_lock);
-    now = clock_now_ms();
-    if (conn_dialers_refused(cn) &&
-        steer_rotate(&cn->route, steer_gen(&cn->route), now, now)) {
-        cn->redial_ms = now; /* a move counts as a redial */
-        conn_dialer_restart(cn);
-        moved = true;
-    }
-    pthread_mutex_unlock(&cn->dial_lock);
-    return moved;
 }
 
 uint64_t

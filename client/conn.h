@@ -117,23 +117,6 @@ int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
  * loaded server) is not started over before it can finish. */
 void conn_redial(conn *cn);
 
-/* Whether the handle has several URLs (a replicated cluster): then a send
- * without a connection polls conn_refused_move while it waits. */
-bool conn_several(const conn *cn);
-
-/* A send finds no connection and the target's dialer had a connection
- * refused (nothing listens at its URL: a killed leader, one that followers
- * still name until its etcd lease lapses, or a winner re-executing): with
- * several URLs — or it stopped for good (the NNG_ECLOSED of a dial into a
- * dying listener, conn_redial) — the target moves on to the next at once
- * (steer_rotate,
- * marked down unless its last word was a follower's refusal), without
- * waiting out the second conn_redial keeps between redials — a refused
- * connection has no handshake under way to end. Returns whether it moved.
- * A dial that merely stalls (a slow or unreachable host) is left to
- * conn_redial. */
-bool conn_refused_move(conn *cn);
-
 /* The target's generation: read before an attempt, passed to conn_hint and
  * conn_suspect about that attempt. */
 uint64_t conn_target(conn *cn);

@@ -253,36 +253,6 @@ test_reason_constants(void **state)
     once_client_close(c);
 }
 
-/* A handle given several URLs, the first with nothing listening (a replica
- * that was killed): the dial there is refused, and the call moves on to the
- * next URL at once, within its deadline of 700 ms. Before, a send without
- * a connection waited a whole second before moving on (the failover bench
- * saw clients sit out that second on a killed leader that followers still
- * named), so this call ended NOT_SENT. A read: no lease to open first. */
-static void
-test_refused_url_moves_on(void **state)
-{
-    harness *h = *state;
-    char urls[400];
-    once_options o;
-    once_client *c = NULL;
-    once_route r;
-    once_status st;
-    int64_t v = -1;
-
-    snprintf(urls, sizeof(urls), "%s-gone,%s", h->url, h->url);
-    once_options_init(&o);
-    o.url = urls;
-    o.no_lease = true;
-    o.deadline_ms = 700;
-    assert_int_equal(once_client_open(&c, &o, &st), ONCE_OK);
-    assert_int_equal(once_counter_get(c, "refused", &v, &st), ONCE_OK);
-    assert_int_equal(v, 0);
-    assert_int_equal(once_client_route(c, &r), ONCE_OK);
-    assert_int_equal(r.rotations, 1);
-    once_client_close(c);
-}
-
 /* Version macros of the installed header, and the library's own. */
 static void
 test_version(void **state)
@@ -317,8 +287,6 @@ main(void)
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_reason_constants, harness_setup,
                                         harness_teardown),
-        cmocka_unit_test_setup_teardown(test_refused_url_moves_on,
-                                        harness_setup, harness_teardown),
         cmocka_unit_test(test_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
