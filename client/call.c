@@ -56,6 +56,10 @@
 #include "client/status.h"
 #include "base/clock.h"
 
+/* The longest backoff after a follower's refusal that moved nothing (a
+ * leader change under way), whatever the handle's backoff cap. */
+#define CALL_FOLLOWER_BACKOFF_MS 100u
+
 /* One call's run across its attempts: what the steps of call_run share. */
 typedef struct call_loop {
     once_client *c;
@@ -368,9 +372,10 @@ call_decide(call_loop *L, const call_step *s, classify_reply_out *out,
 }
 
 /* The wait before the attempt after `attempt`: 0 when none follows (the
- * attempts or the deadline are used up) or when it goes at once. */
+ * attempts or the deadline are used up) or when it goes at once. follower:
+ * a follower refused it. */
 static uint64_t
-call_backoff(call_loop *L, uint32_t attempt, bool moved)
+call_backoff(call_loop *L, uint32_t attempt, bool moved, bool follower)
 {
     once_client *c = L->c;
     uint64_t left, b;
@@ -389,6 +394,13 @@ call_backoff(call_loop *L, uint32_t attempt, bool moved)
      * to the deadline, not a busy loop. */
     if (moved && L->cst.not_leader < c->conn.nurls) {
         b = 0;
+    }
+    /* A follower that named no leader it could move to: a leader change
+     * is under way, and its end is what the call waits for. Asking a
+     * follower again costs it one reply, so within CALL_FOLLOWER_BACKOFF_MS
+     * whatever the cap: a call finds the new leader that much sooner. */
+    if (follower && b > CALL_FOLLOWER_BACKOFF_MS) {
+        b = CALL_FOLLOWER_BACKOFF_MS;
     }
     return b;
 }
@@ -442,7 +454,7 @@ call_loop_run(call_loop *L, call_pre *pre, void **resp, size_t *resp_len,
         if (v == CLASSIFY_GIVE_UP) {
             break;
         }
-        backoff = call_backoff(L, attempt, moved);
+        backoff = call_backoff(L, attempt, moved, out.follower);
     }
     return call_give_up(L, st);
 }

@@ -28,11 +28,17 @@
 #include "base/clock.h"
 #include "client/status.h"
 #include "client/tls_diag.h"
+#include "base/endpoint_stats.h"
 #include "base/close_bounded.h"
 
 #define CONN_RECVMAXSZ        (4u * 1024u * 1024u)
 #define CONN_RECONNECT_MIN_MS 10
 #define CONN_RECONNECT_MAX_MS 1000
+/* With several URLs and no TLS: a hint names a winner that re-executes to
+ * lead and listens a moment later, and nng's redials double from the
+ * least up to this; a refused loopback or LAN dial costs next to nothing.
+ * (With TLS each redial costs the server a handshake: the longer gap.) */
+#define CONN_RECONNECT_CLUSTER_MAX_MS 100
 /* At most one new dialer per this many ms (conn_redial); with one URL
  * the wait doubles, up to CONN_REDIAL_MAX_MS, until a reply comes: a new
  * dialer ends the handshake of the one before, and a TLS handshake with a
@@ -142,6 +148,14 @@ conn_dialer_start(conn *cn)
     return 0;
 }
 
+/* The longest wait between nng's redials of one dialer. */
+static nng_duration
+conn_reconnect_max(const conn *cn)
+{
+    return cn->route.n > 1 && cn->tls == NULL ? CONN_RECONNECT_CLUSTER_MAX_MS
+                                              : CONN_RECONNECT_MAX_MS;
+}
+
 int
 conn_open(conn *cn, once_status *st)
 {
@@ -160,7 +174,7 @@ conn_open(conn *cn, once_status *st)
         (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMINT,
                                 CONN_RECONNECT_MIN_MS)) != 0 ||
         (rv = nng_socket_set_ms(cn->sock, NNG_OPT_RECONNMAXT,
-                                CONN_RECONNECT_MAX_MS)) != 0 ||
+                                conn_reconnect_max(cn))) != 0 ||
         (rv = slot_watch(&cn->slots, cn->sock)) != 0) {
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_NNG,
                           "socket option: %s", nng_strerror(rv));
@@ -186,6 +200,38 @@ conn_dialers_tls_failed(conn *cn)
         }
     }
     return false;
+}
+
+/* The value of statistic name of dialer d in snapshot snap (0: none). */
+static uint64_t
+conn_dialer_stat(nng_stat *snap, nng_dialer d, const char *name)
+{
+    nng_stat *ds =
+        endpoint_stats_find(snap, "dialer", (uint64_t)nng_dialer_id(d));
+    nng_stat *st = ds != NULL ? endpoint_stats_child(ds, name) : NULL;
+
+    return st != NULL ? nng_stat_value(st) : 0;
+}
+
+/* Whether a dialer of cn had a connection refused since it started (its
+ * "refused" statistic), or stopped for good: nng 1.5.2 counts the
+ * NNG_ECLOSED that ends a dialer (conn_redial) among its "other" errors.
+ * Under dial_lock. */
+static bool
+conn_dialers_refused(conn *cn)
+{
+    nng_stat *snap;
+    bool any = false;
+
+    if (nng_stats_get(&snap) != 0) {
+        return false; /* no statistics: conn_redial still moves on */
+    }
+    for (size_t i = 0; i < cn->ndialers && !any; i++) {
+        any = conn_dialer_stat(snap, cn->dialers[i], "refused") > 0 ||
+              conn_dialer_stat(snap, cn->dialers[i], "other") > 0;
+    }
+    nng_stats_free(snap);
+    return any;
 }
 
 /* Replaces the dialer with one of the target. Under dial_lock. */
@@ -234,6 +280,35 @@ conn_redial(conn *cn)
         conn_dialer_restart(cn);
     }
     pthread_mutex_unlock(&cn->dial_lock);
+}
+
+bool
+conn_several(const conn *cn)
+{
+    return cn->nurls > 1;
+}
+
+bool
+conn_refused_move(conn *cn)
+{
+    bool moved = false;
+    uint64_t now;
+
+    /* Only a target that led when last heard (steer.h): a follower that
+     * won and re-executes to lead refuses dials for a moment too. */
+    if (!conn_several(cn) || !steer_led(&cn->route)) {
+        return false;
+    }
+    pthread_mutex_lock(&cn->dial_lock);
+    now = clock_now_ms();
+    if (conn_dialers_refused(cn) &&
+        steer_rotate(&cn->route, steer_gen(&cn->route), now, now)) {
+        cn->redial_ms = now; /* a move counts as a redial */
+        conn_dialer_restart(cn);
+        moved = true;
+    }
+    pthread_mutex_unlock(&cn->dial_lock);
+    return moved;
 }
 
 uint64_t

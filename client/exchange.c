@@ -21,6 +21,9 @@
 /* How long a send waits for a connection before the dial is started over
  * (conn_redial, itself at most once a second per handle). */
 #define EXCHANGE_SEND_SLICE_MS 1000u
+/* With several URLs, how often a send without a connection looks whether
+ * its dial was refused (conn_refused_move: nothing listens there). */
+#define EXCHANGE_REFUSED_POLL_MS 100u
 
 static const char exchange_lost[] = "the lease was lost";
 
@@ -49,6 +52,17 @@ exchange_wait(uint64_t until)
         return NNG_DURATION_ZERO;
     }
     return left > INT32_MAX ? INT32_MAX : (nng_duration)left;
+}
+
+/* The end of the next wait for a connection from now: the slice's end,
+ * or with several URLs the next look at a refused dial before it. */
+static uint64_t
+exchange_poll_end(once_client *c, uint64_t now, uint64_t slice_end)
+{
+    if (!conn_several(&c->conn)) {
+        return slice_end;
+    }
+    return retry_window(now, EXCHANGE_REFUSED_POLL_MS, slice_end);
 }
 
 /* Frees the message still on aio: it was not sent, so it is still ours. */
@@ -96,13 +110,17 @@ static int
 exchange_send(once_client *c, bool tracked, call_slot *s, nng_msg *m,
               uint64_t deadline, uint64_t attempt_end, call_state *cst)
 {
+    uint64_t slice_end = 0;
     int rv;
 
     nng_aio_set_msg(s->aio, m);
     for (;;) {
-        nng_aio_set_timeout(
-            s->aio, exchange_wait(retry_window(
-                        clock_now_ms(), EXCHANGE_SEND_SLICE_MS, attempt_end)));
+        if (slice_end == 0) {
+            slice_end = retry_window(clock_now_ms(), EXCHANGE_SEND_SLICE_MS,
+                                     attempt_end);
+        }
+        nng_aio_set_timeout(s->aio, exchange_wait(exchange_poll_end(
+                                        c, clock_now_ms(), slice_end)));
         if (!exchange_start(c, tracked, GATE_OP_SEND, s, s->aio, 0)) {
             exchange_drop(s->aio);
             snprintf(cst->last_err, sizeof(cst->last_err), "%s", exchange_lost);
@@ -120,6 +138,14 @@ exchange_send(once_client *c, bool tracked, call_slot *s, nng_msg *m,
         if (rv != NNG_ETIMEDOUT || nng_aio_get_msg(s->aio) == NULL) {
             break;
         }
+        if (retry_remaining_ms(slice_end) > 0) {
+            /* A poll within the slice: a refused dial moves on now. */
+            if (conn_refused_move(&c->conn)) {
+                slice_end = 0;
+            }
+            continue;
+        }
+        slice_end = 0;
         if (exchange_no_route(c, deadline, attempt_end, cst) != 0) {
             exchange_drop(s->aio);
             return NNG_ECRYPTO;

@@ -82,6 +82,7 @@ steer_hint(steer *s, uint64_t gen, const char *leader, uint64_t now_ms)
         return STEER_STALE;
     }
     atomic_store(&s->refused[cur], true);
+    atomic_store(&s->led[cur], false);
     for (size_t i = 0; leader != NULL && leader[0] != '\0' && i < s->n; i++) {
         if (strcmp(s->urls[i], leader) != 0) {
             continue;
@@ -122,6 +123,7 @@ steer_leaderless(steer *s, uint64_t gen)
         return false;
     }
     atomic_store(&s->refused[cur], true);
+    atomic_store(&s->led[cur], false);
     steer_move_to(s, (cur + 1) % s->n);
     atomic_fetch_add_explicit(&s->rotated, 1, memory_order_relaxed);
     return true;
@@ -151,7 +153,16 @@ steer_heard(steer *s, uint64_t gen, bool served, uint64_t now_ms)
     if (s->n > 1) {
         atomic_store_explicit(&s->heard_ms, now_ms, memory_order_relaxed);
         if (served && gen == atomic_load(&s->gen)) {
-            atomic_store(&s->refused[atomic_load(&s->cur)], false);
+            size_t cur = atomic_load(&s->cur);
+
+            atomic_store(&s->refused[cur], false);
+            atomic_store(&s->led[cur], true);
         }
     }
+}
+
+bool
+steer_led(const steer *s)
+{
+    return s->n > 1 && atomic_load(&s->led[atomic_load(&s->cur)]);
 }

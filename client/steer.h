@@ -22,7 +22,11 @@
  *   - No connection, or no reply to an attempt while nothing else was
  *     heard from the target since it was sent: the target moves on to the
  *     next URL, round robin (steer_rotate), and the URL left is marked
- *     down.
+ *     down. A target whose last word was an answer (it led: steer_led)
+ *     and whose dial is now refused is dead or restarting: conn.c moves
+ *     on at once instead of waiting out a slice. Never a replica that
+ *     was a follower to this handle: a winner re-executing to lead
+ *     refuses dials for a moment and is the right target.
  * Every move bumps a generation: a decision taken on a stale generation
  * (another call already moved the target) changes nothing, so many calls
  * refused at once move the target once.
@@ -61,6 +65,8 @@ typedef struct steer {
     _Atomic bool refused[STEER_URLS_MAX]; /* its last reply was NOT_LEADER
                                              (a follower, not a dead
                                              leader, when it goes silent) */
+    _Atomic bool led[STEER_URLS_MAX];     /* its last reply was an answer:
+                                             it led (steer_led) */
     _Atomic uint64_t heard_ms;            /* the last reply from the target */
 
     /* Counters (once_route): relaxed, for people and tests. */
@@ -105,6 +111,11 @@ bool steer_leaderless(steer *s, uint64_t gen);
  * skip both checks): marks it down and moves to the next URL. Returns
  * whether it moved. Caller's lock. */
 bool steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms);
+
+/* Whether the target's last reply to this handle was an answer (it led
+ * then), not a follower's refusal; false for a URL never heard from.
+ * Lock-free. */
+bool steer_led(const steer *s);
 
 /* A reply came from the target of generation gen; served: it was an
  * answer, not a NOT_LEADER refusal (pass false when the reply says nothing

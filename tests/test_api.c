@@ -253,6 +253,44 @@ test_reason_constants(void **state)
     once_client_close(c);
 }
 
+/* A handle given two URLs, served by the first; that server is then
+ * SIGKILLed (a leader killed): nothing listens there, its dial is refused,
+ * and the next call moves to the second URL at once, within its deadline
+ * of 700 ms. Before, a send without a connection waited a whole second
+ * before moving on (the failover bench's clients sat out that second on a
+ * killed leader, and again when followers still named it), so this call
+ * ended NOT_SENT. Reads: no lease to open first. */
+static void
+test_refused_leader_moves_on(void **state)
+{
+    harness *h = *state, *dead = NULL;
+    char urls[400];
+    once_options o;
+    once_client *c = NULL;
+    once_route r;
+    once_status st;
+    int64_t v = -1;
+
+    assert_int_equal(harness_start(&dead), 0);
+    snprintf(urls, sizeof(urls), "%s,%s", dead->url, h->url);
+    once_options_init(&o);
+    o.url = urls;
+    o.no_lease = true;
+    o.deadline_ms = 700;
+    assert_int_equal(once_client_open(&c, &o, &st), ONCE_OK);
+    assert_int_equal(once_counter_get(c, "refused", &v, &st), ONCE_OK);
+    assert_int_equal(once_client_route(c, &r), ONCE_OK);
+    assert_int_equal(r.index, 0); /* the first URL answered */
+    harness_kill(dead, SIGKILL);
+    assert_int_equal(once_counter_get(c, "refused", &v, &st), ONCE_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(once_client_route(c, &r), ONCE_OK);
+    assert_int_equal(r.index, 1);
+    assert_int_equal(r.rotations, 1);
+    once_client_close(c);
+    harness_free(dead);
+}
+
 /* Version macros of the installed header, and the library's own. */
 static void
 test_version(void **state)
@@ -287,6 +325,8 @@ main(void)
                                         harness_setup, harness_teardown),
         cmocka_unit_test_setup_teardown(test_reason_constants, harness_setup,
                                         harness_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_leader_moves_on,
+                                        harness_setup, harness_teardown),
         cmocka_unit_test(test_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

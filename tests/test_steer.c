@@ -187,6 +187,39 @@ test_rotate_only_when_silent(void **state)
     steer_fini(&s);
 }
 
+/* steer_led: only a URL whose last word to the handle was an answer. Never
+ * one not heard from yet, nor one whose last word was a follower's
+ * refusal: a winner re-executing to lead refuses dials for a moment, and a
+ * handle must wait for it rather than move off (conn_refused_move). The
+ * mark stays across a move: a leader that went silent is still the one
+ * that led when a stale hint leads back to it. */
+static void
+test_led_only_after_an_answer(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B "," C), 0);
+    assert_false(steer_led(&s));               /* never heard from */
+    steer_heard(&s, steer_gen(&s), false, 10); /* a reply saying nothing */
+    assert_false(steer_led(&s));
+    steer_heard(&s, steer_gen(&s), true, 20); /* A answered: it led */
+    assert_true(steer_led(&s));
+    assert_true(steer_rotate(&s, steer_gen(&s), 30, 30)); /* A went silent */
+    assert_string_equal(steer_target(&s), B);
+    assert_false(steer_led(&s));
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 1500), STEER_MOVED);
+    assert_true(steer_led(&s)); /* back on A: it led when last heard */
+    steer_heard(&s, steer_gen(&s), true, 1600);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), B, 1700), STEER_MOVED);
+    assert_false(steer_led(&s)); /* B refused before: a follower */
+    steer_heard(&s, steer_gen(&s), true, 1800);
+    assert_true(steer_led(&s)); /* B now answers: it leads */
+    assert_true(steer_leaderless(&s, steer_gen(&s)));
+    assert_false(steer_led(&s)); /* C: never heard from */
+    steer_fini(&s);
+}
+
 static void
 test_one_url_never_moves(void **state)
 {
@@ -212,6 +245,7 @@ main(void)
         cmocka_unit_test(test_silent_follower_not_down),
         cmocka_unit_test(test_leaderless_moves_on),
         cmocka_unit_test(test_rotate_only_when_silent),
+        cmocka_unit_test(test_led_only_after_an_answer),
         cmocka_unit_test(test_one_url_never_moves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

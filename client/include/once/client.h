@@ -137,7 +137,9 @@ typedef struct once_options {
     uint32_t attempt_timeout_ms; /* one attempt; 0: 2000 */
     uint32_t max_attempts;       /* 0: 10 */
     uint32_t backoff_initial_ms; /* 0: 5 */
-    uint32_t backoff_max_ms;     /* 0: 500 */
+    uint32_t backoff_max_ms;     /* 0: 500; after a follower's refusal
+                                    that moved nothing (a leader change),
+                                    at most 100 whatever this says */
     uint64_t lease_ttl_ms;       /* asked of OpenLease; 0: server default */
     bool no_lease; /* do not open a lease: for reads, admin calls and
                       retries of an explicit rpc id */
