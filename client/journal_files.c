@@ -9,13 +9,15 @@
  * Invariant: a file is replaced only by a rename, so a reader in any
  * process sees its whole content before or after a write, never a mix;
  * no lock is taken, so any number of processes may open the directory.
- * Temp files are named per process (".tmp-<pid>-<name>"), so two
- * processes never write through the same one.
+ * Temp files are named per process and write (".tmp-<pid>-<n>-<name>"),
+ * so two writers never write through the same one; a crash mid-write
+ * leaves its hidden temp file behind (never read as a record).
  * Never: looks inside the bytes it stores.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,10 @@
 
 #include "base/trust.h"
 #include "client/journal_files.h"
+
+/* Makes each temp file of this process a name of its own (two threads,
+ * or two handles on one directory, never write through the same one). */
+static _Atomic unsigned long tmp_serial;
 
 int
 jfiles_name(const char *chain_id, char *name, size_t cap)
@@ -111,10 +117,11 @@ int
 jfiles_write(int dirfd, const char *name, const uint8_t *buf, size_t len,
              bool sync)
 {
-    char tmp[JFILES_NAME_MAX + 32];
+    char tmp[JFILES_NAME_MAX + 48];
     int fd, rv = 0;
 
-    snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
+    snprintf(tmp, sizeof(tmp), ".tmp-%d-%lu-%s", (int)getpid(),
+             atomic_fetch_add(&tmp_serial, 1), name);
     if ((fd = trust_create(dirfd, tmp)) < 0) { /* O_EXCL|O_NOFOLLOW */
         return errno;
     }
