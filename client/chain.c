@@ -25,6 +25,7 @@
 
 #include "client/answer.h"
 #include "client/call.h"
+#include "client/chain_impl.h"
 #include "client/chain_seams.h"
 #include "client/client_impl.h"
 #include "client/journal_impl.h"
@@ -38,6 +39,9 @@ struct once_chain {
     char *id;        /* the chain id claimed in j; owned */
     chain_rec *r;    /* the record as last written; owned (NULL until
                         read or created) */
+    bool one_step;   /* a kept input (chain_impl.h): a decided answer is
+                        final and synced, an OK one removes the chain */
+    bool counted;    /* r->sends already counts the coming send */
 };
 
 static int
@@ -101,9 +105,10 @@ chain_clear_step(const once_chain *ch, chain_rec *w)
 
 /* ---- open / close -------------------------------------------------------- */
 
-/* A new IDLE chain of c's principal. */
+/* A new IDLE chain of c's principal, written as how says. */
 static int
-chain_create(once_chain *ch, const char *chain_id, once_status *st)
+chain_create(once_chain *ch, const char *chain_id, chain_how how,
+             once_status *st)
 {
     chain_rec w = ONCE__CLIENT__CHAIN_RECORD__INIT;
 
@@ -112,7 +117,7 @@ chain_create(once_chain *ch, const char *chain_id, once_status *st)
     w.principal = ch->c->principal;
     w.state = ONCE_CHAIN_IDLE;
     w.created_unix_ms = clock_wall_ms();
-    return chain_write(ch, &w, CHAIN_SYNC, st);
+    return chain_write(ch, &w, how, st);
 }
 
 /* The pending step's lease ended (answer rv/why): LEASE_ENDED, written. */
@@ -175,21 +180,13 @@ chain_check_owner(once_chain *ch, once_status *st)
                       ch->r->chain_id, ch->r->principal, ch->c->principal);
 }
 
-int
-once_chain_open(once_journal *j, once_client *c, const char *chain_id,
-                once_chain **chp, once_status *st)
+/* A handle on chain_id of j for c, claimed in j; its record not read. */
+static int
+chain_alloc(once_journal *j, once_client *c, const char *chain_id,
+            once_chain **chp, once_status *st)
 {
-    once_status local_st;
     once_chain *ch;
-    int rv;
 
-    (void)status_begin(&st, &local_st, NULL, NULL);
-    if (j == NULL || c == NULL || chain_id == NULL || chain_id[0] == '\0' ||
-        chp == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "once_chain_open needs a journal, a handle and a "
-                          "chain id");
-    }
     *chp = NULL;
     if ((ch = calloc(1, sizeof(*ch))) == NULL) {
         return chain_nomem(st);
@@ -206,10 +203,33 @@ once_chain_open(once_journal *j, once_client *c, const char *chain_id,
         return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_CHAIN_BUSY,
                           "chain %s is already open in this process", chain_id);
     }
+    *chp = ch;
+    return ONCE_OK;
+}
+
+int
+once_chain_open(once_journal *j, once_client *c, const char *chain_id,
+                once_chain **chp, once_status *st)
+{
+    once_status local_st;
+    once_chain *ch;
+    int rv;
+
+    (void)status_begin(&st, &local_st, NULL, NULL);
+    if (j == NULL || c == NULL || chain_id == NULL || chain_id[0] == '\0' ||
+        chp == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "once_chain_open needs a journal, a handle and a "
+                          "chain id");
+    }
+    if ((rv = chain_alloc(j, c, chain_id, chp, st)) != ONCE_OK) {
+        return rv;
+    }
+    ch = *chp;
     rv = journal_get(j, chain_id, &ch->r, st);
     if (rv == ONCE_NOT_FOUND) {
         status_clear(st);
-        rv = chain_create(ch, chain_id, st);
+        rv = chain_create(ch, chain_id, CHAIN_SYNC, st);
     } else if (rv == ONCE_OK && (rv = chain_check_owner(ch, st)) == ONCE_OK &&
                ch->r->state == ONCE_CHAIN_PENDING) {
         /* Resume: keep the recorded id usable; an ended lease is filed
@@ -220,10 +240,40 @@ once_chain_open(once_journal *j, once_client *c, const char *chain_id,
     }
     if (rv != ONCE_OK) {
         once_chain_close(ch);
+        *chp = NULL;
         return rv;
     }
-    *chp = ch;
     return ONCE_OK;
+}
+
+int
+chain_open_one_step(once_journal *j, once_client *c, const char *chain_id,
+                    once_chain **chp, once_status *st)
+{
+    once_chain *ch;
+    int rv;
+
+    if ((rv = chain_alloc(j, c, chain_id, chp, st)) != ONCE_OK) {
+        return rv;
+    }
+    ch = *chp;
+    ch->one_step = true;
+    rv = journal_get(j, chain_id, &ch->r, st);
+    if (rv == ONCE_NOT_FOUND) {
+        status_clear(st);
+        rv = chain_create(ch, chain_id, CHAIN_MEMORY, st);
+    }
+    if (rv != ONCE_OK) {
+        once_chain_close(ch);
+        *chp = NULL;
+    }
+    return rv;
+}
+
+const chain_rec *
+chain_record_of(const once_chain *ch)
+{
+    return ch->r;
 }
 
 void
@@ -286,6 +336,9 @@ chain_record(once_chain *ch, chain_rec *w, const char *method, const void *req,
     w->client_id = c->gate.client_id;
     w->seq = seq;
     w->lease_ttl_ms = c->gate.ttl_ms;
+    if (ch->one_step) {
+        w->sends++; /* an input counts the coming send in this write */
+    }
     chain_crash_point("before_record");
     rv = chain_write(ch, w,
                      chain_write_after_send() ? CHAIN_MEMORY : CHAIN_SYNC, st);
@@ -294,6 +347,7 @@ chain_record(once_chain *ch, chain_rec *w, const char *method, const void *req,
         gate_seq_complete(&c->gate, c->gate.client_id, seq);
         return rv;
     }
+    ch->counted = ch->one_step;
     if (id != NULL) {
         id->client_id = c->gate.client_id;
         id->seq = seq;
@@ -312,6 +366,21 @@ chain_replay(once_chain *ch, void **resp, size_t *resp_len, once_status *st)
         return chain_nomem(st);
     }
     return status_set(st, r->code, r->reason, "%s", r->message);
+}
+
+/* A one-step chain accepted: removed from the journal in one synced
+ * write; the handle keeps an IDLE record in memory (not kept). */
+static int
+chain_drop(once_chain *ch, once_status *st)
+{
+    chain_rec w;
+    int rv;
+
+    if ((rv = journal_del(ch->j, ch->id, st)) != ONCE_OK) {
+        return rv;
+    }
+    chain_clear_step(ch, &w);
+    return chain_write(ch, &w, CHAIN_MEMORY, st);
 }
 
 /* The answer rv/st (resp on OK, taken over) of the pending step, written:
@@ -346,13 +415,24 @@ chain_answer(once_chain *ch, int rv, void **resp, size_t *resp_len,
     w.message = why.message;
     w.reply.data = rv == ONCE_OK ? (uint8_t *)*resp : NULL;
     w.reply.len = rv == ONCE_OK ? *resp_len : 0;
-    if ((e = chain_write(ch, &w, CHAIN_NOSYNC, st)) != ONCE_OK) {
+    if (!ch->one_step) {
+        e = chain_write(ch, &w, CHAIN_NOSYNC, st);
+    } else if (rv == ONCE_OK) {
+        e = chain_drop(ch, st); /* accepted: nothing is kept */
+    } else {
+        e = chain_write(ch, &w, CHAIN_SYNC, st); /* refused: kept, final */
+    }
+    if (e != ONCE_OK) {
         /* Not written: the step stays PENDING in the journal and its seq
          * incomplete; a re-send replays the stored reply. */
         once_free(*resp);
         *resp = NULL;
         *resp_len = 0;
         return e;
+    }
+    if (ch->one_step) {
+        /* Its answer is final and durable: nothing consumes it later. */
+        gate_seq_complete(&ch->c->gate, w.client_id, w.seq);
     }
     *st = why;
     chain_crash_point("after_reply");
@@ -373,7 +453,10 @@ chain_send_pending(once_chain *ch, once_rpc_id *id, void **resp,
     if (id != NULL) {
         *id = rid;
     }
-    ch->r->sends++;
+    if (!ch->counted) {
+        ch->r->sends++;
+    }
+    ch->counted = false;
     rv = call_do(ch->c, ch->r->method, CALL_HELD, &rid, ch->r->request.data,
                  ch->r->request.len, resp, resp_len, st, 0);
     chain_crash_point("after_send");
@@ -463,6 +546,35 @@ once_chain_step(once_chain *ch, const char *method, const void *req,
         return rv;
     }
     chain_crash_point("after_record");
+    return once_chain_send(ch, id, resp, resp_len, st);
+}
+
+int
+chain_step_again(once_chain *ch, once_rpc_id *id, void **resp, size_t *resp_len,
+                 once_status *st)
+{
+    uint64_t old_cid = ch->r->client_id, old_seq = ch->r->seq;
+    chain_rec w;
+    int rv;
+
+    clear_out(resp, resp_len);
+    if (ch->r->state == ONCE_CHAIN_IDLE) {
+        return chain_busy(ch, "no step to send again", st);
+    }
+    chain_clear_step(ch, &w);
+    w.sends = ch->r->sends;
+    w.principal = ch->c->principal; /* the id is the handle's now */
+    /* w borrows ch->r's method and request: chain_write packs them
+     * before it lets the old record go. */
+    rv = chain_record(ch, &w, ch->r->method, ch->r->request.data,
+                      ch->r->request.len, id, st);
+    if (rv != ONCE_OK) {
+        return rv;
+    }
+    if (old_seq != 0) {
+        /* Given up (as once_chain_forget): it must not hold the window. */
+        gate_seq_complete(&ch->c->gate, old_cid, old_seq);
+    }
     return once_chain_send(ch, id, resp, resp_len, st);
 }
 

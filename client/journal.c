@@ -1,24 +1,28 @@
 /*
- * journal.c — libonce's journal (once/journal.h): a directory holding a
- * LevelDB, one ChainRecord (journal.proto) per chain under the key
- * "chain/<chain_id>", and the read-only views of it (list, show) that
- * oncectl uses without a client.
+ * journal.c — libonce's journal (once/journal.h): one ChainRecord
+ * (journal.proto) per chain, kept in one of two stores — a LevelDB under
+ * the key "chain/<chain_id>" (once_journal_open), or a directory of one
+ * file per chain (journal_open_files, journal_files.c: the input store's,
+ * which many processes may open at once) — and the read-only views of it
+ * (list, show) that oncectl uses without a client.
  *
- * Owns: the LevelDB handle and its options; the set of chains open in this
- * process (under claim_lock).
- * Invariant: every write is one leveldb_write of one whole record (or its
- * removal), so a crash leaves the record before or after it, never a mix;
- * every write that records a request or consumes a reply is synced (only
- * a reply's own write may be unsynced: chain.c says why). Writes from many
- * threads and chains share fsyncs through LevelDB's own write grouping:
- * concurrent synced writers queue in DBImpl::Write, and the one at the
- * head writes the batches queued behind it (BuildBatchGroup) with one log
- * append and one fsync. A single writer thread of our own (store/commit.c's
- * shape) was measured against it with bench/bench_chains
- * (docs/performance.md, "Chains"): no difference beyond the run-to-run
- * spread of the machine, so the simpler one stays and there is no thread
- * here.
- * Never: holds claim_lock across a LevelDB call; sends anything.
+ * Owns: the LevelDB handle and its options, or the directory's
+ * descriptor; the set of chains open in this process (under claim_lock).
+ * Invariant: every write is one leveldb_write (or one rename) of one
+ * whole record (or its removal), so a crash leaves the record before or
+ * after it, never a mix; every write that records a request or consumes a
+ * reply is synced (only a reply's own write may be unsynced: chain.c says
+ * why). Writes from many threads and chains share fsyncs through
+ * LevelDB's own write grouping: concurrent synced writers queue in
+ * DBImpl::Write, and the one at the head writes the batches queued behind
+ * it (BuildBatchGroup) with one log append and one fsync. A single writer
+ * thread of our own (store/commit.c's shape) was measured against it with
+ * bench/bench_chains (docs/performance.md, "Chains"): no difference beyond
+ * the run-to-run spread of the machine, so the simpler one stays and there
+ * is no thread here. The file store pays its own fsyncs per write (a
+ * file and its directory), as the input store always did.
+ * Never: holds claim_lock across a LevelDB call or a file write; sends
+ * anything.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,9 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <leveldb/c.h>
 
+#include "client/journal_files.h"
 #include "client/journal_impl.h"
 #include "client/status.h"
 
@@ -36,7 +43,8 @@
 #define KEY_MAX    (sizeof(KEY_PREFIX) + 256)
 
 struct once_journal {
-    leveldb_t *db; /* read-only pointers after open */
+    leveldb_t *db; /* read-only pointers after open; NULL: the file store */
+    int dirfd;     /* the file store's directory; -1 with a LevelDB */
     leveldb_options_t *opts;
     leveldb_readoptions_t *ropts;
     leveldb_writeoptions_t *wsync;
@@ -73,6 +81,71 @@ journal_error(once_status *st, int code, const char *what, char *err)
     return rv;
 }
 
+/* Fills st from an errno of the file store. */
+static int
+files_error(once_status *st, int code, const char *what, const char *name,
+            int e)
+{
+    return status_set(st, code, ONCE_REASON_JOURNAL, "journal: %s %s: %s", what,
+                      name, strerror(e));
+}
+
+/* chain_id's file name in the file store into name[JFILES_NAME_MAX];
+ * ONCE_OK or INVALID_ARGUMENT. */
+static int
+files_name(const char *chain_id, char *name, once_status *st)
+{
+    if (jfiles_name(chain_id, name, JFILES_NAME_MAX) != 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a chain id of a file journal is 1 to 249 bytes "
+                          "of [A-Za-z0-9._/-], not starting with '.'");
+    }
+    return ONCE_OK;
+}
+
+/* The record in file name, checked to be chain_id's (NULL for any). */
+static chain_rec *
+files_unpack(const uint8_t *v, size_t vlen, const char *chain_id)
+{
+    chain_rec *r = once__client__chain_record__unpack(NULL, vlen, v);
+
+    if (r != NULL && chain_id != NULL && strcmp(r->chain_id, chain_id) != 0) {
+        once__client__chain_record__free_unpacked(r, NULL);
+        return NULL;
+    }
+    return r;
+}
+
+/* journal_get of the file store. */
+static int
+files_get(once_journal *j, const char *chain_id, chain_rec **out,
+          once_status *st)
+{
+    char name[JFILES_NAME_MAX];
+    uint8_t *v;
+    size_t vlen;
+    int e;
+
+    if ((e = files_name(chain_id, name, st)) != ONCE_OK) {
+        return e;
+    }
+    if ((e = jfiles_read(j->dirfd, name, &v, &vlen)) == ENOENT) {
+        return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_CHAIN,
+                          "the journal keeps no chain %s", chain_id);
+    }
+    if (e != 0) {
+        return files_error(st, ONCE_INTERNAL, "cannot read", name, e);
+    }
+    *out = files_unpack(v, vlen, chain_id);
+    free(v);
+    if (*out == NULL) {
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
+                          "journal: the record of chain %s does not decode",
+                          chain_id);
+    }
+    return ONCE_OK;
+}
+
 /* "chain/<id>" into key[KEY_MAX]; its length, or 0 when id is too long. */
 static size_t
 journal_key(const char *chain_id, char *key)
@@ -105,6 +178,7 @@ once_journal_open(const char *dir, once_journal **jp, once_status *st)
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "journal");
     }
+    j->dirfd = -1;
     j->opts = leveldb_options_create();
     leveldb_options_set_create_if_missing(j->opts, 1);
     j->ropts = leveldb_readoptions_create();
@@ -120,6 +194,31 @@ once_journal_open(const char *dir, once_journal **jp, once_status *st)
     return ONCE_OK;
 }
 
+int
+journal_open_files(const char *dir, once_journal **jp, once_status *st)
+{
+    once_journal *j;
+    int e;
+
+    *jp = NULL;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return files_error(st, ONCE_FAILED_PRECONDITION, "cannot create", dir,
+                           errno);
+    }
+    if ((j = calloc(1, sizeof(*j))) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "journal");
+    }
+    pthread_mutex_init(&j->claim_lock, NULL);
+    if ((j->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        e = errno;
+        once_journal_close(j);
+        return files_error(st, ONCE_FAILED_PRECONDITION, "cannot open", dir, e);
+    }
+    *jp = j;
+    return ONCE_OK;
+}
+
 void
 once_journal_close(once_journal *j)
 {
@@ -128,6 +227,9 @@ once_journal_close(once_journal *j)
     }
     if (j->db != NULL) {
         leveldb_close(j->db);
+    }
+    if (j->dirfd >= 0) {
+        close(j->dirfd);
     }
     leveldb_writeoptions_destroy(j->wsync);
     leveldb_writeoptions_destroy(j->wnosync);
@@ -148,6 +250,9 @@ journal_get(once_journal *j, const char *chain_id, chain_rec **out,
     size_t klen = journal_key(chain_id, key), vlen = 0;
 
     *out = NULL;
+    if (j->db == NULL) {
+        return files_get(j, chain_id, out, st);
+    }
     if (klen == 0) {
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "a chain id is 1 to 256 bytes");
@@ -170,6 +275,22 @@ journal_get(once_journal *j, const char *chain_id, chain_rec **out,
     return ONCE_OK;
 }
 
+/* The write of journal_put in the file store; frees buf. */
+static int
+files_put(once_journal *j, const char *chain_id, uint8_t *buf, size_t len,
+          bool sync, once_status *st)
+{
+    char name[JFILES_NAME_MAX];
+    int e;
+
+    if ((e = files_name(chain_id, name, st)) == ONCE_OK &&
+        (e = jfiles_write(j->dirfd, name, buf, len, sync)) != 0) {
+        e = files_error(st, ONCE_INTERNAL, "cannot write", name, e);
+    }
+    free(buf);
+    return e;
+}
+
 int
 journal_put(once_journal *j, const chain_rec *r, bool sync, once_status *st)
 {
@@ -187,6 +308,9 @@ journal_put(once_journal *j, const chain_rec *r, bool sync, once_status *st)
                           "journal record");
     }
     once__client__chain_record__pack(r, buf);
+    if (j->db == NULL) {
+        return files_put(j, r->chain_id, buf, len, sync, st);
+    }
     leveldb_put(j->db, sync ? j->wsync : j->wnosync, key, klen,
                 (const char *)buf, len, &err);
     free(buf);
@@ -199,7 +323,16 @@ journal_del(once_journal *j, const char *chain_id, once_status *st)
 {
     char key[KEY_MAX], *err = NULL;
     size_t klen = journal_key(chain_id, key);
+    char name[JFILES_NAME_MAX];
+    int e;
 
+    if (j->db == NULL) {
+        if ((e = files_name(chain_id, name, st)) == ONCE_OK &&
+            (e = jfiles_remove(j->dirfd, name)) != 0) {
+            e = files_error(st, ONCE_INTERNAL, "cannot remove", name, e);
+        }
+        return e;
+    }
     leveldb_delete(j->db, j->wsync, key, klen, &err);
     return err != NULL ? journal_error(st, ONCE_INTERNAL, "delete", err)
                        : ONCE_OK;
@@ -294,46 +427,61 @@ journal_copy_out(const void *p, size_t len, void **out, size_t *out_len)
     return 0;
 }
 
-/* Appends the record at (v, vlen) to *rows; ENOMEM. Undecodable values
- * are skipped. */
+/* Calls fn for the record at (v, vlen); undecodable values are skipped. */
 static int
-list_add(once_chain_info **rows, size_t *n, size_t *cap, const char *v,
-         size_t vlen)
+each_value(const void *v, size_t vlen, journal_each_fn fn, void *arg)
 {
-    chain_rec *r =
-        once__client__chain_record__unpack(NULL, vlen, (const uint8_t *)v);
+    chain_rec *r = files_unpack(v, vlen, NULL);
+    int e;
+
     if (r == NULL) {
         return 0;
     }
-    if (*n == *cap) {
-        once_chain_info *g =
-            realloc(*rows, (*cap = *cap != 0 ? *cap * 2 : 16) * sizeof(*g));
-        if (g == NULL) {
-            once__client__chain_record__free_unpacked(r, NULL);
-            return ENOMEM;
-        }
-        *rows = g;
-    }
-    journal_info_fill(&(*rows)[(*n)++], r);
+    e = fn(r, arg);
     once__client__chain_record__free_unpacked(r, NULL);
-    return 0;
+    return e;
+}
+
+typedef struct files_walk {
+    once_journal *j;
+    journal_each_fn fn;
+    void *arg;
+} files_walk;
+
+/* jfiles_each's callback: one record file. A file that vanished or
+ * cannot be read between the listing and the read is skipped. */
+static int
+files_each_one(const char *name, void *arg)
+{
+    files_walk *w = arg;
+    uint8_t *v;
+    size_t vlen;
+    int e;
+
+    if (jfiles_read(w->j->dirfd, name, &v, &vlen) != 0) {
+        return 0;
+    }
+    e = each_value(v, vlen, w->fn, w->arg);
+    free(v);
+    return e;
 }
 
 int
-once_journal_list(once_journal *j, once_chain_info **rows, size_t *n,
-                  once_status *st)
+journal_each(once_journal *j, journal_each_fn fn, void *arg, once_status *st)
 {
-    size_t cap = 0, plen = strlen(KEY_PREFIX);
+    size_t plen = strlen(KEY_PREFIX);
     leveldb_iterator_t *it;
     int e = 0;
 
-    status_clear(st);
-    if (j == NULL || rows == NULL || n == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "once_journal_list needs a journal and outputs");
+    if (j->db == NULL) {
+        files_walk w = {j, fn, arg};
+        e = jfiles_each(j->dirfd, JFILES_SUFFIX, files_each_one, &w);
+        return e == 0 ? ONCE_OK
+                      : files_error(st,
+                                    e == ENOMEM ? ONCE_RESOURCE_EXHAUSTED
+                                                : ONCE_INTERNAL,
+                                    "cannot list", "the journal", e);
     }
-    *rows = NULL;
-    *n = 0;
     it = leveldb_create_iterator(j->db, j->ropts);
     for (leveldb_iter_seek(it, KEY_PREFIX, plen);
          e == 0 && leveldb_iter_valid(it); leveldb_iter_next(it)) {
@@ -344,16 +492,67 @@ once_journal_list(once_journal *j, once_chain_info **rows, size_t *n,
         if (klen < plen || memcmp(k, KEY_PREFIX, plen) != 0) {
             break;
         }
-        e = list_add(rows, n, &cap, v, vlen);
+        e = each_value(v, vlen, fn, arg);
     }
     leveldb_iter_destroy(it);
-    if (e != 0) {
-        free(*rows);
-        *rows = NULL;
-        *n = 0;
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "journal list");
+    return e == 0 ? ONCE_OK
+                  : status_set(st, ONCE_RESOURCE_EXHAUSTED,
+                               ONCE_REASON_NO_MEMORY, "journal list");
+}
+
+typedef struct list_rows {
+    once_chain_info *rows;
+    size_t n, cap;
+} list_rows;
+
+/* journal_each's callback of once_journal_list; ENOMEM. */
+static int
+list_add(const chain_rec *r, void *arg)
+{
+    list_rows *l = arg;
+
+    if (l->n == l->cap) {
+        once_chain_info *g = realloc(
+            l->rows, (l->cap = l->cap != 0 ? l->cap * 2 : 16) * sizeof(*g));
+        if (g == NULL) {
+            return ENOMEM;
+        }
+        l->rows = g;
     }
+    journal_info_fill(&l->rows[l->n++], r);
+    return 0;
+}
+
+static int
+info_cmp_id(const void *a, const void *b)
+{
+    return strcmp(((const once_chain_info *)a)->chain_id,
+                  ((const once_chain_info *)b)->chain_id);
+}
+
+int
+once_journal_list(once_journal *j, once_chain_info **rows, size_t *n,
+                  once_status *st)
+{
+    list_rows l = {NULL, 0, 0};
+    int rv;
+
+    status_clear(st);
+    if (j == NULL || rows == NULL || n == NULL) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "once_journal_list needs a journal and outputs");
+    }
+    *rows = NULL;
+    *n = 0;
+    if ((rv = journal_each(j, list_add, &l, st)) != ONCE_OK) {
+        free(l.rows);
+        return rv;
+    }
+    if (j->db == NULL && l.n > 1) { /* LevelDB lists in key order */
+        qsort(l.rows, l.n, sizeof(*l.rows), info_cmp_id);
+    }
+    *rows = l.rows;
+    *n = l.n;
     return ONCE_OK;
 }
 

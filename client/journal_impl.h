@@ -1,7 +1,8 @@
 /*
  * journal_impl.h — the journal's store as the chain layer sees it: one
- * ChainRecord per chain in a LevelDB, read and written whole, every write
- * synced (journal.c). Layers above include once/journal.h, never this.
+ * ChainRecord per chain, read and written whole (journal.c), in a LevelDB
+ * or in a directory of one file per chain (journal_open_files: the input
+ * store's). Layers above include once/journal.h, never this.
  *
  * Owns: declarations of journal.c's record access and the in-process
  * claim of a chain (one open handle per chain per journal).
@@ -19,6 +20,12 @@
 
 typedef Once__Client__ChainRecord chain_rec;
 
+/* Opens (creating it, mode 0700, when missing) a journal of one file per
+ * chain in dir (journal_files.h): no lock, so any number of processes may
+ * open it at once; chain ids are limited to [A-Za-z0-9._/-]. Closed with
+ * once_journal_close. */
+int journal_open_files(const char *dir, once_journal **jp, once_status *st);
+
 /* Reads chain_id's record. ONCE_OK (*out freed with
  * once__client__chain_record__free_unpacked), NOT_FOUND / NO_CHAIN, or
  * INTERNAL / JOURNAL. */
@@ -34,6 +41,13 @@ int journal_put(once_journal *j, const chain_rec *r, bool sync,
 
 /* Removes chain_id's record in one synced write. */
 int journal_del(once_journal *j, const char *chain_id, once_status *st);
+
+/* Calls fn(record, arg) for every chain (LevelDB: in chain id order;
+ * files: in directory order); stops at fn's first non-zero return
+ * (an errno). Records that do not decode are skipped. */
+typedef int (*journal_each_fn)(const chain_rec *r, void *arg);
+int journal_each(once_journal *j, journal_each_fn fn, void *arg,
+                 once_status *st);
 
 /* Marks chain_id open in this process; false when it already is. */
 bool journal_claim(once_journal *j, const char *chain_id);

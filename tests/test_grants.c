@@ -65,6 +65,13 @@
  *                                   by once_work_submit: unanswered →
  *                                   PENDING, resumed with its id → one row
  *                                   (docs/grants.md, input keeping)
+ *   c19_old_input_files_imported    (same, across the move to the journal)
+ *                                   a store's files of before (*.input,
+ *                                   made by the test) are imported at open
+ *                                   and removed: PENDING resumed under its
+ *                                   recorded id (replayed, one grant),
+ *                                   REJECTED kept, a chain already kept
+ *                                   wins over its file (docs/chains.md)
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
  *                                   して残ります — rejected inputs
  *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
@@ -141,6 +148,9 @@
 #include <once/grants.h>
 #include <once/inputs.h>
 
+#include <sodium.h>
+
+#include "client/inputs.pb-c.h"
 #include "proto/grants.pb-c.h"
 #include "tests/harness.h"
 
@@ -2306,6 +2316,210 @@ c19_enqueue_input_kept_until_accepted(void **state)
     once_inputs_close(s);
 }
 
+/* ---- the input store's files of before ---------------------------------- */
+
+typedef Once__Client__KeptInput kept_file;
+
+/* Writes k as the file of before of (rid, attempt 1) in dir, as libonce
+ * wrote it before the journal: "<hex BLAKE2b-128 of rid>-1.input", the
+ * packed KeptInput. Its path into path[len]. */
+static void
+old_input_file(const char *dir, const char *rid, const kept_file *k, char *path,
+               size_t len)
+{
+    size_t n = once__client__kept_input__get_packed_size(k);
+    uint8_t h[16], *buf = malloc(n + 1);
+    char hex[33];
+    FILE *f;
+
+    crypto_generichash(h, sizeof(h), (const uint8_t *)rid, strlen(rid), NULL,
+                       0);
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    snprintf(path, len, "%s/%s-1.input", dir, hex);
+    once__client__kept_input__pack(k, buf);
+    assert_non_null(f = fopen(path, "wb"));
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+}
+
+/* The packed RequestGrant of s into *buf (freed by the caller). */
+static size_t
+packed_request(const start *s, uint8_t **buf)
+{
+    Once__V1__RequestGrantRequest r = ONCE__V1__REQUEST_GRANT_REQUEST__INIT;
+    size_t n;
+
+    r.request_id = (char *)s->rid;
+    r.attempt = 1;
+    r.surface = (char *)s->surface;
+    r.machine = (char *)s->machine;
+    r.location = (char *)s->loc;
+    r.generation = s->gen;
+    r.payload.data = (uint8_t *)s->payload;
+    r.payload.len = strlen(s->payload);
+    n = once__v1__request_grant_request__get_packed_size(&r);
+    *buf = malloc(n + 1);
+    once__v1__request_grant_request__pack(&r, *buf);
+    return n;
+}
+
+/* The row of rid among n rows; fails the test when it is not there. */
+static const once_input_info *
+row_of(const once_input_info *rows, size_t n, const char *rid)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].request_id, rid) == 0) {
+            return &rows[i];
+        }
+    }
+    fail_msg("input %s is not listed", rid);
+    return NULL;
+}
+
+/*
+ * A store written before the journal (docs/chains.md, "The input store"):
+ * its files are imported at open — each becomes its chain, then the file
+ * is removed — and the inputs are kept as they were: job-9, whose send
+ * onced executed but whose reply was lost, is listed PENDING under its
+ * recorded rpc id and resumed under that SAME id (replayed: one grant);
+ * job-10 stays REJECTED and is not re-sent; for w-bad the store already
+ * keeps a chain, and the chain wins over the file.
+ */
+static void
+c19_old_input_files_imported(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start job9 = {"job-9", 1, "s", "m1", "/w", g, "kept before", 0};
+    start job10 = {"job-10", 1, "s", "m1", "/w", g - 1, "stale", 0};
+    once_work_input bad = {.request_id = "w-bad", .surface = ""};
+    kept_file k9 = ONCE__CLIENT__KEPT_INPUT__INIT, k10, kw;
+    char dir[512], p9[600], p10[600], pw[600];
+    once_input_info rows[8];
+    const once_input_info *in;
+    Once__V1__GetSurfaceResponse *v;
+    size_t n, acc, pend, ended, rej;
+    once_rpc_id id = {0, 0};
+    Once__V1__EnqueueRequest q = ONCE__V1__ENQUEUE_REQUEST__INIT;
+    uint8_t *b9, *b10, *bw;
+    resumed r = {0};
+    once_options o;
+    once_status st;
+    once_client *a, *b;
+    once_inputs *s;
+    int rv;
+
+    /* The send of job-9 is executed, its reply lost: as c19 (the lease
+     * first: onced then loses the reply of the first writing call). */
+    once_options_init(&o);
+    o.url = f->h->url;
+    o.principal = "scheduler";
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 800;
+    o.attempt_timeout_ms = 60000; /* one attempt: no retry replays it */
+    assert_int_equal(once_client_open(&a, &o, &st), ONCE_OK);
+    assert_true(harness_kill(f->h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(f->h, "batch_written:drop"), 0);
+    assert_int_equal(harness_restart(f->h), 0);
+    k9.request.len = packed_request(&job9, &b9);
+    k9.request.data = b9;
+    rv = once_call(a, "/once.v1.Grants/RequestGrant", true, &id, b9,
+                   k9.request.len, NULL, NULL, &st);
+    print_message("  job-9 sent as %llu:%llu → %s %s\n",
+                  (unsigned long long)id.client_id, (unsigned long long)id.seq,
+                  once_strerror(rv), st.reason);
+    assert_int_not_equal(rv, ONCE_OK);
+    for (int i = 0; i < 200 && owner(c, "s") == 0; i++) {
+        usleep(50 * 1000);
+    }
+    assert_int_not_equal(owner(c, "s"), 0);
+    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+
+    /* A chain the store keeps already (a refused Enqueue). */
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(once_work_submit(a, s, &bad, NULL, NULL, NULL, &st),
+                     ONCE_INVALID_ARGUMENT);
+    once_inputs_close(s);
+
+    /* The files of before, as libonce wrote them. */
+    k9.version = 1;
+    k9.client_id = id.client_id;
+    k9.seq = id.seq;
+    k9.principal = "scheduler";
+    k9.state = ONCE_INPUT_PENDING;
+    k9.kept_unix_ms = k9.updated_unix_ms = wall_ms() - 2000;
+    k9.sends = 1; /* method "": files from before Enqueue */
+    old_input_file(dir, "job-9", &k9, p9, sizeof(p9));
+    k10 = k9;
+    k10.request.len = packed_request(&job10, &b10);
+    k10.request.data = b10;
+    k10.seq = id.seq + 100;
+    k10.state = ONCE_INPUT_REJECTED;
+    k10.code = ONCE_FAILED_PRECONDITION;
+    k10.reason = "PLACEMENT_CHANGED";
+    k10.kept_unix_ms = k10.updated_unix_ms = wall_ms() - 1000;
+    old_input_file(dir, "job-10", &k10, p10, sizeof(p10));
+    kw = k9; /* PENDING under another id: the chain must win */
+    q.request_id = "w-bad";
+    q.attempt = 1;
+    q.surface = "q";
+    kw.request.len = once__v1__enqueue_request__get_packed_size(&q);
+    kw.request.data = bw = malloc(kw.request.len + 1);
+    once__v1__enqueue_request__pack(&q, bw);
+    kw.seq = id.seq + 200;
+    kw.method = "/once.v1.Grants/Enqueue";
+    old_input_file(dir, "w-bad", &kw, pw, sizeof(pw));
+
+    /* Opened: imported, the files gone. */
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(access(p9, F_OK), -1);
+    assert_int_equal(access(p10, F_OK), -1);
+    assert_int_equal(access(pw, F_OK), -1);
+    n = kept_inputs(s, rows);
+    assert_int_equal(n, 3);
+    in = row_of(rows, n, "job-9");
+    assert_int_equal(in->state, ONCE_INPUT_PENDING);
+    assert_int_equal(in->kind, ONCE_INPUT_START);
+    assert_int_equal(in->id.client_id, id.client_id);
+    assert_int_equal(in->id.seq, id.seq);
+    assert_int_equal(in->sends, 1);
+    assert_int_equal(in->generation, g);
+    in = row_of(rows, n, "job-10");
+    assert_int_equal(in->state, ONCE_INPUT_REJECTED);
+    assert_string_equal(in->reason, "PLACEMENT_CHANGED");
+    in = row_of(rows, n, "w-bad");
+    assert_int_equal(in->state, ONCE_INPUT_REJECTED);
+    assert_int_not_equal(in->id.seq, kw.seq);
+
+    /* Resumed by another process's handle: the SAME id, replayed. */
+    b = client_as(f->h, "scheduler");
+    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rv, ONCE_OK);
+    assert_true(r.st.replayed);
+    assert_int_equal(r.id.client_id, id.client_id);
+    assert_int_equal(r.id.seq, id.seq);
+    assert_int_equal(acc, 1);
+    assert_int_equal(pend + ended + rej, 0);
+    assert_int_equal(kept_inputs(s, rows), 2);
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, r.grant);
+    assert_string_equal(v->open_grant->request_id, "job-9");
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1);
+    FREE(v);
+    once_inputs_close(s);
+    once_client_close(b);
+    once_client_close(a);
+    free(b9);
+    free(b10);
+    free(bw);
+}
+
 static void
 c20_rejected_input_kept_unsent(void **state)
 {
@@ -2429,6 +2643,7 @@ main(int argc, char **argv)
         T(c19_input_kept_until_accepted),
         T(c19_input_lease_ended_not_resent),
         T(c19_enqueue_input_kept_until_accepted),
+        T(c19_old_input_files_imported),
         T(c20_rejected_input_kept_unsent),
         T(c21_delete_keeps_uncertain_grant),
         T(r1_not_per_entry_point),

@@ -60,7 +60,7 @@ class KeptInput:
     code: int  #: the last answer's code (0 before any)
     reason: str
     message: str
-    file: str
+    file: str  #: its chain id in the store ("input/<hash>-<attempt>")
 
 
 @dataclass(frozen=True)

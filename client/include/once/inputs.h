@@ -3,10 +3,12 @@
  * once_work_submit) on the client until the server has durably accepted it
  * (docs/grants.md, "Input keeping").
  *
- * An input store is a directory. once_grant_submit() first writes the
- * RequestGrant it is about to send — the request bytes exactly as they
- * will be sent, the rpc id (client_id, seq) assigned to it and the
- * principal — into one file of its own (write a temp file, fsync, rename,
+ * An input store is a directory; each kept input in it is a chain of the
+ * journal (once/journal.h, docs/chains.md "The input store") whose one step
+ * is the input's request, kept as one file of its own. once_grant_submit()
+ * first writes the RequestGrant it is about to send — the request bytes
+ * exactly as they will be sent, the rpc id (client_id, seq) assigned to it
+ * and the principal — into that file (write a temp file, fsync, rename,
  * fsync the directory), and only then sends it. What happens to the file
  * depends on the answer:
  *
@@ -33,18 +35,29 @@
  * handle's own (the process that wrote the file is gone), its lease is
  * first renewed with RenewLease, so the id stays usable while the re-send
  * runs. If that lease has ended meanwhile (expired, closed or collected: the
- * renewal, or the re-send, answers LEASE_EXPIRED), the input is NOT re-sent
- * under another id: its file is marked ONCE_INPUT_LEASE_ENDED with that
- * answer, and stays listed. Whether the earlier send was accepted cannot be
- * learned from an ended id; the caller may look at the surface
- * (GetSurface) or resend it explicitly with once_grant_input_resend(...,
- * new_id = true): the server locks (request_id, attempt) before anything
+ * renewal, or the re-send, answers LEASE_EXPIRED, or NOT_YOUR_LEASE from an
+ * onced with authentication on), the input is NOT re-sent under another
+ * id: its file is marked ONCE_INPUT_LEASE_ENDED with that answer (which
+ * the resend returns), and stays listed. Whether the earlier send was
+ * accepted cannot be learned from an ended id; the caller may look at the
+ * surface (GetSurface) or resend it explicitly with
+ * once_grant_input_resend(..., new_id = true): the server locks
+ * (request_id, attempt) before anything
  * else, so if the first send was accepted the explicit resend returns that
  * same grant (existing = true), and if it was not, it is a first request.
  *
- * A store may be shared by threads of one process (a mutex guards the
- * files). Two processes resuming one store at once stay correct on the
- * server (same id: one execution) but may both deliver the answer.
+ * A store may be shared by threads of one process; an input being sent by
+ * one thread is not sent, resent or forgotten by another at the same time
+ * (FAILED_PRECONDITION / CHAIN_BUSY). It takes no lock across processes:
+ * any number may open it at once (a lister beside a running scheduler).
+ * Two processes resuming one store at once stay correct on the server
+ * (same id: one execution) but may both deliver the answer.
+ *
+ * Files: "input+<hash>-<attempt>.chain", one packed once.client.ChainRecord
+ * each (the journal's record), hash being the hex BLAKE2b-128 of the
+ * request id. A store written before the journal ("<hash>-<attempt>.input"
+ * files) is imported at open: each file becomes its chain (one synced
+ * write), then is removed; a chain already kept for it wins.
  */
 #ifndef ONCE_INPUTS_H
 #define ONCE_INPUTS_H
@@ -102,11 +115,14 @@ typedef struct once_input_info {
     int state;           /* enum once_input_state */
     uint64_t kept_unix_ms;
     uint64_t updated_unix_ms;
-    uint32_t sends; /* sends started by this store (any process) */
+    uint32_t sends; /* sends started for its rpc id: the first counted
+                       with the write that keeps it, later ones written
+                       with their answer */
     int code;       /* the last answer (enum once_code), 0 before any */
     char reason[64];
     char message[256];
-    char file[80]; /* the file's name inside the store */
+    char file[80]; /* its chain id in the store: "input/<hash>-<attempt>",
+                      kept as the file "input+<hash>-<attempt>.chain" */
     int kind;      /* enum once_input_kind; an ENQUEUE input has no
                       machine, location or generation (the server writes
                       the destination when it takes the row) */
