@@ -121,18 +121,17 @@ void conn_redial(conn *cn);
  * without a connection polls conn_refused_move while it waits. */
 bool conn_several(const conn *cn);
 
-/* A send finds no connection, the target's last reply to this handle was
- * an answer (it led: steer_led), and its dialer had a connection refused
+/* A send finds no connection, the target gave this handle its last answer
+ * (it led: steer_led), and its dialer had a connection refused
  * (nothing listens at its URL: the leader was killed, or a follower still
  * names a leader that was) — or the dialer stopped for good (the
  * NNG_ECLOSED of a dial into a dying listener): with several URLs the
  * target moves on to the next at once (steer_rotate; the URL left is
  * marked down), without waiting out the second conn_redial keeps between
  * redials — a refused connection has no handshake under way to end.
- * Returns whether it moved. A replica that was a follower to this handle
- * is waited for: a winner re-executing to lead refuses dials for a
- * moment. A dial that merely stalls (a slow or unreachable host) is left
- * to conn_redial. */
+ * Returns whether it moved. Any other replica is waited for: a winner
+ * re-executing to lead refuses dials for a moment. A dial that merely stalls (a
+ * slow or unreachable host) is left to conn_redial. */
 bool conn_refused_move(conn *cn);
 
 /* The target's generation: read before an attempt, passed to conn_hint and

@@ -156,7 +156,10 @@ steer_heard(steer *s, uint64_t gen, bool served, uint64_t now_ms)
             size_t cur = atomic_load(&s->cur);
 
             atomic_store(&s->refused[cur], false);
-            atomic_store(&s->led[cur], true);
+            /* The leader is the one that answered last: no other. */
+            for (size_t i = 0; i < s->n; i++) {
+                atomic_store(&s->led[i], i == cur);
+            }
         }
     }
 }

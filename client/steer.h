@@ -22,14 +22,13 @@
  *   - No connection, or no reply to an attempt while nothing else was
  *     heard from the target since it was sent: the target moves on to the
  *     next URL, round robin (steer_rotate), and the URL left is marked
- *     down. A target whose last word was an answer (it led: steer_led)
- *     and whose dial is now refused is dead or restarting: conn.c moves
- *     on at once instead of waiting out a slice. Never a replica that
- *     was a follower to this handle: a winner re-executing to lead
- *     refuses dials for a moment and is the right target.
- * Every move bumps a generation: a decision taken on a stale generation
- * (another call already moved the target) changes nothing, so many calls
- * refused at once move the target once.
+ *     down. A target that gave this handle its last answer (it led:
+ *     steer_led) and whose dial is now refused is dead or restarting: conn.c
+ * moves on at once instead of waiting out a slice. Never a replica that was a
+ * follower to this handle: a winner re-executing to lead refuses dials for a
+ * moment and is the right target. Every move bumps a generation: a decision
+ * taken on a stale generation (another call already moved the target) changes
+ * nothing, so many calls refused at once move the target once.
  *
  * Owns: the URL list (parsed once), the target, the down marks, the
  * counters once_client_route reports.
@@ -65,8 +64,9 @@ typedef struct steer {
     _Atomic bool refused[STEER_URLS_MAX]; /* its last reply was NOT_LEADER
                                              (a follower, not a dead
                                              leader, when it goes silent) */
-    _Atomic bool led[STEER_URLS_MAX];     /* its last reply was an answer:
-                                             it led (steer_led) */
+    _Atomic bool led[STEER_URLS_MAX];     /* the last answer to this handle
+                                             came from it: it led then
+                                             (steer_led); one URL at most */
     _Atomic uint64_t heard_ms;            /* the last reply from the target */
 
     /* Counters (once_route): relaxed, for people and tests. */
@@ -112,9 +112,10 @@ bool steer_leaderless(steer *s, uint64_t gen);
  * whether it moved. Caller's lock. */
 bool steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms);
 
-/* Whether the target's last reply to this handle was an answer (it led
- * then), not a follower's refusal; false for a URL never heard from.
- * Lock-free. */
+/* Whether the last answer this handle had came from the target (it led
+ * then), and the target refused nothing since; false for a URL never
+ * heard from, or one that led before another answered (a winner that led
+ * in an earlier term is re-executing, not dead). Lock-free. */
 bool steer_led(const steer *s);
 
 /* A reply came from the target of generation gen; served: it was an
