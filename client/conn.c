@@ -39,6 +39,10 @@
  * least up to this; a refused loopback or LAN dial costs next to nothing.
  * (With TLS each redial costs the server a handshake: the longer gap.) */
 #define CONN_RECONNECT_CLUSTER_MAX_MS 100
+/* A target found down less than CONN_RECHECK_WINDOW_MS ago gets
+ * CONN_RECHECK_MS to connect before a send moves on (conn_poll_move). */
+#define CONN_RECHECK_WINDOW_MS 2500u
+#define CONN_RECHECK_MS        250u
 /* At most one new dialer per this many ms (conn_redial); with one URL
  * the wait doubles, up to CONN_REDIAL_MAX_MS, until a reply comes: a new
  * dialer ends the handshake of the one before, and a TLS handshake with a
@@ -288,20 +292,38 @@ conn_several(const conn *cn)
     return cn->nurls > 1;
 }
 
+/* Whether a send without a connection should leave the target now (under
+ * dial_lock; conn_poll_move). */
+static bool
+conn_leave_early(conn *cn, uint64_t now)
+{
+    /* A target that gave the last answer (steer.h) whose dial is refused:
+     * it died. Never another: a winner re-executing to lead refuses dials
+     * for a moment too. */
+    if (steer_led(&cn->route) && conn_dialers_refused(cn)) {
+        return true;
+    }
+    /* A target found down a moment ago that a follower's hint led back to
+     * (a leader stopped or cut off, that followers name until its etcd
+     * lease lapses): a short look, not a whole slice. Plain URLs only: a
+     * TLS handshake may take longer, and a new dialer would end it. */
+    return cn->tls == NULL &&
+           steer_down_within(&cn->route, now, CONN_RECHECK_WINDOW_MS) &&
+           now - cn->redial_ms >= CONN_RECHECK_MS;
+}
+
 bool
-conn_refused_move(conn *cn)
+conn_poll_move(conn *cn)
 {
     bool moved = false;
     uint64_t now;
 
-    /* Only a target that led when last heard (steer.h): a follower that
-     * won and re-executes to lead refuses dials for a moment too. */
-    if (!conn_several(cn) || !steer_led(&cn->route)) {
+    if (!conn_several(cn)) {
         return false;
     }
     pthread_mutex_lock(&cn->dial_lock);
     now = clock_now_ms();
-    if (conn_dialers_refused(cn) &&
+    if (conn_leave_early(cn, now) &&
         steer_rotate(&cn->route, steer_gen(&cn->route), now, now)) {
         cn->redial_ms = now; /* a move counts as a redial */
         conn_dialer_restart(cn);

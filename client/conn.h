@@ -118,21 +118,26 @@ int conn_tls_verdict(conn *cn, uint64_t timeout_ms, once_status *st);
 void conn_redial(conn *cn);
 
 /* Whether the handle has several URLs (a replicated cluster): then a send
- * without a connection polls conn_refused_move while it waits. */
+ * without a connection polls conn_poll_move while it waits. */
 bool conn_several(const conn *cn);
 
-/* A send finds no connection, the target gave this handle its last answer
- * (it led: steer_led), and its dialer had a connection refused
- * (nothing listens at its URL: the leader was killed, or a follower still
- * names a leader that was) — or the dialer stopped for good (the
- * NNG_ECLOSED of a dial into a dying listener): with several URLs the
- * target moves on to the next at once (steer_rotate; the URL left is
- * marked down), without waiting out the second conn_redial keeps between
- * redials — a refused connection has no handshake under way to end.
- * Returns whether it moved. Any other replica is waited for: a winner
- * re-executing to lead refuses dials for a moment. A dial that merely stalls (a
- * slow or unreachable host) is left to conn_redial. */
-bool conn_refused_move(conn *cn);
+/* A send finds no connection; with several URLs the target moves on to
+ * the next at once (steer_rotate; the URL left is marked down), without
+ * waiting out the second conn_redial keeps between redials, when
+ *   - the target gave this handle its last answer (it led: steer_led) and
+ *     its dialer had a connection refused (nothing listens at its URL: the
+ *     leader was killed, or a follower still names a leader that was) or
+ *     stopped for good (the NNG_ECLOSED of a dial into a dying listener) —
+ *     a refused connection has no handshake under way to end; any other
+ *     replica is waited for: a winner re-executing to lead refuses dials
+ *     for a moment;
+ *   - or, plain URLs only, the target was found down less than 2.5 s ago
+ *     and has not connected within 250 ms of the move to it (a leader
+ *     stopped or cut off, that followers still name until its etcd lease
+ *     lapses; a leader that is back connects well within that).
+ * Returns whether it moved. A dial that merely stalls (a slow or
+ * unreachable host) is otherwise left to conn_redial. */
+bool conn_poll_move(conn *cn);
 
 /* The target's generation: read before an attempt, passed to conn_hint and
  * conn_suspect about that attempt. */

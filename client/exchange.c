@@ -22,7 +22,8 @@
  * (conn_redial, itself at most once a second per handle). */
 #define EXCHANGE_SEND_SLICE_MS 1000u
 /* With several URLs, how often a send without a connection looks whether
- * its dial was refused (conn_refused_move: nothing listens there). */
+ * its dial was refused (conn_poll_move: nothing listens there, or a target
+ * found down a moment ago still does not connect). */
 #define EXCHANGE_REFUSED_POLL_MS 100u
 
 static const char exchange_lost[] = "the lease was lost";
@@ -140,7 +141,7 @@ exchange_send(once_client *c, bool tracked, call_slot *s, nng_msg *m,
         }
         if (retry_remaining_ms(slice_end) > 0) {
             /* A poll within the slice: a refused dial moves on now. */
-            if (conn_refused_move(&c->conn)) {
+            if (conn_poll_move(&c->conn)) {
                 slice_end = 0;
             }
             continue;

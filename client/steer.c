@@ -169,3 +169,11 @@ steer_led(const steer *s)
 {
     return s->n > 1 && atomic_load(&s->led[atomic_load(&s->cur)]);
 }
+
+bool
+steer_down_within(const steer *s, uint64_t now_ms, uint64_t window_ms)
+{
+    uint64_t down = s->down_ms[atomic_load(&s->cur)];
+
+    return s->n > 1 && down != 0 && now_ms - down < window_ms;
+}

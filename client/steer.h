@@ -118,6 +118,10 @@ bool steer_rotate(steer *s, uint64_t gen, uint64_t sent_ms, uint64_t now_ms);
  * in an earlier term is re-executing, not dead). Lock-free. */
 bool steer_led(const steer *s);
 
+/* Whether the target was found down (and left: steer_rotate) less than
+ * window_ms before now_ms. Caller's lock. */
+bool steer_down_within(const steer *s, uint64_t now_ms, uint64_t window_ms);
+
 /* A reply came from the target of generation gen; served: it was an
  * answer, not a NOT_LEADER refusal (pass false when the reply says nothing
  * either way, as a batch envelope's does). Lock-free. */

@@ -191,7 +191,7 @@ test_rotate_only_when_silent(void **state)
  * not heard from yet, one whose last word was a follower's refusal, or one
  * that led in an earlier term before another answered: a winner
  * re-executing to lead refuses dials for a moment, and a handle must wait
- * for it rather than move off (conn_refused_move; bench_failover saw a
+ * for it rather than move off (conn_poll_move; bench_failover saw a
  * client leave a winner that had led two failovers before, then ignore
  * the hints to it for a second). The mark stays across a move: a leader
  * that went silent is still the one that led when a stale hint leads back
@@ -234,6 +234,31 @@ test_led_only_after_an_answer(void **state)
     steer_fini(&s);
 }
 
+/* steer_down_within: the target was left for being down less than the
+ * window ago (conn_poll_move then gives it a short look when a hint leads
+ * back to it); not a follower gone silent, not after the window. */
+static void
+test_down_within(void **state)
+{
+    steer s;
+
+    (void)state;
+    assert_int_equal(steer_init(&s, A "," B), 0);
+    assert_false(steer_down_within(&s, 100, 2500));           /* never down */
+    assert_true(steer_rotate(&s, steer_gen(&s), 1000, 1000)); /* A silent */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), A, 2100), STEER_MOVED);
+    assert_true(steer_down_within(&s, 2100, 2500));
+    assert_true(steer_down_within(&s, 3499, 2500));
+    assert_false(steer_down_within(&s, 3500, 2500));
+    /* B refused (NOT_LEADER above): a follower gone silent is not down. */
+    assert_int_equal(steer_hint(&s, steer_gen(&s), B, 3600), STEER_MOVED);
+    assert_true(steer_rotate(&s, steer_gen(&s), 3700, 3700)); /* B silent */
+    assert_string_equal(steer_target(&s), A);
+    assert_int_equal(steer_hint(&s, steer_gen(&s), B, 3800), STEER_MOVED);
+    assert_false(steer_down_within(&s, 3800, 2500));
+    steer_fini(&s);
+}
+
 static void
 test_one_url_never_moves(void **state)
 {
@@ -260,6 +285,7 @@ main(void)
         cmocka_unit_test(test_leaderless_moves_on),
         cmocka_unit_test(test_rotate_only_when_silent),
         cmocka_unit_test(test_led_only_after_an_answer),
+        cmocka_unit_test(test_down_within),
         cmocka_unit_test(test_one_url_never_moves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
