@@ -171,29 +171,56 @@ typedef struct args {
     int levels[MAX_LEVELS];
     int nlevels;
     const char *csv;
+    bool modes[MODE_JOURNAL + 1]; /* which modes run (--modes) */
 } args;
 
 static void
 usage(FILE *out)
 {
-    fprintf(out,
-            "usage: bench_chains [options] [SECONDS]\n"
-            "\n"
-            "A journaled chain step against a plain call, on an onced of its\n"
-            "own: 'plain' loops once_counter_incr_new on one shared handle,\n"
-            "'chain' gives each thread a chain in one shared journal (one\n"
-            "synced local write, the call, the reply's unsynced write), and\n"
-            "'journal' is LevelDB's synced puts alone. Prints calls/s and\n"
-            "p50/p99 per mode and level, then chain/plain ratios.\n"
-            "\n"
-            "  --seconds S      per mode and level (default 5; also as the\n"
-            "                   one positional argument)\n"
-            "  --threads LIST   levels, comma-separated (default 1,64; at\n"
-            "                   most %d levels of at most %d threads)\n"
-            "  --csv FILE       also write mode,threads,per_s,p50_us,p99_us,\n"
-            "                   errors rows to FILE\n"
-            "  --help           this text\n",
-            MAX_LEVELS, MAX_THREADS);
+    fprintf(
+        out,
+        "usage: bench_chains [options] [SECONDS]\n"
+        "\n"
+        "A journaled chain step against a plain call, on an onced of its\n"
+        "own: 'plain' loops once_counter_incr_new on one shared handle,\n"
+        "'chain' gives each thread a chain in one shared journal (one\n"
+        "synced local write, the call, the reply's unsynced write), and\n"
+        "'journal' is LevelDB's synced puts alone. Prints calls/s and\n"
+        "p50/p99 per mode and level, then chain/plain ratios.\n"
+        "\n"
+        "  --seconds S      per mode and level (default 5; also as the\n"
+        "                   one positional argument)\n"
+        "  --threads LIST   levels, comma-separated (default 1,64; at\n"
+        "                   most %d levels of at most %d threads)\n"
+        "  --modes LIST     which of plain,chain,journal run (default all;\n"
+        "                   one alone suits perf record / perf stat)\n"
+        "  --csv FILE       also write mode,threads,per_s,p50_us,p99_us,\n"
+        "                   errors rows to FILE\n"
+        "  --help           this text\n",
+        MAX_LEVELS, MAX_THREADS);
+}
+
+/* a->modes from "plain,chain,..."; false on an unknown name. */
+static bool
+parse_modes(const char *s, args *a)
+{
+    size_t n;
+
+    memset(a->modes, 0, sizeof(a->modes));
+    for (; *s != '\0'; s += n + (s[n] == ',')) {
+        int m = MODE_PLAIN;
+
+        n = strcspn(s, ",");
+        while (m <= MODE_JOURNAL && (strlen(mode_name[m]) != n ||
+                                     strncmp(s, mode_name[m], n) != 0)) {
+            m++;
+        }
+        if (m > MODE_JOURNAL) {
+            return false;
+        }
+        a->modes[m] = true;
+    }
+    return true;
 }
 
 /* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
@@ -203,11 +230,15 @@ parse_args(int argc, char **argv, args *a)
     static const struct option opts[] = {{"seconds", required_argument, 0, 's'},
                                          {"threads", required_argument, 0, 't'},
                                          {"csv", required_argument, 0, 'c'},
+                                         {"modes", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
 
-    *a = (args){.seconds = 5, .levels = {1, 64}, .nlevels = 2};
+    *a = (args){.seconds = 5,
+                .levels = {1, 64},
+                .nlevels = 2,
+                .modes = {true, true, true}};
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
@@ -220,9 +251,12 @@ parse_args(int argc, char **argv, args *a)
             continue;
         } else if (ch == 'c') {
             a->csv = optarg;
+        } else if (ch == 'm' && parse_modes(optarg, a)) {
+            continue;
         } else {
             fprintf(stderr, "bench_chains: bad option or value "
-                            "(--threads wants e.g. 1,64); see --help\n");
+                            "(--threads wants e.g. 1,64, --modes e.g. "
+                            "plain,chain); see --help\n");
             return 2;
         }
     }
@@ -240,6 +274,9 @@ parse_args(int argc, char **argv, args *a)
 static void
 print_ratios(const args *a, figure f[][MAX_LEVELS])
 {
+    if (!a->modes[MODE_CHAIN] || !a->modes[MODE_PLAIN]) {
+        return;
+    }
     printf("\nchain / plain (same run):\n");
     for (int l = 0; l < a->nlevels; l++) {
         printf("  %3d thr: calls/s %.2f, p50 %.2f, p99 %.2f\n", a->levels[l],
@@ -261,7 +298,7 @@ write_csv(const args *a, figure f[][MAX_LEVELS])
     }
     fprintf(fp, "mode,threads,per_s,p50_us,p99_us,errors\n");
     for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
-        for (int l = 0; l < a->nlevels; l++) {
+        for (int l = 0; l < a->nlevels && a->modes[m]; l++) {
             fprintf(fp, "%s,%d,%.0f,%.1f,%.1f,%zu\n", mode_name[m],
                     a->levels[l], f[m][l].per_s, f[m][l].p50_us, f[m][l].p99_us,
                     f[m][l].errors);
@@ -308,7 +345,7 @@ main(int argc, char **argv)
     r.wo = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(r.wo, 1);
     for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
-        for (int l = 0; l < a.nlevels; l++) {
+        for (int l = 0; l < a.nlevels && a.modes[m]; l++) {
             r.m = (mode)m;
             fprintf(stderr, "bench_chains: %s at %d threads, %d s\n",
                     mode_name[m], a.levels[l], a.seconds);
