@@ -3,17 +3,16 @@
  * (journal_group.h). A caller that finds nothing queued and nothing being
  * written writes alone, itself (no other thread is woken: one chain pays
  * what leveldb_put pays). Otherwise it queues its write and sleeps on its
- * own semaphore; the group's thread takes the whole queue, writes its
- * unsynced writes as one leveldb_write and posts their callers, then its
- * synced writes as one synced leveldb_write (one fsync) and posts theirs.
+ * own semaphore; the group's thread takes the whole queue and writes it
+ * as one leveldb_write, synced when any write in it asks for it (one
+ * fsync for all), then posts each caller.
  *
  * Owns: the thread, the queue of waiting writes and whether a write is in
  * LevelDB (under lock), and the one WriteBatch the thread fills.
  * Invariant: one leveldb_write at a time from here (a lone caller's or
- * the thread's); a waiter's node lives on its stack and is touched by the
- * thread only until its semaphore is posted. Writes taken together are
- * of callers all waiting at once, so no order between them is owed; a
- * caller's later write is queued only after its earlier one returned.
+ * the thread's); the queue is taken whole and in order, so a later write
+ * of a key wins as it would one by one; a waiter's node lives on its
+ * stack and is touched by the thread only until its semaphore is posted.
  *
  * Why not LevelDB's own grouping, which merges concurrent writes too
  * (DBImpl::BuildBatchGroup): profiled at 64 chains (docs/performance.md,
@@ -23,11 +22,13 @@
  * joins a group led by an unsynced one, so a chain's two writes per step
  * (a synced commit, an unsynced reply) split the groups and an unsynced
  * write queued behind a synced group waits for its fsync. Here a waiter
- * sleeps once and is woken once, without a lock to take after the wake,
- * and an unsynced write waits for no fsync. Why two writes and not one
- * unsynced write of all then an empty synced one: LevelDB may switch to a
- * new log file between the two, and the fsync of the new one would not
- * cover the synced writes in the old one.
+ * sleeps once and is woken once, without a lock to take after the wake.
+ * An unsynced write merged with synced ones waits for their fsync here
+ * too; writing the unsynced ones first, as a write of their own, and
+ * waking their callers before the synced write was measured and gained
+ * nothing (docs/performance.md), so the simpler one stays. So did a
+ * thread that writes every write, a lone one too: it costs one chain two
+ * context switches per write.
  * Never: holds lock across a LevelDB call; returns to a caller before its
  * write is in LevelDB's log (and synced, when it asked for that).
  */
@@ -68,60 +69,37 @@ struct jgroup {
 
 #define NODE(l) QUEUE_ITEM(l, jg_node, link)
 
-/* The nodes of group whose sync is sync, as one write; each posted.
- * Nothing to write when none is. */
+/* The nodes of group as one write, synced when any of them asks for it;
+ * then each posted. */
 static void
-jg_write_kind(jgroup *g, queue *group, bool sync)
+jg_write_group(jgroup *g, queue *group)
 {
     char *err = NULL;
-    queue_link *l, *next;
-    size_t n = 0;
+    bool sync = false;
+    queue_link *l;
 
     leveldb_writebatch_clear(g->batch);
     for (l = group->head; l != NULL; l = l->next) {
         jg_node *m = NODE(l);
 
-        if (m->sync != sync) {
-            continue;
-        }
         if (m->val != NULL) {
             leveldb_writebatch_put(g->batch, m->key, m->klen, m->val, m->vlen);
         } else {
             leveldb_writebatch_delete(g->batch, m->key, m->klen);
         }
-        n++;
-    }
-    if (n == 0) {
-        return;
+        sync = sync || m->sync;
     }
     leveldb_write(g->db, sync ? g->wsync : g->wnosync, g->batch, &err);
-    for (l = group->head; l != NULL; l = next) {
-        jg_node *m = NODE(l);
+    while ((l = queue_pop(group)) != NULL) { /* gone once posted */
+        jg_node *n = NODE(l);
 
-        next = l->next; /* m is gone once posted */
-        if (m->sync == sync) {
-            (void)queue_remove(group, l);
-            m->rv = err != NULL ? -1 : 0;
-            if (err != NULL) {
-                snprintf(m->err, m->errcap, "%s", err);
-            }
-            sem_post(&m->done);
+        n->rv = err != NULL ? -1 : 0;
+        if (err != NULL) {
+            snprintf(n->err, n->errcap, "%s", err);
         }
+        sem_post(&n->done);
     }
     leveldb_free(err);
-}
-
-/* The group's unsynced writes first, as one write, their callers woken
- * before the synced ones are written and synced as another: an unsynced
- * write never waits for an fsync. Two writes in one group are of two
- * callers waiting at once, so neither order between them is wrong. The
- * unsynced ones are not made durable by the fsync that follows, nor need
- * to be: LevelDB may have moved to a new log file between the two. */
-static void
-jg_write_group(jgroup *g, queue *group)
-{
-    jg_write_kind(g, group, false);
-    jg_write_kind(g, group, true);
 }
 
 /* The writer thread: writes the whole queue at a time while no lone

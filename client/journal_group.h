@@ -2,9 +2,9 @@
  * journal_group.h — the LevelDB journal's writes merged across threads
  * (journal_group.c): every put and delete of the journal's LevelDB goes
  * through one jgroup, so writes that arrive while one is being written
- * are merged by its thread into the next leveldb_write of their kind (the
- * synced ones share one fsync); a write that finds nothing to wait for
- * is written by its caller.
+ * are merged by its thread into the next leveldb_write (one fsync when
+ * any of them asks for it); a write that finds nothing to wait for is
+ * written by its caller.
  *
  * Owns: declarations only.
  * Invariant: a call returns only after its write is in LevelDB's log

@@ -10,7 +10,7 @@
  *                       delete — no write of a merged group is lost or
  *                       reordered behind an earlier one of its key.
  *   lone_write          one caller alone: its put and delete are read back
- *                       at once (the caller writes without the thread).
+ *                       at once.
  *   survives_reopen     writes through a jgroup, the group closed and the
  *                       LevelDB closed and opened again: all are there.
  * Invariant: every loop is bounded by a constant; threads are joined.
