@@ -62,7 +62,7 @@ struct jgroup {
     pthread_mutex_t lock; /* protects q, busy, idle, stop */
     pthread_cond_t work;  /* signalled when the idle thread has work */
     queue q;              /* jg_node: queued for the writer thread */
-    bool busy;            /* a write is in leveldb_write (either kind) */
+    bool busy;            /* in leveldb_write: a lone caller or the thread */
     bool idle;            /* the writer thread waits on work */
     bool stop;
 };
