@@ -12,7 +12,8 @@
  *   journal  each thread loops synced 200-byte LevelDB puts on its own key
  *            (no server): how LevelDB's write grouping shares fsyncs
  *            between threads, the choice journal.c made.
- * Output: calls (or writes)/s and p50/p99 latency per mode and level, then
+ * Output: calls (or writes)/s and p50/p99 latency per mode and level (for
+ * chain also the commit's own p50/p99: the synced write), then
  * chain against plain at each level as ratios (issue 25's targets: p50 at
  * most 1.6x at 1 thread, calls/s at least 0.7x at 64); --csv FILE too.
  * Never: runs unbounded: every loop ends on its deadline.
@@ -47,7 +48,9 @@ typedef struct run {
     leveldb_t *db;
     leveldb_writeoptions_t *wo;
     int64_t end_ns;
-    int64_t *lat; /* SAMPLES_MAX, shared */
+    int64_t *lat;    /* SAMPLES_MAX, shared */
+    int64_t *commit; /* SAMPLES_MAX: a chain step's commit alone */
+    atomic_size_t nc;
     atomic_size_t n;
     atomic_size_t errors;
 } run;
@@ -73,10 +76,13 @@ sample(run *r, int64_t t0)
     }
 }
 
-/* One chain step: commit (context, next Increment), then send. */
+/* One chain step: commit (context, next Increment), then send; the
+ * commit's own time sampled in r->commit. */
 static int
-chain_step(once_chain *ch, const char *name, uint64_t k)
+chain_step(run *r, once_chain *ch, const char *name, uint64_t k)
 {
+    int64_t t0;
+    size_t i;
     char ctx[24];
     void *req;
     size_t len;
@@ -86,8 +92,12 @@ chain_step(once_chain *ch, const char *name, uint64_t k)
     if (once_chain_counter_request(name, 1, &req, &len, NULL) != ONCE_OK) {
         return -1;
     }
+    t0 = bench_now_ns();
     rv = once_chain_commit(ch, ctx, strlen(ctx), "/once.v1.Counter/Increment",
                            req, len, NULL, NULL);
+    if ((i = atomic_fetch_add(&r->nc, 1)) < SAMPLES_MAX) {
+        r->commit[i] = bench_now_ns() - t0;
+    }
     once_free(req);
     return rv == ONCE_OK ? once_chain_send(ch, NULL, NULL, NULL, NULL) : rv;
 }
@@ -119,7 +129,7 @@ thr_run(void *arg)
         if (r->m == MODE_PLAIN) {
             rv = once_counter_incr_new(r->c, name, 1, NULL, NULL, NULL);
         } else if (r->m == MODE_CHAIN) {
-            rv = chain_step(ch, name, k++);
+            rv = chain_step(r, ch, name, k++);
         } else {
             leveldb_put(r->db, r->wo, name, strlen(name), val, sizeof(val),
                         &err);
@@ -145,6 +155,7 @@ measure(run *r, int threads, int seconds)
     figure f;
 
     atomic_store(&r->n, 0);
+    atomic_store(&r->nc, 0);
     atomic_store(&r->errors, 0);
     r->end_ns = bench_now_ns() + (int64_t)seconds * 1000000000;
     for (int i = 0; i < threads; i++) {
@@ -162,6 +173,14 @@ measure(run *r, int threads, int seconds)
     f.errors = atomic_load(&r->errors);
     printf("%-8s %4d thr  %9.0f /s  p50 %8.1f us  p99 %8.1f us  errors %zu\n",
            mode_name[r->m], threads, f.per_s, f.p50_us, f.p99_us, f.errors);
+    if (r->m == MODE_CHAIN) {
+        n = atomic_load(&r->nc);
+        kept = n < SAMPLES_MAX ? n : SAMPLES_MAX;
+        printf("         of which the commit (its synced write): p50 %.1f us, "
+               "p99 %.1f us\n",
+               bench_pct_us(r->commit, kept, 50),
+               bench_pct_us(r->commit, kept, 99));
+    }
     fflush(stdout);
     return f;
 }
@@ -171,29 +190,56 @@ typedef struct args {
     int levels[MAX_LEVELS];
     int nlevels;
     const char *csv;
+    bool modes[MODE_JOURNAL + 1]; /* which modes run (--modes) */
 } args;
 
 static void
 usage(FILE *out)
 {
-    fprintf(out,
-            "usage: bench_chains [options] [SECONDS]\n"
-            "\n"
-            "A journaled chain step against a plain call, on an onced of its\n"
-            "own: 'plain' loops once_counter_incr_new on one shared handle,\n"
-            "'chain' gives each thread a chain in one shared journal (one\n"
-            "synced local write, the call, the reply's unsynced write), and\n"
-            "'journal' is LevelDB's synced puts alone. Prints calls/s and\n"
-            "p50/p99 per mode and level, then chain/plain ratios.\n"
-            "\n"
-            "  --seconds S      per mode and level (default 5; also as the\n"
-            "                   one positional argument)\n"
-            "  --threads LIST   levels, comma-separated (default 1,64; at\n"
-            "                   most %d levels of at most %d threads)\n"
-            "  --csv FILE       also write mode,threads,per_s,p50_us,p99_us,\n"
-            "                   errors rows to FILE\n"
-            "  --help           this text\n",
-            MAX_LEVELS, MAX_THREADS);
+    fprintf(
+        out,
+        "usage: bench_chains [options] [SECONDS]\n"
+        "\n"
+        "A journaled chain step against a plain call, on an onced of its\n"
+        "own: 'plain' loops once_counter_incr_new on one shared handle,\n"
+        "'chain' gives each thread a chain in one shared journal (one\n"
+        "synced local write, the call, the reply's unsynced write), and\n"
+        "'journal' is LevelDB's synced puts alone. Prints calls/s and\n"
+        "p50/p99 per mode and level, then chain/plain ratios.\n"
+        "\n"
+        "  --seconds S      per mode and level (default 5; also as the\n"
+        "                   one positional argument)\n"
+        "  --threads LIST   levels, comma-separated (default 1,64; at\n"
+        "                   most %d levels of at most %d threads)\n"
+        "  --modes LIST     which of plain,chain,journal run (default all;\n"
+        "                   one alone suits perf record / perf stat)\n"
+        "  --csv FILE       also write mode,threads,per_s,p50_us,p99_us,\n"
+        "                   errors rows to FILE\n"
+        "  --help           this text\n",
+        MAX_LEVELS, MAX_THREADS);
+}
+
+/* a->modes from "plain,chain,..."; false on an unknown name. */
+static bool
+parse_modes(const char *s, args *a)
+{
+    size_t n;
+
+    memset(a->modes, 0, sizeof(a->modes));
+    for (; *s != '\0'; s += n + (s[n] == ',')) {
+        int m = MODE_PLAIN;
+
+        n = strcspn(s, ",");
+        while (m <= MODE_JOURNAL && (strlen(mode_name[m]) != n ||
+                                     strncmp(s, mode_name[m], n) != 0)) {
+            m++;
+        }
+        if (m > MODE_JOURNAL) {
+            return false;
+        }
+        a->modes[m] = true;
+    }
+    return true;
 }
 
 /* 0: run; 1: exit 0 (--help); 2: exit 2 (a usage error, said). */
@@ -203,11 +249,15 @@ parse_args(int argc, char **argv, args *a)
     static const struct option opts[] = {{"seconds", required_argument, 0, 's'},
                                          {"threads", required_argument, 0, 't'},
                                          {"csv", required_argument, 0, 'c'},
+                                         {"modes", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
 
-    *a = (args){.seconds = 5, .levels = {1, 64}, .nlevels = 2};
+    *a = (args){.seconds = 5,
+                .levels = {1, 64},
+                .nlevels = 2,
+                .modes = {true, true, true}};
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
@@ -220,9 +270,12 @@ parse_args(int argc, char **argv, args *a)
             continue;
         } else if (ch == 'c') {
             a->csv = optarg;
+        } else if (ch == 'm' && parse_modes(optarg, a)) {
+            continue;
         } else {
             fprintf(stderr, "bench_chains: bad option or value "
-                            "(--threads wants e.g. 1,64); see --help\n");
+                            "(--threads wants e.g. 1,64, --modes e.g. "
+                            "plain,chain); see --help\n");
             return 2;
         }
     }
@@ -240,6 +293,9 @@ parse_args(int argc, char **argv, args *a)
 static void
 print_ratios(const args *a, figure f[][MAX_LEVELS])
 {
+    if (!a->modes[MODE_CHAIN] || !a->modes[MODE_PLAIN]) {
+        return;
+    }
     printf("\nchain / plain (same run):\n");
     for (int l = 0; l < a->nlevels; l++) {
         printf("  %3d thr: calls/s %.2f, p50 %.2f, p99 %.2f\n", a->levels[l],
@@ -261,7 +317,7 @@ write_csv(const args *a, figure f[][MAX_LEVELS])
     }
     fprintf(fp, "mode,threads,per_s,p50_us,p99_us,errors\n");
     for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
-        for (int l = 0; l < a->nlevels; l++) {
+        for (int l = 0; l < a->nlevels && a->modes[m]; l++) {
             fprintf(fp, "%s,%d,%.0f,%.1f,%.1f,%zu\n", mode_name[m],
                     a->levels[l], f[m][l].per_s, f[m][l].p50_us, f[m][l].p99_us,
                     f[m][l].errors);
@@ -290,6 +346,7 @@ main(int argc, char **argv)
         return 1;
     }
     r.lat = malloc(sizeof(int64_t) * SAMPLES_MAX);
+    r.commit = malloc(sizeof(int64_t) * SAMPLES_MAX);
     once_options_init(&o);
     o.url = b.url;
     if (once_client_open(&r.c, &o, &st) != ONCE_OK) {
@@ -308,7 +365,7 @@ main(int argc, char **argv)
     r.wo = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(r.wo, 1);
     for (int m = MODE_PLAIN; m <= MODE_JOURNAL; m++) {
-        for (int l = 0; l < a.nlevels; l++) {
+        for (int l = 0; l < a.nlevels && a.modes[m]; l++) {
             r.m = (mode)m;
             fprintf(stderr, "bench_chains: %s at %d threads, %d s\n",
                     mode_name[m], a.levels[l], a.seconds);
@@ -326,5 +383,6 @@ main(int argc, char **argv)
     once_client_close(r.c);
     bench_onced_stop(&b);
     free(r.lat);
+    free(r.commit);
     return 0;
 }

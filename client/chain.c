@@ -52,12 +52,12 @@ chain_nomem(once_status *st)
 }
 
 /* How a record is written: synced, written unsynced (it survives the
- * process; the next synced write makes it durable), or kept in memory only
- * (the test build's broken order). */
+ * process, not the machine, until a later synced write of the record
+ * replaces it), or kept in memory only (the test build's broken order). */
 typedef enum chain_how { CHAIN_SYNC, CHAIN_NOSYNC, CHAIN_MEMORY } chain_how;
 
-/* Makes w the chain's record: written as how says, then adopted as ch->r
- * (a packed and unpacked copy, so w may borrow). */
+/* Makes w the chain's record: packed once, written as how says, then
+ * adopted as ch->r (unpacked from that packing, so w may borrow). */
 static int
 chain_write(once_chain *ch, chain_rec *w, chain_how how, once_status *st)
 {
@@ -67,15 +67,17 @@ chain_write(once_chain *ch, chain_rec *w, chain_how how, once_status *st)
     int rv;
 
     w->updated_unix_ms = clock_wall_ms();
-    if (how != CHAIN_MEMORY &&
-        (rv = journal_put(ch->j, w, how == CHAIN_SYNC, st)) != ONCE_OK) {
-        return rv;
-    }
     len = once__client__chain_record__get_packed_size(w);
     if ((buf = malloc(len + 1)) == NULL) {
         return chain_nomem(st);
     }
     once__client__chain_record__pack(w, buf);
+    if (how != CHAIN_MEMORY &&
+        (rv = journal_put_packed(ch->j, w->chain_id, buf, len,
+                                 how == CHAIN_SYNC, st)) != ONCE_OK) {
+        free(buf);
+        return rv;
+    }
     n = once__client__chain_record__unpack(NULL, len, buf);
     free(buf);
     if (n == NULL) {

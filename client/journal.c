@@ -12,15 +12,12 @@
  * whole record (or its removal), so a crash leaves the record before or
  * after it, never a mix; every write that records a request or consumes a
  * reply is synced (only a reply's own write may be unsynced: chain.c says
- * why). Writes from many threads and chains share fsyncs through
- * LevelDB's own write grouping: concurrent synced writers queue in
- * DBImpl::Write, and the one at the head writes the batches queued behind
- * it (BuildBatchGroup) with one log append and one fsync. A single writer
- * thread of our own (store/commit.c's shape) was measured against it with
- * bench/bench_chains (docs/performance.md, "Chains"): no difference beyond
- * the run-to-run spread of the machine, so the simpler one stays and there
- * is no thread here. The file store pays its own fsyncs per write (a
- * file and its directory), as the input store always did.
+ * why). Writes from many threads and chains share fsyncs: every LevelDB
+ * write goes through journal_group.c, which merges the writes waiting at
+ * once into one leveldb_write (and says why not LevelDB's own grouping,
+ * with the profile of docs/performance.md, "Chains"). The file store pays
+ * its own fsyncs per write (a file and its directory), as the input store
+ * always did.
  * Never: holds claim_lock across a LevelDB call or a file write; sends
  * anything.
  */
@@ -37,6 +34,7 @@
 
 #include "client/journal_files.h"
 #include "client/journal_impl.h"
+#include "client/journal_group.h"
 #include "client/status.h"
 
 #define KEY_PREFIX "chain/"
@@ -47,8 +45,7 @@ struct once_journal {
     int dirfd;     /* the file store's directory; -1 with a LevelDB */
     leveldb_options_t *opts;
     leveldb_readoptions_t *ropts;
-    leveldb_writeoptions_t *wsync;
-    leveldb_writeoptions_t *wnosync;
+    jgroup *jg; /* every write to db goes through it; NULL: file store */
     pthread_mutex_t claim_lock; /* protects open_ids, nopen */
     char **open_ids;            /* chains with a handle open */
     size_t nopen;
@@ -182,13 +179,15 @@ once_journal_open(const char *dir, once_journal **jp, once_status *st)
     j->opts = leveldb_options_create();
     leveldb_options_set_create_if_missing(j->opts, 1);
     j->ropts = leveldb_readoptions_create();
-    j->wsync = leveldb_writeoptions_create();
-    leveldb_writeoptions_set_sync(j->wsync, 1);
-    j->wnosync = leveldb_writeoptions_create();
     pthread_mutex_init(&j->claim_lock, NULL);
     if ((j->db = leveldb_open(j->opts, dir, &err)) == NULL) {
         once_journal_close(j);
         return journal_error(st, ONCE_FAILED_PRECONDITION, dir, err);
+    }
+    if (jgroup_open(j->db, &j->jg) != 0) {
+        once_journal_close(j);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "journal");
     }
     *jp = j;
     return ONCE_OK;
@@ -225,14 +224,13 @@ once_journal_close(once_journal *j)
     if (j == NULL) {
         return;
     }
+    jgroup_close(j->jg);
     if (j->db != NULL) {
         leveldb_close(j->db);
     }
     if (j->dirfd >= 0) {
         close(j->dirfd);
     }
-    leveldb_writeoptions_destroy(j->wsync);
-    leveldb_writeoptions_destroy(j->wnosync);
     leveldb_readoptions_destroy(j->ropts);
     leveldb_options_destroy(j->opts);
     pthread_mutex_destroy(&j->claim_lock);
@@ -275,9 +273,9 @@ journal_get(once_journal *j, const char *chain_id, chain_rec **out,
     return ONCE_OK;
 }
 
-/* The write of journal_put in the file store; frees buf. */
+/* The write of journal_put_packed in the file store. */
 static int
-files_put(once_journal *j, const char *chain_id, uint8_t *buf, size_t len,
+files_put(once_journal *j, const char *chain_id, const uint8_t *buf, size_t len,
           bool sync, once_status *st)
 {
     char name[JFILES_NAME_MAX];
@@ -287,55 +285,70 @@ files_put(once_journal *j, const char *chain_id, uint8_t *buf, size_t len,
         (e = jfiles_write(j->dirfd, name, buf, len, sync)) != 0) {
         e = files_error(st, ONCE_INTERNAL, "cannot write", name, e);
     }
-    free(buf);
     return e;
+}
+
+/* chain_id's record in the LevelDB set to (val, vlen), or removed when
+ * val is NULL, through the merged writes (journal_group.c). */
+static int
+db_write(once_journal *j, const char *chain_id, const uint8_t *val, size_t vlen,
+         bool sync, once_status *st)
+{
+    char key[KEY_MAX], msg[256];
+    size_t klen = journal_key(chain_id, key);
+
+    if (klen == 0) {
+        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                          "a chain id is 1 to 256 bytes");
+    }
+    if (jgroup_write(j->jg, key, klen, (const char *)val, vlen, sync, msg,
+                     sizeof(msg)) != 0) {
+        return status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
+                          "journal: %s: %s", val != NULL ? "write" : "delete",
+                          msg);
+    }
+    return ONCE_OK;
+}
+
+int
+journal_put_packed(once_journal *j, const char *chain_id, const uint8_t *buf,
+                   size_t len, bool sync, once_status *st)
+{
+    return j->db == NULL ? files_put(j, chain_id, buf, len, sync, st)
+                         : db_write(j, chain_id, buf, len, sync, st);
 }
 
 int
 journal_put(once_journal *j, const chain_rec *r, bool sync, once_status *st)
 {
     size_t len = once__client__chain_record__get_packed_size(r);
-    char key[KEY_MAX], *err = NULL;
-    size_t klen = journal_key(r->chain_id, key);
     uint8_t *buf;
+    int rv;
 
-    if (klen == 0) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "a chain id is 1 to 256 bytes");
-    }
     if ((buf = malloc(len + 1)) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "journal record");
     }
     once__client__chain_record__pack(r, buf);
-    if (j->db == NULL) {
-        return files_put(j, r->chain_id, buf, len, sync, st);
-    }
-    leveldb_put(j->db, sync ? j->wsync : j->wnosync, key, klen,
-                (const char *)buf, len, &err);
+    rv = journal_put_packed(j, r->chain_id, buf, len, sync, st);
     free(buf);
-    return err != NULL ? journal_error(st, ONCE_INTERNAL, "write", err)
-                       : ONCE_OK;
+    return rv;
 }
 
 int
 journal_del(once_journal *j, const char *chain_id, once_status *st)
 {
-    char key[KEY_MAX], *err = NULL;
-    size_t klen = journal_key(chain_id, key);
     char name[JFILES_NAME_MAX];
     int e;
 
-    if (j->db == NULL) {
-        if ((e = files_name(chain_id, name, st)) == ONCE_OK &&
-            (e = jfiles_remove(j->dirfd, name)) != 0) {
-            e = files_error(st, ONCE_INTERNAL, "cannot remove", name, e);
-        }
-        return e;
+    if (j->db != NULL) {
+        return db_write(j, chain_id, NULL, 0, true, st);
     }
-    leveldb_delete(j->db, j->wsync, key, klen, &err);
-    return err != NULL ? journal_error(st, ONCE_INTERNAL, "delete", err)
-                       : ONCE_OK;
+    if ((e = files_name(chain_id, name, st)) == ONCE_OK &&
+        (e = jfiles_remove(j->dirfd, name)) != 0) {
+        e = files_error(st, ONCE_INTERNAL, "cannot remove", name, e);
+    }
+    return e;
 }
 
 /* ---- claims -------------------------------------------------------------- */

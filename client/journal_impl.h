@@ -33,11 +33,17 @@ int journal_get(once_journal *j, const char *chain_id, chain_rec **out,
                 once_status *st);
 
 /* Replaces r's record (key r->chain_id) in one write, synced when sync
- * (an unsynced write survives the process, not the machine; the next
- * synced write makes it durable too: LevelDB's log is one sequence).
- * ONCE_OK or INTERNAL / JOURNAL. */
+ * (an unsynced write survives the process, not the machine: another
+ * thread's synced write need not sync it, journal_group.c). ONCE_OK or
+ * INTERNAL / JOURNAL. */
 int journal_put(once_journal *j, const chain_rec *r, bool sync,
                 once_status *st);
+
+/* journal_put of a record already packed: (buf, len), chain_id's
+ * record's packing (buf stays the caller's). */
+int journal_put_packed(once_journal *j, const char *chain_id,
+                       const uint8_t *buf, size_t len, bool sync,
+                       once_status *st);
 
 /* Removes chain_id's record in one synced write. */
 int journal_del(once_journal *j, const char *chain_id, once_status *st);
