@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/outbox_impl.h"
 #include "client/status.h"
 #include "proto/outbox.pb-c.h"
 #include <once/outbox.h>
@@ -121,13 +122,13 @@ once_outbox_subscribe(once_client *c, const char *topic, const char *consumer,
     return rv;
 }
 
-int
-once_outbox_read(once_client *c, const char *topic, const char *consumer,
-                 uint32_t max, uint64_t wait_ms, once_outbox_batch **out,
-                 once_status *st)
+/* The Read request of the arguments into *req (pointers are the
+ * caller's), or a bad-argument status. */
+static int
+read_request(const char *topic, const char *consumer, uint64_t after,
+             uint32_t max, uint64_t wait_ms, void *out,
+             Once__V1__OutboxReadRequest *req, once_status *st)
 {
-    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
-    void *h = NULL;
     int rv;
 
     if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
@@ -137,14 +138,91 @@ once_outbox_read(once_client *c, const char *topic, const char *consumer,
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "out is required");
     }
-    req.topic = (char *)topic;
-    req.consumer = (char *)consumer;
-    req.max_events = max;
-    req.max_wait_ms = wait_ms;
+    req->topic = (char *)topic;
+    req->consumer = (char *)consumer;
+    req->max_events = max;
+    req->max_wait_ms = wait_ms;
+    req->after = after;
+    return ONCE_OK;
+}
+
+int
+once_outbox_read_after(once_client *c, const char *topic, const char *consumer,
+                       uint64_t after, uint32_t max, uint64_t wait_ms,
+                       once_outbox_batch **out, once_status *st)
+{
+    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
+    void *h = NULL;
+    int rv = read_request(topic, consumer, after, max, wait_ms, out, &req, st);
+
+    if (rv != ONCE_OK) {
+        return rv;
+    }
     rv = outbox_fetch(c, OUTBOX_METHOD("Read"), &req.base,
                       &once__v1__outbox_read_response__descriptor,
                       sizeof(**out), "a batch of events", &h, st);
     *out = h;
+    return rv;
+}
+
+int
+once_outbox_read(once_client *c, const char *topic, const char *consumer,
+                 uint32_t max, uint64_t wait_ms, once_outbox_batch **out,
+                 once_status *st)
+{
+    return once_outbox_read_after(c, topic, consumer, 0, max, wait_ms, out, st);
+}
+
+int
+outbox_read_start(once_client *c, const char *topic, const char *consumer,
+                  uint64_t after, uint32_t max, uint64_t wait_ms,
+                  once_future **f, once_status *st)
+{
+    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
+    size_t len;
+    uint8_t *buf;
+    int rv = read_request(topic, consumer, after, max, wait_ms, f, &req, st);
+
+    if (rv != ONCE_OK) {
+        return rv;
+    }
+    len = protobuf_c_message_get_packed_size(&req.base);
+    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "packing a Read");
+    }
+    protobuf_c_message_pack(&req.base, buf);
+    rv = once_call_async(c, OUTBOX_METHOD("Read"), false, NULL, buf, len, NULL,
+                         NULL, f, st);
+    free(buf);
+    return rv;
+}
+
+int
+outbox_read_finish(once_future *f, once_outbox_batch **out, once_status *st)
+{
+    void *resp = NULL;
+    size_t rlen = 0;
+    ProtobufCMessage *m = NULL;
+    int rv = once_wait(f, st);
+
+    if (rv == ONCE_OK) {
+        (void)once_future_response(f, &resp, &rlen);
+        m = protobuf_c_message_unpack(
+            &once__v1__outbox_read_response__descriptor, NULL, rlen, resp);
+        once_free(resp);
+        if (m == NULL) {
+            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                            "the reply of Read is not an OutboxReadResponse");
+        } else if ((*out = malloc(sizeof(**out))) == NULL) {
+            protobuf_c_message_free_unpacked(m, NULL);
+            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                            "a batch of events");
+        } else {
+            (*out)->h.m = m;
+        }
+    }
+    once_future_free(f);
     return rv;
 }
 
