@@ -2,7 +2,8 @@
  * consumer.c — the receiver loop of libonce (once_consumer_run_opts,
  * once/outbox.h): read, hand each event to a callback, commit the batch,
  * acknowledge — with the next Read already on its way while the receiver
- * applies the current batch, and Acks deferred by the options' rules.
+ * applies the current batch, and Acks deferred by the options' rules and
+ * sent while the receiver goes on (at most one in flight).
  *
  * Owns the loop's order: an offset is acknowledged only after the
  * receiver committed it (fn, or batch_done when there is one), and an Ack
@@ -28,10 +29,11 @@ typedef struct consumer_run {
     void *arg;
     once_status *st;
     uint64_t committed; /* the last offset the receiver committed */
-    uint64_t acked;     /* the cursor as far as this run knows */
+    uint64_t acked;     /* the cursor, or the offset of the Ack in flight */
     uint32_t unacked;   /* batches committed since the last Ack */
     uint64_t oldest_ms; /* when the first of them was committed */
     once_future *ahead; /* the next Read, or NULL */
+    once_future *ack_f; /* the Ack in flight, or NULL */
 } consumer_run;
 
 void
@@ -40,21 +42,39 @@ once_consumer_options_init(once_consumer_options *o)
     *o = (once_consumer_options){.ack_every = 1};
 }
 
-/* Acks r->committed when it is past the cursor. */
+/* Waits for the Ack in flight, if any; its code. */
 static int
-consumer_ack(consumer_run *r)
+consumer_ack_wait(consumer_run *r)
+{
+    uint64_t cursor = 0;
+    int rv;
+
+    if (r->ack_f == NULL) {
+        return ONCE_OK;
+    }
+    rv = outbox_ack_finish(r->ack_f, &cursor, r->st);
+    r->ack_f = NULL;
+    return rv;
+}
+
+/* Sends an Ack of r->committed when it is past the cursor, after the one
+ * in flight has answered: it travels while the receiver goes on (sync:
+ * waits for it too). */
+static int
+consumer_ack(consumer_run *r, bool sync)
 {
     int rv;
 
-    if (r->committed <= r->acked) {
-        return ONCE_OK;
-    }
-    if ((rv = once_outbox_ack(r->c, r->topic, r->consumer, r->committed, NULL,
-                              &r->acked, r->st)) != ONCE_OK) {
+    if ((rv = consumer_ack_wait(r)) != ONCE_OK || r->committed <= r->acked) {
         return rv;
     }
+    if ((rv = outbox_ack_start(r->c, r->topic, r->consumer, r->committed,
+                               &r->ack_f, r->st)) != ONCE_OK) {
+        return rv;
+    }
+    r->acked = r->committed;
     r->unacked = 0;
-    return ONCE_OK;
+    return sync ? consumer_ack_wait(r) : ONCE_OK;
 }
 
 /* Whether the rules of r->o say Ack now; head: the topic's head as the
@@ -183,7 +203,7 @@ consumer_turn(consumer_run *r, int *step)
     stale = stale && r->committed == before;
     once_outbox_batch_free(b);
     if (*step == ONCE_CONSUMER_NEXT && (stale || consumer_ack_due(r, head))) {
-        rv = consumer_ack(r);
+        rv = consumer_ack(r, false);
     }
     return rv;
 }
@@ -212,10 +232,11 @@ once_consumer_run_opts(once_client *c, const char *topic, const char *consumer,
     }
     once_future_free(r.ahead); /* a read: dropping it is harmless */
     if (rv != ONCE_OK) {
-        return rv; /* a failed call: no Ack after it */
+        (void)consumer_ack_wait(&r); /* a failed call: no Ack after it */
+        return rv;
     }
     /* The receiver stopped: what it committed is acknowledged. */
-    if ((rv = consumer_ack(&r)) != ONCE_OK) {
+    if ((rv = consumer_ack(&r, true)) != ONCE_OK) {
         return rv;
     }
     return step == ONCE_CONSUMER_STOP ? ONCE_OK : step;

@@ -310,6 +310,57 @@ once_outbox_ack(once_client *c, const char *topic, const char *consumer,
 }
 
 int
+outbox_ack_start(once_client *c, const char *topic, const char *consumer,
+                 uint64_t offset, once_future **f, once_status *st)
+{
+    Once__V1__OutboxAckRequest req = ONCE__V1__OUTBOX_ACK_REQUEST__INIT;
+    size_t len;
+    uint8_t *buf;
+    int rv;
+
+    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+        return rv;
+    }
+    req.topic = (char *)topic;
+    req.consumer = (char *)consumer;
+    req.offset = offset;
+    len = protobuf_c_message_get_packed_size(&req.base);
+    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "packing an Ack");
+    }
+    protobuf_c_message_pack(&req.base, buf);
+    rv = once_call_async(c, OUTBOX_METHOD("Ack"), true, NULL, buf, len, NULL,
+                         NULL, f, st);
+    free(buf);
+    return rv;
+}
+
+int
+outbox_ack_finish(once_future *f, uint64_t *acked, once_status *st)
+{
+    void *resp = NULL;
+    size_t rlen = 0;
+    Once__V1__OutboxAckResponse *m;
+    int rv = once_wait(f, st);
+
+    if (rv == ONCE_OK) {
+        (void)once_future_response(f, &resp, &rlen);
+        m = once__v1__outbox_ack_response__unpack(NULL, rlen, resp);
+        once_free(resp);
+        if (m == NULL) {
+            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                            "the reply of Ack is not an OutboxAckResponse");
+        } else {
+            *acked = m->acked;
+            once__v1__outbox_ack_response__free_unpacked(m, NULL);
+        }
+    }
+    once_future_free(f);
+    return rv;
+}
+
+int
 once_outbox_unsubscribe(once_client *c, const char *topic, const char *consumer,
                         once_rpc_id *id, bool *existed, once_status *st)
 {

@@ -1,11 +1,12 @@
 /*
  * outbox_impl.h — libonce's internal Outbox calls for the receiver loop
- * (consumer.c): a Read started now and its batch taken later, so the
- * next Read travels while the receiver applies the current batch.
+ * (consumer.c): a Read or an Ack started now and its answer taken
+ * later, so they travel while the receiver applies a batch.
  *
  * Owns nothing beyond what outbox.c's public calls own.
- * Invariant: a started Read is finished (or its future freed) exactly
- * once; it is a read, so dropping one is harmless.
+ * Invariant: a started call is finished (or its future freed) exactly
+ * once; a Read is a read, so dropping one is harmless; an Ack is a
+ * mutating call under an rpc id of its own, like once_outbox_ack's.
  * Never: part of the installed API (once/outbox.h).
  */
 #ifndef CLIENT_OUTBOX_IMPL_H
@@ -24,5 +25,13 @@ int outbox_read_start(once_client *c, const char *topic, const char *consumer,
  * (once_outbox_batch_free). */
 int outbox_read_finish(once_future *f, once_outbox_batch **out,
                        once_status *st);
+
+/* Starts Ack(topic, consumer, offset) as an async call (a new rpc id);
+ * on ONCE_OK *f is its future (outbox_ack_finish). */
+int outbox_ack_start(once_client *c, const char *topic, const char *consumer,
+                     uint64_t offset, once_future **f, once_status *st);
+
+/* Waits for f and frees it; on ONCE_OK *acked is the cursor after. */
+int outbox_ack_finish(once_future *f, uint64_t *acked, once_status *st);
 
 #endif /* CLIENT_OUTBOX_IMPL_H */

@@ -7,7 +7,8 @@
  *
  * Each event adds 1 to the key "n/<offset>" of the store; the batch's
  * writes and the key "offset" (the batch's last offset) go in one synced
- * LevelDB write (batch_done), then "<offset>\n" is written to stdout. At
+ * LevelDB write (batch_done), with "b <offset>\n" written to stdout just
+ * before it and "<offset>\n" after it. At
  * start the stored offset is read back and given as the loop's `after`.
  * CONSUMER_DRIVER_NO_AFTER=1 starts with after 0 instead (a receiver that
  * forgets its offset: what comes again is applied twice).
@@ -79,6 +80,8 @@ on_batch(void *arg, uint64_t last)
     leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
     char *err = NULL;
 
+    printf("b %" PRIu64 "\n", last);
+    fflush(stdout);
     put_u64(r->wb, "offset", last);
     leveldb_writeoptions_set_sync(wo, 1);
     leveldb_write(r->db, wo, r->wb, &err);
