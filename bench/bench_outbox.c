@@ -98,7 +98,8 @@ typedef struct args {
     int nlevels;
     int lat_producers;
     int batch;
-    int ack_every; /* the delivering consumer's Acks: every so many batches */
+    int read_max;  /* the delivering consumer's Reads (batch: its commits) */
+    int ack_every; /* its Acks: every so many Reads */
     int poll_ms;
     const char *pg_bin;
     const char *csv;
@@ -356,6 +357,7 @@ typedef struct cons {
     sink k;
     uint64_t reads, acked;
     uint32_t ack_every; /* the product loop (cons_apply_run): its option */
+    uint32_t read_max;  /* its Reads' size (batch: its transactions') */
     uint64_t *staged;   /* its batch's event ids, until batch_done */
     size_t nstaged;
     uint64_t first; /* the offset of staged[0] */
@@ -447,9 +449,26 @@ cons_thread(void *arg)
     return NULL;
 }
 
-/* libonce's receiver loop (once_consumer_run_opts), one event: staged
- * for the batch's PostgreSQL transaction; STOP at stop_at, -2 past the
- * deadline (not applied). */
+/* The staged events' PostgreSQL transaction: the events and the
+ * offset of the last (obpg_apply); ONCE_CONSUMER_NEXT or -1. */
+static int
+cons_apply_staged(cons *c)
+{
+    size_t n = c->nstaged;
+
+    c->nstaged = 0;
+    atomic_fetch_add(&c->b->progress, n);
+    if (n == 0) {
+        return ONCE_CONSUMER_NEXT;
+    }
+    return obpg_apply(c->apply, c->name, c->first, c->staged, n, c->err) == 0
+               ? ONCE_CONSUMER_NEXT
+               : -1;
+}
+
+/* libonce's receiver loop (once_consumer_run_opts), one event: staged,
+ * and every c->batch events one PostgreSQL transaction; STOP at stop_at,
+ * -2 past the deadline (not applied). */
 static int
 cons_apply_event(void *arg, const once_outbox_event *ev)
 {
@@ -465,28 +484,27 @@ cons_apply_event(void *arg, const once_outbox_event *ev)
     }
     c->staged[c->nstaged] = cons_parse(ev, &stamp);
     sink_take(&c->k, c->staged[c->nstaged++], stamp);
+    if (c->nstaged == c->batch && cons_apply_staged(c) != ONCE_CONSUMER_NEXT) {
+        return -1;
+    }
     return ev->offset >= atomic_load(&c->stop_at) ? ONCE_CONSUMER_STOP
                                                   : ONCE_CONSUMER_NEXT;
 }
 
-/* The batch's transaction: its events and the offset (obpg_apply). */
+/* The end of a Read's events: the rest of them in one transaction. */
 static int
 cons_apply_batch(void *arg, uint64_t last)
 {
-    cons *c = arg;
-    size_t n = c->nstaged;
-
     (void)last;
-    c->nstaged = 0;
-    atomic_fetch_add(&c->b->progress, n);
-    return obpg_apply(c->apply, c->name, c->first, c->staged, n, c->err) == 0
-               ? ONCE_CONSUMER_NEXT
-               : -1;
+    return cons_apply_staged(arg);
 }
 
-/* The delivering consumer into PostgreSQL through libonce's loop: one
- * PostgreSQL transaction per Read of c->batch events, the next Read sent
- * while it commits, an Ack every c->ack_every batches. */
+/*
+ * The delivering consumer into PostgreSQL through libonce's loop: Reads
+ * of c->read_max events, one PostgreSQL transaction of c->batch events
+ * (with its offset row) at a time, the next Read sent while they commit,
+ * an Ack every c->ack_every Reads (sent while the next ones commit).
+ */
 static void
 cons_apply_run(cons *c)
 {
@@ -501,7 +519,7 @@ cons_apply_run(cons *c)
         return;
     }
     once_consumer_options_init(&o);
-    o.max = c->batch;
+    o.max = c->read_max;
     o.wait_ms = LONGPOLL_MS;
     o.ack_every = c->ack_every;
     o.batch_done = cons_apply_batch;
@@ -751,7 +769,8 @@ consume_backlog(bench *b, const char *name, uint32_t batch, PGconn *apply,
               .batch = batch,
               .wait_ms = LONGPOLL_MS,
               .apply = apply,
-              .ack_every = ack_every};
+              .ack_every = ack_every,
+              .read_max = (uint32_t)b->a.read_max};
     int64_t t0 = bench_now_ns();
     tally t = {0};
 
@@ -808,8 +827,8 @@ phase_delivering_once(bench *b, results *r, int np)
     atomic_store(&b->step, "once -> PostgreSQL");
     fprintf(stderr,
             "bench_outbox: delivering, once -> PostgreSQL (libonce's loop, "
-            "an Ack every %d batches)\n",
-            b->a.ack_every);
+            "Reads of %d, an Ack every %d Reads)\n",
+            b->a.read_max, b->a.ack_every);
     r->apply[SYS_ONCE] = consume_backlog(b, "apply", (uint32_t)b->a.batch, pc,
                                          (uint32_t)b->a.ack_every, &fill);
     check_table(b, "delivering once -> PostgreSQL", "target", &fill);
@@ -1286,8 +1305,10 @@ usage(FILE *out)
             "  --backlog N          events to deliver (default 100000)\n"
             "  --batch N            events per delivering transaction\n"
             "                       (default 100, at most 1000)\n"
-            "  --ack-every K        the delivering consumer (libonce's\n"
-            "                       loop) Acks every K batches (default 10;\n"
+            "  --read-max N         the delivering consumer (libonce's\n"
+            "                       loop) Reads N events (default 1000) and\n"
+            "                       commits them --batch at a time\n"
+            "  --ack-every K        ... and Acks every K Reads (default 1;\n"
             "                       its offset row in PostgreSQL is the\n"
             "                       truth)\n"
             "  --latency-producers N  producers during the latency run\n"
@@ -1349,6 +1370,7 @@ parse_args(int argc, char **argv, args *a)
         {"backlog", required_argument, 0, 'n'},
         {"batch", required_argument, 0, 'b'},
         {"ack-every", required_argument, 0, 'k'},
+        {"read-max", required_argument, 0, 'r'},
         {"latency-producers", required_argument, 0, 'l'},
         {"poll-ms", required_argument, 0, 'i'},
         {"pg-bin", required_argument, 0, 'g'},
@@ -1364,7 +1386,8 @@ parse_args(int argc, char **argv, args *a)
                 .nlevels = 3,
                 .lat_producers = 4,
                 .batch = 100,
-                .ack_every = 10,
+                .read_max = 1000,
+                .ack_every = 1,
                 .poll_ms = 100,
                 .pg_bin = "/usr/lib/postgresql/15/bin",
                 .phases = PH_ALL};
@@ -1383,6 +1406,8 @@ parse_args(int argc, char **argv, args *a)
             a->batch = atoi(optarg);
         } else if (ch == 'k') {
             a->ack_every = atoi(optarg);
+        } else if (ch == 'r') {
+            a->read_max = atoi(optarg);
         } else if (ch == 'l') {
             a->lat_producers = atoi(optarg);
         } else if (ch == 'i') {
@@ -1401,6 +1426,7 @@ parse_args(int argc, char **argv, args *a)
     if (optind < argc || a->nlevels < 1 || a->phases == 0 ||
         !in_range(a->seconds, 1, 600) || !in_range(a->backlog, 1, 10000000) ||
         !in_range(a->batch, 1, 1000) || !in_range(a->ack_every, 1, 100000) ||
+        !in_range(a->read_max, 1, 1000) ||
         !in_range(a->lat_producers, 1, MAX_PRODUCERS) ||
         !in_range(a->poll_ms, 1, 60000)) {
         fprintf(stderr, "bench_outbox: a value out of range (--producers "
