@@ -87,6 +87,48 @@ outbox_fetch(once_client *c, const char *method, const ProtobufCMessage *req,
     return ONCE_OK;
 }
 
+/* Packs msg and starts method as an async call (*f its future). */
+static int
+outbox_async(once_client *c, const char *method, bool mutating,
+             const ProtobufCMessage *msg, once_future **f, once_status *st)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    int rv;
+
+    if (buf == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "packing %s", method);
+    }
+    protobuf_c_message_pack(msg, buf);
+    rv =
+        once_call_async(c, method, mutating, NULL, buf, len, NULL, NULL, f, st);
+    free(buf);
+    return rv;
+}
+
+/* Waits for f, frees it, and unpacks its reply with desc into *out. */
+static int
+outbox_async_reply(once_future *f, const ProtobufCMessageDescriptor *desc,
+                   ProtobufCMessage **out, once_status *st)
+{
+    void *resp = NULL;
+    size_t rlen = 0;
+    int rv = once_wait(f, st);
+
+    if (rv == ONCE_OK) {
+        (void)once_future_response(f, &resp, &rlen);
+        if ((*out = protobuf_c_message_unpack(desc, NULL, rlen, resp)) ==
+            NULL) {
+            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                            "a reply is not a %s", desc->name);
+        }
+        once_free(resp);
+    }
+    once_future_free(f);
+    return rv;
+}
+
 static int
 names_ok(const char *topic, const char *consumer, once_status *st)
 {
@@ -179,50 +221,29 @@ outbox_read_start(once_client *c, const char *topic, const char *consumer,
                   once_future **f, once_status *st)
 {
     Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
-    size_t len;
-    uint8_t *buf;
     int rv = read_request(topic, consumer, after, max, wait_ms, f, &req, st);
 
     if (rv != ONCE_OK) {
         return rv;
     }
-    len = protobuf_c_message_get_packed_size(&req.base);
-    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "packing a Read");
-    }
-    protobuf_c_message_pack(&req.base, buf);
-    rv = once_call_async(c, OUTBOX_METHOD("Read"), false, NULL, buf, len, NULL,
-                         NULL, f, st);
-    free(buf);
-    return rv;
+    return outbox_async(c, OUTBOX_METHOD("Read"), false, &req.base, f, st);
 }
 
 int
 outbox_read_finish(once_future *f, once_outbox_batch **out, once_status *st)
 {
-    void *resp = NULL;
-    size_t rlen = 0;
     ProtobufCMessage *m = NULL;
-    int rv = once_wait(f, st);
+    int rv = outbox_async_reply(f, &once__v1__outbox_read_response__descriptor,
+                                &m, st);
 
-    if (rv == ONCE_OK) {
-        (void)once_future_response(f, &resp, &rlen);
-        m = protobuf_c_message_unpack(
-            &once__v1__outbox_read_response__descriptor, NULL, rlen, resp);
-        once_free(resp);
-        if (m == NULL) {
-            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
-                            "the reply of Read is not an OutboxReadResponse");
-        } else if ((*out = malloc(sizeof(**out))) == NULL) {
-            protobuf_c_message_free_unpacked(m, NULL);
-            rv = status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                            "a batch of events");
-        } else {
-            (*out)->h.m = m;
-        }
+    if (rv == ONCE_OK && (*out = malloc(sizeof(**out))) == NULL) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "a batch of events");
     }
-    once_future_free(f);
+    if (rv == ONCE_OK) {
+        (*out)->h.m = m;
+    }
     return rv;
 }
 
@@ -283,6 +304,23 @@ once_outbox_batch_free(once_outbox_batch *b)
     }
 }
 
+/* The Ack request of the arguments into *req (pointers are the
+ * caller's), or a bad-argument status. */
+static int
+ack_request(const char *topic, const char *consumer, uint64_t offset,
+            Once__V1__OutboxAckRequest *req, once_status *st)
+{
+    int rv;
+
+    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+        return rv;
+    }
+    req->topic = (char *)topic;
+    req->consumer = (char *)consumer;
+    req->offset = offset;
+    return ONCE_OK;
+}
+
 int
 once_outbox_ack(once_client *c, const char *topic, const char *consumer,
                 uint64_t offset, once_rpc_id *id, uint64_t *acked,
@@ -292,12 +330,9 @@ once_outbox_ack(once_client *c, const char *topic, const char *consumer,
     ProtobufCMessage *m = NULL;
     int rv;
 
-    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+    if ((rv = ack_request(topic, consumer, offset, &req, st)) != ONCE_OK) {
         return rv;
     }
-    req.topic = (char *)topic;
-    req.consumer = (char *)consumer;
-    req.offset = offset;
     rv = outbox_call(c, OUTBOX_METHOD("Ack"), true, id, &req.base,
                      &once__v1__outbox_ack_response__descriptor, &m, st);
     if (rv == ONCE_OK && acked != NULL) {
@@ -314,49 +349,25 @@ outbox_ack_start(once_client *c, const char *topic, const char *consumer,
                  uint64_t offset, once_future **f, once_status *st)
 {
     Once__V1__OutboxAckRequest req = ONCE__V1__OUTBOX_ACK_REQUEST__INIT;
-    size_t len;
-    uint8_t *buf;
     int rv;
 
-    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+    if ((rv = ack_request(topic, consumer, offset, &req, st)) != ONCE_OK) {
         return rv;
     }
-    req.topic = (char *)topic;
-    req.consumer = (char *)consumer;
-    req.offset = offset;
-    len = protobuf_c_message_get_packed_size(&req.base);
-    if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
-        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
-                          "packing an Ack");
-    }
-    protobuf_c_message_pack(&req.base, buf);
-    rv = once_call_async(c, OUTBOX_METHOD("Ack"), true, NULL, buf, len, NULL,
-                         NULL, f, st);
-    free(buf);
-    return rv;
+    return outbox_async(c, OUTBOX_METHOD("Ack"), true, &req.base, f, st);
 }
 
 int
 outbox_ack_finish(once_future *f, uint64_t *acked, once_status *st)
 {
-    void *resp = NULL;
-    size_t rlen = 0;
-    Once__V1__OutboxAckResponse *m;
-    int rv = once_wait(f, st);
+    ProtobufCMessage *m = NULL;
+    int rv = outbox_async_reply(f, &once__v1__outbox_ack_response__descriptor,
+                                &m, st);
 
     if (rv == ONCE_OK) {
-        (void)once_future_response(f, &resp, &rlen);
-        m = once__v1__outbox_ack_response__unpack(NULL, rlen, resp);
-        once_free(resp);
-        if (m == NULL) {
-            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
-                            "the reply of Ack is not an OutboxAckResponse");
-        } else {
-            *acked = m->acked;
-            once__v1__outbox_ack_response__free_unpacked(m, NULL);
-        }
+        *acked = ((Once__V1__OutboxAckResponse *)m)->acked;
+        protobuf_c_message_free_unpacked(m, NULL);
     }
-    once_future_free(f);
     return rv;
 }
 
