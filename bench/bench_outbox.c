@@ -98,6 +98,8 @@ typedef struct args {
     int nlevels;
     int lat_producers;
     int batch;
+    int read_max;  /* the delivering consumer's Reads (batch: its commits) */
+    int ack_every; /* its Acks: every so many Reads */
     int poll_ms;
     const char *pg_bin;
     const char *csv;
@@ -354,8 +356,28 @@ typedef struct cons {
     atomic_llong deadline_ns;
     sink k;
     uint64_t reads, acked;
+    uint32_t ack_every; /* the product loop (cons_apply_run): its option */
+    uint32_t read_max;  /* its Reads' size (batch: its transactions') */
+    uint64_t *staged;   /* its batch's event ids, until batch_done */
+    size_t nstaged;
+    uint64_t first; /* the offset of staged[0] */
     char err[PG_ERR_LEN];
 } cons;
+
+/* The event id and the producer's stamp of ev's payload. */
+static uint64_t
+cons_parse(const once_outbox_event *ev, int64_t *stamp)
+{
+    char text[PAYLOAD_MAX] = "";
+    char *end;
+    uint64_t id;
+
+    memcpy(text, ev->payload,
+           ev->payload_len < PAYLOAD_MAX ? ev->payload_len : PAYLOAD_MAX - 1);
+    id = strtoull(text, &end, 10);
+    *stamp = strtoll(end, NULL, 10);
+    return id;
+}
 
 /* The batch's events into k (and PostgreSQL when c->apply), in order. */
 static int
@@ -371,15 +393,10 @@ cons_batch(cons *c, once_outbox_batch *bt, uint64_t *last)
     }
     for (size_t i = 0; i < n; i++) {
         once_outbox_event ev;
-        char text[PAYLOAD_MAX] = "";
-        char *end;
         int64_t stamp;
 
         once_outbox_batch_at(bt, i, &ev);
-        memcpy(text, ev.payload,
-               ev.payload_len < PAYLOAD_MAX ? ev.payload_len : PAYLOAD_MAX - 1);
-        evs[i] = strtoull(text, &end, 10);
-        stamp = strtoll(end, NULL, 10);
+        evs[i] = cons_parse(&ev, &stamp);
         first = i == 0 ? ev.offset : first;
         *last = ev.offset;
         sink_take(&c->k, evs[i], stamp);
@@ -430,6 +447,89 @@ cons_thread(void *arg)
     }
     once_client_close(oc);
     return NULL;
+}
+
+/* The staged events' PostgreSQL transaction: the events and the
+ * offset of the last (obpg_apply); ONCE_CONSUMER_NEXT or -1. */
+static int
+cons_apply_staged(cons *c)
+{
+    size_t n = c->nstaged;
+
+    c->nstaged = 0;
+    atomic_fetch_add(&c->b->progress, n);
+    if (n == 0) {
+        return ONCE_CONSUMER_NEXT;
+    }
+    return obpg_apply(c->apply, c->name, c->first, c->staged, n, c->err) == 0
+               ? ONCE_CONSUMER_NEXT
+               : -1;
+}
+
+/* libonce's receiver loop (once_consumer_run_opts), one event: staged,
+ * and every c->batch events one PostgreSQL transaction; STOP at stop_at,
+ * -2 past the deadline (not applied). */
+static int
+cons_apply_event(void *arg, const once_outbox_event *ev)
+{
+    cons *c = arg;
+    int64_t stamp;
+
+    if (bench_now_ns() >= atomic_load(&c->deadline_ns)) {
+        snprintf(c->err, sizeof(c->err), "drain deadline");
+        return -2;
+    }
+    if (c->nstaged == 0) {
+        c->first = ev->offset;
+    }
+    c->staged[c->nstaged] = cons_parse(ev, &stamp);
+    sink_take(&c->k, c->staged[c->nstaged++], stamp);
+    if (c->nstaged == c->batch && cons_apply_staged(c) != ONCE_CONSUMER_NEXT) {
+        return -1;
+    }
+    return ev->offset >= atomic_load(&c->stop_at) ? ONCE_CONSUMER_STOP
+                                                  : ONCE_CONSUMER_NEXT;
+}
+
+/* The end of a Read's events: the rest of them in one transaction. */
+static int
+cons_apply_batch(void *arg, uint64_t last)
+{
+    (void)last;
+    return cons_apply_staged(arg);
+}
+
+/*
+ * The delivering consumer into PostgreSQL through libonce's loop: Reads
+ * of c->read_max events, one PostgreSQL transaction of c->batch events
+ * (with its offset row) at a time, the next Read sent while they commit,
+ * an Ack every c->ack_every Reads (sent while the next ones commit).
+ */
+static void
+cons_apply_run(cons *c)
+{
+    once_client *oc = client_open(c->b, false, c->err);
+    once_consumer_options o;
+    once_status st;
+    int rv;
+
+    if (oc == NULL ||
+        (c->staged = malloc(sizeof(*c->staged) * c->batch)) == NULL) {
+        once_client_close(oc);
+        return;
+    }
+    once_consumer_options_init(&o);
+    o.max = c->read_max;
+    o.wait_ms = LONGPOLL_MS;
+    o.ack_every = c->ack_every;
+    o.batch_done = cons_apply_batch;
+    rv = once_consumer_run_opts(oc, c->topic, c->name, &o, cons_apply_event, c,
+                                &st);
+    if (rv > 0) {
+        say(c->err, rv, &st);
+    }
+    free(c->staged);
+    once_client_close(oc);
 }
 
 static int
@@ -558,7 +658,7 @@ check_head(bench *b, const char *what, const char *topic, const tally *want)
 
 typedef struct results {
     tally prod[2][MAX_LEVELS];
-    tally apply[2], noop, lat[2];
+    tally apply[2], apply_serial, noop, lat[2];
     double cpu_quiet, cpu_poll; /* onced's CPU, ms per s */
     uint64_t poll_reads;
     uint64_t fs_reads, fs_idle; /* fsyncs over the Reads, the same time idle */
@@ -656,17 +756,21 @@ fill_s(const args *a)
     return 60 + a->backlog / 500;
 }
 
-/* One consumer of the backlog, timed, in this thread. */
+/* One consumer of the backlog, timed, in this thread: libonce's loop
+ * with Acks every ack_every batches (cons_apply_run), or with ack_every 0
+ * the bench's own Read, apply, Ack in turn (cons_thread). */
 static tally
 consume_backlog(bench *b, const char *name, uint32_t batch, PGconn *apply,
-                const tally *fill)
+                uint32_t ack_every, const tally *fill)
 {
     cons c = {.b = b,
               .topic = "backlog",
               .name = name,
               .batch = batch,
               .wait_ms = LONGPOLL_MS,
-              .apply = apply};
+              .apply = apply,
+              .ack_every = ack_every,
+              .read_max = (uint32_t)b->a.read_max};
     int64_t t0 = bench_now_ns();
     tally t = {0};
 
@@ -676,7 +780,11 @@ consume_backlog(bench *b, const char *name, uint32_t batch, PGconn *apply,
     }
     atomic_store(&c.stop_at, fill->n);
     atomic_store(&c.deadline_ns, drain_deadline(b));
-    cons_thread(&c);
+    if (ack_every > 0) {
+        cons_apply_run(&c);
+    } else {
+        cons_thread(&c);
+    }
     if (c.err[0] != '\0') {
         fprintf(stderr, "bench_outbox: consumer %s: %s\n", name, c.err);
     }
@@ -698,6 +806,7 @@ phase_delivering_once(bench *b, results *r, int np)
     tally fill;
 
     if (subscribe(b, "backlog", "apply") != 0 ||
+        subscribe(b, "backlog", "serial") != 0 ||
         subscribe(b, "backlog", "noop") != 0 ||
         (pc = obpg_connect(&b->pg, err)) == NULL) {
         b->ok = false;
@@ -708,14 +817,24 @@ phase_delivering_once(bench *b, results *r, int np)
             b->a.backlog);
     fill = produce(b, SYS_ONCE, "backlog", np, fill_s(&b->a), b->a.backlog);
     pg_sql(b, "TRUNCATE target");
+    atomic_store(&b->step, "once -> PostgreSQL, Read-commit-Ack in turn");
+    fprintf(stderr, "bench_outbox: delivering, once -> PostgreSQL, Read, "
+                    "commit, Ack in turn\n");
+    r->apply_serial =
+        consume_backlog(b, "serial", (uint32_t)b->a.batch, pc, 0, &fill);
+    check_table(b, "delivering once in turn -> PostgreSQL", "target", &fill);
+    pg_sql(b, "TRUNCATE target");
     atomic_store(&b->step, "once -> PostgreSQL");
-    fprintf(stderr, "bench_outbox: delivering, once -> PostgreSQL\n");
-    r->apply[SYS_ONCE] =
-        consume_backlog(b, "apply", (uint32_t)b->a.batch, pc, &fill);
+    fprintf(stderr,
+            "bench_outbox: delivering, once -> PostgreSQL (libonce's loop, "
+            "Reads of %d, an Ack every %d Reads)\n",
+            b->a.read_max, b->a.ack_every);
+    r->apply[SYS_ONCE] = consume_backlog(b, "apply", (uint32_t)b->a.batch, pc,
+                                         (uint32_t)b->a.ack_every, &fill);
     check_table(b, "delivering once -> PostgreSQL", "target", &fill);
     atomic_store(&b->step, "once -> no-op");
     fprintf(stderr, "bench_outbox: delivering, once -> no-op\n");
-    r->noop = consume_backlog(b, "noop", NOOP_BATCH, NULL, &fill);
+    r->noop = consume_backlog(b, "noop", NOOP_BATCH, NULL, 0, &fill);
     check(b, "delivering once -> no-op", r->noop.n, r->noop.distinct,
           r->noop.sum, &fill);
     PQfinish(pc);
@@ -969,6 +1088,8 @@ rows_delivering(const bench *b, const results *r, report *rp)
     report_add(rp, "delivering into PostgreSQL (ev/s)",
                r->apply[SYS_ONCE].per_s, r->apply[SYS_PG].per_s, T_RATIO_MIN,
                1.0, "x");
+    report_add(rp, "  (Read, commit, Ack in turn)", r->apply_serial.per_s,
+               r->apply[SYS_PG].per_s, T_NONE, 0, "");
     report_add(rp, "delivering into a no-op (ev/s)", r->noop.per_s, -1,
                T_ONCE_MIN, 50000, "/s");
 }
@@ -1062,7 +1183,7 @@ phase_bounds(const args *a)
     int64_t s = a->seconds, drain = drain_deadline_s(a);
 
     phases[0].bound_s = a->nlevels * (2 * s + 4 * CALL_SLACK_S);
-    phases[1].bound_s = 2 * fill_s(a) + 3 * drain + 6 * CALL_SLACK_S;
+    phases[1].bound_s = 2 * fill_s(a) + 4 * drain + 7 * CALL_SLACK_S;
     phases[2].bound_s = 2 * (s + DRAIN_MS / 1000 + 2 * CALL_SLACK_S);
     phases[3].bound_s = SETTLE_S + 3 * s + 4 * CALL_SLACK_S;
     phases[4].bound_s = FILL_FS_S + SETTLE_S + 4 * CALL_SLACK_S;
@@ -1184,6 +1305,12 @@ usage(FILE *out)
             "  --backlog N          events to deliver (default 100000)\n"
             "  --batch N            events per delivering transaction\n"
             "                       (default 100, at most 1000)\n"
+            "  --read-max N         the delivering consumer (libonce's\n"
+            "                       loop) Reads N events (default 1000) and\n"
+            "                       commits them --batch at a time\n"
+            "  --ack-every K        ... and Acks every K Reads (default 1;\n"
+            "                       its offset row in PostgreSQL is the\n"
+            "                       truth)\n"
             "  --latency-producers N  producers during the latency run\n"
             "                       (default 4)\n"
             "  --poll-ms X          the dispatcher's poll interval when its\n"
@@ -1242,6 +1369,8 @@ parse_args(int argc, char **argv, args *a)
         {"producers", required_argument, 0, 'p'},
         {"backlog", required_argument, 0, 'n'},
         {"batch", required_argument, 0, 'b'},
+        {"ack-every", required_argument, 0, 'k'},
+        {"read-max", required_argument, 0, 'r'},
         {"latency-producers", required_argument, 0, 'l'},
         {"poll-ms", required_argument, 0, 'i'},
         {"pg-bin", required_argument, 0, 'g'},
@@ -1257,6 +1386,8 @@ parse_args(int argc, char **argv, args *a)
                 .nlevels = 3,
                 .lat_producers = 4,
                 .batch = 100,
+                .read_max = 1000,
+                .ack_every = 1,
                 .poll_ms = 100,
                 .pg_bin = "/usr/lib/postgresql/15/bin",
                 .phases = PH_ALL};
@@ -1273,6 +1404,10 @@ parse_args(int argc, char **argv, args *a)
             a->backlog = atoi(optarg);
         } else if (ch == 'b') {
             a->batch = atoi(optarg);
+        } else if (ch == 'k') {
+            a->ack_every = atoi(optarg);
+        } else if (ch == 'r') {
+            a->read_max = atoi(optarg);
         } else if (ch == 'l') {
             a->lat_producers = atoi(optarg);
         } else if (ch == 'i') {
@@ -1290,7 +1425,8 @@ parse_args(int argc, char **argv, args *a)
     }
     if (optind < argc || a->nlevels < 1 || a->phases == 0 ||
         !in_range(a->seconds, 1, 600) || !in_range(a->backlog, 1, 10000000) ||
-        !in_range(a->batch, 1, 1000) ||
+        !in_range(a->batch, 1, 1000) || !in_range(a->ack_every, 1, 100000) ||
+        !in_range(a->read_max, 1, 1000) ||
         !in_range(a->lat_producers, 1, MAX_PRODUCERS) ||
         !in_range(a->poll_ms, 1, 60000)) {
         fprintf(stderr, "bench_outbox: a value out of range (--producers "

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/outbox_impl.h"
 #include "client/status.h"
 #include "proto/outbox.pb-c.h"
 #include <once/outbox.h>
@@ -86,6 +87,48 @@ outbox_fetch(once_client *c, const char *method, const ProtobufCMessage *req,
     return ONCE_OK;
 }
 
+/* Packs msg and starts method as an async call (*f its future). */
+static int
+outbox_async(once_client *c, const char *method, bool mutating,
+             const ProtobufCMessage *msg, once_future **f, once_status *st)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    int rv;
+
+    if (buf == NULL) {
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "packing %s", method);
+    }
+    protobuf_c_message_pack(msg, buf);
+    rv =
+        once_call_async(c, method, mutating, NULL, buf, len, NULL, NULL, f, st);
+    free(buf);
+    return rv;
+}
+
+/* Waits for f, frees it, and unpacks its reply with desc into *out. */
+static int
+outbox_async_reply(once_future *f, const ProtobufCMessageDescriptor *desc,
+                   ProtobufCMessage **out, once_status *st)
+{
+    void *resp = NULL;
+    size_t rlen = 0;
+    int rv = once_wait(f, st);
+
+    if (rv == ONCE_OK) {
+        (void)once_future_response(f, &resp, &rlen);
+        if ((*out = protobuf_c_message_unpack(desc, NULL, rlen, resp)) ==
+            NULL) {
+            rv = status_set(st, ONCE_INTERNAL, ONCE_REASON_BAD_RESPONSE,
+                            "a reply is not a %s", desc->name);
+        }
+        once_free(resp);
+    }
+    once_future_free(f);
+    return rv;
+}
+
 static int
 names_ok(const char *topic, const char *consumer, once_status *st)
 {
@@ -121,13 +164,13 @@ once_outbox_subscribe(once_client *c, const char *topic, const char *consumer,
     return rv;
 }
 
-int
-once_outbox_read(once_client *c, const char *topic, const char *consumer,
-                 uint32_t max, uint64_t wait_ms, once_outbox_batch **out,
-                 once_status *st)
+/* The Read request of the arguments into *req (pointers are the
+ * caller's), or a bad-argument status. */
+static int
+read_request(const char *topic, const char *consumer, uint64_t after,
+             uint32_t max, uint64_t wait_ms, void *out,
+             Once__V1__OutboxReadRequest *req, once_status *st)
 {
-    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
-    void *h = NULL;
     int rv;
 
     if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
@@ -137,14 +180,70 @@ once_outbox_read(once_client *c, const char *topic, const char *consumer,
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "out is required");
     }
-    req.topic = (char *)topic;
-    req.consumer = (char *)consumer;
-    req.max_events = max;
-    req.max_wait_ms = wait_ms;
+    req->topic = (char *)topic;
+    req->consumer = (char *)consumer;
+    req->max_events = max;
+    req->max_wait_ms = wait_ms;
+    req->after = after;
+    return ONCE_OK;
+}
+
+int
+once_outbox_read_after(once_client *c, const char *topic, const char *consumer,
+                       uint64_t after, uint32_t max, uint64_t wait_ms,
+                       once_outbox_batch **out, once_status *st)
+{
+    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
+    void *h = NULL;
+    int rv = read_request(topic, consumer, after, max, wait_ms, out, &req, st);
+
+    if (rv != ONCE_OK) {
+        return rv;
+    }
     rv = outbox_fetch(c, OUTBOX_METHOD("Read"), &req.base,
                       &once__v1__outbox_read_response__descriptor,
                       sizeof(**out), "a batch of events", &h, st);
     *out = h;
+    return rv;
+}
+
+int
+once_outbox_read(once_client *c, const char *topic, const char *consumer,
+                 uint32_t max, uint64_t wait_ms, once_outbox_batch **out,
+                 once_status *st)
+{
+    return once_outbox_read_after(c, topic, consumer, 0, max, wait_ms, out, st);
+}
+
+int
+outbox_read_start(once_client *c, const char *topic, const char *consumer,
+                  uint64_t after, uint32_t max, uint64_t wait_ms,
+                  once_future **f, once_status *st)
+{
+    Once__V1__OutboxReadRequest req = ONCE__V1__OUTBOX_READ_REQUEST__INIT;
+    int rv = read_request(topic, consumer, after, max, wait_ms, f, &req, st);
+
+    if (rv != ONCE_OK) {
+        return rv;
+    }
+    return outbox_async(c, OUTBOX_METHOD("Read"), false, &req.base, f, st);
+}
+
+int
+outbox_read_finish(once_future *f, once_outbox_batch **out, once_status *st)
+{
+    ProtobufCMessage *m = NULL;
+    int rv = outbox_async_reply(f, &once__v1__outbox_read_response__descriptor,
+                                &m, st);
+
+    if (rv == ONCE_OK && (*out = malloc(sizeof(**out))) == NULL) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
+                          "a batch of events");
+    }
+    if (rv == ONCE_OK) {
+        (*out)->h.m = m;
+    }
     return rv;
 }
 
@@ -205,6 +304,23 @@ once_outbox_batch_free(once_outbox_batch *b)
     }
 }
 
+/* The Ack request of the arguments into *req (pointers are the
+ * caller's), or a bad-argument status. */
+static int
+ack_request(const char *topic, const char *consumer, uint64_t offset,
+            Once__V1__OutboxAckRequest *req, once_status *st)
+{
+    int rv;
+
+    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+        return rv;
+    }
+    req->topic = (char *)topic;
+    req->consumer = (char *)consumer;
+    req->offset = offset;
+    return ONCE_OK;
+}
+
 int
 once_outbox_ack(once_client *c, const char *topic, const char *consumer,
                 uint64_t offset, once_rpc_id *id, uint64_t *acked,
@@ -214,18 +330,42 @@ once_outbox_ack(once_client *c, const char *topic, const char *consumer,
     ProtobufCMessage *m = NULL;
     int rv;
 
-    if ((rv = names_ok(topic, consumer, st)) != ONCE_OK) {
+    if ((rv = ack_request(topic, consumer, offset, &req, st)) != ONCE_OK) {
         return rv;
     }
-    req.topic = (char *)topic;
-    req.consumer = (char *)consumer;
-    req.offset = offset;
     rv = outbox_call(c, OUTBOX_METHOD("Ack"), true, id, &req.base,
                      &once__v1__outbox_ack_response__descriptor, &m, st);
     if (rv == ONCE_OK && acked != NULL) {
         *acked = ((Once__V1__OutboxAckResponse *)m)->acked;
     }
     if (m != NULL) {
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    return rv;
+}
+
+int
+outbox_ack_start(once_client *c, const char *topic, const char *consumer,
+                 uint64_t offset, once_future **f, once_status *st)
+{
+    Once__V1__OutboxAckRequest req = ONCE__V1__OUTBOX_ACK_REQUEST__INIT;
+    int rv;
+
+    if ((rv = ack_request(topic, consumer, offset, &req, st)) != ONCE_OK) {
+        return rv;
+    }
+    return outbox_async(c, OUTBOX_METHOD("Ack"), true, &req.base, f, st);
+}
+
+int
+outbox_ack_finish(once_future *f, uint64_t *acked, once_status *st)
+{
+    ProtobufCMessage *m = NULL;
+    int rv = outbox_async_reply(f, &once__v1__outbox_ack_response__descriptor,
+                                &m, st);
+
+    if (rv == ONCE_OK) {
+        *acked = ((Once__V1__OutboxAckResponse *)m)->acked;
         protobuf_c_message_free_unpacked(m, NULL);
     }
     return rv;

@@ -213,7 +213,8 @@ def receive(a: argparse.Namespace, dsn: str) -> None:
                 print(f"billing: offsets ..{b.last}: {n} grants billed "
                       f"(low water {b.low_water})", flush=True)
 
-            done = cons.run_batches(on_batch, idle_exit=a.idle_exit)
+            done = cons.run_batches(on_batch, idle_exit=a.idle_exit,
+                                    ack_every=a.ack_every)
             print(f"billing: idle, done up to offset {done}", flush=True)
     finally:
         db.close()
@@ -253,6 +254,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-events", type=int, default=100)
     p.add_argument("--wait-ms", type=int, default=1000,
                    help="long-poll of each Read (default %(default)s)")
+    p.add_argument("--ack-every", type=int, default=1,
+                   help="Ack onced every this many batches (default "
+                   "%(default)s): the offset row is the truth, so a late "
+                   "Ack only means events read again and skipped")
     p.add_argument("--offset-after-effect", action="store_true",
                    help="the BROKEN receiver: offset in a second "
                    "transaction (bills twice after a crash between them)")

@@ -2,9 +2,10 @@
  * read.c — Outbox.Read: the events after a consumer's cursor, in offset
  * order (outbox_read).
  *
- * Owns where a read starts (past the cursor, never below the low-water
- * mark) and how much one reply holds (max_events, OUTBOX_READ_BYTES, one
- * event whatever its size).
+ * Owns where a read starts (past the cursor, or past the request's
+ * `after` when that is higher; never below the low-water mark) and how
+ * much one reply holds (max_events, OUTBOX_READ_BYTES, one event
+ * whatever its size).
  * Invariant: stages nothing; the cursor moves only by Ack.
  * Never: waits (server/svc_outbox.c parks a long-poll outside the
  * executor's work).
@@ -50,7 +51,7 @@ outbox_read(store_txn *txn, const Once__V1__OutboxReadRequest *r,
     read_ctx x = {resp, r->max_events, 0};
     outbox_topic t;
     outbox_key from, pre;
-    uint64_t acked;
+    uint64_t acked, start;
     int rv;
 
     o->code = ONCE__V1__CODE__OK;
@@ -68,14 +69,15 @@ outbox_read(store_txn *txn, const Once__V1__OutboxReadRequest *r,
     resp->acked = acked;
     resp->head = t.head;
     resp->low_water = t.low;
-    if (acked >= t.head) {
+    start = acked > r->after ? acked : r->after; /* the last one not read */
+    if (start >= t.head) {
         return 0;
     }
+    start = start + 1 > t.low ? start + 1 : t.low;
     if ((resp->events = calloc(x.max, sizeof(*resp->events))) == NULL) {
         return o->err = ENOMEM;
     }
-    if ((rv = outbox_key_event(&from, r->topic,
-                               acked + 1 > t.low ? acked + 1 : t.low)) != 0) {
+    if ((rv = outbox_key_event(&from, r->topic, start)) != 0) {
         return o->err = rv;
     }
     if ((rv = outbox_key_events(&pre, r->topic)) == 0) {

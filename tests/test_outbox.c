@@ -589,6 +589,26 @@ seen_one(void *arg, const once_outbox_event *ev)
     return ev->offset == s->stop_at ? ONCE_CONSUMER_STOP : ONCE_CONSUMER_NEXT;
 }
 
+/* once_outbox_read_after(after) of "rc"/"loop" gives n events from
+ * offset first on. */
+static void
+read_after_is(once_client *c, uint64_t after, uint64_t first, size_t n)
+{
+    once_outbox_batch *b = NULL;
+    once_outbox_event ev;
+    once_status st;
+
+    assert_int_equal(
+        once_outbox_read_after(c, "rc", "loop", after, 100, 0, &b, &st),
+        ONCE_OK);
+    assert_int_equal(once_outbox_batch_count(b), n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(once_outbox_batch_at(b, i, &ev), ONCE_OK);
+        assert_int_equal(ev.offset, first + i);
+    }
+    once_outbox_batch_free(b);
+}
+
 static void
 t_consumer(void **state)
 {
@@ -622,6 +642,14 @@ t_consumer(void **state)
     assert_int_equal(rr->head, 5);
     assert_int_equal(rr->n_events, 0);
     once__v1__outbox_read_response__free_unpacked(rr, NULL);
+    for (uint64_t q = 7; q <= 9; q++) {
+        produce(h, cid, q, "rc", "rck", "v", 1, CALL_MS, &r);
+        ok(&r);
+    }
+    /* Read's after: past max(cursor 5, after). */
+    read_after_is(c, 6, 7, 2);
+    read_after_is(c, 2, 6, 3);
+    read_after_is(c, 100, 0, 0);
     once_client_close(c);
 }
 

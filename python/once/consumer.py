@@ -201,8 +201,10 @@ class Consumer:
     def read(self, max_events: Optional[int] = None,
              wait_ms: Optional[int] = None) -> Batch:
         """Events after the cursor in offset order (reading does not move
-        the cursor), less those at or below :attr:`after`; waits up to
-        wait_ms (default: the Consumer's) when there is none."""
+        the cursor), less those at or below :attr:`after` (onced starts
+        the Read past them; an onced older than Read's ``after`` sends
+        them and they are dropped here); waits up to wait_ms (default:
+        the Consumer's) when there is none."""
         mx = c_uint("max_events", self.max_events if max_events is None
                     else max_events, 32)
         wait = c_uint("wait_ms", self.wait_ms if wait_ms is None else wait_ms,
@@ -211,8 +213,10 @@ class Consumer:
         st = _lib.once_status()
         h = self.client._enter()
         try:
-            rv = _lib.lib.once_outbox_read(h, self._topic_b, self._name_b, mx,
-                                           wait, byref(b), byref(st))
+            rv = _lib.lib.once_outbox_read_after(h, self._topic_b,
+                                                 self._name_b, self._after,
+                                                 mx, wait, byref(b),
+                                                 byref(st))
         finally:
             self.client._leave()
         if rv != 0:
@@ -299,44 +303,99 @@ class Consumer:
                     time.monotonic() - quiet_since >= idle_exit:
                 return
 
+    def _acks(self, ack_every: int, ack_interval: Optional[float]
+              ) -> "_DeferredAcks":
+        if ack_every < 1:
+            raise ValueError("ack_every must be at least 1")
+        return _DeferredAcks(self, ack_every, ack_interval)
+
     def run_batches(self, fn: Callable[[Batch], Any], *,
-                    idle_exit: Optional[float] = None) -> int:
+                    idle_exit: Optional[float] = None, ack_every: int = 1,
+                    ack_interval: Optional[float] = None) -> int:
         """For each batch: fn(batch) applies it all (one transaction of the
         receiver's, with batch.last as its stored offset), then the batch
-        is acknowledged. fn returning Consumer.STOP ends the loop after
+        is acknowledged — every ack_every batches (1: each), or once
+        ack_interval seconds passed since the oldest one not acknowledged,
+        or when the loop caught up with the topic's head or ends. Above 1,
+        what was applied and not acknowledged comes again after a crash
+        (at most ack_every batches): only for a receiver that stores its
+        offset with its effect and resumes after it (pattern 1; the Reads
+        in between start past :attr:`after`, so nothing is read twice
+        within one run). fn returning Consumer.STOP ends the loop after
         that. An exception from fn acknowledges nothing of that batch and
         goes up. Returns :attr:`after`."""
-        for b in self.batches(idle_exit=idle_exit):
-            step = fn(b)
-            self._after = b.last
-            self._ack_lazily(b.last)
-            if step == self.STOP:
-                break
+        acks = self._acks(ack_every, ack_interval)
+        try:
+            for b in self.batches(idle_exit=idle_exit):
+                step = fn(b)
+                self._after = b.last
+                acks.applied(b)
+                if step == self.STOP:
+                    break
+        finally:
+            acks.flush()
         return self._after
 
     def run(self, fn: Callable[[Event], Any], *,
-            idle_exit: Optional[float] = None) -> int:
+            idle_exit: Optional[float] = None, ack_every: int = 1,
+            ack_interval: Optional[float] = None) -> int:
         """The receiver loop (once_consumer_run): subscribes, reads, hands
         each event to fn in offset order and acknowledges exactly the
-        events fn returned from. fn answers None or Consumer.NEXT (applied,
-        go on) or Consumer.STOP (applied: acknowledge and return); an
-        exception means not applied: the events before it are
+        events fn returned from (when, as :meth:`run_batches` says for
+        ack_every and ack_interval). fn answers None or Consumer.NEXT
+        (applied, go on) or Consumer.STOP (applied: acknowledge and
+        return); an exception means not applied: the events before it are
         acknowledged and the exception goes up (that event comes again).
         Returns when fn says STOP or no event came for idle_exit seconds;
         returns :attr:`after`."""
-        for b in self.batches(idle_exit=idle_exit):
-            step = None
-            try:
-                for ev in b:
-                    step = fn(ev)
-                    self._after = ev.offset
-                    if step == self.STOP:
-                        break
-                else:
-                    self._after = b.last
-            finally:
-                if self._after > b.acked:
-                    self._ack_lazily(self._after)
-            if step == self.STOP:
-                break
+        acks = self._acks(ack_every, ack_interval)
+        try:
+            for b in self.batches(idle_exit=idle_exit):
+                step = None
+                try:
+                    for ev in b:
+                        step = fn(ev)
+                        self._after = ev.offset
+                        if step == self.STOP:
+                            break
+                    else:
+                        self._after = b.last
+                finally:
+                    acks.applied(b)
+                if step == self.STOP:
+                    break
+        finally:
+            acks.flush()
         return self._after
+
+
+class _DeferredAcks:
+    """When a loop acknowledges what its receiver applied (up to the
+    Consumer's ``after``): every ack_every batches, after ack_interval
+    seconds, when caught up with the head, and at the end."""
+
+    def __init__(self, cons: Consumer, every: int,
+                 interval: Optional[float]) -> None:
+        self.cons = cons
+        self.every = every
+        self.interval = interval
+        self.acked = 0  # the highest offset this loop acknowledged
+        self.batches = 0  # applied since then
+        self.oldest = 0.0  # when the first of them was applied
+
+    def applied(self, b: Batch) -> None:
+        if self.cons.after <= max(self.acked, b.acked):
+            return
+        if self.batches == 0:
+            self.oldest = time.monotonic()
+        self.batches += 1
+        if (self.batches >= self.every or self.cons.after >= b.head or
+                (self.interval is not None and
+                 time.monotonic() - self.oldest >= self.interval)):
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batches > 0 and self.cons.after > self.acked:
+            self.cons._ack_lazily(self.cons.after)
+            self.acked = self.cons.after
+        self.batches = 0

@@ -58,9 +58,11 @@ BROKEN = os.environ.get("ONCE_BILLING_BROKEN") == "1"
 class Receiver:
     """examples/billing_receiver.py as a child process."""
 
-    def __init__(self, url: str, dsn: str, log: Path) -> None:
+    def __init__(self, url: str, dsn: str, log: Path,
+                 rnd: random.Random) -> None:
         self.args = [sys.executable, str(EXAMPLE), "--server", url, "--dsn",
                      dsn, "--wait-ms", "200", "--max-events", "50"]
+        self.rnd = rnd
         if BROKEN:
             self.args.append("--offset-after-effect")
         self.log = log
@@ -69,8 +71,15 @@ class Receiver:
         self.env.setdefault("PYTHONPATH", str(BUILD / "python"))
 
     def start(self) -> None:
+        # Acks after each batch or deferred (every 4: the offset row is
+        # the truth, what was not acknowledged comes again and is skipped).
+        ack_every = self.rnd.choice((1, 4))
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.args, stdout=out,
+            out.write(f"-- start, --ack-every {ack_every}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(self.args +
+                                         ["--ack-every", str(ack_every)],
+                                         stdout=out,
                                          stderr=subprocess.STDOUT,
                                          env=self.env)
 
@@ -201,7 +210,7 @@ def test_billing_exactly_once_through_kills(onced_factory, proxy_factory):
                               "--seed", str(seed)])
         producers = Producers(p.url, 4, seed)
         producers.start(p)
-        receiver = Receiver(p.url, dsn, pg_dir / "receiver.log")
+        receiver = Receiver(p.url, dsn, pg_dir / "receiver.log", rnd)
         receiver.start()
         # RECEIVER_KILLS kills of the receiver and, at a random one of
         # the rounds between, one of onced (under the running receiver and

@@ -3,7 +3,9 @@ Txn emits come back in offset order with their stable ids, method, time
 and payload; Read does not move the cursor and Ack does; the run loop
 acknowledges exactly the events its callback returned from (an exception
 leaves that event to come again); resume(offset) skips what a receiver
-stored as applied and moves the cursor there; the system topic carries
+stored as applied and moves the cursor there; run_batches with
+ack_every acknowledges every so many batches and when caught up, reading
+past what it applied in between; the system topic carries
 grant.finished with the grant; refusals are the typed exceptions of the
 reasons table; low_water rises once every consumer acknowledged and the
 collector passed."""
@@ -119,11 +121,34 @@ def test_resume_skips_what_the_receiver_stored(onced):
         cons.run_batches(lambda b: got.extend(e.offset for e in b),
                          idle_exit=0)
         assert got == [4]
-        # after= alone (no Ack): Read returns 1..4, the skipped are not
-        # handed out, the batch still says where to acknowledge.
+        # after= alone (no Ack): Read starts past it (an onced older than
+        # Read's after returns 1..4 and the skipped are not handed out);
+        # the batch still says where to acknowledge.
         once.Consumer(c, "jobs", "pg2").subscribe()
         b = once.Consumer(c, "jobs", "pg2", after=2, wait_ms=0).read()
         assert [e.offset for e in b] == [3, 4] and b.last == 4
+
+
+def test_run_batches_defers_acks(onced):
+    with once.Client(onced.url) as c:
+        once.Consumer(c, "jobs", "late").subscribe()
+        for i in range(10):
+            emit(c, "jobs", b"%d" % i)
+        cons = once.Consumer(c, "jobs", "late", max_events=2, wait_ms=0)
+        seen, cursors = [], []
+
+        def apply(b: once.Batch) -> None:
+            cursors.append(cons.topic_info().consumers[0].acked)
+            seen.extend(e.offset for e in b)
+
+        assert cons.run_batches(apply, idle_exit=0.2, ack_every=3) == 10
+        # Acked after the third batch, then when caught up with the head;
+        # the Reads between started past what was applied: each event once.
+        assert seen == list(range(1, 11))
+        assert cursors == [0, 0, 0, 6, 6]
+        assert cons.topic_info().consumers[0].acked == 10
+        with pytest.raises(ValueError):
+            cons.run_batches(apply, ack_every=0)
 
 
 def test_system_topic_and_low_water(onced):

@@ -60,6 +60,14 @@ ONCE_API int once_outbox_read(once_client *c, const char *topic,
                               const char *consumer, uint32_t max,
                               uint64_t wait_ms, once_outbox_batch **out,
                               once_status *st);
+/* Read starting after max(cursor, after) instead of the cursor: a
+ * receiver that stores its offset with its effect (pattern 1) reads on
+ * past events it applied and has not acknowledged yet. An onced older
+ * than the field reads from the cursor: skip offsets at or below after. */
+ONCE_API int once_outbox_read_after(once_client *c, const char *topic,
+                                    const char *consumer, uint64_t after,
+                                    uint32_t max, uint64_t wait_ms,
+                                    once_outbox_batch **out, once_status *st);
 ONCE_API size_t once_outbox_batch_count(const once_outbox_batch *b);
 /* ONCE_OK, or ONCE_INVALID_ARGUMENT for i out of range. */
 ONCE_API int once_outbox_batch_at(const once_outbox_batch *b, size_t i,
@@ -123,17 +131,58 @@ enum once_consumer_step {
 
 typedef int (*once_consumer_fn)(void *arg, const once_outbox_event *ev);
 
+/* Called after fn was given every event of a batch (up to the one it
+ * stopped on): the receiver commits its transaction here, storing last
+ * as its offset. Answers as fn does; negative: not committed — the run
+ * returns it, acknowledging none of the batch. */
+typedef int (*once_consumer_batch_fn)(void *arg, uint64_t last);
+
+/* How once_consumer_run_opts reads and acknowledges
+ * (once_consumer_options_init gives the defaults, once_consumer_run's
+ * behaviour). */
+typedef struct once_consumer_options {
+    uint32_t max;     /* events per Read (0: the server's default, 100) */
+    uint64_t wait_ms; /* a Read's long-poll when there are none (0: none) */
+    /* The offset the receiver stored with its effect (0: none): events at
+     * or below it are neither read nor handed to fn, and the cursor is
+     * moved there by the first Ack. */
+    uint64_t after;
+    /* Ack after every ack_every batches committed (0 or 1: after each),
+     * or once ack_interval_ms (0: no time rule) passed since the oldest
+     * one not acknowledged, or when the run has caught up with the
+     * topic's head, or when it returns. Above 1, the events applied and
+     * not yet acknowledged come again after a crash (at most ack_every
+     * batches): only for a receiver that skips offsets at or below the
+     * one it stored with its effect (pattern 1; start it with after). */
+    uint32_t ack_every;
+    uint64_t ack_interval_ms;
+    once_consumer_batch_fn batch_done; /* NULL: fn's return commits */
+} once_consumer_options;
+
+ONCE_API void once_consumer_options_init(once_consumer_options *o);
+
 /*
- * Subscribes consumer to topic (again is fine) and runs the loop: Read at
- * most max events (waiting up to wait_ms for one), hand each to fn in
- * offset order, then Ack the last one fn applied — until fn answers
+ * The receiver loop: subscribes consumer to topic (again is fine), reads
+ * (the next Read is sent while the receiver applies the current batch),
+ * hands each event to fn in offset order, then batch_done, and
+ * acknowledges by o's rules — until fn or batch_done answers
  * ONCE_CONSUMER_STOP (returns ONCE_OK) or a negative value (returns it),
- * or a call fails (its code, st saying why). Needs a handle with a lease
+ * or a call fails (its code, st saying why). Before it returns on STOP or
+ * a negative answer it acknowledges what was committed; after a failed
+ * call it acknowledges nothing more. Needs a handle with a lease
  * (Subscribe and Ack are mutating). Delivery is at least once: after a
- * crash between fn and the Ack, the events come again — make fn
- * idempotent by storing the offset with its effect, or dedupe by id
- * (docs/outbox.md, "The receiver contract").
+ * crash, the events committed and not acknowledged come again — make fn
+ * idempotent by storing the offset with its effect and starting with it
+ * as o->after, or dedupe by id (docs/outbox.md, "The receiver contract").
  */
+ONCE_API int once_consumer_run_opts(once_client *c, const char *topic,
+                                    const char *consumer,
+                                    const once_consumer_options *o,
+                                    once_consumer_fn fn, void *arg,
+                                    once_status *st);
+
+/* once_consumer_run_opts with max and wait_ms and the defaults: each
+ * batch acknowledged once fn applied it. */
 ONCE_API int once_consumer_run(once_client *c, const char *topic,
                                const char *consumer, uint32_t max,
                                uint64_t wait_ms, once_consumer_fn fn, void *arg,
