@@ -135,31 +135,60 @@ trust_create(int dirfd, const char *name)
     return fd;
 }
 
+/* Writes all len bytes of p to fd. 0 or an errno. */
+static int
+trust_write_all(int fd, const unsigned char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int
+trust_replace_at(int dirfd, const char *tmp, const char *name, const void *buf,
+                 size_t len, bool sync)
+{
+    int fd, rv = 0;
+
+    if ((fd = trust_create(dirfd, tmp)) < 0) {
+        return errno;
+    }
+    if (fchmod(fd, 0600) != 0) {
+        rv = errno;
+    } else if ((rv = trust_write_all(fd, buf, len)) == 0 && sync &&
+               fsync(fd) != 0) {
+        rv = errno;
+    }
+    if (close(fd) != 0 && rv == 0) {
+        rv = errno;
+    }
+    if (rv == 0 && renameat(dirfd, tmp, dirfd, name) != 0) {
+        rv = errno;
+    }
+    if (rv != 0) {
+        (void)unlinkat(dirfd, tmp, 0);
+    }
+    return rv;
+}
+
 int
 trust_write_atomic(const char *path, const char *text, size_t len)
 {
     char tmp[4096];
-    int fd, rv = 0;
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
         (int)sizeof(tmp)) {
         return ENAMETOOLONG;
     }
-    if ((fd = trust_create(AT_FDCWD, tmp)) < 0) {
-        return errno;
-    }
-    if (fchmod(fd, 0600) != 0 || write(fd, text, len) != (ssize_t)len ||
-        fsync(fd) != 0) {
-        rv = errno != 0 ? errno : EIO;
-    }
-    if (close(fd) != 0 && rv == 0) {
-        rv = errno;
-    }
-    if (rv == 0 && rename(tmp, path) != 0) {
-        rv = errno;
-    }
-    if (rv != 0) {
-        unlink(tmp);
-    }
-    return rv;
+    return trust_replace_at(AT_FDCWD, tmp, path, text, len, true);
 }

@@ -60,4 +60,13 @@ int trust_create(int dirfd, const char *name);
  */
 int trust_write_atomic(const char *path, const char *text, size_t len);
 
+/*
+ * The same in directory dirfd (or AT_FDCWD): tmp made by trust_create,
+ * mode 0600, the len bytes of buf written (fsynced when sync) and renamed
+ * over name. The directory is not synced: a caller that needs the rename
+ * durable fsyncs dirfd. 0 or an errno; tmp never outlives a failure.
+ */
+int trust_replace_at(int dirfd, const char *tmp, const char *name,
+                     const void *buf, size_t len, bool sync);
+
 #endif /* BASE_TRUST_H */

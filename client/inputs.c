@@ -483,13 +483,9 @@ list_one(const chain_rec *r, void *arg)
         input_state(r->state) == 0) {
         return 0;
     }
-    if (l->n == l->cap) {
-        once_input_info *g = realloc(
-            l->rows, (l->cap = l->cap != 0 ? l->cap * 2 : 16) * sizeof(*g));
-        if (g == NULL) {
-            return ENOMEM;
-        }
-        l->rows = g;
+    if (journal_rows_grow((void **)&l->rows, &l->cap, l->n, sizeof(*l->rows)) !=
+        0) {
+        return ENOMEM;
     }
     info_fill(&l->rows[l->n++], r);
     return 0;

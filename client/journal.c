@@ -513,6 +513,23 @@ journal_each(once_journal *j, journal_each_fn fn, void *arg, once_status *st)
                                ONCE_REASON_NO_MEMORY, "journal list");
 }
 
+int
+journal_rows_grow(void **rows, size_t *cap, size_t n, size_t size)
+{
+    size_t want = *cap != 0 ? *cap * 2 : 16;
+    void *g;
+
+    if (n < *cap) {
+        return 0;
+    }
+    if ((g = realloc(*rows, want * size)) == NULL) {
+        return ENOMEM;
+    }
+    *rows = g;
+    *cap = want;
+    return 0;
+}
+
 typedef struct list_rows {
     once_chain_info *rows;
     size_t n, cap;
@@ -524,13 +541,9 @@ list_add(const chain_rec *r, void *arg)
 {
     list_rows *l = arg;
 
-    if (l->n == l->cap) {
-        once_chain_info *g = realloc(
-            l->rows, (l->cap = l->cap != 0 ? l->cap * 2 : 16) * sizeof(*g));
-        if (g == NULL) {
-            return ENOMEM;
-        }
-        l->rows = g;
+    if (journal_rows_grow((void **)&l->rows, &l->cap, l->n, sizeof(*l->rows)) !=
+        0) {
+        return ENOMEM;
     }
     journal_info_fill(&l->rows[l->n++], r);
     return 0;

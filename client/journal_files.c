@@ -96,50 +96,19 @@ jfiles_read(int dirfd, const char *name, uint8_t **out, size_t *out_len)
     return 0;
 }
 
-static int
-write_all(int fd, const uint8_t *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int
 jfiles_write(int dirfd, const char *name, const uint8_t *buf, size_t len,
              bool sync)
 {
     char tmp[JFILES_NAME_MAX + 48];
-    int fd, rv = 0;
+    int rv;
 
     snprintf(tmp, sizeof(tmp), ".tmp-%d-%lu-%s", (int)getpid(),
              atomic_fetch_add(&tmp_serial, 1), name);
-    if ((fd = trust_create(dirfd, tmp)) < 0) { /* O_EXCL|O_NOFOLLOW */
-        return errno;
+    if ((rv = trust_replace_at(dirfd, tmp, name, buf, len, sync)) != 0) {
+        return rv;
     }
-    if ((rv = write_all(fd, buf, len)) == 0 && sync && fsync(fd) != 0) {
-        rv = errno;
-    }
-    if (close(fd) != 0 && rv == 0) {
-        rv = errno;
-    }
-    if (rv == 0 && renameat(dirfd, tmp, dirfd, name) != 0) {
-        rv = errno;
-    }
-    if (rv != 0) {
-        (void)unlinkat(dirfd, tmp, 0);
-    } else if (sync && fsync(dirfd) != 0) {
-        rv = errno;
-    }
-    return rv;
+    return sync && fsync(dirfd) != 0 ? errno : 0;
 }
 
 int

@@ -55,6 +55,11 @@ typedef int (*journal_each_fn)(const chain_rec *r, void *arg);
 int journal_each(once_journal *j, journal_each_fn fn, void *arg,
                  once_status *st);
 
+/* Room for one more row in a growing array of rows of size bytes (*rows,
+ * *cap; n in use): doubles it when full (16 at first). 0 or ENOMEM
+ * (*rows and *cap unchanged). For journal_each callbacks that list. */
+int journal_rows_grow(void **rows, size_t *cap, size_t n, size_t size);
+
 /* Marks chain_id open in this process; false when it already is. */
 bool journal_claim(once_journal *j, const char *chain_id);
 
