@@ -155,10 +155,15 @@ steer_heard(steer *s, uint64_t gen, bool served, uint64_t now_ms)
         if (served && gen == atomic_load(&s->gen)) {
             size_t cur = atomic_load(&s->cur);
 
-            atomic_store(&s->refused[cur], false);
-            /* The leader is the one that answered last: no other. */
-            for (size_t i = 0; i < s->n; i++) {
-                atomic_store(&s->led[i], i == cur);
+            /* The leader is the one that answered last: no other. Written
+             * only when that changes (this runs on every reply). */
+            if (!atomic_load(&s->led[cur])) {
+                for (size_t i = 0; i < s->n; i++) {
+                    atomic_store(&s->led[i], i == cur);
+                }
+            }
+            if (atomic_load(&s->refused[cur])) {
+                atomic_store(&s->refused[cur], false);
             }
         }
     }
