@@ -602,39 +602,6 @@ out:
 
 /* ---- the floor: onced's shape with nothing in it ------------------------ */
 
-/* Waits (bounded) until once_floor echoes a probe. */
-static int
-floor_wait_ready(bench_onced *b)
-{
-    int64_t deadline = bench_now_ns() + 10 * 1000000000LL;
-
-    for (int i = 0; i < 200 && bench_now_ns() < deadline; i++) {
-        nng_socket s;
-        nng_msg *m = NULL;
-        int status, rv = -1;
-
-        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
-            fprintf(stderr, "bench_calls: once_floor exited; see %s\n", b->log);
-            b->pid = 0;
-            return -1;
-        }
-        if (bench_dial(&s, b->url) == 0) {
-            nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 300);
-            if ((rv = nng_send(s, "?", 1, 0)) == 0 &&
-                (rv = nng_recvmsg(s, &m, 0)) == 0) {
-                nng_msg_free(m);
-            }
-            nng_close(s);
-        }
-        if (rv == 0) {
-            return 0;
-        }
-        bench_sleep_ms(50);
-    }
-    fprintf(stderr, "bench_calls: once_floor did not answer; see %s\n", b->log);
-    return -1;
-}
-
 /* n bare REQ callers, a socket each, against a fresh once_floor. */
 static int
 bench_floor(int n, result *r)
@@ -647,7 +614,7 @@ bench_floor(int n, result *r)
     if ((ks = calloc((size_t)n, sizeof(*ks))) == NULL) {
         return -1;
     }
-    if (bench_spawn(&fl, opt.floor, NULL) != 0 || floor_wait_ready(&fl) != 0) {
+    if (bench_spawn(&fl, opt.floor, NULL) != 0 || bench_floor_ready(&fl) != 0) {
         goto out;
     }
     for (int i = 0; i < n; i++) {

@@ -383,3 +383,35 @@ bench_parse_levels(const char *s, int *out, int max_n, int max_v)
     }
     return n > 0 && *s == '\0' ? n : -1;
 }
+
+int
+bench_floor_ready(bench_onced *b)
+{
+    int64_t deadline = bench_now_ns() + 10 * 1000000000LL;
+
+    for (int i = 0; i < 200 && bench_now_ns() < deadline; i++) {
+        nng_socket s;
+        nng_msg *m = NULL;
+        int status, rv = -1;
+
+        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+            fprintf(stderr, "once_floor exited; see %s\n", b->log);
+            b->pid = 0;
+            return -1;
+        }
+        if (bench_dial(&s, b->url) == 0) {
+            nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 300);
+            if ((rv = nng_send(s, "?", 1, 0)) == 0 &&
+                (rv = nng_recvmsg(s, &m, 0)) == 0) {
+                nng_msg_free(m);
+            }
+            nng_close(s);
+        }
+        if (rv == 0) {
+            return 0;
+        }
+        bench_sleep_ms(50);
+    }
+    fprintf(stderr, "once_floor did not answer; see %s\n", b->log);
+    return -1;
+}

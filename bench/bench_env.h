@@ -43,6 +43,10 @@ int bench_onced_start(bench_onced *b, const char *path,
  */
 int bench_spawn(bench_onced *b, const char *path, const char *const *extra);
 
+/* Waits (10 s at most) until once_floor (floor_server.c), spawned with
+ * bench_spawn, echoes a probe. 0, or -1 after saying why on stderr. */
+int bench_floor_ready(bench_onced *b);
+
 /* SIGTERM (SIGKILL after 10 s), reap, remove the temp dir. */
 void bench_onced_stop(bench_onced *b);
 

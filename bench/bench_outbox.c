@@ -17,6 +17,10 @@
  *   latency     commit to delivery, p50/p99, while --latency-producers
  *               produce: once's consumer long-polls, the dispatcher polls
  *               every --poll-ms when its last poll was not full;
+ *               At each level also the floor (floor_load.h): onced's
+ *               shape with nothing in it, synced and not, against the same
+ *               PostgreSQL figure — the most a target at that level can be
+ *               on this machine with this shape;
  *   idle        onced's CPU with and without a consumer long-polling an
  *               empty topic, and its fsyncs (Stats.fsyncs) over 1000 Reads
  *               against the same time with none.
@@ -53,12 +57,16 @@
 #include <once/outbox.h>
 
 #include "bench/bench_env.h"
+#include "bench/floor_load.h"
 #include "bench/outbox_pg.h"
 #include "bench/outbox_report.h"
 #include "tests/sys_helpers.h"
 
 #ifndef ONCED_PATH
 #define ONCED_PATH "onced"
+#endif
+#ifndef FLOOR_PATH
+#define FLOOR_PATH "once_floor"
 #endif
 
 #define MAX_LEVELS    8
@@ -73,8 +81,9 @@
 #define PAYLOAD_MAX   64
 #define SETTLE_S      20 /* for onced to go quiet before the idle figures */
 #define SEEN_MAX      (1u << 26) /* event ids a consumer's tally tells apart */
-#define CALL_SLACK_S  30 /* a call's deadline (client_open) and then some */
-#define FILL_FS_S     60 /* the fsync phase's 100 events */
+#define CALL_SLACK_S  30  /* a call's deadline (client_open) and then some */
+#define FILL_FS_S     60  /* the fsync phase's 100 events */
+#define FLOOR_BYTES   160 /* a floor request: about a Txn's envelope */
 
 typedef enum sys { SYS_ONCE, SYS_PG } sys;
 
@@ -103,7 +112,8 @@ typedef struct args {
     int poll_ms;
     const char *pg_bin;
     const char *csv;
-    unsigned phases; /* PH_* bits: what runs */
+    const char *floor; /* once_floor's path; NULL: --no-floor */
+    unsigned phases;   /* PH_* bits: what runs */
 } args;
 
 typedef struct bench {
@@ -658,6 +668,7 @@ check_head(bench *b, const char *what, const char *topic, const tally *want)
 
 typedef struct results {
     tally prod[2][MAX_LEVELS];
+    floor_tally floor[2][MAX_LEVELS]; /* [0] synced, [1] no fsync */
     tally apply[2], apply_serial, noop, lat[2];
     double cpu_quiet, cpu_poll; /* onced's CPU, ms per s */
     uint64_t poll_reads;
@@ -703,6 +714,27 @@ pg_wal_syncs(bench *b)
     return (uint64_t)v;
 }
 
+/* The floor at level l, synced and not (--no-floor: neither). */
+static void
+producing_floor(bench *b, results *r, int l)
+{
+    int n = b->a.levels[l];
+
+    for (int k = 0; k < 2 && b->a.floor != NULL; k++) {
+        fprintf(stderr, "bench_outbox: producing, floor%s, %d callers, %d s\n",
+                k == 0 ? "" : " with no fsync", n, b->a.seconds);
+        atomic_store(&b->step, k == 0 ? "floor" : "floor, no fsync");
+        if (floor_load(b->a.floor, k == 0, n, b->a.seconds, FLOOR_BYTES,
+                       &r->floor[k][l]) != 0 ||
+            r->floor[k][l].errors > 0) {
+            printf("  floor at %d callers: did not run cleanly (%" PRIu64
+                   " errors); its row is 0\n",
+                   n, r->floor[k][l].errors);
+            r->floor[k][l].per_s = 0;
+        }
+    }
+}
+
 static void
 phase_producing(bench *b, results *r)
 {
@@ -731,6 +763,7 @@ phase_producing(bench *b, results *r)
         r->prod[SYS_PG][l].fsyncs = pg_wal_syncs(b) - f0;
         snprintf(what, sizeof(what), "producing postgres, %d producers", n);
         check_table(b, what, "outbox", &r->prod[SYS_PG][l]);
+        producing_floor(b, r, l);
     }
     pg_sql(b, "TRUNCATE outbox");
 }
@@ -1078,6 +1111,34 @@ rows_producing(const bench *b, const results *r, report *rp)
                    1.5, "x");
         snprintf(what, sizeof(what), "events per fsync, %d producers", p);
         report_add(rp, what, per_fsync(o), per_fsync(g), T_NONE, 0, "");
+        if (b->a.floor == NULL) {
+            continue;
+        }
+        snprintf(what, sizeof(what), "  floor, %d callers (calls/s)", p);
+        report_add(rp, what, r->floor[0][l].per_s, g->per_s, T_NONE, 0, "");
+        snprintf(what, sizeof(what), "  floor, no fsync, %d callers", p);
+        report_add(rp, what, r->floor[1][l].per_s, g->per_s, T_NONE, 0, "");
+    }
+}
+
+/* What the floor rows say about the producing target. */
+static void
+notes_producing(const bench *b, const results *r)
+{
+    for (int l = 0; l < b->a.nlevels && b->a.floor != NULL; l++) {
+        double pg = r->prod[SYS_PG][l].per_s;
+
+        if (b->a.levels[l] != 16 || pg <= 0) {
+            continue;
+        }
+        printf("floor at 16: onced's shape with nothing in it (no protobuf, "
+               "ids, records or leases; bare REQ callers) carries %.2fx "
+               "PostgreSQL's producing rate synced and %.2fx with no fsync "
+               "at all: %s\n",
+               r->floor[0][l].per_s / pg, r->floor[1][l].per_s / pg,
+               r->floor[0][l].per_s / pg < 1.5
+                   ? "the 1.5x target is above what the shape carries here"
+                   : "the shape leaves room for the 1.5x target here");
     }
 }
 
@@ -1167,7 +1228,7 @@ phase_latency_both(bench *b, results *r)
 }
 
 static phase_def phases[] = {
-    {PH_PRODUCING, phase_producing, rows_producing, NULL, 0},
+    {PH_PRODUCING, phase_producing, rows_producing, notes_producing, 0},
     {PH_DELIVERING, phase_delivering, rows_delivering, NULL, 0},
     {PH_LATENCY, phase_latency_both, rows_latency, NULL, 0},
     {PH_IDLE, phase_idle_cpu, rows_idle, notes_idle, 0},
@@ -1182,7 +1243,7 @@ phase_bounds(const args *a)
 {
     int64_t s = a->seconds, drain = drain_deadline_s(a);
 
-    phases[0].bound_s = a->nlevels * (2 * s + 4 * CALL_SLACK_S);
+    phases[0].bound_s = a->nlevels * (4 * s + 6 * CALL_SLACK_S);
     phases[1].bound_s = 2 * fill_s(a) + 4 * drain + 7 * CALL_SLACK_S;
     phases[2].bound_s = 2 * (s + DRAIN_MS / 1000 + 2 * CALL_SLACK_S);
     phases[3].bound_s = SETTLE_S + 3 * s + 4 * CALL_SLACK_S;
@@ -1320,12 +1381,16 @@ usage(FILE *out)
             "  --csv FILE           also write metric,once,postgres,ratio,\n"
             "                       target,met rows to FILE, each phase's\n"
             "                       as it ends\n"
+            "  --floor PATH         once_floor, onced's shape with nothing\n"
+            "                       in it, run synced and with no fsync at\n"
+            "                       every producing level (default %s)\n"
+            "  --no-floor           skip the floor\n"
             "  --phases LIST        which phases run, of producing,\n"
             "                       delivering,latency,idle,fsync (default\n"
             "                       all); each is bounded in time, and one\n"
             "                       that overruns ends the run (exit 3)\n"
             "  --help               this text\n",
-            MAX_LEVELS, MAX_PRODUCERS);
+            MAX_LEVELS, MAX_PRODUCERS, FLOOR_PATH);
 }
 
 static bool
@@ -1376,6 +1441,8 @@ parse_args(int argc, char **argv, args *a)
         {"pg-bin", required_argument, 0, 'g'},
         {"csv", required_argument, 0, 'c'},
         {"phases", required_argument, 0, 'P'},
+        {"floor", required_argument, 0, 'F'},
+        {"no-floor", no_argument, 0, 'f'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int ch;
@@ -1390,6 +1457,7 @@ parse_args(int argc, char **argv, args *a)
                 .ack_every = 1,
                 .poll_ms = 100,
                 .pg_bin = "/usr/lib/postgresql/15/bin",
+                .floor = FLOOR_PATH,
                 .phases = PH_ALL};
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'h') {
@@ -1416,6 +1484,10 @@ parse_args(int argc, char **argv, args *a)
             a->pg_bin = optarg;
         } else if (ch == 'c') {
             a->csv = optarg;
+        } else if (ch == 'F') {
+            a->floor = optarg;
+        } else if (ch == 'f') {
+            a->floor = NULL;
         } else if (ch == 'P') {
             a->phases = parse_phases(optarg);
         } else {

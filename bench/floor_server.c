@@ -13,10 +13,11 @@
  *
  * Owns: its socket, contexts, executor thread and LevelDB store (--data).
  * Invariant: no reply leaves before the batch holding its request's writes
- * is synced; callbacks never block (they queue and, when the executor
- * sleeps, signal it).
- * Never: answers a request it has not written, or keeps serving after
- * SIGTERM/SIGINT (it closes the socket, syncs what it took, exits 0).
+ * is synced (with --no-sync: written, unsynced — the shape's ceiling with
+ * no disk in it, for bench_outbox); callbacks never block (they queue and, when
+ * the executor sleeps, signal it). Never: answers a request it has not written,
+ * or keeps serving after SIGTERM/SIGINT (it closes the socket, syncs what it
+ * took, exits 0).
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -57,7 +58,7 @@ static struct {
 static void
 floor_usage(FILE *f)
 {
-    fprintf(f, "usage: once_floor --listen URL --data DIR\n"
+    fprintf(f, "usage: once_floor --listen URL --data DIR [--no-sync]\n"
                "\n"
                "onced's shape with nothing in it: nng REP contexts hand each\n"
                "request to one executor thread, which writes every request it\n"
@@ -66,6 +67,9 @@ floor_usage(FILE *f)
                "\n"
                "  --listen URL   where to listen (ipc:// or tcp://)\n"
                "  --data DIR     the LevelDB store (created, reused if there)\n"
+               "  --no-sync      write each batch without syncing it: what\n"
+               "                 the shape does with no disk in it (not\n"
+               "                 durable; a measure, never a server)\n"
                "  --help         this text\n");
 }
 
@@ -169,7 +173,7 @@ floor_executor(void *arg)
 }
 
 static int
-floor_open_db(const char *dir)
+floor_open_db(const char *dir, bool sync)
 {
     leveldb_options_t *o = leveldb_options_create();
     char *err = NULL;
@@ -183,7 +187,7 @@ floor_open_db(const char *dir)
         return -1;
     }
     fl.sync = leveldb_writeoptions_create();
-    leveldb_writeoptions_set_sync(fl.sync, 1);
+    leveldb_writeoptions_set_sync(fl.sync, sync ? 1 : 0);
     return 0;
 }
 
@@ -221,9 +225,11 @@ main(int argc, char **argv)
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
+        {"no-sync", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *url = NULL, *dir = NULL;
+    bool sync = true;
     sigset_t set;
     pthread_t exec;
     int c, sig;
@@ -235,6 +241,9 @@ main(int argc, char **argv)
             break;
         case 'd':
             dir = optarg;
+            break;
+        case 'n':
+            sync = false;
             break;
         case 'h':
             floor_usage(stdout);
@@ -255,7 +264,7 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    if (floor_open_db(dir) != 0) {
+    if (floor_open_db(dir, sync) != 0) {
         return 1;
     }
     if (pthread_create(&exec, NULL, floor_executor, NULL) != 0 ||
