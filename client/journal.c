@@ -197,6 +197,7 @@ int
 journal_open_files(const char *dir, once_journal **jp, once_status *st)
 {
     once_journal *j;
+    size_t swept;
     int e;
 
     *jp = NULL;
@@ -214,6 +215,9 @@ journal_open_files(const char *dir, once_journal **jp, once_status *st)
         once_journal_close(j);
         return files_error(st, ONCE_FAILED_PRECONDITION, "cannot open", dir, e);
     }
+    /* Housekeeping only: a temp file that stays is never read as a
+     * record, so a failed sweep does not fail the open. */
+    (void)jfiles_sweep(j->dirfd, &swept);
     *jp = j;
     return ONCE_OK;
 }

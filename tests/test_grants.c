@@ -72,6 +72,12 @@
  *                                   recorded id (replayed, one grant),
  *                                   REJECTED kept, a chain already kept
  *                                   wins over its file (docs/chains.md)
+ *   c19_dead_writers_temp_files_swept  (same, the store's own debris) a
+ *                                   temp file a crashed writer left
+ *                                   (".tmp-<pid>-...", pid dead, a minute
+ *                                   old) is removed when the store opens;
+ *                                   a live process's, a fresh one and a
+ *                                   name not of that form stay
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
  *                                   して残ります — rejected inputs
  *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
@@ -143,6 +149,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <once/grants.h>
@@ -2520,6 +2527,61 @@ c19_old_input_files_imported(void **state)
     free(bw);
 }
 
+/* A file dir/name of a few bytes, its mtime age_s seconds ago. */
+static void
+tmp_file(const char *dir, const char *name, int age_s, char *path, size_t len)
+{
+    struct timespec t[2];
+    FILE *fp;
+
+    snprintf(path, len, "%s/%s", dir, name);
+    assert_non_null(fp = fopen(path, "wb"));
+    assert_int_equal(fputs("half a record", fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* Temp files of writes cut short: journal_files.c sweeps those whose
+ * writer's pid is dead and that are a minute old, nothing else. */
+static void
+c19_dead_writers_temp_files_swept(void **state)
+{
+    FX;
+    char dir[512], name[128], dead_old[640], dead_new[640], live[640],
+        other[640];
+    once_input_info rows[8];
+    once_inputs *s;
+    pid_t dead;
+    int ws;
+
+    (void)c;
+    snprintf(dir, sizeof(dir), "%s/inputs", f->h->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    if ((dead = fork()) == 0) {
+        _exit(0);
+    }
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, &ws, 0), dead); /* reaped: no such pid */
+    snprintf(name, sizeof(name), ".tmp-%d-0-input+a.chain", (int)dead);
+    tmp_file(dir, name, 120, dead_old, sizeof(dead_old));
+    snprintf(name, sizeof(name), ".tmp-%d-1-input+b.chain", (int)dead);
+    tmp_file(dir, name, 0, dead_new, sizeof(dead_new));
+    snprintf(name, sizeof(name), ".tmp-%d-0-input+c.chain", (int)getppid());
+    tmp_file(dir, name, 120, live, sizeof(live));
+    tmp_file(dir, ".tmp-x-input+d.chain", 120, other, sizeof(other));
+
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(access(dead_old, F_OK), -1);
+    assert_int_equal(access(dead_new, F_OK), 0);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+    assert_int_equal(kept_inputs(s, rows), 0); /* never read as records */
+    once_inputs_close(s);
+}
+
 static void
 c20_rejected_input_kept_unsent(void **state)
 {
@@ -2644,6 +2706,7 @@ main(int argc, char **argv)
         T(c19_input_lease_ended_not_resent),
         T(c19_enqueue_input_kept_until_accepted),
         T(c19_old_input_files_imported),
+        T(c19_dead_writers_temp_files_swept),
         T(c20_rejected_input_kept_unsent),
         T(c21_delete_keeps_uncertain_grant),
         T(r1_not_per_entry_point),
