@@ -2391,6 +2391,41 @@ row_of(const once_input_info *rows, size_t n, const char *rid)
     return NULL;
 }
 
+/* Resumes s's inputs through a new "scheduler" handle: exactly one is
+ * sent, job-9's, under id only, and replayed (onced ran it before), so
+ * surface "s" has that one grant and no other; left inputs stay kept. */
+static void
+resumed_replays(harness *h, once_client *c, once_inputs *s, once_rpc_id id,
+                size_t left)
+{
+    once_client *b = client_as(h, "scheduler");
+    size_t acc, pend, ended, rej;
+    once_input_info rows[8];
+    Once__V1__GetSurfaceResponse *v;
+    resumed r = {0};
+    once_status st;
+
+    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rv, ONCE_OK);
+    assert_true(r.st.replayed);
+    assert_int_equal(r.id.client_id, id.client_id);
+    assert_int_equal(r.id.seq, id.seq);
+    assert_int_equal(acc, 1);
+    assert_int_equal(pend + ended + rej, 0);
+    assert_int_equal(kept_inputs(s, rows), left);
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, r.grant);
+    assert_string_equal(v->open_grant->request_id, "job-9");
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1);
+    FREE(v);
+    once_client_close(b);
+}
+
 /* The send of job (its packed request into k->request, freed by the
  * caller) is executed, its reply lost: as c19 (the lease first: onced
  * then loses the reply of the first writing call). k is then the
@@ -2461,14 +2496,12 @@ c19_old_input_files_imported(void **state)
     char dir[512], p9[600], p10[600], pw[600];
     once_input_info rows[8];
     const once_input_info *in;
-    Once__V1__GetSurfaceResponse *v;
-    size_t n, acc, pend, ended, rej;
+    size_t n;
     once_rpc_id id = {0, 0};
     Once__V1__EnqueueRequest q = ONCE__V1__ENQUEUE_REQUEST__INIT;
     uint8_t *b9, *b10, *bw;
-    resumed r = {0};
     once_status st;
-    once_client *a, *b;
+    once_client *a;
     once_inputs *s;
 
     a = reply_lost(f->h, c, &job9, &k9, &id);
@@ -2524,27 +2557,8 @@ c19_old_input_files_imported(void **state)
     assert_int_not_equal(in->id.seq, kw.seq);
 
     /* Resumed by another process's handle: the SAME id, replayed. */
-    b = client_as(f->h, "scheduler");
-    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
-                                              &ended, &rej, &st),
-                     ONCE_OK);
-    assert_int_equal(r.calls, 1);
-    assert_int_equal(r.rv, ONCE_OK);
-    assert_true(r.st.replayed);
-    assert_int_equal(r.id.client_id, id.client_id);
-    assert_int_equal(r.id.seq, id.seq);
-    assert_int_equal(acc, 1);
-    assert_int_equal(pend + ended + rej, 0);
-    assert_int_equal(kept_inputs(s, rows), 2);
-    v = surface(c, "s");
-    assert_non_null(v->open_grant);
-    assert_int_equal(v->open_grant->grant_id, r.grant);
-    assert_string_equal(v->open_grant->request_id, "job-9");
-    assert_int_equal(v->n_history, 0);
-    assert_int_equal(v->epoch, 1);
-    FREE(v);
+    resumed_replays(f->h, c, s, id, 2);
     once_inputs_close(s);
-    once_client_close(b);
     once_client_close(a);
     free(b9);
     free(b10);
@@ -2580,14 +2594,11 @@ c19_import_crash_between_write_and_unlink(void **state)
     uint64_t g = place(c, "s", "m1", "/w");
     start job9 = {"job-9", 1, "s", "m1", "/w", g, "kept before", 0};
     char dir[512], p9[600], chain[700];
-    size_t n, acc, pend, ended, rej;
     once_input_info rows[8];
-    Once__V1__GetSurfaceResponse *v;
     once_rpc_id id = {0, 0};
-    once_client *a, *b;
-    resumed r = {0};
-    once_status st;
+    once_client *a;
     once_inputs *s;
+    size_t n;
     kept_file k9;
     int ws;
 
@@ -2618,24 +2629,8 @@ c19_import_crash_between_write_and_unlink(void **state)
     assert_int_equal(rows[0].sends, 1);
 
     /* Resumed: that id only, replayed; one grant, never a second. */
-    b = client_as(f->h, "scheduler");
-    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
-                                              &ended, &rej, &st),
-                     ONCE_OK);
-    assert_int_equal(r.calls, 1);
-    assert_true(r.st.replayed);
-    assert_int_equal(r.id.client_id, id.client_id);
-    assert_int_equal(r.id.seq, id.seq);
-    assert_int_equal(acc, 1);
-    assert_int_equal(kept_inputs(s, rows), 0);
-    v = surface(c, "s");
-    assert_non_null(v->open_grant);
-    assert_int_equal(v->open_grant->grant_id, r.grant);
-    assert_int_equal(v->n_history, 0);
-    assert_int_equal(v->epoch, 1);
-    FREE(v);
+    resumed_replays(f->h, c, s, id, 0);
     once_inputs_close(s);
-    once_client_close(b);
     once_client_close(a);
     free(k9.request.data);
 }
