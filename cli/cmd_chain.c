@@ -6,14 +6,15 @@
  *
  * Owns: the chain commands' output (text and --json).
  * Invariant: reads only: nothing is sent, nothing written (the journal is
- * opened, listed or shown, and closed).
+ * opened, listed or shown, and closed; once_journal_open_existing tells a
+ * LevelDB journal from an input store's journal of files and creates
+ * neither).
  * Never: opens a chain (that would resume it); prints more than one JSON
  * object.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/cmds.h"
@@ -26,31 +27,16 @@
 static const char chain_usage[] =
     "usage: oncectl [GLOBAL OPTIONS] chain list --journal DIR\n"
     "       oncectl [GLOBAL OPTIONS] chain show --journal DIR CHAIN_ID\n"
-    "Reads a chain journal (a directory libonce's once_journal_open made)\n"
-    "without resuming anything; the journal must not be open in another\n"
-    "process. list: one line per chain (id, state, steps, pending rpc id).\n"
+    "Reads a chain journal without resuming anything. DIR is either kind\n"
+    "(told by its files): a LevelDB journal (once_journal_open's; holds\n"
+    "CURRENT; it must not be open in another process) or an input store\n"
+    "(once_inputs_open's, --store of grants inputs: one file per chain,\n"
+    "readable while schedulers run; its inputs are the chains\n"
+    "input/<hash>-<attempt>).\n"
+    "list: one line per chain (id, state, steps, pending rpc id).\n"
     "show: one chain: state, owner, context, the step in flight (method,\n"
     "rpc id, its lease's TTL and the time the chain should be resumed by),\n"
     "the recorded answer, and the request or reply decoded.\n";
-
-/* Opens the journal in dir, which must exist already (a read-only tool
- * creates nothing). */
-static int
-journal_open_existing(const char *dir, once_journal **jn, once_status *st)
-{
-    char current[4096];
-
-    snprintf(current, sizeof(current), "%s/CURRENT", dir);
-    if (access(current, F_OK) != 0) {
-        *jn = NULL;
-        snprintf(st->reason, sizeof(st->reason), "%s", ONCE_REASON_JOURNAL);
-        snprintf(st->message, sizeof(st->message),
-                 "%s is not a chain journal (no CURRENT file)", dir);
-        st->code = ONCE_FAILED_PRECONDITION;
-        return ONCE_FAILED_PRECONDITION;
-    }
-    return once_journal_open(dir, jn, st);
-}
 
 /* --journal DIR and at most one positional argument. ONCECTL_EXIT_OK, or
  * the exit status when the command ends here (*done): a usage error, or
@@ -137,7 +123,7 @@ cmd_chain_list(const cli *g, int argc, char **argv)
     if ((ex = chain_args(g, argc, argv, &dir, &id, false, &done)), done) {
         return ex;
     }
-    if (journal_open_existing(dir, &jn, &st) != ONCE_OK ||
+    if (once_journal_open_existing(dir, &jn, &st) != ONCE_OK ||
         once_journal_list(jn, &rows, &n, &st) != ONCE_OK) {
         once_journal_close(jn);
         return report_error(g, &st, NULL);
@@ -264,7 +250,7 @@ cmd_chain_show(const cli *g, int argc, char **argv)
     if ((ex = chain_args(g, argc, argv, &dir, &id, true, &done)), done) {
         return ex;
     }
-    if (journal_open_existing(dir, &jn, &st) != ONCE_OK ||
+    if (once_journal_open_existing(dir, &jn, &st) != ONCE_OK ||
         once_journal_show(jn, id, &in, &ctx, &clen, &pay, &plen, &st) !=
             ONCE_OK) {
         once_journal_close(jn);

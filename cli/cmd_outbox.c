@@ -25,13 +25,15 @@ static const char usage_outbox[] =
     "usage: oncectl [GLOBAL OPTIONS] outbox subscribe TOPIC --consumer NAME "
     "[--rpc-id CLIENT:SEQ]\n"
     "       oncectl [GLOBAL OPTIONS] outbox read TOPIC --consumer NAME "
-    "[--max N] [--wait D]\n"
+    "[--max N] [--wait D] [--after OFFSET]\n"
     "       oncectl [GLOBAL OPTIONS] outbox ack TOPIC --consumer NAME OFFSET "
     "[--rpc-id CLIENT:SEQ]\n"
     "       oncectl [GLOBAL OPTIONS] outbox topics\n"
     "\n"
     "read prints the events after the consumer's cursor (it does not move\n"
     "it; ack does), waiting up to --wait for one when there are none.\n"
+    "--after OFFSET starts past max(cursor, OFFSET): a receiver that stored\n"
+    "OFFSET with its effect reads on past events it has not acknowledged.\n"
     "Output of read --json: {\"events\":[{\"offset\":N,\"id\":\"C:S:I\",\n"
     "\"method\":M,\"payload\":P}],\"low_water\":L,\"head\":H,\"acked\":A}\n";
 
@@ -42,6 +44,7 @@ typedef struct ob_args {
     const char *offset; /* ack's OFFSET */
     uint64_t max;
     uint64_t wait_ms;
+    uint64_t after; /* read's --after: 0, the cursor alone */
     once_rpc_id id;
     bool explicit_id;
 } ob_args;
@@ -72,6 +75,15 @@ ob_arg(const cli *g, int argc, char **argv, int *i, ob_args *a)
             return usage_error(g, "--max is 0 to 1000", "bad --max");
         }
         a->max = (uint64_t)n;
+        return 0;
+    }
+    if ((m = opt_value(argc, argv, i, "--after", &v)) != 0) {
+        int64_t n;
+        if (m < 0 || parse_i64(v, &n) != 0 || n < 0) {
+            return usage_error(g, "--after takes an OFFSET, e.g. 42",
+                               "bad --after");
+        }
+        a->after = (uint64_t)n;
         return 0;
     }
     if ((m = opt_value(argc, argv, i, "--wait", &v)) != 0) {
@@ -209,8 +221,8 @@ cmd_outbox_read(const cli *g, int argc, char **argv)
         return rv;
     }
     if ((rv = open_client(g, true, &c, &st)) == ONCE_OK) {
-        rv = once_outbox_read(c, a.topic, a.consumer, (uint32_t)a.max,
-                              a.wait_ms, &b, &st);
+        rv = once_outbox_read_after(c, a.topic, a.consumer, a.after,
+                                    (uint32_t)a.max, a.wait_ms, &b, &st);
     }
     if (!call_end(g, c, rv, &st, &ex)) {
         return ex;

@@ -11,6 +11,9 @@
  *   after_send     after the answer came, before it is written
  *   after_reply    after the reply is written, before the commit
  *   after_commit   after the commit is written, before the next send
+ * and the input store's import of its files of before (inputs_import.c):
+ *   import_written after an imported chain is written (or found kept),
+ *                  before its old file is unlinked
  * Invariant: a point fires only when ONCE_CHAIN_CRASH names it, on the
  * hit given after '@' (default 1), counted per process; it SIGKILLs the
  * process. ONCE_CHAIN_WRITE_AFTER_SEND=1 makes the journal record a

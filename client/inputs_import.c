@@ -12,7 +12,9 @@
  * or found already kept (the chain wins: it is newer than any file, since
  * the file is removed right after the chain is written); so a crash, or a
  * second process opening the store at the same time, leaves each input as
- * a file or as a chain, never neither, and never under a second rpc id.
+ * a file or as a chain, never neither, and never under a second rpc id
+ * (the test build's crash point import_written lies between the two:
+ * test_grants c19_import_crash_between_write_and_unlink).
  * Never: sends anything; changes an input's rpc id; removes a file it
  * could not read or decode (it stays for the next open, unlisted).
  */
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/chain_seams.h"
 #include "client/inputs.pb-c.h"
 #include "client/inputs_impl.h"
 #include "client/journal_files.h"
@@ -120,6 +123,7 @@ import_one(const char *name, void *arg)
     if (e != ONCE_OK) {
         return EIO; /* x->st says what */
     }
+    chain_crash_point("import_written");
     if ((e = jfiles_remove(x->dirfd, name)) != 0) {
         status_set(x->st, ONCE_INTERNAL, ONCE_REASON_INPUT_STORE,
                    "cannot remove %s after its import: %s", name, strerror(e));

@@ -4,7 +4,8 @@
  * the key "chain/<chain_id>" (once_journal_open), or a directory of one
  * file per chain (journal_open_files, journal_files.c: the input store's,
  * which many processes may open at once) — and the read-only views of it
- * (list, show) that oncectl uses without a client.
+ * (list, show) that oncectl uses without a client, on a journal of
+ * either store (once_journal_open_existing tells them apart).
  *
  * Owns: the LevelDB handle and its options, or the directory's
  * descriptor; the set of chains open in this process (under claim_lock).
@@ -154,30 +155,20 @@ journal_key(const char *chain_id, char *key)
 
 /* ---- open / close -------------------------------------------------------- */
 
-int
-once_journal_open(const char *dir, once_journal **jp, once_status *st)
+/* Opens the LevelDB journal in dir (created when missing if create). */
+static int
+db_open(const char *dir, bool create, once_journal **jp, once_status *st)
 {
     once_journal *j;
     char *err = NULL;
 
-    status_clear(st);
-    if (dir == NULL || dir[0] == '\0' || jp == NULL) {
-        return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
-                          "once_journal_open needs a directory");
-    }
-    *jp = NULL;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_JOURNAL,
-                          "journal: cannot create %s: %s", dir,
-                          strerror(errno));
-    }
     if ((j = calloc(1, sizeof(*j))) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "journal");
     }
     j->dirfd = -1;
     j->opts = leveldb_options_create();
-    leveldb_options_set_create_if_missing(j->opts, 1);
+    leveldb_options_set_create_if_missing(j->opts, create);
     j->ropts = leveldb_readoptions_create();
     pthread_mutex_init(&j->claim_lock, NULL);
     if ((j->db = leveldb_open(j->opts, dir, &err)) == NULL) {
@@ -193,14 +184,16 @@ once_journal_open(const char *dir, once_journal **jp, once_status *st)
     return ONCE_OK;
 }
 
-int
-journal_open_files(const char *dir, once_journal **jp, once_status *st)
+/* Opens the journal of files in dir; a writer creates dir when missing
+ * and sweeps the temp files crashed writers left (jfiles_sweep). */
+static int
+files_open(const char *dir, bool writer, once_journal **jp, once_status *st)
 {
     once_journal *j;
+    size_t swept;
     int e;
 
-    *jp = NULL;
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    if (writer && mkdir(dir, 0700) != 0 && errno != EEXIST) {
         return files_error(st, ONCE_FAILED_PRECONDITION, "cannot create", dir,
                            errno);
     }
@@ -214,8 +207,76 @@ journal_open_files(const char *dir, once_journal **jp, once_status *st)
         once_journal_close(j);
         return files_error(st, ONCE_FAILED_PRECONDITION, "cannot open", dir, e);
     }
+    /* Housekeeping only: a temp file that stays is never read as a
+     * record, so a failed sweep does not fail the open. */
+    if (writer) {
+        (void)jfiles_sweep(j->dirfd, &swept);
+    }
     *jp = j;
     return ONCE_OK;
+}
+
+/* Whether dir (or jp) is no argument an opener takes; fills st then. */
+static bool
+open_args_bad(const char *dir, once_journal **jp, const char *fn,
+              once_status *st)
+{
+    status_clear(st);
+    if (dir == NULL || dir[0] == '\0' || jp == NULL) {
+        status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
+                   "%s needs a directory", fn);
+        return true;
+    }
+    *jp = NULL;
+    return false;
+}
+
+int
+once_journal_open(const char *dir, once_journal **jp, once_status *st)
+{
+    if (open_args_bad(dir, jp, "once_journal_open", st)) {
+        return st->code;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_JOURNAL,
+                          "journal: cannot create %s: %s", dir,
+                          strerror(errno));
+    }
+    return db_open(dir, true, jp, st);
+}
+
+int
+journal_open_files(const char *dir, once_journal **jp, once_status *st)
+{
+    *jp = NULL;
+    return files_open(dir, true, jp, st);
+}
+
+int
+once_journal_open_existing(const char *dir, once_journal **jp, once_status *st)
+{
+    static const char *const leveldb_files[] = {"CURRENT", "LOCK"};
+    char path[4096];
+    struct stat sb;
+
+    if (open_args_bad(dir, jp, "once_journal_open_existing", st)) {
+        return st->code;
+    }
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_JOURNAL,
+                          "journal: %s is no directory", dir);
+    }
+    /* LevelDB's own files tell its directory: CURRENT names the manifest
+     * and LOCK is there from the first open on (a LOCK without CURRENT
+     * is a damaged LevelDB, which leveldb_open then reports). */
+    for (size_t i = 0; i < sizeof(leveldb_files) / sizeof(*leveldb_files);
+         i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, leveldb_files[i]);
+        if (access(path, F_OK) == 0) {
+            return db_open(dir, false, jp, st);
+        }
+    }
+    return files_open(dir, false, jp, st);
 }
 
 void

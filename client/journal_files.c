@@ -12,19 +12,34 @@
  * Temp files are named per process and write (".tmp-<pid>-<n>-<name>"),
  * so two writers never write through the same one; a crash mid-write
  * leaves its hidden temp file behind (never read as a record).
- * Never: looks inside the bytes it stores.
+ * Leftover temp files are swept at open (jfiles_sweep). No process owns
+ * the directory (no lock; the input store is open in many processes at
+ * once), so "remove every .tmp-*" would pull a file from under another
+ * process's write, whose rename would then fail: the sweep removes only
+ * those whose <pid> is no live process (kill(pid, 0) says ESRCH) and
+ * whose last change is JFILES_TMP_STALE_S old — a writer in another pid
+ * namespace sharing the directory (a container) looks dead by its pid,
+ * but no write keeps a temp file that long. A reused pid only delays a
+ * sweep.
+ * Never: looks inside the bytes it stores; removes a temp file a live
+ * process may still rename.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/trust.h"
 #include "client/journal_files.h"
+
+#define TMP_PREFIX ".tmp-"
 
 /* Makes each temp file of this process a name of its own (two threads,
  * or two handles on one directory, never write through the same one). */
@@ -103,7 +118,7 @@ jfiles_write(int dirfd, const char *name, const uint8_t *buf, size_t len,
     char tmp[JFILES_NAME_MAX + 48];
     int rv;
 
-    snprintf(tmp, sizeof(tmp), ".tmp-%d-%lu-%s", (int)getpid(),
+    snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%lu-%s", (int)getpid(),
              atomic_fetch_add(&tmp_serial, 1), name);
     if ((rv = trust_replace_at(dirfd, tmp, name, buf, len, sync)) != 0) {
         return rv;
@@ -120,20 +135,33 @@ jfiles_remove(int dirfd, const char *name)
     return fsync(dirfd) != 0 ? errno : 0;
 }
 
+/* A stream over dirfd's entries of its own (dirfd stays open and
+ * unmoved); closed with closedir. 0 or an errno. */
+static int
+dir_open(int dirfd, DIR **d)
+{
+    int dfd, e;
+
+    if ((dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        return errno;
+    }
+    if ((*d = fdopendir(dfd)) == NULL) {
+        e = errno;
+        close(dfd);
+        return e;
+    }
+    return 0;
+}
+
 int
 jfiles_each(int dirfd, const char *suffix, jfiles_fn fn, void *arg)
 {
     size_t sl = strlen(suffix);
     struct dirent *de;
-    int dfd, e = 0;
+    int e;
     DIR *d;
 
-    if ((dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        return errno;
-    }
-    if ((d = fdopendir(dfd)) == NULL) {
-        e = errno;
-        close(dfd);
+    if ((e = dir_open(dirfd, &d)) != 0) {
         return e;
     }
     while (e == 0 && (de = readdir(d)) != NULL) {
@@ -144,6 +172,59 @@ jfiles_each(int dirfd, const char *suffix, jfiles_fn fn, void *arg)
             continue;
         }
         e = fn(de->d_name, arg);
+    }
+    closedir(d);
+    return e;
+}
+
+/* Whether name is a temp file of jfiles_write whose writer is gone:
+ * ".tmp-<pid>-..." with <pid> no live process, unchanged for
+ * JFILES_TMP_STALE_S. */
+static bool
+tmp_abandoned(int dirfd, const char *name, time_t now)
+{
+    const char *p = name + strlen(TMP_PREFIX);
+    struct stat sb;
+    char *end;
+    long pid;
+
+    if (strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0) {
+        return false;
+    }
+    errno = 0;
+    pid = strtol(p, &end, 10);
+    if (end == p || *end != '-' || errno != 0 || pid <= 0 ||
+        pid == (long)getpid()) {
+        return false;
+    }
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+        return false; /* alive, or not ours to signal (EPERM): alive */
+    }
+    return fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(sb.st_mode) && now - sb.st_mtime >= JFILES_TMP_STALE_S;
+}
+
+int
+jfiles_sweep(int dirfd, size_t *removed)
+{
+    time_t now = time(NULL);
+    struct dirent *de;
+    int e;
+    DIR *d;
+
+    *removed = 0;
+    if ((e = dir_open(dirfd, &d)) != 0) {
+        return e;
+    }
+    while ((de = readdir(d)) != NULL) {
+        if (!tmp_abandoned(dirfd, de->d_name, now)) {
+            continue;
+        }
+        if (unlinkat(dirfd, de->d_name, 0) == 0) {
+            (*removed)++;
+        } else if (errno != ENOENT && e == 0) {
+            e = errno;
+        }
     }
     closedir(d);
     return e;

@@ -18,6 +18,8 @@
 
 #define JFILES_SUFFIX   ".chain"
 #define JFILES_NAME_MAX 256
+/* How long a dead writer's temp file stays before a sweep removes it. */
+#define JFILES_TMP_STALE_S 60
 
 /* The file name of chain_id into name[cap]: the id with '/' as '+', then
  * ".chain". 0, or EINVAL when the id is empty, starts with '.', has a
@@ -41,5 +43,12 @@ int jfiles_remove(int dirfd, const char *name);
  * (not hidden); stops at fn's first non-zero return, which it returns. */
 typedef int (*jfiles_fn)(const char *name, void *arg);
 int jfiles_each(int dirfd, const char *suffix, jfiles_fn fn, void *arg);
+
+/* Removes the temp files of jfiles_write that crashed writers left in
+ * dirfd: ".tmp-<pid>-..." whose pid is no live process, unchanged for
+ * JFILES_TMP_STALE_S (journal_files.c says why not every one); *removed
+ * counts them. Another process's temp file is never removed while it
+ * lives. 0, or the first errno (the sweep goes on past it). */
+int jfiles_sweep(int dirfd, size_t *removed);
 
 #endif /* CLIENT_JOURNAL_FILES_H */

@@ -22,7 +22,8 @@ typedef Once__Client__ChainRecord chain_rec;
 
 /* Opens (creating it, mode 0700, when missing) a journal of one file per
  * chain in dir (journal_files.h): no lock, so any number of processes may
- * open it at once; chain ids are limited to [A-Za-z0-9._/-]. Closed with
+ * open it at once; chain ids are limited to [A-Za-z0-9._/-]. Removes the
+ * temp files crashed writers left there (jfiles_sweep). Closed with
  * once_journal_close. */
 int journal_open_files(const char *dir, once_journal **jp, once_status *st);
 

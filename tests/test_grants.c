@@ -72,6 +72,19 @@
  *                                   recorded id (replayed, one grant),
  *                                   REJECTED kept, a chain already kept
  *                                   wins over its file (docs/chains.md)
+ *   c19_import_crash_between_write_and_unlink  (same) the opener
+ *                                   (inputs_driver, libonce_seams) is
+ *                                   SIGKILLed between a chain's write and
+ *                                   its file's unlink: after the restart
+ *                                   the input is kept once, under its
+ *                                   recorded id, and resumed under that id
+ *                                   only (replayed, one grant)
+ *   c19_dead_writers_temp_files_swept  (same, the store's own debris) a
+ *                                   temp file a crashed writer left
+ *                                   (".tmp-<pid>-...", pid dead, a minute
+ *                                   old) is removed when the store opens;
+ *                                   a live process's, a fresh one and a
+ *                                   name not of that form stay
  *   c20_rejected_input_kept_unsent  拒否された入力は、送られなかったものと
  *                                   して残ります — rejected inputs
  *                                   (PLACEMENT_CHANGED, ALREADY_OWNED) stay
@@ -143,6 +156,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <once/grants.h>
@@ -2377,6 +2391,90 @@ row_of(const once_input_info *rows, size_t n, const char *rid)
     return NULL;
 }
 
+/* Resumes s's inputs through a new "scheduler" handle: exactly one is
+ * sent, job-9's, under id only, and replayed (onced ran it before), so
+ * surface "s" has that one grant and no other; left inputs stay kept. */
+static void
+resumed_replays(harness *h, once_client *c, once_inputs *s, once_rpc_id id,
+                size_t left)
+{
+    once_client *b = client_as(h, "scheduler");
+    size_t acc, pend, ended, rej;
+    once_input_info rows[8];
+    Once__V1__GetSurfaceResponse *v;
+    resumed r = {0};
+    once_status st;
+
+    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
+                                              &ended, &rej, &st),
+                     ONCE_OK);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rv, ONCE_OK);
+    assert_true(r.st.replayed);
+    assert_int_equal(r.id.client_id, id.client_id);
+    assert_int_equal(r.id.seq, id.seq);
+    assert_int_equal(acc, 1);
+    assert_int_equal(pend + ended + rej, 0);
+    assert_int_equal(kept_inputs(s, rows), left);
+    v = surface(c, "s");
+    assert_non_null(v->open_grant);
+    assert_int_equal(v->open_grant->grant_id, r.grant);
+    assert_string_equal(v->open_grant->request_id, "job-9");
+    assert_int_equal(v->n_history, 0);
+    assert_int_equal(v->epoch, 1);
+    FREE(v);
+    once_client_close(b);
+}
+
+/* The send of job (its packed request into k->request, freed by the
+ * caller) is executed, its reply lost: as c19 (the lease first: onced
+ * then loses the reply of the first writing call). k is then the
+ * PENDING file of before of that send, *id its rpc id; returns the
+ * sender's handle (principal "scheduler"). */
+static once_client *
+reply_lost(harness *h, once_client *c, const start *job, kept_file *k,
+           once_rpc_id *id)
+{
+    once_options o;
+    once_status st;
+    once_client *a;
+    uint8_t *buf;
+    int rv;
+
+    once_options_init(&o);
+    o.url = h->url;
+    o.principal = "scheduler";
+    o.lease_ttl_ms = 120000;
+    o.deadline_ms = 800;
+    o.attempt_timeout_ms = 60000; /* one attempt: no retry replays it */
+    assert_int_equal(once_client_open(&a, &o, &st), ONCE_OK);
+    assert_true(harness_kill(h, SIGKILL) >= 0);
+    assert_int_equal(harness_set_fault(h, "batch_written:drop"), 0);
+    assert_int_equal(harness_restart(h), 0);
+    once__client__kept_input__init(k);
+    k->request.len = packed_request(job, &buf);
+    k->request.data = buf;
+    rv = once_call(a, "/once.v1.Grants/RequestGrant", true, id, buf,
+                   k->request.len, NULL, NULL, &st);
+    print_message("  %s sent as %llu:%llu → %s %s\n", job->rid,
+                  (unsigned long long)id->client_id,
+                  (unsigned long long)id->seq, once_strerror(rv), st.reason);
+    assert_int_not_equal(rv, ONCE_OK);
+    for (int i = 0; i < 200 && owner(c, job->surface) == 0; i++) {
+        usleep(50 * 1000);
+    }
+    assert_int_not_equal(owner(c, job->surface), 0);
+    assert_int_equal(harness_set_fault(h, NULL), 0);
+    k->version = 1;
+    k->client_id = id->client_id;
+    k->seq = id->seq;
+    k->principal = "scheduler";
+    k->state = ONCE_INPUT_PENDING;
+    k->kept_unix_ms = k->updated_unix_ms = wall_ms() - 2000;
+    k->sends = 1; /* method "": files from before Enqueue */
+    return a;
+}
+
 /*
  * A store written before the journal (docs/chains.md, "The input store"):
  * its files are imported at open — each becomes its chain, then the file
@@ -2394,47 +2492,20 @@ c19_old_input_files_imported(void **state)
     start job9 = {"job-9", 1, "s", "m1", "/w", g, "kept before", 0};
     start job10 = {"job-10", 1, "s", "m1", "/w", g - 1, "stale", 0};
     once_work_input bad = {.request_id = "w-bad", .surface = ""};
-    kept_file k9 = ONCE__CLIENT__KEPT_INPUT__INIT, k10, kw;
+    kept_file k9, k10, kw;
     char dir[512], p9[600], p10[600], pw[600];
     once_input_info rows[8];
     const once_input_info *in;
-    Once__V1__GetSurfaceResponse *v;
-    size_t n, acc, pend, ended, rej;
+    size_t n;
     once_rpc_id id = {0, 0};
     Once__V1__EnqueueRequest q = ONCE__V1__ENQUEUE_REQUEST__INIT;
     uint8_t *b9, *b10, *bw;
-    resumed r = {0};
-    once_options o;
     once_status st;
-    once_client *a, *b;
+    once_client *a;
     once_inputs *s;
-    int rv;
 
-    /* The send of job-9 is executed, its reply lost: as c19 (the lease
-     * first: onced then loses the reply of the first writing call). */
-    once_options_init(&o);
-    o.url = f->h->url;
-    o.principal = "scheduler";
-    o.lease_ttl_ms = 120000;
-    o.deadline_ms = 800;
-    o.attempt_timeout_ms = 60000; /* one attempt: no retry replays it */
-    assert_int_equal(once_client_open(&a, &o, &st), ONCE_OK);
-    assert_true(harness_kill(f->h, SIGKILL) >= 0);
-    assert_int_equal(harness_set_fault(f->h, "batch_written:drop"), 0);
-    assert_int_equal(harness_restart(f->h), 0);
-    k9.request.len = packed_request(&job9, &b9);
-    k9.request.data = b9;
-    rv = once_call(a, "/once.v1.Grants/RequestGrant", true, &id, b9,
-                   k9.request.len, NULL, NULL, &st);
-    print_message("  job-9 sent as %llu:%llu → %s %s\n",
-                  (unsigned long long)id.client_id, (unsigned long long)id.seq,
-                  once_strerror(rv), st.reason);
-    assert_int_not_equal(rv, ONCE_OK);
-    for (int i = 0; i < 200 && owner(c, "s") == 0; i++) {
-        usleep(50 * 1000);
-    }
-    assert_int_not_equal(owner(c, "s"), 0);
-    assert_int_equal(harness_set_fault(f->h, NULL), 0);
+    a = reply_lost(f->h, c, &job9, &k9, &id);
+    b9 = k9.request.data;
 
     /* A chain the store keeps already (a refused Enqueue). */
     s = store_at(f->h, dir, sizeof(dir));
@@ -2443,13 +2514,6 @@ c19_old_input_files_imported(void **state)
     once_inputs_close(s);
 
     /* The files of before, as libonce wrote them. */
-    k9.version = 1;
-    k9.client_id = id.client_id;
-    k9.seq = id.seq;
-    k9.principal = "scheduler";
-    k9.state = ONCE_INPUT_PENDING;
-    k9.kept_unix_ms = k9.updated_unix_ms = wall_ms() - 2000;
-    k9.sends = 1; /* method "": files from before Enqueue */
     old_input_file(dir, "job-9", &k9, p9, sizeof(p9));
     k10 = k9;
     k10.request.len = packed_request(&job10, &b10);
@@ -2493,31 +2557,137 @@ c19_old_input_files_imported(void **state)
     assert_int_not_equal(in->id.seq, kw.seq);
 
     /* Resumed by another process's handle: the SAME id, replayed. */
-    b = client_as(f->h, "scheduler");
-    assert_int_equal(once_grant_inputs_resume(b, s, on_resumed, &r, &acc, &pend,
-                                              &ended, &rej, &st),
-                     ONCE_OK);
-    assert_int_equal(r.calls, 1);
-    assert_int_equal(r.rv, ONCE_OK);
-    assert_true(r.st.replayed);
-    assert_int_equal(r.id.client_id, id.client_id);
-    assert_int_equal(r.id.seq, id.seq);
-    assert_int_equal(acc, 1);
-    assert_int_equal(pend + ended + rej, 0);
-    assert_int_equal(kept_inputs(s, rows), 2);
-    v = surface(c, "s");
-    assert_non_null(v->open_grant);
-    assert_int_equal(v->open_grant->grant_id, r.grant);
-    assert_string_equal(v->open_grant->request_id, "job-9");
-    assert_int_equal(v->n_history, 0);
-    assert_int_equal(v->epoch, 1);
-    FREE(v);
+    resumed_replays(f->h, c, s, id, 2);
     once_inputs_close(s);
-    once_client_close(b);
     once_client_close(a);
     free(b9);
     free(b10);
     free(bw);
+}
+
+/* Runs inputs_driver on the store dir with ONCE_CHAIN_CRASH=crash;
+ * returns its wait status. */
+static int
+inputs_driver(const char *dir, const char *crash)
+{
+    pid_t pid = fork();
+    int ws;
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("ONCE_CHAIN_CRASH", crash, 1);
+        execl(INPUTS_DRIVER, "inputs_driver", dir, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    return ws;
+}
+
+/* c19_old_input_files_imported with a crash between the import's write
+ * of the chain and the unlink of its file (client/inputs_import.c): the
+ * restarted store holds the input once, under its recorded id, and its
+ * resume sends only that id (replayed: one grant). */
+static void
+c19_import_crash_between_write_and_unlink(void **state)
+{
+    FX;
+    uint64_t g = place(c, "s", "m1", "/w");
+    start job9 = {"job-9", 1, "s", "m1", "/w", g, "kept before", 0};
+    char dir[512], p9[600], chain[700];
+    once_input_info rows[8];
+    once_rpc_id id = {0, 0};
+    once_client *a;
+    once_inputs *s;
+    size_t n;
+    kept_file k9;
+    int ws;
+
+    a = reply_lost(f->h, c, &job9, &k9, &id);
+    snprintf(dir, sizeof(dir), "%s/inputs", f->h->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    old_input_file(dir, "job-9", &k9, p9, sizeof(p9));
+    /* Its chain's file: "input+<hex>-1.chain" beside "<hex>-1.input". */
+    snprintf(chain, sizeof(chain), "%s/input+%.*s.chain", dir,
+             (int)(strlen(strrchr(p9, '/') + 1) - strlen(".input")),
+             strrchr(p9, '/') + 1);
+
+    /* The opener is SIGKILLed with the chain written, the file kept. */
+    ws = inputs_driver(dir, "import_written");
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    assert_int_equal(access(chain, F_OK), 0);
+    assert_int_equal(access(p9, F_OK), 0);
+
+    /* Opened again: one input (the chain wins), the file gone. */
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(access(p9, F_OK), -1);
+    n = kept_inputs(s, rows);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].request_id, "job-9");
+    assert_int_equal(rows[0].state, ONCE_INPUT_PENDING);
+    assert_int_equal(rows[0].id.client_id, id.client_id);
+    assert_int_equal(rows[0].id.seq, id.seq);
+    assert_int_equal(rows[0].sends, 1);
+
+    /* Resumed: that id only, replayed; one grant, never a second. */
+    resumed_replays(f->h, c, s, id, 0);
+    once_inputs_close(s);
+    once_client_close(a);
+    free(k9.request.data);
+}
+
+/* A file dir/name of a few bytes, its mtime age_s seconds ago. */
+static void
+tmp_file(const char *dir, const char *name, int age_s, char *path, size_t len)
+{
+    struct timespec t[2];
+    FILE *fp;
+
+    snprintf(path, len, "%s/%s", dir, name);
+    assert_non_null(fp = fopen(path, "wb"));
+    assert_int_equal(fputs("half a record", fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* Temp files of writes cut short: journal_files.c sweeps those whose
+ * writer's pid is dead and that are a minute old, nothing else. */
+static void
+c19_dead_writers_temp_files_swept(void **state)
+{
+    FX;
+    char dir[512], name[128], dead_old[640], dead_new[640], live[640],
+        other[640];
+    once_input_info rows[8];
+    once_inputs *s;
+    pid_t dead;
+    int ws;
+
+    (void)c;
+    snprintf(dir, sizeof(dir), "%s/inputs", f->h->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    if ((dead = fork()) == 0) {
+        _exit(0);
+    }
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, &ws, 0), dead); /* reaped: no such pid */
+    snprintf(name, sizeof(name), ".tmp-%d-0-input+a.chain", (int)dead);
+    tmp_file(dir, name, 120, dead_old, sizeof(dead_old));
+    snprintf(name, sizeof(name), ".tmp-%d-1-input+b.chain", (int)dead);
+    tmp_file(dir, name, 0, dead_new, sizeof(dead_new));
+    snprintf(name, sizeof(name), ".tmp-%d-0-input+c.chain", (int)getppid());
+    tmp_file(dir, name, 120, live, sizeof(live));
+    tmp_file(dir, ".tmp-x-input+d.chain", 120, other, sizeof(other));
+
+    s = store_at(f->h, dir, sizeof(dir));
+    assert_int_equal(access(dead_old, F_OK), -1);
+    assert_int_equal(access(dead_new, F_OK), 0);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+    assert_int_equal(kept_inputs(s, rows), 0); /* never read as records */
+    once_inputs_close(s);
 }
 
 static void
@@ -2644,6 +2814,8 @@ main(int argc, char **argv)
         T(c19_input_lease_ended_not_resent),
         T(c19_enqueue_input_kept_until_accepted),
         T(c19_old_input_files_imported),
+        T(c19_import_crash_between_write_and_unlink),
+        T(c19_dead_writers_temp_files_swept),
         T(c20_rejected_input_kept_unsent),
         T(c21_delete_keeps_uncertain_grant),
         T(r1_not_per_entry_point),

@@ -4,7 +4,8 @@
  * and checked as one JSON object per run.
  *
  * Owns: the JSON shape of a few subcommands (set-placement, request,
- * get-surface, enqueue, list-queue, claim, finish, inputs), their errors
+ * get-surface, enqueue, list-queue, claim, finish, inputs; chain list
+ * and show on an input store), their errors
  * ({"code","reason","message"} and exit 1; usage errors exit 2), and a
  * mutating subcommand retried with --rpc-id giving the stored reply.
  * Never: parses JSON loosely beyond substring checks on exact members.
@@ -219,6 +220,51 @@ t_inputs(void **state)
     assert_null(strstr(out, "\"w1\""));
 }
 
+/* `oncectl chain list|show --journal` on an input store (its journal of
+ * files, no CURRENT): its inputs are the chains input/<hash>-<attempt>;
+ * a directory that is not there is refused and not made. */
+static void
+t_chain_on_input_store(void **state)
+{
+    harness *h = *state;
+    char out[8192], dir[512], none[512], id[128];
+    const char *at;
+    size_t n;
+
+    snprintf(dir, sizeof(dir), "%s/inputs", h->dir);
+    snprintf(none, sizeof(none), "%s/no-such-store", h->dir);
+    const char *p[] = {"grants", "set-placement", "s", "m1", "/w", NULL};
+    assert_int_equal(run(h, out, sizeof(out), p), 0);
+    const char *r[] = {"grants", "request", "old",     "s", "m1",
+                       "/w",     "7",       "--store", dir, NULL};
+    assert_int_equal(run(h, out, sizeof(out), r), 1);
+    HAS(out, "\"reason\":\"PLACEMENT_CHANGED\"");
+
+    const char *l[] = {"chain", "list", "--journal", dir, NULL};
+    assert_int_equal(run(h, out, sizeof(out), l), 0);
+    HAS(out, "{\"chains\":[{\"chain_id\":\"input/");
+    HAS(out, "\"state\":\"REPLIED\",\"steps\":0");
+    HAS(out, "\"method\":\"/once.v1.Grants/RequestGrant\"");
+    HAS(out, "\"reason\":\"PLACEMENT_CHANGED\"");
+    at = strstr(out, "\"chain_id\":\"") + strlen("\"chain_id\":\"");
+    n = strcspn(at, "\"");
+    assert_true(n < sizeof(id));
+    memcpy(id, at, n);
+    id[n] = '\0';
+    assert_null(strstr(at + n, "\"chain_id\"")); /* one input, one chain */
+
+    const char *sh[] = {"chain", "show", "--journal", dir, id, NULL};
+    assert_int_equal(run(h, out, sizeof(out), sh), 0);
+    HAS(out, "\"state\":\"REPLIED\"");
+    HAS(out, "\"code\":\"FAILED_PRECONDITION\"");
+    HAS(out, "\"reason\":\"PLACEMENT_CHANGED\"");
+
+    const char *nl[] = {"chain", "list", "--journal", none, NULL};
+    assert_int_equal(run(h, out, sizeof(out), nl), 1);
+    HAS(out, "\"reason\":\"JOURNAL\"");
+    assert_int_equal(access(none, F_OK), -1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -228,6 +274,7 @@ main(void)
         T(t_json_subcommands),
         T(t_rpc_id_retry),
         T(t_inputs),
+        T(t_chain_on_input_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

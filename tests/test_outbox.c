@@ -701,25 +701,38 @@ t_oncectl(void **state)
     ob_reply r;
     const char *sub[] = {"outbox", "subscribe", "cl", "--consumer", "x", NULL};
     const char *rd[] = {"outbox", "read", "cl", "--consumer", "x", NULL};
-    const char *ak[] = {"outbox", "ack", "cl", "--consumer", "x", "1", NULL};
+    const char *ak[] = {"outbox", "ack", "cl", "--consumer", "x", "2", NULL};
     const char *tp[] = {"outbox", "topics", NULL};
+    const char *ra[] = {"outbox", "read",    "cl", "--consumer",
+                        "x",      "--after", "1",  NULL};
+    const char *bad[] = {"outbox", "read",    "cl", "--consumer",
+                         "x",      "--after", "-1", NULL};
 
     assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, sub), 0);
     assert_non_null(strstr(out, "\"created\":true"));
     produce(h, cid, 1, "cl", "clk", "hello", 1, CALL_MS, &r);
     ok(&r);
+    produce(h, cid, 2, "cl", "clk2", "world", 1, CALL_MS, &r);
+    ok(&r);
     assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, rd), 0);
     assert_non_null(strstr(out, "\"events\":[{\"offset\":1,"));
     assert_non_null(strstr(out, "\"payload\":\"hello\""));
     assert_non_null(strstr(out, "\"low_water\":1"));
+    /* --after 1: past max(cursor 0, 1), the same shape, offset 2 only. */
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, ra), 0);
+    assert_non_null(strstr(out, "{\"events\":[{\"offset\":2,"));
+    assert_null(strstr(out, "\"payload\":\"hello\""));
+    assert_non_null(strstr(out, "\"low_water\":1,\"head\":2,\"acked\":0}"));
+    assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, bad),
+                     2); /* a usage error */
     assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, ak), 0);
-    assert_non_null(strstr(out, "\"acked\":1"));
+    assert_non_null(strstr(out, "\"acked\":2"));
     assert_int_equal(harness_oncectl(h, NULL, out, sizeof(out), NULL, tp), 0);
-    assert_non_null(strstr(out, "\"name\":\"cl\",\"head\":1"));
+    assert_non_null(strstr(out, "\"name\":\"cl\",\"head\":2"));
     assert_non_null(strstr(out, "\"lag\":0"));
     /* /metrics: the low-water mark rises once the collector reclaims. */
-    metrics_wait("once_outbox_head{topic=\"cl\"} 1\n");
-    metrics_wait("once_outbox_low_water{topic=\"cl\"} 2\n");
+    metrics_wait("once_outbox_head{topic=\"cl\"} 2\n");
+    metrics_wait("once_outbox_low_water{topic=\"cl\"} 3\n");
     metrics_wait("once_outbox_retained_events{topic=\"cl\"} 0\n");
 }
 

@@ -92,6 +92,17 @@ typedef struct once_chain_info {
 ONCE_API int once_journal_open(const char *dir, once_journal **jp,
                                once_status *st);
 
+/* Opens the journal in dir for a reader such as oncectl (list, show),
+ * creating nothing: a LevelDB journal (once_journal_open's: dir holds
+ * LevelDB's CURRENT or LOCK file; locked, so not while another process
+ * has it open), or else an input store's journal of one file per chain
+ * (once_inputs_open's; readable while schedulers have it open — its
+ * files of before not yet imported are no chains). FAILED_PRECONDITION /
+ * JOURNAL when dir is no directory or the LevelDB does not open. On
+ * success *jp is the journal (free with once_journal_close). */
+ONCE_API int once_journal_open_existing(const char *dir, once_journal **jp,
+                                        once_status *st);
+
 /* Closes the journal; every chain handle on it must be closed first. NULL
  * is accepted. */
 ONCE_API void once_journal_close(once_journal *j);
