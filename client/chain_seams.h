@@ -9,7 +9,8 @@
  *   before_record  before the write that records a request and its id
  *   after_record   after it, before the send
  *   after_send     after the answer came, before it is written
- *   after_reply    after the reply is written, before the commit
+ *   after_reply    after the reply is written (appended to the journal's
+ *                  reply log, not yet in LevelDB), before the commit
  *   after_commit   after the commit is written, before the next send
  * Invariant: a point fires only when ONCE_CHAIN_CRASH names it, on the
  * hit given after '@' (default 1), counted per process; it SIGKILLs the

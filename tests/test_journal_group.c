@@ -55,7 +55,7 @@ setup(void **state)
     leveldb_options_set_create_if_missing(f->opts, 1);
     f->db = leveldb_open(f->opts, f->dir, &err);
     assert_null(err);
-    assert_int_equal(jgroup_open(f->db, &f->g), 0);
+    assert_int_equal(jgroup_open(f->db, NULL, &f->g), 0);
     *state = f;
     return 0;
 }
@@ -190,7 +190,7 @@ survives_reopen(void **state)
     leveldb_close(f->db);
     f->db = leveldb_open(f->opts, f->dir, &err);
     assert_null(err);
-    assert_int_equal(jgroup_open(f->db, &f->g), 0);
+    assert_int_equal(jgroup_open(f->db, NULL, &f->g), 0);
     for (int i = 0; i < 50; i++) {
         size_t len = 0;
         char *v;

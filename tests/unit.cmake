@@ -50,7 +50,8 @@ set_tests_properties(test_json_pb PROPERTIES TIMEOUT 120 LABELS unit)
 # The journal's merged LevelDB writes (client/journal_group.c), on a real
 # LevelDB in a temp dir, from many threads at once.
 add_executable(test_journal_group test_journal_group.c
-  ${PROJECT_SOURCE_DIR}/client/journal_group.c)
+  ${PROJECT_SOURCE_DIR}/client/journal_group.c
+  ${PROJECT_SOURCE_DIR}/client/journal_replies.c)
 target_include_directories(test_journal_group PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_journal_group PRIVATE once_base once_sys_helpers
                       leveldb::leveldb PkgConfig::CMOCKA Threads::Threads)
