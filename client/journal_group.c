@@ -80,7 +80,7 @@ struct jgroup {
 static void
 jg_write_group(jgroup *g, queue *group)
 {
-    jreplies_ticket t = {0, 0};
+    jreplies_ticket t = {0, false, 0, 0};
     char *err = NULL;
     bool sync = false;
     queue_link *l;
@@ -104,6 +104,9 @@ jg_write_group(jgroup *g, queue *group)
     leveldb_write(g->db, sync ? g->wsync : g->wnosync, g->batch, &err);
     if (sync && g->rl != NULL) {
         jreplies_done(g->rl, &t, err == NULL);
+        for (l = group->head; err == NULL && l != NULL; l = l->next) {
+            jreplies_drop(g->rl, &t, NODE(l)->key, NODE(l)->klen);
+        }
     }
     for (l = group->head; l != NULL; l = l->next) {
         jg_node *n = NODE(l);

@@ -45,15 +45,19 @@
 
 #include <sodium.h>
 
-#define JR_PREFIX    "replies."
-#define JR_HASH      16
-#define JR_HDR       (8 + JR_HASH)
-#define JR_KEY_MAX   4096
+#define JR_PREFIX  "replies."
+#define JR_HASH    16
+#define JR_HDR     (8 + JR_HASH)
+#define JR_KEY_MAX 4096
+#ifndef JR_FILE_SIZE /* tests/test_journal_replies.c builds it smaller */
 #define JR_FILE_SIZE (4u << 20) /* a new file after 4 MiB */
+#endif
 
 typedef struct jr_rec {
     size_t klen, vlen;
-    char *key; /* key then value, one allocation */
+    char *key;    /* key then value, one allocation */
+    uint64_t h;   /* jr_key_hash of the key */
+    uint64_t gen; /* jreplies.gen when it was appended */
 } jr_rec;
 
 struct jreplies {
@@ -63,8 +67,9 @@ struct jreplies {
     uint64_t cur;         /* the current file's number */
     uint64_t oldest;      /* the lowest number of a file that may exist */
     size_t size;          /* bytes in the current file */
-    jr_rec *recs;         /* kept, in append order */
+    jr_rec *recs;         /* kept, one per key, in no order */
     size_t n, cap;
+    uint64_t gen; /* appends so far */
 };
 
 /* ---- the record's frame -------------------------------------------------- */
@@ -106,6 +111,42 @@ static void
 jr_path(const char *dir, uint64_t k, char *path)
 {
     snprintf(path, JR_PATH_MAX, "%s/" JR_PREFIX "%" PRIu64, dir, k);
+}
+
+/* FNV-1a of a key: kept records are found by it first. */
+static uint64_t
+jr_key_hash(const char *key, size_t klen)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (size_t i = 0; i < klen; i++) {
+        h = (h ^ (uint8_t)key[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* The index of key's kept record, or r->n (caller holds lock). */
+static size_t
+jr_find(const jreplies *r, uint64_t h, const char *key, size_t klen)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        const jr_rec *c = &r->recs[i];
+
+        if (c->h == h && c->klen == klen && memcmp(c->key, key, klen) == 0) {
+            break;
+        }
+    }
+    return i;
+}
+
+/* Forgets kept record i (caller holds lock). */
+static void
+jr_forget(jreplies *r, size_t i)
+{
+    free(r->recs[i].key);
+    r->recs[i] = r->recs[--r->n];
 }
 
 /* ---- open / close -------------------------------------------------------- */
@@ -194,7 +235,8 @@ jreplies_append(jreplies *r, const char *key, size_t klen, const uint8_t *val,
                 size_t vlen)
 {
     uint8_t hdr[JR_HDR];
-    jr_rec rec = {klen, vlen, NULL};
+    jr_rec rec = {klen, vlen, NULL, jr_key_hash(key, klen), 0};
+    size_t i;
     int e;
 
     if (klen > JR_KEY_MAX || vlen > UINT32_MAX) {
@@ -223,7 +265,13 @@ jreplies_append(jreplies *r, const char *key, size_t klen, const uint8_t *val,
         r->cap = want;
     }
     if ((e = jr_write(r, iov, JR_HDR + klen + vlen)) == 0) {
-        r->recs[r->n++] = rec;
+        rec.gen = ++r->gen;
+        if ((i = jr_find(r, rec.h, key, klen)) < r->n) {
+            free(r->recs[i].key); /* an older reply of the same key */
+        } else {
+            r->n++;
+        }
+        r->recs[i] = rec;
         rec.key = NULL;
     }
 out:
@@ -236,23 +284,21 @@ int
 jreplies_get(jreplies *r, const char *key, size_t klen, uint8_t **val,
              size_t *vlen)
 {
+    uint64_t h = jr_key_hash(key, klen);
+    size_t i;
     int e = ENOENT;
 
     *val = NULL;
     *vlen = 0;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = r->n; i-- > 0;) {
+    if ((i = jr_find(r, h, key, klen)) < r->n) {
         const jr_rec *c = &r->recs[i];
 
-        if (c->klen != klen || memcmp(c->key, key, klen) != 0) {
-            continue;
-        }
         e = (*val = malloc(c->vlen + 1)) != NULL ? 0 : ENOMEM;
         if (e == 0) {
             memcpy(*val, c->key + klen, c->vlen);
             *vlen = c->vlen;
         }
-        break;
     }
     pthread_mutex_unlock(&r->lock);
     return e;
@@ -265,19 +311,35 @@ jreplies_take(jreplies *r, leveldb_writebatch_t *b, bool all,
               jreplies_ticket *t)
 {
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->n; i++) {
+    t->gen = r->gen;
+    t->upto = 0;
+    t->carry = all || (r->fd >= 0 && r->size >= JR_FILE_SIZE);
+    t->n = t->carry ? r->n : 0;
+    for (size_t i = 0; i < t->n; i++) {
         const jr_rec *c = &r->recs[i];
 
         leveldb_writebatch_put(b, c->key, c->klen, c->key + c->klen, c->vlen);
     }
-    t->n = r->n;
-    t->upto = 0;
-    if (r->fd >= 0 && (all || r->size >= JR_FILE_SIZE)) {
+    if (t->carry && r->fd >= 0) {
         close(r->fd);
         r->fd = -1;
         t->upto = r->cur++;
-    } else if (all && r->cur > r->oldest) {
+    } else if (t->carry && r->cur > r->oldest) {
         t->upto = r->cur - 1; /* the current one not started yet */
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void
+jreplies_drop(jreplies *r, const jreplies_ticket *t, const char *key,
+              size_t klen)
+{
+    uint64_t h = jr_key_hash(key, klen);
+    size_t i;
+
+    pthread_mutex_lock(&r->lock);
+    if ((i = jr_find(r, h, key, klen)) < r->n && r->recs[i].gen <= t->gen) {
+        jr_forget(r, i);
     }
     pthread_mutex_unlock(&r->lock);
 }
@@ -288,15 +350,15 @@ jreplies_done(jreplies *r, const jreplies_ticket *t, bool synced)
     uint64_t from;
     char path[JR_PATH_MAX];
 
-    if (!synced || (t->n == 0 && t->upto == 0)) {
+    if (!synced || !t->carry) {
         return;
     }
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < t->n; i++) {
-        free(r->recs[i].key);
+    for (size_t i = r->n; i-- > 0;) {
+        if (r->recs[i].gen <= t->gen) {
+            jr_forget(r, i); /* carried */
+        }
     }
-    memmove(r->recs, r->recs + t->n, (r->n - t->n) * sizeof(*r->recs));
-    r->n -= t->n;
     from = r->oldest;
     if (t->upto >= r->oldest) {
         r->oldest = t->upto + 1;

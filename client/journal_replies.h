@@ -22,10 +22,13 @@
 
 typedef struct jreplies jreplies;
 
-/* What one jreplies_take took: its records, and the files that may go
- * once the write that carries them is synced. */
+/* What one jreplies_take saw: the appends before it, and whether it
+ * carried the records kept into its batch (then the files numbered up
+ * to upto may go once the write is synced). */
 typedef struct jreplies_ticket {
-    size_t n;      /* records taken: the first n kept */
+    uint64_t gen;  /* the appends before the take */
+    bool carry;    /* the records kept were put into the batch */
+    size_t n;      /* how many that was */
     uint64_t upto; /* files numbered up to it may go; 0: none */
 } jreplies_ticket;
 
@@ -48,16 +51,24 @@ int jreplies_append(jreplies *r, const char *key, size_t klen,
 int jreplies_get(jreplies *r, const char *key, size_t klen, uint8_t **val,
                  size_t *vlen);
 
-/* Puts every record kept into b (in append order, so the newest of a key
- * wins; before the write's own entries, so those win over them) and
- * fills *t. A new file is started when the current one is large, or
- * always when all. */
+/* Fills *t for a synced write being put together in b. When the current
+ * file is large, or always when all, every record kept goes into b
+ * (before the write's own entries, so those win over them) and a new
+ * file is started; otherwise nothing goes into b: a record is written to
+ * LevelDB only when its file must go, since the next synced write of
+ * its own key (the chain's commit) replaces it anyway. */
 void jreplies_take(jreplies *r, leveldb_writebatch_t *b, bool all,
                    jreplies_ticket *t);
 
-/* After the write of the batch t was taken into: when it succeeded and
- * was synced, forgets the records taken and removes the files up to
- * t->upto; otherwise keeps both (the next take carries them again). */
+/* After the synced write t was taken for succeeded, for each key that
+ * write held: that key's record kept from before t is dropped (LevelDB
+ * now holds a later record of the key). */
+void jreplies_drop(jreplies *r, const jreplies_ticket *t, const char *key,
+                   size_t klen);
+
+/* After the write t was taken for: when it succeeded and was synced and
+ * t carried the records, forgets those records and removes the files up
+ * to t->upto; otherwise keeps both (a later take carries them). */
 void jreplies_done(jreplies *r, const jreplies_ticket *t, bool synced);
 
 /* Calls fn(key, klen, val, vlen, arg) for every whole record of dir's

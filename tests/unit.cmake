@@ -57,3 +57,15 @@ target_link_libraries(test_journal_group PRIVATE once_base once_sys_helpers
                       leveldb::leveldb PkgConfig::CMOCKA Threads::Threads)
 add_test(NAME test_journal_group COMMAND test_journal_group)
 set_tests_properties(test_journal_group PROPERTIES TIMEOUT 120 LABELS unit)
+
+# The journal's reply log (client/journal_replies.c) with the merged
+# writes that carry it, a new file every 4 KiB instead of 4 MiB.
+add_executable(test_journal_replies test_journal_replies.c
+  ${PROJECT_SOURCE_DIR}/client/journal_group.c
+  ${PROJECT_SOURCE_DIR}/client/journal_replies.c)
+target_compile_definitions(test_journal_replies PRIVATE JR_FILE_SIZE=4096)
+target_include_directories(test_journal_replies PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(test_journal_replies PRIVATE once_base once_sys_helpers
+                      leveldb::leveldb PkgConfig::CMOCKA Threads::Threads)
+add_test(NAME test_journal_replies COMMAND test_journal_replies)
+set_tests_properties(test_journal_replies PROPERTIES TIMEOUT 120 LABELS unit)
