@@ -20,9 +20,10 @@
  * always did.
  * A reply's unsynced write (the only one) is not a LevelDB write: it is
  * appended to the reply log (journal_replies.c: one write(2), survives
- * the process) and kept in memory; every synced LevelDB write carries
- * the replies kept into LevelDB ahead of its own entries, and reads
- * (journal_get, journal_each) see a kept reply over LevelDB's record. At
+ * the process) and kept in memory until the chain's next synced write
+ * (its commit) replaces it, or a synced write carries it into LevelDB
+ * when its file must go; reads (journal_get, journal_each) see a kept
+ * reply over LevelDB's record. At
  * open, a reply of the log is written to LevelDB (synced) when it answers
  * the step LevelDB holds PENDING under the same rpc id, and the log's
  * files are removed: so a reply written before once_chain_send returned

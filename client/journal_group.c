@@ -29,10 +29,12 @@
  * nothing (docs/performance.md), so the simpler one stays. So did a
  * thread that writes every write, a lone one too: it costs one chain two
  * context switches per write.
- * With a reply log (journal_replies.h), a synced write carries its kept
- * records into LevelDB: they go into the batch first, and are forgotten
- * (their full files removed) once the write succeeded. A lone write takes
- * the same path as the thread's, one batch of one.
+ * With a reply log (journal_replies.h), a synced write drops, once it
+ * succeeded, the kept records of the keys it wrote (it replaced them),
+ * and when the log's file is full carries every kept record into
+ * LevelDB, first in the batch so the write's own entries win; the full
+ * files go after it. A lone write takes the same path as the thread's,
+ * one batch of one.
  * Never: holds lock across a LevelDB call; returns to a caller before its
  * write is in LevelDB's log (and synced, when it asked for that).
  */

@@ -26,10 +26,11 @@ typedef struct jgroup jgroup;
 
 /* A jgroup (and its thread) writing to db (not owned; it must outlive
  * the jgroup). With a reply log rl (not owned, outliving the jgroup; NULL
- * for none), every synced write carries rl's kept records into LevelDB
- * ahead of its own (jreplies_take); then no unsynced write may be given
- * to the jgroup (it would not carry them, and a record carried later
- * would win over it). 0, or an errno. */
+ * for none), a synced write drops rl's kept records of the keys it wrote
+ * and carries the others into LevelDB ahead of its own entries when rl
+ * says its file is full (jreplies_take); then no unsynced write may be
+ * given to the jgroup (it would not drop them, and a record carried
+ * later would win over it). 0, or an errno. */
 int jgroup_open(leveldb_t *db, jreplies *rl, jgroup **gp);
 
 /* Stops the thread once the queued writes are written, and frees g

@@ -6,8 +6,13 @@
  * survive the process. As a LevelDB write of its own it waited behind the
  * synced group in progress and cost a second trip through the journal's
  * writer per step (docs/performance.md, "Chains"). Here it is one
- * write(2) to a file of our own, and the journal's next synced write,
- * which comes anyway (the step's commit), carries it into LevelDB.
+ * write(2) to a file of our own, kept in memory beside it; the next
+ * synced write of the same key, which comes anyway (the step's commit),
+ * makes it stale, and it is dropped once that write is in LevelDB. A
+ * reply is written to LevelDB only when its file must go: when the file
+ * passes JR_FILE_SIZE, the next synced write carries every record kept
+ * and the full files go after it (measured against carrying them on
+ * every synced write: docs/performance.md, "Chains").
  *
  * A file is a sequence of records, each one write(2) with O_APPEND:
  *   klen (4 bytes, little-endian), vlen (4), a BLAKE2b-128 of the
@@ -19,12 +24,14 @@
  * that is not whole or whose hash is wrong.
  *
  * Owns: the current file and its number, the oldest number that may
- * still exist, and the records not yet carried into a synced LevelDB
- * write (under lock).
- * Invariant: every record appended is, until jreplies_done forgets it,
- * both in memory and in a file numbered >= oldest; a file goes only once
- * a synced write holds every record appended to it (each was taken by
- * that write, or by an earlier synced one).
+ * still exist, and the records kept: the newest of each key that no
+ * synced LevelDB write holds or has replaced yet (under lock).
+ * Invariant: every record appended is, until it is forgotten, both in
+ * memory and in a file numbered >= oldest; it is forgotten only after a
+ * synced LevelDB write that carried it or wrote its key after it (or
+ * when a newer record of its key replaces it); a file goes only once
+ * every record appended to it was forgotten so, its last ones by the
+ * write that carried them.
  * Never: syncs a file; holds lock across anything but the append's own
  * write(2); appends after a record it could not write whole, in the same
  * file.

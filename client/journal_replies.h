@@ -2,13 +2,15 @@
  * journal_replies.h — the LevelDB journal's reply log (journal_replies.c):
  * a chain step's reply written in one write(2) to an append-only file of
  * the journal's directory (replies.<n>, not synced) and kept in memory
- * until the journal's next synced LevelDB write carries it
- * (journal_group.c), instead of a LevelDB write of its own.
+ * until a synced LevelDB write (journal_group.c) of its key replaces it,
+ * or carries it when its file must go, instead of a LevelDB write of its
+ * own.
  *
  * Owns: declarations only.
  * Invariant: a record appended survives the process (it is in the file
- * when jreplies_append returns) until a synced LevelDB write holds it; a
- * file is removed only after such a write holds every record in it.
+ * when jreplies_append returns) until a synced LevelDB write holds it or
+ * a later record of its key; a file is removed only after that holds for
+ * every record in it.
  * Never: decides what a record means (journal.c's replay does).
  */
 #ifndef CLIENT_JOURNAL_REPLIES_H
