@@ -56,7 +56,7 @@
 #define JR_HASH    16
 #define JR_HDR     (8 + JR_HASH)
 #define JR_KEY_MAX 4096
-#ifndef JR_FILE_SIZE /* tests/test_journal_replies.c builds it smaller */
+#ifndef JR_FILE_SIZE /* tests/test_journal_group.c builds it smaller */
 #define JR_FILE_SIZE (4u << 20) /* a new file after 4 MiB */
 #endif
 
