@@ -51,9 +51,10 @@ chain_nomem(once_status *st)
                       "chain");
 }
 
-/* How a record is written: synced, written unsynced (it survives the
- * process, not the machine, until a later synced write of the record
- * replaces it), or kept in memory only (the test build's broken order). */
+/* How a record is written: synced, written unsynced (to the journal's
+ * reply log, journal_replies.c: it survives the process, not the machine,
+ * until the journal's next synced write carries it into LevelDB), or
+ * kept in memory only (the test build's broken order). */
 typedef enum chain_how { CHAIN_SYNC, CHAIN_NOSYNC, CHAIN_MEMORY } chain_how;
 
 /* Makes w the chain's record: packed once, written as how says, then
@@ -388,9 +389,10 @@ chain_drop(once_chain *ch, once_status *st)
 /* The answer rv/st (resp on OK, taken over) of the pending step, written:
  * REPLIED, LEASE_ENDED, or nothing when it decides nothing.
  *
- * The reply's write is not synced, and the step's seq stays incomplete
- * (CALL_HELD) until the commit that consumes the reply is synced: until
- * then no call of the handle acknowledges the seq, so the server keeps
+ * The reply's write is not synced (one write(2) to the journal's reply
+ * log; reads of the journal see it at once), and the step's seq stays
+ * incomplete (CALL_HELD) until the commit that consumes the reply is synced:
+ * until then no call of the handle acknowledges the seq, so the server keeps
  * the completion record, and a reply lost with the machine is learned
  * again by re-sending the PENDING step under its id. One local fsync per
  * step (the commit, which records the next request too) instead of two. */
@@ -418,7 +420,11 @@ chain_answer(once_chain *ch, int rv, void **resp, size_t *resp_len,
     w.reply.data = rv == ONCE_OK ? (uint8_t *)*resp : NULL;
     w.reply.len = rv == ONCE_OK ? *resp_len : 0;
     if (!ch->one_step) {
-        e = chain_write(ch, &w, CHAIN_NOSYNC, st);
+        /* The test build's broken order records the request only now: a
+         * reply log's record is replayed only onto its recorded request,
+         * so there the reply is a LevelDB write as the request would be. */
+        e = chain_write(
+            ch, &w, chain_write_after_send() ? CHAIN_SYNC : CHAIN_NOSYNC, st);
     } else if (rv == ONCE_OK) {
         e = chain_drop(ch, st); /* accepted: nothing is kept */
     } else {

@@ -9,7 +9,8 @@
  *   before_record  before the write that records a request and its id
  *   after_record   after it, before the send
  *   after_send     after the answer came, before it is written
- *   after_reply    after the reply is written, before the commit
+ *   after_reply    after the reply is written (appended to the journal's
+ *                  reply log, not yet in LevelDB), before the commit
  *   after_commit   after the commit is written, before the next send
  * and the input store's import of its files of before (inputs_import.c):
  *   import_written after an imported chain is written (or found kept),

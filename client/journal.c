@@ -19,6 +19,20 @@
  * with the profile of docs/performance.md, "Chains"). The file store pays
  * its own fsyncs per write (a file and its directory), as the input store
  * always did.
+ * A reply's unsynced write (the only one) is not a LevelDB write: it is
+ * appended to the reply log (journal_replies.c: one write(2), survives
+ * the process) and kept in memory until the chain's next synced write
+ * (its commit) replaces it, or a synced write carries it into LevelDB
+ * when its file must go; reads (journal_get, journal_each) see a kept
+ * reply over LevelDB's record. At
+ * open, a reply of the log is written to LevelDB (synced) when it answers
+ * the step LevelDB holds PENDING under the same rpc id, and the log's
+ * files are removed: so a reply written before once_chain_send returned
+ * survives the process's death exactly as an unsynced LevelDB write did,
+ * and a reply the log holds for a step since committed, forgotten or
+ * recorded again is never applied. Decided so after docs/performance.md,
+ * "Chains": the reply's LevelDB write waited for the synced group ahead
+ * of it.
  * Never: holds claim_lock across a LevelDB call or a file write; sends
  * anything.
  */
@@ -36,6 +50,7 @@
 #include "client/journal_files.h"
 #include "client/journal_impl.h"
 #include "client/journal_group.h"
+#include "client/journal_replies.h"
 #include "client/status.h"
 
 #define KEY_PREFIX "chain/"
@@ -46,7 +61,8 @@ struct once_journal {
     int dirfd;     /* the file store's directory; -1 with a LevelDB */
     leveldb_options_t *opts;
     leveldb_readoptions_t *ropts;
-    jgroup *jg; /* every write to db goes through it; NULL: file store */
+    jgroup *jg;   /* every write to db goes through it; NULL: file store */
+    jreplies *rl; /* db's unsynced writes (replies); NULL: file store */
     pthread_mutex_t claim_lock; /* protects open_ids, nopen */
     char **open_ids;            /* chains with a handle open */
     size_t nopen;
@@ -153,6 +169,101 @@ journal_key(const char *chain_id, char *key)
     return n > 0 && (size_t)n < KEY_MAX ? (size_t)n : 0;
 }
 
+/* ---- the reply log (journal_replies.c) ----------------------------------- */
+
+typedef struct replay_ctx {
+    once_journal *j;
+    leveldb_writebatch_t *batch;
+    size_t applied;
+} replay_ctx;
+
+/* jreplies_replay's callback: a reply from the log goes into the batch
+ * when it answers the step LevelDB holds PENDING (the same rpc id) —
+ * the reply this process wrote last before it died. Any other (the
+ * chain committed, forgotten, re-recorded since, or the reply already in
+ * LevelDB) is stale and skipped. */
+static void
+replay_one(const char *key, size_t klen, const uint8_t *val, size_t vlen,
+           void *arg)
+{
+    replay_ctx *x = arg;
+    chain_rec *side = once__client__chain_record__unpack(NULL, vlen, val);
+    chain_rec *cur = NULL;
+    char *err = NULL, *v;
+    size_t curlen = 0;
+
+    if (side == NULL || side->state != ONCE_CHAIN_REPLIED) {
+        goto out;
+    }
+    v = leveldb_get(x->j->db, x->j->ropts, key, klen, &curlen, &err);
+    if (v != NULL) {
+        cur = once__client__chain_record__unpack(NULL, curlen, (uint8_t *)v);
+    }
+    leveldb_free(v);
+    leveldb_free(err);
+    if (cur != NULL && cur->state == ONCE_CHAIN_PENDING &&
+        cur->client_id == side->client_id && cur->seq == side->seq &&
+        strcmp(cur->chain_id, side->chain_id) == 0) {
+        leveldb_writebatch_put(x->batch, key, klen, (const char *)val, vlen);
+        x->applied++;
+    }
+out:
+    once__client__chain_record__free_unpacked(cur, NULL);
+    once__client__chain_record__free_unpacked(side, NULL);
+}
+
+/* At open: the replies of dir's reply log that LevelDB lacks written to
+ * it in one synced write, then the log's files removed. */
+static int
+replies_recover(once_journal *j, const char *dir, once_status *st)
+{
+    replay_ctx x = {j, leveldb_writebatch_create(), 0};
+    leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+    char *err = NULL;
+    int e;
+
+    leveldb_writeoptions_set_sync(wo, 1);
+    if ((e = jreplies_replay(dir, replay_one, &x)) == 0 && x.applied > 0) {
+        leveldb_write(j->db, wo, x.batch, &err);
+    }
+    leveldb_writeoptions_destroy(wo);
+    leveldb_writebatch_destroy(x.batch);
+    if (err != NULL) {
+        return journal_error(st, ONCE_FAILED_PRECONDITION, "reply log", err);
+    }
+    if (e != 0 || (e = jreplies_remove_all(dir)) != 0) {
+        return status_set(st, ONCE_FAILED_PRECONDITION, ONCE_REASON_JOURNAL,
+                          "journal: the reply log of %s: %s", dir, strerror(e));
+    }
+    return ONCE_OK;
+}
+
+/* At close: the replies kept in memory written to LevelDB (synced), then
+ * the log's files removed; on a failure both stay for the next open. */
+static void
+replies_settle(once_journal *j)
+{
+    leveldb_writebatch_t *b;
+    leveldb_writeoptions_t *wo;
+    jreplies_ticket t;
+    char *err = NULL;
+
+    if (j->rl == NULL) {
+        return;
+    }
+    b = leveldb_writebatch_create();
+    wo = leveldb_writeoptions_create();
+    leveldb_writeoptions_set_sync(wo, 1);
+    jreplies_take(j->rl, b, true, &t);
+    if (t.n > 0) {
+        leveldb_write(j->db, wo, b, &err);
+    }
+    jreplies_done(j->rl, &t, err == NULL);
+    leveldb_free(err);
+    leveldb_writeoptions_destroy(wo);
+    leveldb_writebatch_destroy(b);
+}
+
 /* ---- open / close -------------------------------------------------------- */
 
 /* Opens the LevelDB journal in dir (created when missing if create). */
@@ -161,6 +272,7 @@ db_open(const char *dir, bool create, once_journal **jp, once_status *st)
 {
     once_journal *j;
     char *err = NULL;
+    int rv;
 
     if ((j = calloc(1, sizeof(*j))) == NULL) {
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
@@ -175,7 +287,12 @@ db_open(const char *dir, bool create, once_journal **jp, once_status *st)
         once_journal_close(j);
         return journal_error(st, ONCE_FAILED_PRECONDITION, dir, err);
     }
-    if (jgroup_open(j->db, &j->jg) != 0) {
+    if ((rv = replies_recover(j, dir, st)) != ONCE_OK) {
+        once_journal_close(j);
+        return rv;
+    }
+    if (jreplies_open(dir, &j->rl) != 0 ||
+        jgroup_open(j->db, j->rl, &j->jg) != 0) {
         once_journal_close(j);
         return status_set(st, ONCE_RESOURCE_EXHAUSTED, ONCE_REASON_NO_MEMORY,
                           "journal");
@@ -286,6 +403,8 @@ once_journal_close(once_journal *j)
         return;
     }
     jgroup_close(j->jg);
+    replies_settle(j);
+    jreplies_close(j->rl);
     if (j->db != NULL) {
         leveldb_close(j->db);
     }
@@ -300,6 +419,19 @@ once_journal_close(once_journal *j)
 }
 
 /* ---- records ------------------------------------------------------------- */
+
+/* key's newest reply kept by the reply log (newer than LevelDB's record
+ * of it), malloc'd; NULL when there is none (or no memory: LevelDB's
+ * record is then read, which the reply log never makes wrong, only old). */
+static char *
+replies_get(once_journal *j, const char *key, size_t klen, size_t *vlen)
+{
+    uint8_t *v;
+
+    return j->rl != NULL && jreplies_get(j->rl, key, klen, &v, vlen) == 0
+               ? (char *)v
+               : NULL;
+}
 
 int
 journal_get(once_journal *j, const char *chain_id, chain_rec **out,
@@ -316,16 +448,21 @@ journal_get(once_journal *j, const char *chain_id, chain_rec **out,
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "a chain id is 1 to 256 bytes");
     }
-    v = leveldb_get(j->db, j->ropts, key, klen, &vlen, &err);
-    if (err != NULL) {
-        return journal_error(st, ONCE_INTERNAL, "read", err);
+    if ((v = replies_get(j, key, klen, &vlen)) != NULL) {
+        *out = once__client__chain_record__unpack(NULL, vlen, (uint8_t *)v);
+        free(v);
+    } else {
+        v = leveldb_get(j->db, j->ropts, key, klen, &vlen, &err);
+        if (err != NULL) {
+            return journal_error(st, ONCE_INTERNAL, "read", err);
+        }
+        if (v == NULL) {
+            return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_CHAIN,
+                              "the journal keeps no chain %s", chain_id);
+        }
+        *out = once__client__chain_record__unpack(NULL, vlen, (uint8_t *)v);
+        leveldb_free(v);
     }
-    if (v == NULL) {
-        return status_set(st, ONCE_NOT_FOUND, ONCE_REASON_NO_CHAIN,
-                          "the journal keeps no chain %s", chain_id);
-    }
-    *out = once__client__chain_record__unpack(NULL, vlen, (uint8_t *)v);
-    leveldb_free(v);
     if (*out == NULL) {
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
                           "journal: the record of chain %s does not decode",
@@ -362,7 +499,13 @@ db_write(once_journal *j, const char *chain_id, const uint8_t *val, size_t vlen,
         return status_set(st, ONCE_INVALID_ARGUMENT, ONCE_REASON_BAD_ARGUMENT,
                           "a chain id is 1 to 256 bytes");
     }
-    if (jgroup_write(j->jg, key, klen, (const char *)val, vlen, sync, msg,
+    if (!sync && val != NULL) { /* a reply: the reply log's */
+        int e = jreplies_append(j->rl, key, klen, val, vlen);
+        return e == 0 ? ONCE_OK
+                      : status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
+                                   "journal: reply log: %s", strerror(e));
+    }
+    if (jgroup_write(j->jg, key, klen, (const char *)val, vlen, true, msg,
                      sizeof(msg)) != 0) {
         return status_set(st, ONCE_INTERNAL, ONCE_REASON_JOURNAL,
                           "journal: %s: %s", val != NULL ? "write" : "delete",
@@ -566,7 +709,11 @@ journal_each(once_journal *j, journal_each_fn fn, void *arg, once_status *st)
         if (klen < plen || memcmp(k, KEY_PREFIX, plen) != 0) {
             break;
         }
-        e = each_value(v, vlen, fn, arg);
+        size_t kept_len;
+        char *kept = replies_get(j, k, klen, &kept_len);
+        e = kept != NULL ? each_value(kept, kept_len, fn, arg)
+                         : each_value(v, vlen, fn, arg);
+        free(kept);
     }
     leveldb_iter_destroy(it);
     return e == 0 ? ONCE_OK

@@ -29,6 +29,12 @@
  * nothing (docs/performance.md), so the simpler one stays. So did a
  * thread that writes every write, a lone one too: it costs one chain two
  * context switches per write.
+ * With a reply log (journal_replies.h), a synced write drops, once it
+ * succeeded, the kept records of the keys it wrote (it replaced them),
+ * and when the log's file is full carries every kept record into
+ * LevelDB, first in the batch so the write's own entries win; the full
+ * files go after it. A lone write takes the same path as the thread's,
+ * one batch of one.
  * Never: holds lock across a LevelDB call; returns to a caller before its
  * write is in LevelDB's log (and synced, when it asked for that).
  */
@@ -56,6 +62,7 @@ typedef struct jg_node {
 
 struct jgroup {
     leveldb_t *db; /* not owned */
+    jreplies *rl;  /* not owned; NULL: none */
     leveldb_writeoptions_t *wsync, *wnosync;
     leveldb_writebatch_t *batch; /* the writer thread's only */
     pthread_t thread;
@@ -69,16 +76,24 @@ struct jgroup {
 
 #define NODE(l) QUEUE_ITEM(l, jg_node, link)
 
-/* The nodes of group as one write, synced when any of them asks for it;
- * then each posted. */
+/* The nodes of group as one write, synced when any of them asks for it,
+ * after the reply log's kept records when synced; each node's rv and err
+ * filled. The caller holds busy (g->batch is the busy writer's). */
 static void
 jg_write_group(jgroup *g, queue *group)
 {
+    jreplies_ticket t = {0, false, 0, 0};
     char *err = NULL;
     bool sync = false;
     queue_link *l;
 
+    for (l = group->head; l != NULL; l = l->next) {
+        sync = sync || NODE(l)->sync;
+    }
     leveldb_writebatch_clear(g->batch);
+    if (sync && g->rl != NULL) {
+        jreplies_take(g->rl, g->batch, false, &t);
+    }
     for (l = group->head; l != NULL; l = l->next) {
         jg_node *m = NODE(l);
 
@@ -87,19 +102,35 @@ jg_write_group(jgroup *g, queue *group)
         } else {
             leveldb_writebatch_delete(g->batch, m->key, m->klen);
         }
-        sync = sync || m->sync;
     }
     leveldb_write(g->db, sync ? g->wsync : g->wnosync, g->batch, &err);
-    while ((l = queue_pop(group)) != NULL) { /* gone once posted */
+    if (sync && g->rl != NULL) {
+        jreplies_done(g->rl, &t, err == NULL);
+        for (l = group->head; err == NULL && l != NULL; l = l->next) {
+            jreplies_drop(g->rl, &t, NODE(l)->key, NODE(l)->klen);
+        }
+    }
+    for (l = group->head; l != NULL; l = l->next) {
         jg_node *n = NODE(l);
 
         n->rv = err != NULL ? -1 : 0;
         if (err != NULL) {
             snprintf(n->err, n->errcap, "%s", err);
         }
-        sem_post(&n->done);
     }
     leveldb_free(err);
+}
+
+/* jg_write_group, then each node posted (gone once posted). */
+static void
+jg_write_posted(jgroup *g, queue *group)
+{
+    queue_link *l;
+
+    jg_write_group(g, group);
+    while ((l = queue_pop(group)) != NULL) {
+        sem_post(&NODE(l)->done);
+    }
 }
 
 /* The writer thread: writes the whole queue at a time while no lone
@@ -124,7 +155,7 @@ jg_main(void *arg)
         (void)queue_take(&g->q, &group, SIZE_MAX);
         g->busy = true;
         pthread_mutex_unlock(&g->lock);
-        jg_write_group(g, &group);
+        jg_write_posted(g, &group);
         pthread_mutex_lock(&g->lock);
         g->busy = false;
     }
@@ -133,7 +164,7 @@ jg_main(void *arg)
 }
 
 int
-jgroup_open(leveldb_t *db, jgroup **gp)
+jgroup_open(leveldb_t *db, jreplies *rl, jgroup **gp)
 {
     jgroup *g;
     int e;
@@ -143,6 +174,7 @@ jgroup_open(leveldb_t *db, jgroup **gp)
         return ENOMEM;
     }
     g->db = db;
+    g->rl = rl;
     g->wsync = leveldb_writeoptions_create();
     leveldb_writeoptions_set_sync(g->wsync, 1);
     g->wnosync = leveldb_writeoptions_create();
@@ -182,32 +214,22 @@ jgroup_close(jgroup *g)
     free(g);
 }
 
-/* A lone write, by its caller (nothing queued, nothing being written):
- * no thread is woken for it. 0 or -1 as jgroup_write. */
+/* A lone write n, by its caller (nothing queued, nothing being
+ * written): no thread is woken for it. 0 or -1 as jgroup_write. */
 static int
-jg_write_alone(jgroup *g, const char *key, size_t klen, const char *val,
-               size_t vlen, bool sync, char *err, size_t errcap)
+jg_write_alone(jgroup *g, jg_node *n)
 {
-    leveldb_writeoptions_t *wo = sync ? g->wsync : g->wnosync;
-    char *e = NULL;
+    queue one = {0};
 
-    if (val != NULL) {
-        leveldb_put(g->db, wo, key, klen, val, vlen, &e);
-    } else {
-        leveldb_delete(g->db, wo, key, klen, &e);
-    }
+    queue_push(&one, &n->link);
+    jg_write_group(g, &one);
     pthread_mutex_lock(&g->lock);
     g->busy = false;
     if (!queue_empty(&g->q) && g->idle) {
         pthread_cond_signal(&g->work); /* queued behind this write */
     }
     pthread_mutex_unlock(&g->lock);
-    if (e != NULL) {
-        snprintf(err, errcap, "%s", e);
-        leveldb_free(e);
-        return -1;
-    }
-    return 0;
+    return n->rv;
 }
 
 int
@@ -226,7 +248,7 @@ jgroup_write(jgroup *g, const char *key, size_t klen, const char *val,
     if (!g->busy && queue_empty(&g->q)) {
         g->busy = true;
         pthread_mutex_unlock(&g->lock);
-        return jg_write_alone(g, key, klen, val, vlen, sync, err, errcap);
+        return jg_write_alone(g, &n);
     }
     sem_init(&n.done, 0, 0);
     queue_push(&g->q, &n.link);

@@ -20,11 +20,18 @@
 
 #include <leveldb/c.h>
 
+#include "client/journal_replies.h"
+
 typedef struct jgroup jgroup;
 
 /* A jgroup (and its thread) writing to db (not owned; it must outlive
- * the jgroup). 0, or an errno. */
-int jgroup_open(leveldb_t *db, jgroup **gp);
+ * the jgroup). With a reply log rl (not owned, outliving the jgroup; NULL
+ * for none), a synced write drops rl's kept records of the keys it wrote
+ * and carries the others into LevelDB ahead of its own entries when rl
+ * says its file is full (jreplies_take); then no unsynced write may be
+ * given to the jgroup (it would not drop them, and a record carried
+ * later would win over it). 0, or an errno. */
+int jgroup_open(leveldb_t *db, jreplies *rl, jgroup **gp);
 
 /* Stops the thread once the queued writes are written, and frees g
  * (NULL is accepted); no caller may be writing. */

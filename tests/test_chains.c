@@ -42,17 +42,32 @@
  *                           PENDING step and its request; then resumed.
  *   api_rules               the state machine: step on a busy chain,
  *                           commit with a step in flight, a REPLIED
- *                           chain hands its reply back, forget.
+ *                           chain hands its reply back (and the
+ *                           journal's show and list see that reply, kept
+ *                           by the reply log), forget.
+ *   reply_survives_kill     the driver SIGKILLed right after its first
+ *                           reply went to the reply log: the journal
+ *                           opened after it holds the reply (REPLIED,
+ *                           sent once, value 1), the log's files are
+ *                           gone, the resume runs the chain once.
+ *   torn_reply_ignored      the same after the grant step's reply, the
+ *                           log's last record cut short, or one byte of
+ *                           it changed: the journal opens, says so on
+ *                           stderr, the step is PENDING; the resume
+ *                           re-sends it under its id, exactly once.
  * Invariant: each case uses its own tag (counters, surface) and journal.
  * Never: sleeps to wait for a condition other than a lease's TTL.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -517,6 +532,169 @@ other_principal_refused(void **state)
     once_journal_close(j);
 }
 
+/* ---- the reply log (client/journal_replies.c) ---------------------------- */
+
+/* The path of the highest-numbered reply file of dir into last[600];
+ * how many reply files dir holds. */
+static int
+reply_files(const char *dir, char *last)
+{
+    unsigned long top = 0;
+    struct dirent *d;
+    DIR *dp = opendir(dir);
+    int n = 0;
+
+    assert_non_null(dp);
+    while ((d = readdir(dp)) != NULL) {
+        if (strncmp(d->d_name, "replies.", 8) == 0) {
+            unsigned long k = strtoul(d->d_name + 8, NULL, 10);
+            n++;
+            if (k > top) {
+                top = k;
+                snprintf(last, 600, "%s/%s", dir, d->d_name);
+            }
+        }
+    }
+    closedir(dp);
+    return n;
+}
+
+/* once_journal_open of dir, what it printed on stderr into err[cap]. */
+static int
+open_captured(const char *dir, once_journal **j, char *err, size_t cap)
+{
+    char path[450];
+    once_status st;
+    int saved, fd, rv;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "%s.stderr", dir);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fd, 2);
+    rv = once_journal_open(dir, j, &st);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    n = pread(fd, err, cap - 1, 0);
+    err[n > 0 ? n : 0] = '\0';
+    close(fd);
+    if (rv != ONCE_OK) {
+        print_message("open %s: %s %s\n", dir, st.reason, st.message);
+    }
+    return rv;
+}
+
+/* The driver on tag's chain SIGKILLed right after its hit-th reply went
+ * to the reply log; the journal's directory into dir[400]. */
+static void
+kill_after_reply(fx *f, const char *tag, int hit, char *dir)
+{
+    char arm[64];
+    const char *env[] = {arm, NULL};
+    int ws;
+
+    snprintf(arm, sizeof(arm), "ONCE_CHAIN_CRASH=after_reply@%d", hit);
+    f->gen = place(f->c, tag);
+    ws = drive(f, tag, env, "120000");
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    snprintf(dir, 400, "%s/journal-%s", f->h->dir, tag);
+}
+
+/* The chain of a journal opened after a kill; its state (and, when
+ * value is not NULL, the counter its reply holds). */
+static int
+reopened_state(const char *dir, char *err, size_t cap, int64_t *value)
+{
+    once_chain_info in;
+    once_journal *j;
+    once_status st;
+    void *pay = NULL;
+    size_t plen = 0;
+
+    assert_int_equal(open_captured(dir, &j, err, cap), ONCE_OK);
+    assert_int_equal(
+        once_journal_show(j, "chain", &in, NULL, NULL, &pay, &plen, &st),
+        ONCE_OK);
+    print_message("reopened: %s, %u send(s), %zu payload bytes; stderr: %s\n",
+                  once_chain_state_name(in.state), (unsigned)in.sends, plen,
+                  err[0] != '\0' ? err : "(nothing)\n");
+    if (in.state == ONCE_CHAIN_REPLIED) { /* sent once, answered */
+        assert_int_equal(in.sends, 1);
+    }
+    if (value != NULL && in.state == ONCE_CHAIN_REPLIED) {
+        assert_int_equal(once_chain_counter_value(pay, plen, value, &st),
+                         ONCE_OK);
+    }
+    once_free(pay);
+    once_journal_close(j);
+    return in.state;
+}
+
+/* A reply that is only in the reply log when the process is SIGKILLed
+ * survives: the journal opened after the kill holds it (REPLIED, the
+ * step sent once), the log's files are gone once it is in LevelDB, and
+ * the resume consumes it without sending the step again. */
+static void
+reply_survives_kill(void **state)
+{
+    fx *f = *state;
+    char dir[400], last[600], err[1024];
+    int64_t v = 0;
+
+    kill_after_reply(f, "rs1", 1, dir);
+    assert_true(reply_files(dir, last) >= 1);
+    assert_int_equal(reopened_state(dir, err, sizeof(err), &v),
+                     ONCE_CHAIN_REPLIED);
+    assert_int_equal(v, 1);
+    assert_null(strstr(err, "not a whole record"));
+    assert_int_equal(reply_files(dir, last), 0);
+    int ws = drive(f, "rs1", NULL, "120000");
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_null(chain_verdict(f, "rs1"));
+}
+
+/* The last record of the reply log cut short (cut) or with a byte
+ * changed (flip), as a crash mid-write may leave it: the journal opens,
+ * says so on stderr, and ignores it — the step is PENDING, and its
+ * resume re-sends it under its recorded id (the server replays). */
+static void
+torn_reply_case(fx *f, const char *tag, bool cut)
+{
+    char dir[400], last[600], err[1024];
+    struct stat sb;
+    uint8_t b;
+    int fd;
+
+    kill_after_reply(f, tag, 3, dir); /* the grant step's reply */
+    assert_true(reply_files(dir, last) >= 1);
+    assert_int_equal(stat(last, &sb), 0);
+    if (cut) {
+        assert_int_equal(truncate(last, sb.st_size - 7), 0);
+    } else {
+        fd = open(last, O_RDWR);
+        assert_int_equal(pread(fd, &b, 1, sb.st_size - 1), 1);
+        b ^= 0x01; /* the last varint's last byte: still decodes */
+        assert_int_equal(pwrite(fd, &b, 1, sb.st_size - 1), 1);
+        close(fd);
+    }
+    assert_int_equal(reopened_state(dir, err, sizeof(err), NULL),
+                     ONCE_CHAIN_PENDING);
+    assert_non_null(strstr(err, "not a whole record"));
+    int ws = drive(f, tag, NULL, "120000");
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_null(chain_verdict(f, tag));
+}
+
+static void
+torn_reply_ignored(void **state)
+{
+    torn_reply_case(*state, "tcut", true);
+    torn_reply_case(*state, "tflip", false);
+}
+
 #define THREADS 16
 #define ROUNDS  20
 
@@ -628,6 +806,17 @@ api_rules(void **state)
     assert_int_equal(once_chain_counter_value(pay, plen, &v, &st), ONCE_OK);
     assert_int_equal(v, 5);
     once_free(pay);
+    /* the journal's own view has it too (kept by the reply log) */
+    assert_int_equal(
+        once_journal_show(j, "api", &in, NULL, NULL, &pay, &plen, &st),
+        ONCE_OK);
+    assert_int_equal(in.state, ONCE_CHAIN_REPLIED);
+    assert_int_equal(once_chain_counter_value(pay, plen, &v, &st), ONCE_OK);
+    assert_int_equal(v, 5);
+    once_free(pay);
+    assert_int_equal(once_journal_list(j, &rows, &n, &st), ONCE_OK);
+    assert_int_equal(rows[0].state, ONCE_CHAIN_REPLIED);
+    once_free(rows);
     assert_int_equal(once_chain_commit(ch, "c1", 2, NULL, NULL, 0, NULL, &st),
                      ONCE_OK);
     assert_int_equal(once_chain_state(ch, &in, &ctx, &clen, &pay, &plen, &st),
@@ -670,6 +859,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(random_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(lease_ended_signed, setup, teardown),
+        cmocka_unit_test_setup_teardown(reply_survives_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(torn_reply_ignored, setup, teardown),
     };
 
     harness_trap_crashes();

@@ -48,11 +48,15 @@ add_test(NAME test_json_pb COMMAND test_json_pb)
 set_tests_properties(test_json_pb PROPERTIES TIMEOUT 120 LABELS unit)
 
 # The journal's merged LevelDB writes (client/journal_group.c), on a real
-# LevelDB in a temp dir, from many threads at once.
+# LevelDB in a temp dir, from many threads at once, and the reply log they
+# carry (client/journal_replies.c, a new file every 4 KiB instead of 4 MiB).
 add_executable(test_journal_group test_journal_group.c
-  ${PROJECT_SOURCE_DIR}/client/journal_group.c)
+  ${PROJECT_SOURCE_DIR}/client/journal_group.c
+  ${PROJECT_SOURCE_DIR}/client/journal_replies.c)
+target_compile_definitions(test_journal_group PRIVATE JR_FILE_SIZE=4096)
 target_include_directories(test_journal_group PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(test_journal_group PRIVATE once_base once_sys_helpers
                       leveldb::leveldb PkgConfig::CMOCKA Threads::Threads)
 add_test(NAME test_journal_group COMMAND test_journal_group)
 set_tests_properties(test_journal_group PROPERTIES TIMEOUT 120 LABELS unit)
+
