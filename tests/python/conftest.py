@@ -96,6 +96,13 @@ class Onced:
                            self.url] + self.args,
                 stdout=log, stderr=subprocess.STDOUT)
         wait_for(self._ready, READY_S, "onced to answer Stats", 0.05)
+        if any(a in ("--http-listen", "--metrics-listen") for a in self.args):
+            # Its HTTP listeners open after the nng ones (server/main.c),
+            # then it logs "ready": Stats over nng can answer before they
+            # accept (seen under valgrind: curl refused at once).
+            wait_for(lambda: b"ready (pid" in self.log.read_bytes(),
+                     READY_S, "onced to log ready (its HTTP listeners)",
+                     0.05)
         return self
 
     def _ready(self) -> bool:
