@@ -360,6 +360,39 @@ probe(const harness *h, int wait_ms)
     return ok;
 }
 
+/* Whether h's onced takes an HTTP listener (--http-listen,
+ * --metrics-listen): those open after its nng ones (server/main.c). */
+static bool
+has_http(const harness *h)
+{
+    for (int i = 0; i < HARNESS_MAX_ARGS && h->args[i] != NULL; i++) {
+        if (strcmp(h->args[i], "--http-listen") == 0 ||
+            strcmp(h->args[i], "--metrics-listen") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether h's log holds the line this onced (pid) writes when every
+ * listener is open: "ready (pid N)". */
+static bool
+logged_ready(const harness *h)
+{
+    char want[48], line[1024];
+    bool seen = false;
+    FILE *f = fopen(h->log, "r");
+
+    snprintf(want, sizeof(want), "ready (pid %ld)", (long)h->pid);
+    while (f != NULL && !seen && fgets(line, sizeof(line), f) != NULL) {
+        seen = strstr(line, want) != NULL;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return seen;
+}
+
 static int
 wait_ready(harness *h)
 {
@@ -388,12 +421,16 @@ wait_ready(harness *h)
             harness_dump_log(h);
             return -1;
         }
-        if (probe(h, probe_ms)) {
+        /* Stats over nng can answer before the HTTP listeners accept
+         * (seen under valgrind: test_metrics' curl refused at once). */
+        if (probe(h, probe_ms) && (!has_http(h) || logged_ready(h))) {
             return 0;
         }
         harness_sleep_ms(20);
     }
-    fprintf(stderr, "harness: onced did not answer on %s within %lld ms\n",
+    fprintf(stderr,
+            "harness: onced did not answer on %s (and log ready, with an "
+            "HTTP listener) within %lld ms\n",
             h->url, (long long)ready_ms);
     harness_dump_log(h);
     return -1;
